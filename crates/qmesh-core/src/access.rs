@@ -1,0 +1,146 @@
+//! Who may do what. The daemon learns the caller's uid from the socket; the
+//! role comes from the server's managers and operators lists.
+//!
+//! Rules (PBS): a user acts on their own jobs; operators act on every job and
+//! set attributes; managers also create and delete. Root is always a
+//! manager, and so is the user the daemon runs as (the one who started it).
+
+use crate::job::Job;
+use crate::server::ServerAttrs;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    User,
+    Operator,
+    Manager,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Operator => "operator",
+            Role::Manager => "manager",
+        }
+    }
+}
+
+/// The identified caller of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub group: String,
+    pub role: Role,
+}
+
+impl Caller {
+    /// Works out the caller's role from the server's lists. `daemon_uid` is
+    /// the uid the daemon itself runs as.
+    pub fn identify(
+        uid: u32,
+        gid: u32,
+        user: &str,
+        group: &str,
+        server: &ServerAttrs,
+        daemon_uid: u32,
+    ) -> Caller {
+        let role = if uid == 0 || uid == daemon_uid || listed(&server.managers, user) {
+            Role::Manager
+        } else if listed(&server.operators, user) {
+            Role::Operator
+        } else {
+            Role::User
+        };
+        Caller {
+            uid,
+            gid,
+            user: user.to_string(),
+            group: group.to_string(),
+            role,
+        }
+    }
+
+    /// Whether the caller may delete, hold or release this job.
+    pub fn may_act_on(&self, job: &Job) -> bool {
+        self.role >= Role::Operator || job.owner.uid == self.uid
+    }
+}
+
+/// Lists hold `user` or `user@host` (PBS form; the host part is not checked:
+/// identity comes from the local socket, not from a host name).
+fn listed(list: &[String], user: &str) -> bool {
+    list.iter()
+        .any(|entry| entry.split('@').next().is_some_and(|name| name == user))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Holds, JobId, JobState, Owner};
+    use chrono::TimeZone;
+
+    fn job_of(uid: u32) -> Job {
+        let t = chrono::Utc.timestamp_opt(0, 0).unwrap();
+        Job {
+            id: JobId(1),
+            name: "j".into(),
+            owner: Owner {
+                uid,
+                gid: uid,
+                user: format!("u{uid}"),
+                group: format!("g{uid}"),
+            },
+            account: None,
+            queue: "batch".into(),
+            nodes: 1,
+            walltime: 60,
+            mem: None,
+            workdir: "/".into(),
+            stdout_path: "/j.o1".into(),
+            stderr_path: "/j.e1".into(),
+            join_output: false,
+            rerunnable: true,
+            submit_host: String::new(),
+            holds: Holds::default(),
+            state: JobState::Queued,
+            qtime: t,
+            mtime: t,
+            stime: None,
+            end_time: None,
+            exec_nodes: vec![],
+            exit: None,
+            run_count: 0,
+            comment: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_user_may_act_only_on_their_own_jobs() {
+        let server = ServerAttrs::default();
+        let alice = Caller::identify(1001, 1001, "alice", "staff", &server, 0);
+        assert_eq!(alice.role, Role::User);
+        assert!(alice.may_act_on(&job_of(1001)));
+        assert!(!alice.may_act_on(&job_of(1002)));
+    }
+
+    #[test]
+    fn operators_managers_root_and_the_daemon_owner_act_on_all() {
+        let server = ServerAttrs {
+            managers: vec!["carol@*".into()],
+            operators: vec!["bob".into()],
+            ..ServerAttrs::default()
+        };
+        let bob = Caller::identify(1002, 1002, "bob", "staff", &server, 0);
+        assert_eq!(bob.role, Role::Operator);
+        assert!(bob.may_act_on(&job_of(1001)));
+        let carol = Caller::identify(1003, 1003, "carol", "staff", &server, 0);
+        assert_eq!(carol.role, Role::Manager);
+        let root = Caller::identify(0, 0, "root", "root", &server, 500);
+        assert_eq!(root.role, Role::Manager);
+        let owner = Caller::identify(500, 500, "qmesh", "qmesh", &server, 500);
+        assert_eq!(owner.role, Role::Manager);
+        assert!(owner.may_act_on(&job_of(1001)));
+    }
+}

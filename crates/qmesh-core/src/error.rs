@@ -1,0 +1,116 @@
+//! Every way a request can be refused by the core, each phrased to name the
+//! thing and what to do about it. The daemon maps [`ErrorKind`] to a status
+//! code in one table; the text reaches the user as it is.
+
+use crate::job::JobState;
+
+/// What kind of refusal, for the one table that maps errors to status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request itself is malformed or out of limits.
+    Invalid,
+    /// It names something that does not exist.
+    NotFound,
+    /// The caller may not do this.
+    Denied,
+    /// It cannot be done in the present state.
+    Conflict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreError {
+    #[error("bad wall time \"{text}\": {why}; write [[hours:]minutes:]seconds, e.g. 1:30:00")]
+    BadDuration { text: String, why: String },
+    #[error("bad value \"{value}\" for resource {name}: {why}")]
+    BadResource {
+        name: String,
+        value: String,
+        why: String,
+    },
+    #[error("unknown resource \"{name}\"; known resources: nodes, walltime, mem")]
+    UnknownResource { name: String },
+    #[error("bad job name \"{name}\": {why}")]
+    BadJobName { name: String, why: String },
+    #[error("bad path \"{path}\": {why}")]
+    BadPath { path: String, why: String },
+    #[error("queue \"{queue}\" does not exist; see qstat -Q")]
+    NoSuchQueue { queue: String },
+    #[error("queue \"{queue}\" is not enabled and accepts no jobs; see qstat -Q")]
+    QueueDisabled { queue: String },
+    #[error(
+        "job asks for {requested} nodes but queue \"{queue}\" allows at most {max} (resources_max.nodes)"
+    )]
+    TooManyNodes {
+        queue: String,
+        requested: u32,
+        max: u32,
+    },
+    #[error(
+        "job asks for {requested} nodes but queue \"{queue}\" needs at least {min} (resources_min.nodes)"
+    )]
+    TooFewNodes {
+        queue: String,
+        requested: u32,
+        min: u32,
+    },
+    #[error(
+        "job asks for wall time {requested} but queue \"{queue}\" allows at most {max} (resources_max.walltime)"
+    )]
+    WalltimeTooLong {
+        queue: String,
+        requested: String,
+        max: String,
+    },
+    #[error(
+        "job asks for {requested} nodes but queue \"{queue}\" can reach only {capacity} nodes; it could never run"
+    )]
+    ExceedsCapacity {
+        queue: String,
+        requested: u32,
+        capacity: u32,
+    },
+    #[error("job {id} does not exist; see qstat")]
+    NoSuchJob { id: String },
+    #[error("job {id} belongs to {owner}; only its owner, an operator or a manager may {action} it")]
+    NotYourJob {
+        id: String,
+        owner: String,
+        action: String,
+    },
+    #[error("cannot {action} job {id}: it is {state}")]
+    WrongState {
+        id: String,
+        action: String,
+        state: JobState,
+    },
+    #[error("{what} needs {need} rights; see the managers and operators lists (qmgr -c \"list server\")")]
+    PermissionDenied { what: String, need: String },
+    #[error("bad job id \"{text}\": write SEQ or SEQ.SERVER, e.g. 17 or 17.{server}")]
+    BadJobId { text: String, server: String },
+    #[error("node \"{node}\" is unknown; see the node sets in the configuration")]
+    NoSuchNode { node: String },
+    #[error("bad node sets: {why}")]
+    BadNodeSets { why: String },
+}
+
+impl CoreError {
+    pub fn kind(&self) -> ErrorKind {
+        use CoreError::*;
+        match self {
+            NoSuchQueue { .. } | NoSuchJob { .. } | NoSuchNode { .. } => ErrorKind::NotFound,
+            NotYourJob { .. } | PermissionDenied { .. } => ErrorKind::Denied,
+            QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
+            BadDuration { .. }
+            | BadResource { .. }
+            | UnknownResource { .. }
+            | BadJobName { .. }
+            | BadPath { .. }
+            | TooManyNodes { .. }
+            | TooFewNodes { .. }
+            | WalltimeTooLong { .. }
+            | ExceedsCapacity { .. }
+            | BadJobId { .. }
+            | BadNodeSets { .. } => ErrorKind::Invalid,
+        }
+    }
+}

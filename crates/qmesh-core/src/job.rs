@@ -1,0 +1,378 @@
+//! A job: what was asked for, who asked, and what became of it.
+//!
+//! A job's record is small on purpose: the script and the environment, which
+//! only the launch needs, travel separately ([`JobPayload`]), so that a daemon
+//! with a hundred thousand jobs in its store starts in a moment.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::Time;
+use crate::error::CoreError;
+
+/// The sequence number of a job. Users see it as `SEQ.SERVER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub u64);
+
+impl JobId {
+    /// `17.server`, the form users see and type.
+    pub fn full(self, server: &str) -> String {
+        format!("{}.{}", self.0, server)
+    }
+
+    /// Reads `17` or `17.server` (the server part may be the short or the
+    /// full host name). An id of another server is a job we do not have.
+    pub fn parse(text: &str, server: &str) -> Result<JobId, CoreError> {
+        let text = text.trim();
+        let (seq, suffix) = match text.split_once('.') {
+            Some((seq, suffix)) => (seq, Some(suffix)),
+            None => (text, None),
+        };
+        let bad = || CoreError::BadJobId {
+            text: text.to_string(),
+            server: server.to_string(),
+        };
+        if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let seq: u64 = seq.parse().map_err(|_| bad())?;
+        if let Some(suffix) = suffix {
+            let same = suffix == server
+                || server.strip_prefix(suffix).is_some_and(|rest| rest.starts_with('.'))
+                || suffix.strip_prefix(server).is_some_and(|rest| rest.starts_with('.'));
+            if !same {
+                return Err(CoreError::NoSuchJob {
+                    id: text.to_string(),
+                });
+            }
+        }
+        Ok(JobId(seq))
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The PBS job states; the letter is what qstat prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Held,
+    /// Waiting for its start-after time.
+    Waiting,
+    /// Being routed by a pipe queue.
+    Transit,
+    Running,
+    /// Kill sent; waiting for the agent to report the end.
+    Exiting,
+    Finished,
+}
+
+impl JobState {
+    pub fn letter(self) -> char {
+        match self {
+            JobState::Queued => 'Q',
+            JobState::Held => 'H',
+            JobState::Waiting => 'W',
+            JobState::Transit => 'T',
+            JobState::Running => 'R',
+            JobState::Exiting => 'E',
+            JobState::Finished => 'F',
+        }
+    }
+
+    /// Holds nodes: running, or killed and not yet reported ended.
+    pub fn is_active(self) -> bool {
+        matches!(self, JobState::Running | JobState::Exiting)
+    }
+
+    /// Not yet started: the scheduler may still pick it.
+    pub fn is_pending(self) -> bool {
+        matches!(
+            self,
+            JobState::Queued | JobState::Held | JobState::Waiting | JobState::Transit
+        )
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self {
+            JobState::Queued => "queued",
+            JobState::Held => "held",
+            JobState::Waiting => "waiting",
+            JobState::Transit => "in transit",
+            JobState::Running => "running",
+            JobState::Exiting => "exiting",
+            JobState::Finished => "finished",
+        };
+        f.write_str(word)
+    }
+}
+
+/// Who submitted the job; the agent runs it as this user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub group: String,
+}
+
+/// PBS hold types: a user hold (qhold by the owner, qsub -h), an operator
+/// hold (qhold by an operator or manager), a system hold (set by the server).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holds {
+    pub user: bool,
+    pub operator: bool,
+    pub system: bool,
+}
+
+impl Holds {
+    pub fn any(self) -> bool {
+        self.user || self.operator || self.system
+    }
+
+    /// The PBS `Hold_Types` string: some of `u`, `o`, `s`, or `n` for none.
+    pub fn types(self) -> String {
+        let mut out = String::new();
+        if self.user {
+            out.push('u');
+        }
+        if self.operator {
+            out.push('o');
+        }
+        if self.system {
+            out.push('s');
+        }
+        if out.is_empty() {
+            out.push('n');
+        }
+        out
+    }
+}
+
+/// Why a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitCause {
+    /// The script ended by itself.
+    Exited,
+    /// Killed for running past its wall time.
+    Walltime,
+    /// Killed by qdel.
+    Deleted,
+    /// The agent could not start it.
+    LaunchFailed,
+    /// The daemon lost track of it (its agent did not know it after a restart).
+    Lost,
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobExit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub cause: ExitCause,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl JobExit {
+    /// PBS `exit_status`: the exit code; 256 + N when signal N ended it;
+    /// -1 when it could not be started; -2 when it was lost.
+    pub fn exit_status(&self) -> i32 {
+        match (self.code, self.signal, self.cause) {
+            (_, _, ExitCause::LaunchFailed) => -1,
+            (_, _, ExitCause::Lost) => -2,
+            (_, Some(sig), _) => 256 + sig,
+            (Some(code), None, _) => code,
+            (None, None, _) => -2,
+        }
+    }
+
+    /// One line for `comment` and logs.
+    pub fn describe(&self, walltime: u64) -> String {
+        let how = match (self.code, self.signal) {
+            (_, Some(sig)) => format!("killed by signal {sig}"),
+            (Some(code), None) => format!("exit status {code}"),
+            (None, None) => String::from("no exit status"),
+        };
+        let mut line = match self.cause {
+            ExitCause::Exited => format!("job ended: {how}"),
+            ExitCause::Walltime => format!(
+                "job exceeded its wall time {}; {how}",
+                crate::time::format_hms(walltime)
+            ),
+            ExitCause::Deleted => format!("job deleted while running; {how}"),
+            ExitCause::LaunchFailed => String::from("job could not be started"),
+            ExitCause::Lost => String::from("job lost: its agent did not know it"),
+        };
+        if !self.message.is_empty() {
+            line.push_str(": ");
+            line.push_str(&self.message);
+        }
+        line
+    }
+}
+
+/// What the launch needs and the scheduler does not: kept out of [`Job`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobPayload {
+    #[serde(with = "script_text")]
+    pub script: Vec<u8>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Scripts are nearly always text; store them readably, and bytes otherwise.
+mod script_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Repr::Text(text.to_string()).serialize(s),
+            Err(_) => Repr::Bytes(bytes.to_vec()).serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(match Repr::deserialize(d)? {
+            Repr::Text(text) => text.into_bytes(),
+            Repr::Bytes(bytes) => bytes,
+        })
+    }
+}
+
+/// A job as the server keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: JobId,
+    pub name: String,
+    pub owner: Owner,
+    #[serde(default)]
+    pub account: Option<String>,
+    pub queue: String,
+    pub nodes: u32,
+    /// Seconds.
+    pub walltime: u64,
+    /// Bytes per node, if asked for.
+    #[serde(default)]
+    pub mem: Option<u64>,
+    pub workdir: String,
+    pub stdout_path: String,
+    pub stderr_path: String,
+    #[serde(default)]
+    pub join_output: bool,
+    #[serde(default = "yes")]
+    pub rerunnable: bool,
+    #[serde(default)]
+    pub submit_host: String,
+    #[serde(default)]
+    pub holds: Holds,
+    pub state: JobState,
+    /// When it was queued.
+    pub qtime: Time,
+    /// When it last changed.
+    pub mtime: Time,
+    #[serde(default)]
+    pub stime: Option<Time>,
+    #[serde(default)]
+    pub end_time: Option<Time>,
+    #[serde(default)]
+    pub exec_nodes: Vec<String>,
+    #[serde(default)]
+    pub exit: Option<JobExit>,
+    #[serde(default)]
+    pub run_count: u32,
+    /// The last thing that happened to it, in words (PBS `comment`).
+    #[serde(default)]
+    pub comment: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Job {
+    /// Seconds since it started (for running jobs), or that it ran.
+    pub fn elapsed(&self, now: Time) -> Option<u64> {
+        let start = self.stime?;
+        let end = self.end_time.unwrap_or(now);
+        Some((end - start).num_seconds().max(0) as u64)
+    }
+
+    /// The state it has when not running: held if any hold is set.
+    pub(crate) fn pending_state(&self) -> JobState {
+        if self.holds.any() {
+            JobState::Held
+        } else {
+            JobState::Queued
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_parse_with_and_without_the_server() {
+        assert_eq!(JobId::parse("17", "sp").unwrap(), JobId(17));
+        assert_eq!(JobId::parse("17.sp", "sp").unwrap(), JobId(17));
+        assert_eq!(JobId::parse("17.sp", "sp.example.org").unwrap(), JobId(17));
+        assert_eq!(JobId::parse("17.sp.example.org", "sp").unwrap(), JobId(17));
+        assert!(matches!(
+            JobId::parse("17.other", "sp"),
+            Err(CoreError::NoSuchJob { .. })
+        ));
+        for bad in ["", "abc", "-1", ".sp", "1x.sp"] {
+            assert!(
+                matches!(JobId::parse(bad, "sp"), Err(CoreError::BadJobId { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn exit_status_follows_pbs() {
+        let exit = |code, signal, cause| JobExit {
+            code,
+            signal,
+            cause,
+            message: String::new(),
+        };
+        assert_eq!(exit(Some(3), None, ExitCause::Exited).exit_status(), 3);
+        assert_eq!(exit(None, Some(15), ExitCause::Walltime).exit_status(), 271);
+        assert_eq!(exit(None, None, ExitCause::LaunchFailed).exit_status(), -1);
+        assert_eq!(exit(None, None, ExitCause::Lost).exit_status(), -2);
+    }
+
+    #[test]
+    fn binary_scripts_survive_the_round_trip() {
+        let payload = JobPayload {
+            script: vec![0xff, 0xfe, b'\n'],
+            env: vec![],
+        };
+        let json = serde_json::to_string(&payload).unwrap();
+        assert_eq!(serde_json::from_str::<JobPayload>(&json).unwrap(), payload);
+        let text = JobPayload {
+            script: b"#!/bin/sh\necho hi\n".to_vec(),
+            env: vec![("A".into(), "1".into())],
+        };
+        let json = serde_json::to_string(&text).unwrap();
+        assert!(json.contains("echo hi"));
+        assert_eq!(serde_json::from_str::<JobPayload>(&json).unwrap(), text);
+    }
+}

@@ -1,0 +1,36 @@
+//! The qmesh domain and its scheduling core.
+//!
+//! Jobs, queues, node sets and the server's configuration live here, with the
+//! rules that change them (submit, start, finish, hold, delete), the qmgr
+//! language, and [`Scheduler::pass`], which turns a [`State`] into a [`Plan`].
+//!
+//! **Architecture Invariant:** this crate does no I/O, spawns nothing, and
+//! never reads the clock: `now` is always a parameter. The daemon and the
+//! simulator drive the very same code, and every test here is deterministic.
+
+pub mod access;
+pub mod alloc;
+pub mod error;
+pub mod job;
+pub mod node;
+pub mod qmgr;
+pub mod queue;
+pub mod resources;
+pub mod scheduler;
+pub mod server;
+pub mod state;
+pub mod submit;
+pub mod time;
+
+pub use access::{Caller, Role};
+pub use error::CoreError;
+pub use job::{ExitCause, Holds, Job, JobExit, JobId, JobState, Owner};
+pub use node::{Node, NodeDef, NodeSet, Topology};
+pub use queue::{Queue, QueueType};
+pub use scheduler::{Plan, Reason, Scheduler, Start};
+pub use server::{Config, ServerAttrs};
+pub use state::State;
+pub use submit::Submission;
+
+/// Instants are UTC; the calendar (time zones, prime time) converts at its edge.
+pub type Time = chrono::DateTime<chrono::Utc>;

@@ -1,0 +1,105 @@
+//! Queues: where jobs wait, with the limits and defaults that shape them.
+
+use serde::{Deserialize, Serialize};
+
+/// Execution queues run jobs. (Pipe, or routing, queues come with the
+/// routing issue; the type is here so stored queues keep their meaning.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueType {
+    #[default]
+    Execution,
+}
+
+impl QueueType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Execution => "execution",
+        }
+    }
+}
+
+/// A queue. A queue made by `qmgr create queue` starts neither enabled nor
+/// started, as in PBS and NQS: the admin opens it when it is ready.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Queue {
+    pub name: String,
+    #[serde(default)]
+    pub queue_type: QueueType,
+    /// Higher runs first.
+    #[serde(default)]
+    pub priority: i32,
+    /// Accepts new jobs.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Its jobs may start.
+    #[serde(default)]
+    pub started: bool,
+    #[serde(default)]
+    pub max_nodes: Option<u32>,
+    #[serde(default)]
+    pub min_nodes: Option<u32>,
+    /// Seconds.
+    #[serde(default)]
+    pub max_walltime: Option<u64>,
+    /// Nodes for a job that names none (NQS `set per_request ncpus`).
+    #[serde(default)]
+    pub default_nodes: Option<u32>,
+    /// Seconds, for a job that names none.
+    #[serde(default)]
+    pub default_walltime: Option<u64>,
+    /// The node sets its jobs run on; empty means all of them.
+    #[serde(default)]
+    pub node_sets: Vec<String>,
+}
+
+impl Queue {
+    pub fn new(name: &str) -> Queue {
+        Queue {
+            name: name.to_string(),
+            queue_type: QueueType::Execution,
+            priority: 0,
+            enabled: false,
+            started: false,
+            max_nodes: None,
+            min_nodes: None,
+            max_walltime: None,
+            default_nodes: None,
+            default_walltime: None,
+            node_sets: Vec::new(),
+        }
+    }
+
+    /// A queue that accepts and runs jobs, as the embedded default has.
+    pub fn open(name: &str) -> Queue {
+        Queue {
+            enabled: true,
+            started: true,
+            ..Queue::new(name)
+        }
+    }
+
+    /// Whether the queue's jobs may use nodes of this set.
+    pub fn uses_set(&self, set: &str) -> bool {
+        self.node_sets.is_empty() || self.node_sets.iter().any(|s| s == set)
+    }
+}
+
+/// Queue names follow PBS: a letter, then letters, digits, `_` or `-`, at
+/// most 15 characters.
+pub fn valid_queue_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return Err("it is empty".into()),
+        Some(c) if !c.is_ascii_alphabetic() => return Err("it must start with a letter".into()),
+        _ => {}
+    }
+    if name.len() > 15 {
+        return Err("it is longer than 15 characters".into());
+    }
+    if let Some(c) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+        return Err(format!("'{c}' is not allowed; use letters, digits, _ and -"));
+    }
+    Ok(())
+}

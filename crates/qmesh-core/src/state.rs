@@ -1,0 +1,708 @@
+//! The scheduler's whole world: configuration, nodes and jobs, and the rules
+//! by which a job moves between states.
+//!
+//! Every change goes through a method here, so the invariants hold in one
+//! place: a job is in `pending` exactly when its state is pending, in
+//! `active` exactly when it is running or exiting, and a node names a job
+//! exactly when that job is active and lists the node. The methods return
+//! the changed job so the caller (the daemon, the simulator) can persist it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::Time;
+use crate::access::Caller;
+use crate::error::CoreError;
+use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
+use crate::node::{Node, NodeSet};
+use crate::server::Config;
+use crate::submit::Submission;
+
+#[derive(Clone, Debug)]
+pub struct State {
+    server_name: String,
+    config: Config,
+    node_sets: Vec<NodeSet>,
+    nodes: Vec<Node>,
+    node_index: HashMap<String, usize>,
+    jobs: BTreeMap<JobId, Job>,
+    pending: BTreeSet<JobId>,
+    active: BTreeSet<JobId>,
+    next_id: u64,
+}
+
+/// What `delete` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// It had not started: it is now finished, as deleted.
+    Removed,
+    /// It runs: it is now exiting, and the agent of `host` must kill it.
+    Kill { host: String },
+}
+
+/// What `finish` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    Finished,
+    /// It was lost and may be rerun: it is queued again.
+    Requeued,
+}
+
+/// Jobs of one queue by state, for `qstat -Q` and `qmgr list queue`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateCounts {
+    pub queued: u32,
+    pub held: u32,
+    pub waiting: u32,
+    pub transit: u32,
+    pub running: u32,
+    pub exiting: u32,
+}
+
+impl StateCounts {
+    pub fn total(&self) -> u32 {
+        self.queued + self.held + self.waiting + self.transit + self.running + self.exiting
+    }
+}
+
+impl State {
+    /// A state with no jobs. Node names must be unique across sets, and a
+    /// mesh or torus must have exactly as many nodes as its shape.
+    pub fn new(
+        server_name: impl Into<String>,
+        config: Config,
+        node_sets: Vec<NodeSet>,
+    ) -> Result<State, CoreError> {
+        let mut nodes = Vec::new();
+        let mut node_index = HashMap::new();
+        let mut set_names = BTreeSet::new();
+        for (set_idx, set) in node_sets.iter().enumerate() {
+            if !set_names.insert(set.name.as_str()) {
+                return Err(CoreError::BadNodeSets {
+                    why: format!("node set \"{}\" is defined twice", set.name),
+                });
+            }
+            if let Some(size) = set.topology.size()
+                && size as usize != set.nodes.len()
+            {
+                return Err(CoreError::BadNodeSets {
+                    why: format!(
+                        "node set \"{}\" is a {} ({} nodes) but lists {} nodes",
+                        set.name,
+                        set.topology.describe(),
+                        size,
+                        set.nodes.len()
+                    ),
+                });
+            }
+            for def in &set.nodes {
+                if node_index.insert(def.name.clone(), nodes.len()).is_some() {
+                    return Err(CoreError::BadNodeSets {
+                        why: format!("node \"{}\" appears twice", def.name),
+                    });
+                }
+                nodes.push(Node {
+                    name: def.name.clone(),
+                    host: def.host.clone(),
+                    set: set_idx,
+                    up: false,
+                    job: None,
+                });
+            }
+        }
+        Ok(State {
+            server_name: server_name.into(),
+            config,
+            node_sets,
+            nodes,
+            node_index,
+            jobs: BTreeMap::new(),
+            pending: BTreeSet::new(),
+            active: BTreeSet::new(),
+            next_id: 1,
+        })
+    }
+
+    /// Puts back jobs loaded from the store. Active jobs take their nodes
+    /// again; what cannot be matched is reported, not dropped.
+    pub fn restore(&mut self, jobs: impl IntoIterator<Item = Job>, next_id: u64) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for job in jobs {
+            let id = job.id;
+            self.next_id = self.next_id.max(id.0 + 1);
+            if job.state.is_pending() {
+                self.pending.insert(id);
+            } else if job.state.is_active() {
+                self.active.insert(id);
+                for name in &job.exec_nodes {
+                    match self.node_index.get(name) {
+                        Some(&idx) => match self.nodes[idx].job {
+                            Some(other) if other != id => warnings.push(format!(
+                                "jobs {other} and {id} both hold node {name} in the store; \
+                                 keeping it for {other}"
+                            )),
+                            _ => self.nodes[idx].job = Some(id),
+                        },
+                        None => warnings.push(format!(
+                            "job {id} runs on node {name}, which is no longer configured"
+                        )),
+                    }
+                }
+            }
+            self.jobs.insert(id, job);
+        }
+        self.next_id = self.next_id.max(next_id);
+        warnings
+    }
+
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn set_config(&mut self, config: Config) {
+        self.config = config;
+    }
+
+    pub fn node_sets(&self) -> &[NodeSet] {
+        &self.node_sets
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn node_by_name(&self, name: &str) -> Option<&Node> {
+        self.node_index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    /// All jobs, history included, in id order.
+    pub fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values()
+    }
+
+    /// Jobs not yet started, in id order.
+    pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.pending.iter().filter_map(|id| self.jobs.get(id))
+    }
+
+    /// Running and exiting jobs, in id order.
+    pub fn active_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.active.iter().filter_map(|id| self.jobs.get(id))
+    }
+
+    /// The id the next submission will get.
+    pub fn next_id(&self) -> JobId {
+        JobId(self.next_id)
+    }
+
+    pub fn full_id(&self, id: JobId) -> String {
+        id.full(&self.server_name)
+    }
+
+    /// Reads a job id as a user typed it.
+    pub fn parse_id(&self, text: &str) -> Result<JobId, CoreError> {
+        JobId::parse(text, &self.server_name)
+    }
+
+    /// Nodes the queue's jobs may ever use: the size of its node sets.
+    pub fn capacity(&self, queue: &str) -> u32 {
+        let Some(q) = self.config.queue(queue) else {
+            return 0;
+        };
+        self.node_sets
+            .iter()
+            .filter(|set| q.uses_set(&set.name))
+            .map(|set| set.nodes.len() as u32)
+            .sum()
+    }
+
+    pub fn counts(&self, queue: &str) -> StateCounts {
+        let mut counts = StateCounts::default();
+        for job in self.pending_jobs().chain(self.active_jobs()) {
+            if job.queue != queue {
+                continue;
+            }
+            match job.state {
+                JobState::Queued => counts.queued += 1,
+                JobState::Held => counts.held += 1,
+                JobState::Waiting => counts.waiting += 1,
+                JobState::Transit => counts.transit += 1,
+                JobState::Running => counts.running += 1,
+                JobState::Exiting => counts.exiting += 1,
+                JobState::Finished => {}
+            }
+        }
+        counts
+    }
+
+    /// Host whose agent runs the job: that of its first node.
+    pub fn job_host(&self, job: &Job) -> Option<&str> {
+        let first = job.exec_nodes.first()?;
+        self.node_by_name(first).map(|n| n.host.as_str())
+    }
+
+    /// Queues a new job under the next id.
+    pub fn submit(
+        &mut self,
+        submission: Submission,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let id = JobId(self.next_id);
+        let job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
+        self.next_id += 1;
+        self.pending.insert(id);
+        Ok(self.jobs.entry(id).or_insert(job))
+    }
+
+    /// Starts a pending job on the given nodes (indices into [`State::nodes`]).
+    pub fn start(&mut self, id: JobId, nodes: &[usize], now: Time) -> Result<&Job, CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if job.state != JobState::Queued {
+            return Err(self.wrong_state(job, "start"));
+        }
+        if let Some(&busy) = nodes
+            .iter()
+            .find(|&&i| self.nodes.get(i).is_none_or(|n| !n.is_free()))
+        {
+            let name = self
+                .nodes
+                .get(busy)
+                .map_or_else(|| format!("#{busy}"), |n| n.name.clone());
+            return Err(CoreError::NoSuchNode { node: name });
+        }
+        let names: Vec<String> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+        for &i in nodes {
+            self.nodes[i].job = Some(id);
+        }
+        self.pending.remove(&id);
+        self.active.insert(id);
+        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
+            id: id.to_string(),
+        })?;
+        job.state = JobState::Running;
+        job.stime = Some(now);
+        job.mtime = now;
+        job.end_time = None;
+        job.exit = None;
+        job.exec_nodes = names;
+        job.run_count += 1;
+        job.comment = format!("job started on {} node(s)", nodes.len());
+        Ok(job)
+    }
+
+    /// Records the end of an active job and frees its nodes. A lost job
+    /// that may be rerun is queued again instead.
+    pub fn finish(
+        &mut self,
+        id: JobId,
+        exit: JobExit,
+        end: Time,
+    ) -> Result<(Finished, &Job), CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if !job.state.is_active() {
+            return Err(self.wrong_state(job, "finish"));
+        }
+        self.release_nodes(id);
+        self.active.remove(&id);
+        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
+            id: id.to_string(),
+        })?;
+        job.mtime = end;
+        if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
+            job.state = job.pending_state();
+            job.comment = format!("requeued: {}", exit.describe(job.walltime));
+            job.stime = None;
+            job.exec_nodes.clear();
+            self.pending.insert(id);
+            return Ok((Finished::Requeued, job));
+        }
+        job.comment = exit.describe(job.walltime);
+        job.state = JobState::Finished;
+        job.end_time = Some(end);
+        job.exit = Some(exit);
+        Ok((Finished::Finished, job))
+    }
+
+    /// qdel: a pending job ends at once; a running one is marked exiting
+    /// and its agent must kill it.
+    pub fn delete(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<(Deleted, &Job), CoreError> {
+        let job = self.checked(id, caller, "delete")?;
+        let outcome = match job.state {
+            s if s.is_pending() => Deleted::Removed,
+            s if s.is_active() => Deleted::Kill {
+                host: self.job_host(job).unwrap_or_default().to_string(),
+            },
+            _ => return Err(self.wrong_state(job, "delete")),
+        };
+        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
+            id: id.to_string(),
+        })?;
+        job.mtime = now;
+        match outcome {
+            Deleted::Removed => {
+                self.pending.remove(&id);
+                job.state = JobState::Finished;
+                job.end_time = Some(now);
+                job.exit = Some(JobExit {
+                    code: None,
+                    signal: None,
+                    cause: ExitCause::Deleted,
+                    message: String::new(),
+                });
+                job.comment = format!("job deleted by {} before it started", caller.user);
+            }
+            Deleted::Kill { .. } => {
+                job.state = JobState::Exiting;
+                job.comment = format!("job deleted by {}; killing it", caller.user);
+            }
+        }
+        Ok((outcome, job))
+    }
+
+    /// qhold: puts a user hold on a job that has not started.
+    pub fn hold(&mut self, id: JobId, caller: &Caller, now: Time) -> Result<&Job, CoreError> {
+        let job = self.checked(id, caller, "hold")?;
+        if !job.state.is_pending() {
+            return Err(self.wrong_state(job, "hold"));
+        }
+        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
+            id: id.to_string(),
+        })?;
+        job.holds.user = true;
+        job.state = job.pending_state();
+        job.mtime = now;
+        job.comment = format!("job held by {}", caller.user);
+        Ok(job)
+    }
+
+    /// qrls: removes the holds the caller may remove (a user their user
+    /// hold; operators and managers every hold).
+    pub fn release(&mut self, id: JobId, caller: &Caller, now: Time) -> Result<&Job, CoreError> {
+        let job = self.checked(id, caller, "release")?;
+        if !job.state.is_pending() || !job.holds.any() {
+            return Err(CoreError::WrongState {
+                id: self.full_id(id),
+                action: "release".into(),
+                state: job.state,
+            });
+        }
+        let privileged = caller.role >= crate::access::Role::Operator;
+        if !privileged && !job.holds.user {
+            return Err(CoreError::PermissionDenied {
+                what: format!(
+                    "releasing job {} from its {} hold",
+                    self.full_id(id),
+                    job.holds.types()
+                ),
+                need: "operator".into(),
+            });
+        }
+        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
+            id: id.to_string(),
+        })?;
+        job.holds.user = false;
+        if privileged {
+            job.holds.operator = false;
+            job.holds.system = false;
+        }
+        job.state = job.pending_state();
+        job.mtime = now;
+        job.comment = format!("job released by {}", caller.user);
+        Ok(job)
+    }
+
+    /// Marks the nodes of a host up or down (its agent came or went).
+    /// Returns the names of the host's nodes.
+    pub fn set_host_up(&mut self, host: &str, up: bool) -> Vec<String> {
+        self.nodes
+            .iter_mut()
+            .filter(|n| n.host == host)
+            .map(|n| {
+                n.up = up;
+                n.name.clone()
+            })
+            .collect()
+    }
+
+    /// Active jobs whose agent is this host.
+    pub fn jobs_on_host(&self, host: &str) -> Vec<JobId> {
+        self.active_jobs()
+            .filter(|job| self.job_host(job) == Some(host))
+            .map(|job| job.id)
+            .collect()
+    }
+
+    /// Drops finished jobs older than the history duration; returns them.
+    pub fn purge_history(&mut self, now: Time) -> Vec<JobId> {
+        let keep = chrono::Duration::seconds(
+            i64::try_from(self.config.server.job_history_duration).unwrap_or(i64::MAX / 2),
+        );
+        let old: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Finished)
+            .filter(|j| j.end_time.unwrap_or(j.mtime) + keep <= now)
+            .map(|j| j.id)
+            .collect();
+        for id in &old {
+            self.jobs.remove(id);
+        }
+        old
+    }
+
+    fn release_nodes(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        for name in &job.exec_nodes {
+            if let Some(&idx) = self.node_index.get(name)
+                && self.nodes[idx].job == Some(id)
+            {
+                self.nodes[idx].job = None;
+            }
+        }
+    }
+
+    /// The job, if it exists and the caller may act on it.
+    fn checked(&self, id: JobId, caller: &Caller, action: &str) -> Result<&Job, CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if !caller.may_act_on(job) {
+            return Err(CoreError::NotYourJob {
+                id: self.full_id(id),
+                owner: job.owner.user.clone(),
+                action: action.into(),
+            });
+        }
+        Ok(job)
+    }
+
+    fn no_such(&self, id: JobId) -> CoreError {
+        CoreError::NoSuchJob {
+            id: self.full_id(id),
+        }
+    }
+
+    fn wrong_state(&self, job: &Job, action: &str) -> CoreError {
+        CoreError::WrongState {
+            id: self.full_id(job.id),
+            action: action.into(),
+            state: job.state,
+        }
+    }
+
+    /// Checks the invariants named in the module comment; for tests and
+    /// debug builds.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for job in self.jobs.values() {
+            if job.state.is_pending() != self.pending.contains(&job.id) {
+                return Err(format!("job {} ({}) vs pending set", job.id, job.state));
+            }
+            if job.state.is_active() != self.active.contains(&job.id) {
+                return Err(format!("job {} ({}) vs active set", job.id, job.state));
+            }
+        }
+        for node in &self.nodes {
+            if let Some(id) = node.job {
+                let ok = self
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|j| j.state.is_active() && j.exec_nodes.contains(&node.name));
+                if !ok {
+                    return Err(format!("node {} names job {id} that does not hold it", node.name));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::access::Role;
+    use crate::node::{NodeDef, Topology};
+    use crate::queue::Queue;
+    use chrono::TimeZone;
+
+    pub fn t(secs: i64) -> Time {
+        chrono::Utc.timestamp_opt(1_700_000_000 + secs, 0).unwrap()
+    }
+
+    pub fn caller(uid: u32, role: Role) -> Caller {
+        Caller {
+            uid,
+            gid: uid,
+            user: format!("u{uid}"),
+            group: format!("g{uid}"),
+            role,
+        }
+    }
+
+    /// One flat set of `n` nodes on host `h`, one open queue `batch`.
+    pub fn state(n: usize) -> State {
+        let mut config = Config::default();
+        config.queues.insert("batch".into(), Queue::open("batch"));
+        let set = NodeSet {
+            name: "local".into(),
+            topology: Topology::Flat,
+            nodes: (0..n)
+                .map(|i| NodeDef {
+                    name: format!("n{i}"),
+                    host: "h".into(),
+                })
+                .collect(),
+        };
+        let mut state = State::new("srv", config, vec![set]).unwrap();
+        state.set_host_up("h", true);
+        state
+    }
+
+    pub fn submit(state: &mut State, uid: u32, nodes: u32) -> JobId {
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            resources: vec![("nodes".into(), nodes.to_string())],
+            ..Submission::default()
+        };
+        state.submit(sub, &caller(uid, Role::User), t(0)).unwrap().id
+    }
+
+    fn exited(code: i32) -> JobExit {
+        JobExit {
+            code: Some(code),
+            signal: None,
+            cause: ExitCause::Exited,
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_job_runs_and_finishes() {
+        let mut s = state(4);
+        let id = submit(&mut s, 1000, 2);
+        assert_eq!(s.job(id).unwrap().state, JobState::Queued);
+        s.start(id, &[0, 1], t(1)).unwrap();
+        assert_eq!(s.job(id).unwrap().exec_nodes, ["n0", "n1"]);
+        let other = submit(&mut s, 1000, 1);
+        assert!(s.start(other, &[1], t(1)).is_err(), "n1 is busy");
+        s.check_invariants().unwrap();
+        let (how, job) = s.finish(id, exited(3), t(5)).unwrap();
+        assert_eq!(how, Finished::Finished);
+        assert_eq!(job.exit.as_ref().unwrap().exit_status(), 3);
+        assert_eq!(job.elapsed(t(100)), Some(4));
+        assert!(s.nodes().iter().all(|n| n.job.is_none()));
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_lost_rerunnable_job_is_queued_again() {
+        let mut s = state(2);
+        let id = submit(&mut s, 1000, 1);
+        s.start(id, &[0], t(1)).unwrap();
+        let lost = JobExit {
+            code: None,
+            signal: None,
+            cause: ExitCause::Lost,
+            message: String::new(),
+        };
+        let (how, job) = s.finish(id, lost, t(2)).unwrap();
+        assert_eq!(how, Finished::Requeued);
+        assert_eq!(job.state, JobState::Queued);
+        assert_eq!(job.run_count, 1);
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn delete_hold_release_follow_ownership() {
+        let mut s = state(2);
+        let id = submit(&mut s, 1000, 1);
+        let other = caller(1001, Role::User);
+        assert!(matches!(
+            s.delete(id, &other, t(1)),
+            Err(CoreError::NotYourJob { .. })
+        ));
+        assert!(matches!(
+            s.hold(id, &other, t(1)),
+            Err(CoreError::NotYourJob { .. })
+        ));
+        let owner = caller(1000, Role::User);
+        assert_eq!(s.hold(id, &owner, t(1)).unwrap().state, JobState::Held);
+        assert_eq!(s.release(id, &owner, t(2)).unwrap().state, JobState::Queued);
+        assert!(s.release(id, &owner, t(2)).is_err(), "nothing to release");
+        let (how, job) = s.delete(id, &owner, t(3)).unwrap();
+        assert_eq!(how, Deleted::Removed);
+        assert_eq!(job.state, JobState::Finished);
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn deleting_a_running_job_asks_its_host_to_kill_it() {
+        let mut s = state(2);
+        let id = submit(&mut s, 1000, 1);
+        s.start(id, &[1], t(1)).unwrap();
+        let op = caller(5, Role::Operator);
+        let (how, job) = s.delete(id, &op, t(2)).unwrap();
+        assert_eq!(how, Deleted::Kill { host: "h".into() });
+        assert_eq!(job.state, JobState::Exiting);
+        assert!(s.hold(id, &op, t(2)).is_err(), "cannot hold a running job");
+        s.finish(id, exited(0), t(3)).unwrap();
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn restore_takes_back_nodes_and_ids() {
+        let mut s = state(4);
+        let a = submit(&mut s, 1000, 2);
+        s.start(a, &[2, 3], t(1)).unwrap();
+        let b = submit(&mut s, 1000, 1);
+        let jobs: Vec<Job> = s.jobs().cloned().collect();
+        let mut fresh = state(4);
+        let warnings = fresh.restore(jobs, 0);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(fresh.next_id(), JobId(b.0 + 1));
+        assert_eq!(fresh.nodes()[2].job, Some(a));
+        assert_eq!(fresh.pending_jobs().count(), 1);
+        fresh.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn history_is_purged_after_its_duration() {
+        let mut s = state(1);
+        let id = submit(&mut s, 1000, 1);
+        s.delete(id, &caller(1000, Role::User), t(10)).unwrap();
+        let keep = s.config().server.job_history_duration as i64;
+        assert!(s.purge_history(t(10 + keep - 1)).is_empty());
+        assert_eq!(s.purge_history(t(10 + keep)), vec![id]);
+        assert!(s.job(id).is_none());
+    }
+
+    #[test]
+    fn node_sets_are_checked() {
+        let mesh = NodeSet {
+            name: "m".into(),
+            topology: Topology::Mesh2d {
+                width: 2,
+                height: 2,
+            },
+            nodes: vec![NodeDef {
+                name: "a".into(),
+                host: "h".into(),
+            }],
+        };
+        let err = State::new("s", Config::default(), vec![mesh]).unwrap_err();
+        assert!(err.to_string().contains("lists 1 nodes"), "{err}");
+    }
+}

@@ -1,0 +1,364 @@
+//! Turning a submission into a job: defaults from the queue and server,
+//! limits checked, output paths worked out. Everything a refusal needs to
+//! say is said here, before anything is stored.
+
+use crate::Time;
+use crate::access::Caller;
+use crate::error::CoreError;
+use crate::job::{Holds, Job, JobId, JobState, Owner};
+use crate::resources::ResourceRequest;
+use crate::server::Config;
+use crate::time::format_hms;
+
+/// A job as submitted, already in domain terms (the wire form is converted
+/// by qmesh-proto). `None` means "not given".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Submission {
+    pub name: Option<String>,
+    /// Basename of the script file, or `STDIN`.
+    pub script_name: String,
+    pub queue: Option<String>,
+    pub resources: Vec<(String, String)>,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub join_output: bool,
+    pub hold: bool,
+    pub account: Option<String>,
+    /// Absolute path of the directory qsub ran in.
+    pub workdir: String,
+    pub submit_host: String,
+    pub rerunnable: Option<bool>,
+}
+
+/// The longest job name PBS accepts.
+const MAX_NAME: usize = 236;
+
+impl Submission {
+    /// Builds the job it describes, or says why it cannot be queued.
+    /// `capacity` is the number of nodes the queue's node sets have.
+    pub fn into_job(
+        self,
+        id: JobId,
+        caller: &Caller,
+        config: &Config,
+        capacity: impl Fn(&str) -> u32,
+        now: Time,
+    ) -> Result<Job, CoreError> {
+        let queue_name = match &self.queue {
+            Some(q) => q.clone(),
+            None => config
+                .default_queue()
+                .ok_or_else(|| CoreError::NoSuchQueue {
+                    queue: "(default)".to_string(),
+                })?
+                .to_string(),
+        };
+        let queue = config
+            .queue(&queue_name)
+            .ok_or_else(|| CoreError::NoSuchQueue {
+                queue: queue_name.clone(),
+            })?;
+        if !queue.enabled {
+            return Err(CoreError::QueueDisabled { queue: queue_name });
+        }
+
+        let req = ResourceRequest::parse(
+            self.resources
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str())),
+        )?;
+        let nodes = req.nodes.or(queue.default_nodes).unwrap_or(1);
+        let walltime = req
+            .walltime
+            .or(queue.default_walltime)
+            .or(queue.max_walltime)
+            .unwrap_or(config.server.default_walltime);
+        if let Some(max) = queue.max_nodes.filter(|max| nodes > *max) {
+            return Err(CoreError::TooManyNodes {
+                queue: queue_name,
+                requested: nodes,
+                max,
+            });
+        }
+        if let Some(min) = queue.min_nodes.filter(|min| nodes < *min) {
+            return Err(CoreError::TooFewNodes {
+                queue: queue_name,
+                requested: nodes,
+                min,
+            });
+        }
+        if let Some(max) = queue.max_walltime.filter(|max| walltime > *max) {
+            return Err(CoreError::WalltimeTooLong {
+                queue: queue_name,
+                requested: format_hms(walltime),
+                max: format_hms(max),
+            });
+        }
+        let reach = capacity(&queue_name);
+        if nodes > reach {
+            return Err(CoreError::ExceedsCapacity {
+                queue: queue_name,
+                requested: nodes,
+                capacity: reach,
+            });
+        }
+
+        if !self.workdir.starts_with('/') {
+            return Err(CoreError::BadPath {
+                path: self.workdir.clone(),
+                why: "the submit directory must be an absolute path".into(),
+            });
+        }
+        let name = match self.name {
+            Some(name) => {
+                check_name(&name)?;
+                name
+            }
+            None => name_from_script(&self.script_name),
+        };
+        let stdout_path = output_path(self.stdout_path, &self.workdir, &name, 'o', id)?;
+        let stderr_path = output_path(self.stderr_path, &self.workdir, &name, 'e', id)?;
+        let holds = Holds {
+            user: self.hold,
+            ..Holds::default()
+        };
+        Ok(Job {
+            id,
+            name,
+            owner: Owner {
+                uid: caller.uid,
+                gid: caller.gid,
+                user: caller.user.clone(),
+                group: caller.group.clone(),
+            },
+            account: self.account.filter(|a| !a.is_empty()),
+            queue: queue_name,
+            nodes,
+            walltime,
+            mem: req.mem,
+            workdir: self.workdir,
+            stdout_path,
+            stderr_path,
+            join_output: self.join_output,
+            rerunnable: self.rerunnable.unwrap_or(true),
+            submit_host: self.submit_host,
+            holds,
+            state: if holds.any() {
+                JobState::Held
+            } else {
+                JobState::Queued
+            },
+            qtime: now,
+            mtime: now,
+            stime: None,
+            end_time: None,
+            exec_nodes: Vec::new(),
+            exit: None,
+            run_count: 0,
+            comment: String::new(),
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<(), CoreError> {
+    let bad = |why: &str| CoreError::BadJobName {
+        name: name.to_string(),
+        why: why.to_string(),
+    };
+    if name.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if name.len() > MAX_NAME {
+        return Err(bad("it is longer than 236 characters"));
+    }
+    if name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control()) {
+        return Err(bad("it may not contain '/', spaces or control characters"));
+    }
+    Ok(())
+}
+
+/// The default name: the script's file name, made safe; `STDIN` for stdin.
+fn name_from_script(script_name: &str) -> String {
+    let base = script_name.rsplit('/').next().unwrap_or("");
+    let cleaned: String = base
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .take(MAX_NAME)
+        .collect();
+    if cleaned.is_empty() {
+        "STDIN".to_string()
+    } else {
+        cleaned
+    }
+}
+
+/// `-o`/`-e` as given, made absolute against the submit directory; by
+/// default `NAME.oSEQ` / `NAME.eSEQ` there. (If the path names a directory,
+/// the agent puts the default file name inside it, as PBS does.)
+fn output_path(
+    given: Option<String>,
+    workdir: &str,
+    name: &str,
+    kind: char,
+    id: JobId,
+) -> Result<String, CoreError> {
+    let default_file = format!("{name}.{kind}{id}");
+    let path = match given.filter(|p| !p.is_empty()) {
+        None => join(workdir, &default_file),
+        Some(p) if p.starts_with('/') => p,
+        Some(p) => join(workdir, &p),
+    };
+    if path.contains('\0') {
+        return Err(CoreError::BadPath {
+            path,
+            why: "it contains a NUL byte".into(),
+        });
+    }
+    Ok(path)
+}
+
+fn join(dir: &str, file: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{file}")
+    } else {
+        format!("{dir}/{file}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::Role;
+    use crate::queue::Queue;
+    use chrono::TimeZone;
+
+    fn config() -> Config {
+        let mut config = Config::default();
+        let mut batch = Queue::open("batch");
+        batch.max_nodes = Some(8);
+        batch.max_walltime = Some(7200);
+        batch.default_nodes = Some(2);
+        config.queues.insert("batch".into(), batch);
+        config.queues.insert("closed".into(), Queue::new("closed"));
+        config.server.default_queue = Some("batch".into());
+        config
+    }
+
+    fn alice() -> Caller {
+        Caller {
+            uid: 1001,
+            gid: 100,
+            user: "alice".into(),
+            group: "users".into(),
+            role: Role::User,
+        }
+    }
+
+    fn now() -> Time {
+        chrono::Utc.timestamp_opt(1_000_000, 0).unwrap()
+    }
+
+    fn submit(sub: Submission) -> Result<Job, CoreError> {
+        sub.into_job(JobId(17), &alice(), &config(), |_| 16, now())
+    }
+
+    fn basic() -> Submission {
+        Submission {
+            script_name: "run.sh".into(),
+            workdir: "/home/alice".into(),
+            ..Submission::default()
+        }
+    }
+
+    #[test]
+    fn defaults_come_from_the_queue_then_the_server() {
+        let job = submit(basic()).unwrap();
+        assert_eq!(job.queue, "batch");
+        assert_eq!(job.nodes, 2, "queue default_nodes");
+        assert_eq!(job.walltime, 7200, "no default walltime: the queue maximum");
+        assert_eq!(job.name, "run.sh");
+        assert_eq!(job.stdout_path, "/home/alice/run.sh.o17");
+        assert_eq!(job.stderr_path, "/home/alice/run.sh.e17");
+        assert_eq!(job.state, JobState::Queued);
+        assert!(job.rerunnable);
+    }
+
+    #[test]
+    fn explicit_requests_and_paths() {
+        let job = submit(Submission {
+            name: Some("sim".into()),
+            resources: vec![("nodes".into(), "4".into()), ("walltime".into(), "10:00".into())],
+            stdout_path: Some("out/log".into()),
+            stderr_path: Some("/tmp/err".into()),
+            hold: true,
+            ..basic()
+        })
+        .unwrap();
+        assert_eq!((job.nodes, job.walltime), (4, 600));
+        assert_eq!(job.stdout_path, "/home/alice/out/log");
+        assert_eq!(job.stderr_path, "/tmp/err");
+        assert_eq!(job.state, JobState::Held);
+        assert!(job.holds.user);
+    }
+
+    #[test]
+    fn refusals_name_the_limit() {
+        let too_many = Submission {
+            resources: vec![("nodes".into(), "9".into())],
+            ..basic()
+        };
+        assert!(matches!(submit(too_many), Err(CoreError::TooManyNodes { max: 8, .. })));
+        let too_long = Submission {
+            resources: vec![("walltime".into(), "3:00:00".into())],
+            ..basic()
+        };
+        let err = submit(too_long).unwrap_err().to_string();
+        assert!(err.contains("03:00:00") && err.contains("02:00:00"), "{err}");
+        let nowhere = Submission {
+            queue: Some("nosuch".into()),
+            ..basic()
+        };
+        assert_eq!(
+            submit(nowhere).unwrap_err().to_string(),
+            "queue \"nosuch\" does not exist; see qstat -Q"
+        );
+        let closed = Submission {
+            queue: Some("closed".into()),
+            ..basic()
+        };
+        assert!(matches!(submit(closed), Err(CoreError::QueueDisabled { .. })));
+        let bad_name = Submission {
+            name: Some("a b".into()),
+            ..basic()
+        };
+        assert!(matches!(submit(bad_name), Err(CoreError::BadJobName { .. })));
+    }
+
+    #[test]
+    fn a_job_larger_than_the_machine_is_refused() {
+        let mut cfg = config();
+        cfg.queues.get_mut("batch").unwrap().max_nodes = None;
+        let sub = Submission {
+            resources: vec![("nodes".into(), "64".into())],
+            ..basic()
+        };
+        let err = sub.into_job(JobId(1), &alice(), &cfg, |_| 16, now()).unwrap_err();
+        assert!(matches!(err, CoreError::ExceedsCapacity { capacity: 16, .. }));
+    }
+
+    #[test]
+    fn stdin_scripts_are_named_stdin() {
+        let job = submit(Submission {
+            script_name: String::new(),
+            ..basic()
+        })
+        .unwrap();
+        assert_eq!(job.name, "STDIN");
+    }
+}

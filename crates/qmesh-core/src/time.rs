@@ -1,0 +1,77 @@
+//! Wall-clock durations as users write them (`[[H:]M:]S`, the PBS and NQS
+//! form) and as qstat prints them (`HH:MM:SS`, hours may pass 24).
+
+use crate::error::CoreError;
+
+/// Parses `[[H:]M:]S`. The leading field may be any size (`90` is 90 seconds,
+/// `48:00:00` two days); the fields after it must be below 60.
+pub fn parse_duration(text: &str) -> Result<u64, CoreError> {
+    let bad = |why: &str| CoreError::BadDuration {
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let text_trim = text.trim();
+    if text_trim.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    let fields: Vec<&str> = text_trim.split(':').collect();
+    if fields.len() > 3 {
+        return Err(bad("it has more than three fields"));
+    }
+    let mut total: u64 = 0;
+    for (i, field) in fields.iter().enumerate() {
+        if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad(&format!("\"{field}\" is not a whole number")));
+        }
+        let value: u64 = field
+            .parse()
+            .map_err(|_| bad(&format!("\"{field}\" is too large")))?;
+        if i > 0 && value >= 60 {
+            return Err(bad(&format!("\"{field}\" must be below 60")));
+        }
+        total = total
+            .checked_mul(60)
+            .and_then(|t| t.checked_add(value))
+            .ok_or_else(|| bad("it is too large"))?;
+    }
+    Ok(total)
+}
+
+/// `HH:MM:SS`, hours unbounded: 93784 s is `26:03:04`.
+pub fn format_hms(secs: u64) -> String {
+    format!("{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_forms() {
+        assert_eq!(parse_duration("90").unwrap(), 90);
+        assert_eq!(parse_duration("2:30").unwrap(), 150);
+        assert_eq!(parse_duration("1:00:00").unwrap(), 3600);
+        assert_eq!(parse_duration("48:00:00").unwrap(), 172_800);
+        assert_eq!(parse_duration(" 00:00:05 ").unwrap(), 5);
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        for bad in ["", "1:2:3:4", "1:60", "abc", "1::2", "-5", "1.5"] {
+            let err = parse_duration(bad).unwrap_err().to_string();
+            assert!(err.contains("bad wall time"), "{bad}: {err}");
+        }
+        assert!(
+            parse_duration("1:75:00")
+                .unwrap_err()
+                .to_string()
+                .contains("below 60")
+        );
+    }
+
+    #[test]
+    fn formats_past_a_day() {
+        assert_eq!(format_hms(5), "00:00:05");
+        assert_eq!(format_hms(93_784), "26:03:04");
+    }
+}

@@ -1,0 +1,1 @@
+//! Conversions between core domain types and wire messages.
