@@ -71,7 +71,9 @@ pub enum CoreError {
     },
     #[error("job {id} does not exist; see qstat")]
     NoSuchJob { id: String },
-    #[error("job {id} belongs to {owner}; only its owner, an operator or a manager may {action} it")]
+    #[error(
+        "job {id} belongs to {owner}; only its owner, an operator or a manager may {action} it"
+    )]
     NotYourJob {
         id: String,
         owner: String,
@@ -83,7 +85,9 @@ pub enum CoreError {
         action: String,
         state: JobState,
     },
-    #[error("{what} needs {need} rights; see the managers and operators lists (qmgr -c \"list server\")")]
+    #[error(
+        "{what} needs {need} rights; see the managers and operators lists (qmgr -c \"list server\")"
+    )]
     PermissionDenied { what: String, need: String },
     #[error("bad job id \"{text}\": write SEQ or SEQ.SERVER, e.g. 17 or 17.{server}")]
     BadJobId { text: String, server: String },

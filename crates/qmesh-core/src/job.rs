@@ -39,8 +39,12 @@ impl JobId {
         let seq: u64 = seq.parse().map_err(|_| bad())?;
         if let Some(suffix) = suffix {
             let same = suffix == server
-                || server.strip_prefix(suffix).is_some_and(|rest| rest.starts_with('.'))
-                || suffix.strip_prefix(server).is_some_and(|rest| rest.starts_with('.'));
+                || server
+                    .strip_prefix(suffix)
+                    .is_some_and(|rest| rest.starts_with('.'))
+                || suffix
+                    .strip_prefix(server)
+                    .is_some_and(|rest| rest.starts_with('.'));
             if !same {
                 return Err(CoreError::NoSuchJob {
                     id: text.to_string(),

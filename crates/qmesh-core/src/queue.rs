@@ -99,7 +99,9 @@ pub fn valid_queue_name(name: &str) -> Result<(), String> {
         return Err("it is longer than 15 characters".into());
     }
     if let Some(c) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        return Err(format!("'{c}' is not allowed; use letters, digits, _ and -"));
+        return Err(format!(
+            "'{c}' is not allowed; use letters, digits, _ and -"
+        ));
     }
     Ok(())
 }

@@ -108,7 +108,10 @@ mod tests {
         let err = ResourceRequest::parse([("nodes", "0")]).unwrap_err();
         assert!(err.to_string().contains("at least one"), "{err}");
         let err = ResourceRequest::parse([("gpus", "2")]).unwrap_err();
-        assert!(err.to_string().contains("unknown resource \"gpus\""), "{err}");
+        assert!(
+            err.to_string().contains("unknown resource \"gpus\""),
+            "{err}"
+        );
         let err = ResourceRequest::parse([("walltime", "1:99")]).unwrap_err();
         assert!(err.to_string().contains("bad wall time"), "{err}");
         assert!(parse_size("3pb").is_err());

@@ -142,10 +142,8 @@ impl Scheduler {
                         continue;
                     }
                     None => {
-                        let reachable: usize = (0..up.len())
-                            .filter(|&s| allowed(s))
-                            .map(|s| up[s])
-                            .sum();
+                        let reachable: usize =
+                            (0..up.len()).filter(|&s| allowed(s)).map(|s| up[s]).sum();
                         if reachable < n {
                             Reason::NodesDown
                         } else {
@@ -203,7 +201,11 @@ mod tests {
             ..Default::default()
         };
         let high = s
-            .submit(sub, &crate::state::tests::caller(1, crate::Role::User), t(0))
+            .submit(
+                sub,
+                &crate::state::tests::caller(1, crate::Role::User),
+                t(0),
+            )
             .unwrap()
             .id;
         let plan = Scheduler.pass(&s, t(0));
@@ -215,8 +217,12 @@ mod tests {
     fn held_stopped_and_down_jobs_say_why() {
         let mut s = state(2);
         let held = submit(&mut s, 1, 1);
-        s.hold(held, &crate::state::tests::caller(1, crate::Role::User), t(0))
-            .unwrap();
+        s.hold(
+            held,
+            &crate::state::tests::caller(1, crate::Role::User),
+            t(0),
+        )
+        .unwrap();
         let plan = Scheduler.pass(&s, t(0));
         assert_eq!(plan.waiting, vec![(held, Reason::Held)]);
 

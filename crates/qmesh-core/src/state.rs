@@ -284,9 +284,10 @@ impl State {
         }
         self.pending.remove(&id);
         self.active.insert(id);
-        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
-            id: id.to_string(),
-        })?;
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.state = JobState::Running;
         job.stime = Some(now);
         job.mtime = now;
@@ -312,9 +313,10 @@ impl State {
         }
         self.release_nodes(id);
         self.active.remove(&id);
-        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
-            id: id.to_string(),
-        })?;
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = end;
         if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
             job.state = job.pending_state();
@@ -347,9 +349,10 @@ impl State {
             },
             _ => return Err(self.wrong_state(job, "delete")),
         };
-        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
-            id: id.to_string(),
-        })?;
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = now;
         match outcome {
             Deleted::Removed => {
@@ -378,9 +381,10 @@ impl State {
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "hold"));
         }
-        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
-            id: id.to_string(),
-        })?;
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.holds.user = true;
         job.state = job.pending_state();
         job.mtime = now;
@@ -410,9 +414,10 @@ impl State {
                 need: "operator".into(),
             });
         }
-        let job = self.jobs.get_mut(&id).ok_or_else(|| CoreError::NoSuchJob {
-            id: id.to_string(),
-        })?;
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.holds.user = false;
         if privileged {
             job.holds.operator = false;
@@ -521,7 +526,10 @@ impl State {
                     .get(&id)
                     .is_some_and(|j| j.state.is_active() && j.exec_nodes.contains(&node.name));
                 if !ok {
-                    return Err(format!("node {} names job {id} that does not hold it", node.name));
+                    return Err(format!(
+                        "node {} names job {id} that does not hold it",
+                        node.name
+                    ));
                 }
             }
         }
@@ -577,7 +585,10 @@ pub(crate) mod tests {
             resources: vec![("nodes".into(), nodes.to_string())],
             ..Submission::default()
         };
-        state.submit(sub, &caller(uid, Role::User), t(0)).unwrap().id
+        state
+            .submit(sub, &caller(uid, Role::User), t(0))
+            .unwrap()
+            .id
     }
 
     fn exited(code: i32) -> JobExit {

@@ -62,11 +62,8 @@ impl Submission {
             return Err(CoreError::QueueDisabled { queue: queue_name });
         }
 
-        let req = ResourceRequest::parse(
-            self.resources
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str())),
-        )?;
+        let req =
+            ResourceRequest::parse(self.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
         let nodes = req.nodes.or(queue.default_nodes).unwrap_or(1);
         let walltime = req
             .walltime
@@ -171,7 +168,10 @@ fn check_name(name: &str) -> Result<(), CoreError> {
     if name.len() > MAX_NAME {
         return Err(bad("it is longer than 236 characters"));
     }
-    if name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control()) {
+    if name
+        .chars()
+        .any(|c| c == '/' || c.is_whitespace() || c.is_control())
+    {
         return Err(bad("it may not contain '/', spaces or control characters"));
     }
     Ok(())
@@ -293,7 +293,10 @@ mod tests {
     fn explicit_requests_and_paths() {
         let job = submit(Submission {
             name: Some("sim".into()),
-            resources: vec![("nodes".into(), "4".into()), ("walltime".into(), "10:00".into())],
+            resources: vec![
+                ("nodes".into(), "4".into()),
+                ("walltime".into(), "10:00".into()),
+            ],
             stdout_path: Some("out/log".into()),
             stderr_path: Some("/tmp/err".into()),
             hold: true,
@@ -313,13 +316,19 @@ mod tests {
             resources: vec![("nodes".into(), "9".into())],
             ..basic()
         };
-        assert!(matches!(submit(too_many), Err(CoreError::TooManyNodes { max: 8, .. })));
+        assert!(matches!(
+            submit(too_many),
+            Err(CoreError::TooManyNodes { max: 8, .. })
+        ));
         let too_long = Submission {
             resources: vec![("walltime".into(), "3:00:00".into())],
             ..basic()
         };
         let err = submit(too_long).unwrap_err().to_string();
-        assert!(err.contains("03:00:00") && err.contains("02:00:00"), "{err}");
+        assert!(
+            err.contains("03:00:00") && err.contains("02:00:00"),
+            "{err}"
+        );
         let nowhere = Submission {
             queue: Some("nosuch".into()),
             ..basic()
@@ -332,12 +341,18 @@ mod tests {
             queue: Some("closed".into()),
             ..basic()
         };
-        assert!(matches!(submit(closed), Err(CoreError::QueueDisabled { .. })));
+        assert!(matches!(
+            submit(closed),
+            Err(CoreError::QueueDisabled { .. })
+        ));
         let bad_name = Submission {
             name: Some("a b".into()),
             ..basic()
         };
-        assert!(matches!(submit(bad_name), Err(CoreError::BadJobName { .. })));
+        assert!(matches!(
+            submit(bad_name),
+            Err(CoreError::BadJobName { .. })
+        ));
     }
 
     #[test]
@@ -348,8 +363,13 @@ mod tests {
             resources: vec![("nodes".into(), "64".into())],
             ..basic()
         };
-        let err = sub.into_job(JobId(1), &alice(), &cfg, |_| 16, now()).unwrap_err();
-        assert!(matches!(err, CoreError::ExceedsCapacity { capacity: 16, .. }));
+        let err = sub
+            .into_job(JobId(1), &alice(), &cfg, |_| 16, now())
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            CoreError::ExceedsCapacity { capacity: 16, .. }
+        ));
     }
 
     #[test]

@@ -39,7 +39,12 @@ pub fn parse_duration(text: &str) -> Result<u64, CoreError> {
 
 /// `HH:MM:SS`, hours unbounded: 93784 s is `26:03:04`.
 pub fn format_hms(secs: u64) -> String {
-    format!("{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60)
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
 }
 
 #[cfg(test)]

@@ -1,1 +1,401 @@
-//! qmgr
+//! qmgr, the administrator's language (PBS grammar, NQS's `per_request`).
+//!
+//! A script is parsed whole, then applied command by command to a copy of
+//! the configuration; the first error stops it and names the line, and the
+//! caller keeps the old configuration. So a script applies all or nothing.
+
+mod attrs;
+mod lex;
+mod parse;
+mod print;
+
+pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
+pub use print::print_server;
+
+use crate::access::{Caller, Role};
+use crate::queue::{Queue, valid_queue_name};
+use crate::server::Config;
+use crate::state::State;
+
+/// What running a script produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The text of list, print and help commands.
+    pub output: String,
+    /// How many commands changed the configuration.
+    pub applied: u32,
+    /// The script asked to quit (interactive use).
+    pub quit: bool,
+}
+
+/// Runs parsed commands against `config` (a working copy: on error the
+/// caller discards it). `state` gives the node sets and the jobs that list
+/// and delete look at.
+pub fn run(
+    commands: &[Command],
+    config: &mut Config,
+    state: &State,
+    caller: &Caller,
+) -> Result<Outcome, QmgrError> {
+    let mut outcome = Outcome::default();
+    for cmd in commands {
+        let fail = |message: String| QmgrError {
+            line: cmd.line,
+            message,
+        };
+        if cmd.action.changes() {
+            check_rights(&cmd.action, caller).map_err(fail)?;
+        }
+        apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
+        if cmd.action.changes() {
+            validate(config, state).map_err(fail)?;
+            outcome.applied += 1;
+        }
+        if outcome.quit {
+            break;
+        }
+    }
+    Ok(outcome)
+}
+
+fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
+    let need = match action {
+        Action::CreateQueue(..) | Action::DeleteQueue(..) => Role::Manager,
+        Action::SetServer(list)
+            if list
+                .iter()
+                .any(|a| matches!(a.name.as_str(), "managers" | "operators")) =>
+        {
+            Role::Manager
+        }
+        Action::UnsetServer(names)
+            if names
+                .iter()
+                .any(|n| matches!(n.as_str(), "managers" | "operators")) =>
+        {
+            Role::Manager
+        }
+        _ => Role::Operator,
+    };
+    if caller.role >= need {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} may not do this: it needs {} rights (see qmgr -c \"list server\": managers, operators)",
+            caller.user,
+            need.as_str()
+        ))
+    }
+}
+
+fn queue_mut<'a>(config: &'a mut Config, name: &str) -> Result<&'a mut Queue, String> {
+    config
+        .queues
+        .get_mut(name)
+        .ok_or_else(|| format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\""))
+}
+
+fn apply(
+    action: &Action,
+    config: &mut Config,
+    state: &State,
+    outcome: &mut Outcome,
+) -> Result<(), String> {
+    match action {
+        Action::CreateQueue(names, assigns) => {
+            for name in names {
+                valid_queue_name(name)
+                    .map_err(|why| format!("bad queue name \"{name}\": {why}"))?;
+                if config.queues.contains_key(name) {
+                    return Err(format!("queue \"{name}\" already exists"));
+                }
+                let mut queue = Queue::new(name);
+                for a in assigns {
+                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, &a.name, "a queue")?;
+                    attrs::set_queue(&mut queue, attr, a.op, &a.value)?;
+                }
+                config.queues.insert(name.clone(), queue);
+            }
+        }
+        Action::DeleteQueue(names) => {
+            for name in names {
+                queue_mut(config, name)?;
+                let jobs = state.counts(name).total();
+                if jobs > 0 {
+                    return Err(format!(
+                        "queue \"{name}\" still has {jobs} job(s); delete or move them first"
+                    ));
+                }
+                if config.server.default_queue.as_deref() == Some(name.as_str()) {
+                    return Err(format!(
+                        "queue \"{name}\" is the server's default_queue; set server default_queue to another queue first"
+                    ));
+                }
+                config.queues.remove(name);
+            }
+        }
+        Action::SetQueue(names, assigns) => {
+            for name in names {
+                let queue = queue_mut(config, name)?;
+                for a in assigns {
+                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, &a.name, "a queue")?;
+                    attrs::set_queue(queue, attr, a.op, &a.value)?;
+                }
+            }
+        }
+        Action::UnsetQueue(names, attr_names) => {
+            for name in names {
+                let queue = queue_mut(config, name)?;
+                for a in attr_names {
+                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, a, "a queue")?;
+                    attrs::unset_queue(queue, attr);
+                }
+            }
+        }
+        Action::SetServer(assigns) => {
+            for a in assigns {
+                let attr = attrs::canonical(attrs::SERVER_ATTRS, &a.name, "the server")?;
+                attrs::set_server(&mut config.server, attr, a.op, &a.value)?;
+            }
+        }
+        Action::UnsetServer(attr_names) => {
+            for a in attr_names {
+                let attr = attrs::canonical(attrs::SERVER_ATTRS, a, "the server")?;
+                attrs::unset_server(&mut config.server, attr);
+            }
+        }
+        Action::ListQueue(names) => {
+            let names: Vec<String> = if names.is_empty() {
+                config.queues.keys().cloned().collect()
+            } else {
+                names.clone()
+            };
+            for name in &names {
+                let queue = config.queues.get(name).ok_or_else(|| {
+                    format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\"")
+                })?;
+                outcome.output.push_str(&print::list_queue(queue, state));
+            }
+        }
+        Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
+        Action::PrintServer => outcome.output.push_str(&print_server(config)),
+        Action::PrintQueue(names) => {
+            let names: Vec<String> = if names.is_empty() {
+                config.queues.keys().cloned().collect()
+            } else {
+                names.clone()
+            };
+            for name in &names {
+                let queue = config.queues.get(name).ok_or_else(|| {
+                    format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\"")
+                })?;
+                outcome.output.push_str(&print::print_queue(queue));
+            }
+        }
+        Action::Help(topic) => outcome.output.push_str(&print::help(topic.as_deref())),
+        Action::Quit => outcome.quit = true,
+    }
+    Ok(())
+}
+
+/// Cross-checks after each change, so the error names the line that broke it.
+fn validate(config: &Config, state: &State) -> Result<(), String> {
+    if let Some(dq) = &config.server.default_queue
+        && !config.queues.contains_key(dq)
+    {
+        return Err(format!(
+            "default_queue \"{dq}\" does not exist; create it first or choose another"
+        ));
+    }
+    for q in config.queues.values() {
+        for set in &q.node_sets {
+            if !state.node_sets().iter().any(|s| &s.name == set) {
+                let known: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "queue \"{}\": node set \"{set}\" does not exist; node sets: {}",
+                    q.name,
+                    known.join(", ")
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (q.min_nodes, q.max_nodes)
+            && min > max
+        {
+            return Err(format!(
+                "queue \"{}\": resources_min.nodes {min} is above resources_max.nodes {max}",
+                q.name
+            ));
+        }
+        if let Some(d) = q.default_nodes {
+            if q.max_nodes.is_some_and(|max| d > max) || q.min_nodes.is_some_and(|min| d < min) {
+                return Err(format!(
+                    "queue \"{}\": resources_default.nodes {d} is outside the queue's node limits",
+                    q.name
+                ));
+            }
+        }
+        if let (Some(d), Some(max)) = (q.default_walltime, q.max_walltime)
+            && d > max
+        {
+            return Err(format!(
+                "queue \"{}\": resources_default.walltime is above resources_max.walltime",
+                q.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::tests::{caller, state, submit};
+
+    fn run_as(
+        role: Role,
+        script: &str,
+        config: &mut Config,
+        st: &State,
+    ) -> Result<Outcome, QmgrError> {
+        let cmds = parse_script(script)?;
+        run(&cmds, config, st, &caller(7, role))
+    }
+
+    #[test]
+    fn creates_and_sets_a_queue() {
+        let st = state(4);
+        let mut config = st.config().clone();
+        let out = run_as(
+            Role::Manager,
+            "create queue fast priority=10\nset queue fast enabled=true, started = t\nset per_request ncpus = 2 fast\nset queue fast max_walltime = 1:00:00",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert_eq!(out.applied, 4);
+        let q = &config.queues["fast"];
+        assert_eq!((q.priority, q.enabled, q.started), (10, true, true));
+        assert_eq!(q.default_nodes, Some(2));
+        assert_eq!(q.max_walltime, Some(3600));
+    }
+
+    #[test]
+    fn an_error_names_the_line_and_the_word() {
+        let st = state(4);
+        let mut config = st.config().clone();
+        let err = run_as(
+            Role::Manager,
+            "create queue a\nset queue a prioirty = 3",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("\"prioirty\""), "{err}");
+        let err = run_as(
+            Role::Manager,
+            "set queue nosuch priority = 1",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("queue \"nosuch\" does not exist"),
+            "{err}"
+        );
+        let err = run_as(
+            Role::Manager,
+            "set queue batch node_sets = mars",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("node set \"mars\""), "{err}");
+        let err = run_as(
+            Role::Manager,
+            "set server default_queue = nosuch",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("nosuch"), "{err}");
+    }
+
+    #[test]
+    fn rights_are_checked() {
+        let st = state(4);
+        let mut config = st.config().clone();
+        let err = run_as(Role::User, "set queue batch priority = 1", &mut config, &st).unwrap_err();
+        assert!(err.message.contains("operator rights"), "{err}");
+        run_as(
+            Role::Operator,
+            "set queue batch priority = 1",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        let err = run_as(Role::Operator, "create queue x", &mut config, &st).unwrap_err();
+        assert!(err.message.contains("manager rights"), "{err}");
+        let err = run_as(
+            Role::Operator,
+            "set server managers += eve",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("manager rights"), "{err}");
+        run_as(Role::User, "list queue\nprint server", &mut config, &st).unwrap();
+    }
+
+    #[test]
+    fn a_queue_with_jobs_is_not_deleted() {
+        let mut st = state(4);
+        submit(&mut st, 1, 1);
+        let mut config = st.config().clone();
+        let err = run_as(Role::Manager, "delete queue batch", &mut config, &st).unwrap_err();
+        assert!(err.message.contains("still has 1 job"), "{err}");
+    }
+
+    #[test]
+    fn lists_add_and_remove() {
+        let st = state(1);
+        let mut config = st.config().clone();
+        run_as(Role::Manager, "set server managers = \"a@*,b@*\"\nset server managers += c\nset server managers -= a@*", &mut config, &st).unwrap();
+        assert_eq!(config.server.managers, vec!["b@*", "c"]);
+        let err = run_as(
+            Role::Manager,
+            "set server managers -= zed",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("\"zed\" is not in managers"), "{err}");
+        let err = run_as(
+            Role::Manager,
+            "set queue batch priority += 1",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("works on lists"), "{err}");
+    }
+
+    #[test]
+    fn list_shows_attributes_and_counts() {
+        let mut st = state(4);
+        submit(&mut st, 1, 1);
+        let mut config = st.config().clone();
+        let out = run_as(Role::User, "list queue batch", &mut config, &st).unwrap();
+        assert!(out.output.starts_with("Queue batch\n"), "{}", out.output);
+        assert!(
+            out.output.contains("    total_jobs = 1\n"),
+            "{}",
+            out.output
+        );
+        assert!(
+            out.output.contains("    enabled = True\n"),
+            "{}",
+            out.output
+        );
+    }
+}

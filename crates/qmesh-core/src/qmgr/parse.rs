@@ -1,0 +1,452 @@
+//! The qmgr grammar (PBS's, with NQS's `set per_request`):
+//!
+//! ```text
+//! command   := verb object [name {, name}] [attribute-list]
+//! verb      := create | delete | set | unset | list | print | help | quit  (c d s u l p h q)
+//! object    := server | queue                                              (s q)
+//! attr-list := attr op value {, attr op value}       (set, create)
+//!            | attr {, attr}                          (unset)
+//! op        := = | += | -=
+//! NQS:         set per_request ncpus = N QUEUE
+//! ```
+
+use super::lex::{Token, tokens};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Assign,
+    Add,
+    Remove,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Assign => "=",
+            Op::Add => "+=",
+            Op::Remove => "-=",
+        }
+    }
+}
+
+/// `name op value`, as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub name: String,
+    pub op: Op,
+    pub value: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    CreateQueue(Vec<String>, Vec<Assignment>),
+    DeleteQueue(Vec<String>),
+    SetQueue(Vec<String>, Vec<Assignment>),
+    UnsetQueue(Vec<String>, Vec<String>),
+    SetServer(Vec<Assignment>),
+    UnsetServer(Vec<String>),
+    /// Empty: all queues.
+    ListQueue(Vec<String>),
+    ListServer,
+    PrintServer,
+    PrintQueue(Vec<String>),
+    Help(Option<String>),
+    Quit,
+}
+
+impl Action {
+    /// Whether applying it can change the configuration.
+    pub fn changes(&self) -> bool {
+        matches!(
+            self,
+            Action::CreateQueue(..)
+                | Action::DeleteQueue(..)
+                | Action::SetQueue(..)
+                | Action::UnsetQueue(..)
+                | Action::SetServer(..)
+                | Action::UnsetServer(..)
+        )
+    }
+}
+
+/// One command and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// 1-based line of the script where the command starts.
+    pub line: usize,
+    pub text: String,
+    pub action: Action,
+}
+
+/// A syntax or application error, naming the line and the word.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct QmgrError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Parses a whole script. Blank lines and `#` comments are skipped; a line
+/// ending in `\` continues on the next.
+pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
+    let mut commands = Vec::new();
+    let mut pending = String::new();
+    let mut start_line = 0;
+    for (idx, raw) in script.lines().enumerate() {
+        if pending.is_empty() {
+            start_line = idx + 1;
+        }
+        if let Some(body) = raw.strip_suffix('\\') {
+            pending.push_str(body);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(raw);
+        let text = std::mem::take(&mut pending);
+        if let Some(action) = parse_line(&text).map_err(|message| QmgrError {
+            line: start_line,
+            message,
+        })? {
+            commands.push(Command {
+                line: start_line,
+                text: text.trim().to_string(),
+                action,
+            });
+        }
+    }
+    if !pending.trim().is_empty() {
+        return Err(QmgrError {
+            line: start_line,
+            message: "the script ends inside a continued line (trailing \\)".into(),
+        });
+    }
+    Ok(commands)
+}
+
+const VERBS: &str = "create, delete, set, unset, list, print, help, quit";
+
+fn parse_line(line: &str) -> Result<Option<Action>, String> {
+    let toks = tokens(line)?;
+    let mut p = Parser { toks, pos: 0 };
+    let Some(first) = p.next() else {
+        return Ok(None);
+    };
+    let Token::Word(verb) = first else {
+        return Err(format!(
+            "a command starts with a verb ({VERBS}), not {}",
+            first.show()
+        ));
+    };
+    let verb = verb.to_ascii_lowercase();
+    let action = match verb.as_str() {
+        "c" | "create" | "d" | "delete" | "s" | "set" | "u" | "unset" | "l" | "list" | "p"
+        | "print" => p.object_command(&verb)?,
+        "h" | "help" | "?" => Action::Help(p.rest_word()),
+        "q" | "quit" | "exit" => Action::Quit,
+        other => return Err(format!("unknown command \"{other}\"; commands: {VERBS}")),
+    };
+    if let Some(extra) = p.next() {
+        return Err(format!("unexpected {} after the command", extra.show()));
+    }
+    Ok(Some(action))
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn next(&mut self) -> Option<Token> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+
+    fn peek(&self, ahead: usize) -> Option<&Token> {
+        self.toks.get(self.pos + ahead)
+    }
+
+    fn rest_word(&mut self) -> Option<String> {
+        match self.peek(0) {
+            Some(Token::Word(w)) => {
+                let w = w.clone();
+                self.pos += 1;
+                Some(w)
+            }
+            _ => None,
+        }
+    }
+
+    fn word(&mut self, what: &str) -> Result<String, String> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(w),
+            Some(other) => Err(format!("expected {what}, found {}", other.show())),
+            None => Err(format!("expected {what} at the end of the line")),
+        }
+    }
+
+    fn object_command(&mut self, verb: &str) -> Result<Action, String> {
+        let object = self
+            .word("an object (server or queue)")?
+            .to_ascii_lowercase();
+        match object.as_str() {
+            "q" | "queue" | "queues" => self.queue_command(verb),
+            "s" | "server" => self.server_command(verb),
+            "per_request" if matches!(verb, "s" | "set") => self.per_request(),
+            "n" | "node" | "nodes" => Err(
+                "nodes are configured in the daemon's node sets (the TOML file), not with qmgr yet"
+                    .into(),
+            ),
+            other => Err(format!(
+                "unknown object \"{other}\"; objects: server, queue (and set per_request)"
+            )),
+        }
+    }
+
+    /// Names before the attribute list: `q1[,q2...]`. A word directly
+    /// followed by an operator starts the attribute list instead.
+    fn names(&mut self) -> Result<Vec<String>, String> {
+        let mut names = Vec::new();
+        loop {
+            match (self.peek(0), self.peek(1)) {
+                (Some(Token::Word(_)), Some(Token::Assign | Token::Add | Token::Remove)) => break,
+                (Some(Token::Word(w)), _) => {
+                    names.push(w.clone());
+                    self.pos += 1;
+                    if self.peek(0) == Some(&Token::Comma) {
+                        self.pos += 1;
+                        continue;
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        Ok(names)
+    }
+
+    fn assignments(&mut self) -> Result<Vec<Assignment>, String> {
+        let mut out = Vec::new();
+        while self.peek(0).is_some() {
+            if !out.is_empty() {
+                match self.next() {
+                    Some(Token::Comma) => {}
+                    Some(other) => {
+                        return Err(format!(
+                            "expected \",\" between attributes, found {}",
+                            other.show()
+                        ));
+                    }
+                    None => break,
+                }
+            }
+            let name = self.word("an attribute name")?;
+            let op = match self.next() {
+                Some(Token::Assign) => Op::Assign,
+                Some(Token::Add) => Op::Add,
+                Some(Token::Remove) => Op::Remove,
+                Some(other) => {
+                    return Err(format!(
+                        "expected \"=\", \"+=\" or \"-=\" after \"{name}\", found {}",
+                        other.show()
+                    ));
+                }
+                None => return Err(format!("expected \"=\" and a value after \"{name}\"")),
+            };
+            let value = match self.next() {
+                Some(Token::Word(v) | Token::Quoted(v)) => v,
+                Some(other) => {
+                    return Err(format!(
+                        "expected a value for \"{name}\", found {}",
+                        other.show()
+                    ));
+                }
+                None => return Err(format!("expected a value for \"{name}\"")),
+            };
+            out.push(Assignment { name, op, value });
+        }
+        Ok(out)
+    }
+
+    fn attribute_names(&mut self) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        while self.peek(0).is_some() {
+            if !out.is_empty() && self.next() != Some(Token::Comma) {
+                return Err("separate the attributes to unset with \",\"".into());
+            }
+            out.push(self.word("an attribute name")?);
+        }
+        if out.is_empty() {
+            return Err("name the attributes to unset".into());
+        }
+        Ok(out)
+    }
+
+    fn queue_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        let need_names = |names: &Vec<String>| {
+            if names.is_empty() {
+                Err("name the queue".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        Ok(match verb {
+            "c" | "create" => {
+                need_names(&names)?;
+                Action::CreateQueue(names, self.assignments()?)
+            }
+            "d" | "delete" => {
+                need_names(&names)?;
+                Action::DeleteQueue(names)
+            }
+            "s" | "set" => {
+                need_names(&names)?;
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set queue NAME attr = value".into());
+                }
+                Action::SetQueue(names, attrs)
+            }
+            "u" | "unset" => {
+                need_names(&names)?;
+                Action::UnsetQueue(names, self.attribute_names()?)
+            }
+            "l" | "list" => Action::ListQueue(names),
+            _ => Action::PrintQueue(names),
+        })
+    }
+
+    fn server_command(&mut self, verb: &str) -> Result<Action, String> {
+        // An optional server name, as PBS allows: `set server srv attr = v`.
+        let _ = self.names()?;
+        Ok(match verb {
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set server attr = value".into());
+                }
+                Action::SetServer(attrs)
+            }
+            "u" | "unset" => Action::UnsetServer(self.attribute_names()?),
+            "l" | "list" => Action::ListServer,
+            "p" | "print" => Action::PrintServer,
+            _ => return Err("servers are not created or deleted; use set server".into()),
+        })
+    }
+
+    /// NQS: `set per_request ncpus = N QUEUE` sets the queue's default nodes.
+    fn per_request(&mut self) -> Result<Action, String> {
+        let resource = self.word("a resource (ncpus)")?;
+        if resource != "ncpus" && resource != "nodes" {
+            return Err(format!(
+                "per_request sets ncpus (the default node count), not \"{resource}\""
+            ));
+        }
+        if self.next() != Some(Token::Assign) {
+            return Err(format!("expected \"=\" after \"{resource}\""));
+        }
+        let value = self.word("a node count")?;
+        let queue = self.word("the queue name (set per_request ncpus = N QUEUE)")?;
+        Ok(Action::SetQueue(
+            vec![queue],
+            vec![Assignment {
+                name: "resources_default.nodes".into(),
+                op: Op::Assign,
+                value,
+            }],
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Action {
+        let cmds = parse_script(line).unwrap();
+        assert_eq!(cmds.len(), 1);
+        cmds.into_iter().next().unwrap().action
+    }
+
+    fn a(name: &str, op: Op, value: &str) -> Assignment {
+        Assignment {
+            name: name.into(),
+            op,
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn pbs_forms_and_abbreviations() {
+        assert_eq!(
+            one("create queue fast priority=10,queue_type=e"),
+            Action::CreateQueue(
+                vec!["fast".into()],
+                vec![
+                    a("priority", Op::Assign, "10"),
+                    a("queue_type", Op::Assign, "e")
+                ]
+            )
+        );
+        assert_eq!(
+            one("s q batch resources_max.walltime = 02:00:00"),
+            Action::SetQueue(
+                vec!["batch".into()],
+                vec![a("resources_max.walltime", Op::Assign, "02:00:00")]
+            )
+        );
+        assert_eq!(
+            one("set server managers += bob@*"),
+            Action::SetServer(vec![a("managers", Op::Add, "bob@*")])
+        );
+        assert_eq!(
+            one("unset queue batch max_nodes, priority"),
+            Action::UnsetQueue(
+                vec!["batch".into()],
+                vec!["max_nodes".into(), "priority".into()]
+            )
+        );
+        assert_eq!(one("l q"), Action::ListQueue(vec![]));
+        assert_eq!(one("p s"), Action::PrintServer);
+        assert_eq!(
+            one("d q a,b"),
+            Action::DeleteQueue(vec!["a".into(), "b".into()])
+        );
+    }
+
+    #[test]
+    fn nqs_per_request() {
+        assert_eq!(
+            one("set per_request ncpus = 64 q64l"),
+            Action::SetQueue(
+                vec!["q64l".into()],
+                vec![a("resources_default.nodes", Op::Assign, "64")]
+            )
+        );
+    }
+
+    #[test]
+    fn comments_blank_lines_and_continuations() {
+        let cmds = parse_script(
+            "# header\n\ncreate queue a\nset queue a \\\n  priority = 3\nlist queue a # show\n",
+        )
+        .unwrap();
+        let lines: Vec<usize> = cmds.iter().map(|c| c.line).collect();
+        assert_eq!(lines, vec![3, 4, 6]);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_word() {
+        let err = parse_script("create queue a\ncrate queue b").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("\"crate\""), "{err}");
+        let err = parse_script("set queue a priority 5").unwrap_err();
+        assert!(err.to_string().starts_with("line 1: "), "{err}");
+        let err = parse_script("set queue a priority = ").unwrap_err();
+        assert!(err.message.contains("value for \"priority\""), "{err}");
+        let err = parse_script("set frob x = 1").unwrap_err();
+        assert!(err.message.contains("\"frob\""), "{err}");
+    }
+}

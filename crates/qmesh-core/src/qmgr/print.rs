@@ -1,0 +1,214 @@
+//! What list, print and help write. `print server` writes the qmgr commands
+//! that recreate the configuration (PBS's form: comment banners, `create
+//! queue`, then `set` lines), so its output is the configuration's backup.
+
+use super::attrs;
+use crate::queue::Queue;
+use crate::server::Config;
+use crate::state::State;
+
+/// Quotes values that hold spaces or commas, as PBS does.
+fn quoted(value: &str) -> String {
+    if value.is_empty() || value.contains([' ', ',', '#', '\t']) {
+        format!("\"{value}\"")
+    } else {
+        value.to_string()
+    }
+}
+
+fn state_count(state: &State, queue: &str) -> (u32, String) {
+    let c = state.counts(queue);
+    (
+        c.total(),
+        format!(
+            "Transit:{} Queued:{} Held:{} Waiting:{} Running:{} Exiting:{}",
+            c.transit, c.queued, c.held, c.waiting, c.running, c.exiting
+        ),
+    )
+}
+
+pub fn list_queue(q: &Queue, state: &State) -> String {
+    let mut out = format!("Queue {}\n", q.name);
+    let (total, counts) = state_count(state, &q.name);
+    let mut values = attrs::queue_values(q);
+    // Show enabled and started even at their defaults: admins look for them.
+    for (name, v) in [("enabled", q.enabled), ("started", q.started)] {
+        if !values.iter().any(|(n, _)| *n == name) {
+            values.push((name, if v { "True" } else { "False" }.to_string()));
+        }
+    }
+    for (name, value) in values {
+        out.push_str(&format!("    {name} = {value}\n"));
+        if name == "queue_type" {
+            out.push_str(&format!("    total_jobs = {total}\n"));
+            out.push_str(&format!("    state_count = {counts}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "    capacity_nodes = {}\n\n",
+        state.capacity(&q.name)
+    ));
+    out
+}
+
+pub fn list_server(config: &Config, state: &State) -> String {
+    let mut out = format!("Server {}\n", state.server_name());
+    out.push_str("    server_state = Active\n");
+    let mut pending = 0;
+    let mut active = 0;
+    for q in config.queues.keys() {
+        let c = state.counts(q);
+        pending += c.queued + c.held + c.waiting + c.transit;
+        active += c.running + c.exiting;
+    }
+    out.push_str(&format!("    total_jobs = {}\n", pending + active));
+    out.push_str(&format!("    queued_jobs = {pending}\n"));
+    out.push_str(&format!("    running_jobs = {active}\n"));
+    for (name, value, _) in attrs::server_values(&config.server) {
+        out.push_str(&format!("    {name} = {value}\n"));
+    }
+    let up = state.nodes().iter().filter(|n| n.up).count();
+    out.push_str(&format!(
+        "    nodes = {} ({} up)\n\n",
+        state.nodes().len(),
+        up
+    ));
+    out
+}
+
+pub fn print_queue(q: &Queue) -> String {
+    let mut out = format!(
+        "#\n# Create and define queue {}\n#\ncreate queue {}\n",
+        q.name, q.name
+    );
+    for (name, value) in attrs::queue_values(q) {
+        out.push_str(&format!(
+            "set queue {} {name} = {}\n",
+            q.name,
+            quoted(&value)
+        ));
+    }
+    out
+}
+
+/// qmgr commands that recreate `config` from an empty one.
+pub fn print_server(config: &Config) -> String {
+    let mut out = String::from("#\n# Create queues and set their attributes.\n");
+    for q in config.queues.values() {
+        out.push_str(&print_queue(q));
+    }
+    out.push_str("#\n# Set server attributes.\n#\n");
+    for (name, value, differs) in attrs::server_values(&config.server) {
+        if differs {
+            out.push_str(&format!("set server {name} = {}\n", quoted(&value)));
+        }
+    }
+    out
+}
+
+pub fn help(topic: Option<&str>) -> String {
+    let text = match topic.map(|t| t.to_ascii_lowercase()) {
+        Some(t) if t.starts_with('q') => {
+            let names: Vec<&str> = attrs::QUEUE_ATTRS.iter().map(|(n, _)| *n).collect();
+            format!(
+                "Queue attributes: {}.\nShort names: max_nodes, min_nodes, max_walltime, default_nodes, default_walltime.\n",
+                names.join(", ")
+            )
+        }
+        Some(t) if t.starts_with('s') => {
+            let names: Vec<&str> = attrs::SERVER_ATTRS.iter().map(|(n, _)| *n).collect();
+            format!("Server attributes: {}.\n", names.join(", "))
+        }
+        _ => "Commands (abbreviations in brackets):\n\
+              \x20   create [c] queue NAME [attr = value, ...]\n\
+              \x20   delete [d] queue NAME\n\
+              \x20   set [s] queue NAME attr = value [, attr += value, attr -= value ...]\n\
+              \x20   set [s] server attr = value [, ...]\n\
+              \x20   set per_request ncpus = N QUEUE      (NQS: default nodes of QUEUE)\n\
+              \x20   unset [u] queue NAME attr [, attr ...]\n\
+              \x20   unset [u] server attr [, attr ...]\n\
+              \x20   list [l] queue [NAME]   list [l] server\n\
+              \x20   print [p] server        print [p] queue NAME\n\
+              \x20   help [h] [queue|server]  quit [q]\n"
+            .to_string(),
+    };
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_script, run};
+    use super::*;
+    use crate::access::Role;
+    use crate::queue::Queue;
+    use crate::state::tests::{caller, state};
+    use proptest::prelude::*;
+
+    fn arb_queue(name: String) -> impl Strategy<Value = Queue> {
+        (
+            -1024i32..1024,
+            any::<bool>(),
+            any::<bool>(),
+            proptest::option::of(4u32..64),
+            proptest::option::of(1u32..4),
+            proptest::option::of(3600u64..100_000),
+            proptest::option::of(60u64..3600),
+            any::<bool>(),
+        )
+            .prop_map(
+                move |(priority, enabled, started, max, min, maxw, defw, local)| {
+                    let mut q = Queue::new(&name);
+                    q.priority = priority;
+                    q.enabled = enabled;
+                    q.started = started;
+                    q.max_nodes = max;
+                    q.min_nodes = min;
+                    q.max_walltime = maxw;
+                    q.default_walltime = defw;
+                    q.default_nodes = min;
+                    if local {
+                        q.node_sets = vec!["local".into()];
+                    }
+                    q
+                },
+            )
+    }
+
+    fn arb_config() -> impl Strategy<Value = Config> {
+        (
+            arb_queue("batch".into()),
+            arb_queue("q64l".into()),
+            any::<bool>(),
+            proptest::collection::vec("[a-z]{1,8}(@\\*)?", 0..3),
+            1u64..100,
+            any::<bool>(),
+        )
+            .prop_map(|(a, b, scheduling, managers, kill_delay, default)| {
+                let mut config = Config::default();
+                config.queues.insert(a.name.clone(), a);
+                config.queues.insert(b.name.clone(), b);
+                config.server.scheduling = scheduling;
+                config.server.managers = managers;
+                config.server.kill_delay = kill_delay;
+                if default {
+                    config.server.default_queue = Some("q64l".into());
+                }
+                config
+            })
+    }
+
+    proptest! {
+        /// `print server` is a backup: applied to an empty configuration it
+        /// gives back the same configuration.
+        #[test]
+        fn print_server_recreates_the_configuration(config in arb_config()) {
+            let st = state(4);
+            let script = print_server(&config);
+            let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            let mut rebuilt = Config::default();
+            run(&cmds, &mut rebuilt, &st, &caller(0, Role::Manager))
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            prop_assert_eq!(rebuilt, config);
+        }
+    }
+}
