@@ -1,0 +1,111 @@
+//! The behaviour every [`Store`] engine must have. Each function takes a
+//! fresh store and a way to reopen it (to check what survives).
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use chrono::TimeZone;
+use qmesh_core::job::{Holds, Job, JobId, JobPayload, JobState, Owner};
+use qmesh_core::queue::Queue;
+use qmesh_core::server::Config;
+
+use crate::Store;
+
+/// A job record as the daemon would write it.
+pub fn sample_job(id: u64) -> Job {
+    let t = chrono::Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+    Job {
+        id: JobId(id),
+        name: format!("job{id}"),
+        owner: Owner {
+            uid: 1000,
+            gid: 1000,
+            user: "alice".into(),
+            group: "users".into(),
+        },
+        account: Some("c1-prod".into()),
+        queue: "batch".into(),
+        nodes: 4,
+        walltime: 3600,
+        mem: None,
+        workdir: "/home/alice".into(),
+        stdout_path: format!("/home/alice/job{id}.o{id}"),
+        stderr_path: format!("/home/alice/job{id}.e{id}"),
+        join_output: false,
+        rerunnable: true,
+        submit_host: "login1".into(),
+        holds: Holds::default(),
+        state: JobState::Queued,
+        qtime: t,
+        mtime: t,
+        stime: None,
+        end_time: None,
+        exec_nodes: vec![],
+        exit: None,
+        run_count: 0,
+        comment: String::new(),
+    }
+}
+
+pub fn sample_payload(id: u64) -> JobPayload {
+    JobPayload {
+        script: format!("#!/bin/sh\necho job {id}\n").into_bytes(),
+        env: vec![("HOME".into(), "/home/alice".into())],
+    }
+}
+
+/// Jobs, payloads, the next id and the configuration survive a reopen.
+pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) {
+    for id in 1..=3 {
+        store
+            .put_new_job(&sample_job(id), &sample_payload(id), id + 1)
+            .unwrap();
+    }
+    let mut running = sample_job(2);
+    running.state = JobState::Running;
+    running.exec_nodes = vec!["n0".into()];
+    store.put_job(&running).unwrap();
+    store.remove_jobs(&[JobId(3)]).unwrap();
+    let mut config = Config::default();
+    config.queues.insert("batch".into(), Queue::open("batch"));
+    store.put_config(&config).unwrap();
+    store.sync().unwrap();
+
+    let store = reopen(store);
+    let loaded = store.load().unwrap();
+    assert_eq!(loaded.config, Some(config));
+    assert_eq!(loaded.next_id, 4, "ids are not reused after a purge");
+    assert_eq!(loaded.jobs, vec![sample_job(1), running]);
+    assert_eq!(store.payload(JobId(1)).unwrap(), Some(sample_payload(1)));
+    assert_eq!(store.payload(JobId(3)).unwrap(), None);
+}
+
+/// A new store loads as empty.
+pub fn empty<S: Store>(store: S) {
+    let loaded = store.load().unwrap();
+    assert!(loaded.config.is_none());
+    assert!(loaded.jobs.is_empty());
+    assert_eq!(loaded.next_id, 1);
+}
+
+/// Every durability callback is called, and after all writes it follows.
+pub fn durability_callbacks<S: Store>(store: S) {
+    let (tx, rx) = mpsc::channel();
+    for id in 1..=50 {
+        store
+            .put_new_job(&sample_job(id), &sample_payload(id), id + 1)
+            .unwrap();
+        let tx = tx.clone();
+        store.on_durable(Box::new(move |r| {
+            let _ = tx.send((id, r));
+        }));
+    }
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        let (id, r) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        r.unwrap();
+        seen.push(id);
+    }
+    seen.sort();
+    assert_eq!(seen, (1..=50).collect::<Vec<_>>());
+}

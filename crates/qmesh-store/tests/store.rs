@@ -1,0 +1,51 @@
+//! The sled engine against the store suite, and old record formats.
+
+use qmesh_store::{SledStore, decode, suite};
+
+fn open(dir: &std::path::Path) -> SledStore {
+    SledStore::open(dir).unwrap()
+}
+
+#[test]
+fn sled_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    suite::round_trip(open(&path), |s| {
+        drop(s);
+        open(&path)
+    });
+}
+
+#[test]
+fn sled_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    suite::empty(open(&dir.path().join("db")));
+}
+
+#[test]
+fn sled_durability_callbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    suite::durability_callbacks(open(&dir.path().join("db")));
+}
+
+/// A job record as schema 1 wrote it must always load.
+#[test]
+fn schema_1_job_record_loads() {
+    let bytes = include_bytes!("fixtures/job-v1.json");
+    let job: qmesh_core::Job = decode("fixture", bytes).unwrap();
+    assert_eq!(job.id, qmesh_core::JobId(17));
+    assert_eq!(job.exec_nodes, vec!["local00", "local01"]);
+    assert_eq!(job.exit.unwrap().exit_status(), 271);
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_a_clear_message() {
+    let err = decode::<u64>("k", br#"{"v":99,"data":1}"#).unwrap_err();
+    assert!(err.to_string().contains("newer qmesh (schema 99)"), "{err}");
+}
+
+#[test]
+fn a_corrupt_record_names_its_key() {
+    let err = decode::<qmesh_core::Job>("job 5", b"{not json").unwrap_err();
+    assert!(err.to_string().contains("job 5"), "{err}");
+}
