@@ -248,18 +248,37 @@ impl State {
         self.node_by_name(first).map(|n| n.host.as_str())
     }
 
-    /// Queues a new job under the next id.
+    /// Works out the job a submission describes, under the next id, without
+    /// changing anything: the caller stores it, then [`State::admit`]s it.
+    pub fn prepare(
+        &self,
+        submission: Submission,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<Job, CoreError> {
+        let id = JobId(self.next_id);
+        submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)
+    }
+
+    /// Queues a job made by [`State::prepare`].
+    pub fn admit(&mut self, job: Job) -> &Job {
+        let id = job.id;
+        self.next_id = self.next_id.max(id.0 + 1);
+        if job.state.is_pending() {
+            self.pending.insert(id);
+        }
+        self.jobs.entry(id).or_insert(job)
+    }
+
+    /// Prepares and admits in one step (the simulator and tests).
     pub fn submit(
         &mut self,
         submission: Submission,
         caller: &Caller,
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let id = JobId(self.next_id);
-        let job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
-        self.next_id += 1;
-        self.pending.insert(id);
-        Ok(self.jobs.entry(id).or_insert(job))
+        let job = self.prepare(submission, caller, now)?;
+        Ok(self.admit(job))
     }
 
     /// Starts a pending job on the given nodes (indices into [`State::nodes`]).

@@ -1,1 +1,180 @@
-//! Conversions between core domain types and wire messages.
+//! Conversions between the core domain and the wire. The daemon validates on
+//! receive (a wire message becomes a domain value or a clear error) and
+//! converts on send; nothing else in the daemon touches message fields.
+
+use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
+use qmesh_core::queue::Queue;
+use qmesh_core::state::StateCounts;
+use qmesh_core::{Submission, Time};
+
+use crate::v1;
+
+/// Unix seconds, 0 for "not set".
+pub fn unix(t: Option<Time>) -> i64 {
+    t.map_or(0, |t| t.timestamp())
+}
+
+fn from_unix(secs: i64) -> Option<Time> {
+    if secs == 0 {
+        None
+    } else {
+        chrono::DateTime::from_timestamp(secs, 0)
+    }
+}
+
+fn non_empty(s: String) -> Option<String> {
+    if s.is_empty() { None } else { Some(s) }
+}
+
+/// A submission and the payload it carries.
+pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
+    let payload = JobPayload {
+        script: req.script,
+        env: req.env.into_iter().map(|e| (e.name, e.value)).collect(),
+    };
+    let submission = Submission {
+        name: non_empty(req.name),
+        script_name: req.script_name,
+        queue: non_empty(req.queue),
+        resources: req
+            .resources
+            .into_iter()
+            .map(|r| (r.name, r.value))
+            .collect(),
+        stdout_path: non_empty(req.stdout_path),
+        stderr_path: non_empty(req.stderr_path),
+        join_output: req.join_output,
+        hold: req.hold,
+        account: non_empty(req.account),
+        workdir: req.workdir,
+        submit_host: req.submit_host,
+        rerunnable: req.rerunnable,
+    };
+    (submission, payload)
+}
+
+pub fn job_state(state: JobState) -> v1::JobState {
+    match state {
+        JobState::Queued => v1::JobState::Queued,
+        JobState::Held => v1::JobState::Held,
+        JobState::Waiting => v1::JobState::Waiting,
+        JobState::Transit => v1::JobState::Transit,
+        JobState::Running => v1::JobState::Running,
+        JobState::Exiting => v1::JobState::Exiting,
+        JobState::Finished => v1::JobState::Finished,
+    }
+}
+
+/// What qstat shows of a job. `reason` is the last pass's reason for a
+/// pending job, with its explanation.
+pub fn job_info(
+    job: &Job,
+    server: &str,
+    reason: Option<(&str, &str)>,
+    now: Time,
+) -> v1::JobInfo {
+    let comment = match (job.state.is_pending(), reason) {
+        (true, Some((_, why))) => format!("Not Running: {why}"),
+        _ => job.comment.clone(),
+    };
+    v1::JobInfo {
+        id: job.id.full(server),
+        name: job.name.clone(),
+        owner: job.owner.user.clone(),
+        group: job.owner.group.clone(),
+        account: job.account.clone().unwrap_or_default(),
+        queue: job.queue.clone(),
+        state: job_state(job.state) as i32,
+        state_letter: job.state.letter().to_string(),
+        nodes: job.nodes,
+        walltime: job.walltime,
+        qtime: job.qtime.timestamp(),
+        stime: unix(job.stime),
+        end_time: unix(job.end_time),
+        exec_nodes: job.exec_nodes.clone(),
+        exit_status: job.exit.as_ref().map(JobExit::exit_status),
+        exit_signal: job.exit.as_ref().and_then(|e| e.signal),
+        comment,
+        reason: reason.map(|(r, _)| r.to_string()).unwrap_or_default(),
+        workdir: job.workdir.clone(),
+        stdout_path: job.stdout_path.clone(),
+        stderr_path: job.stderr_path.clone(),
+        join_output: job.join_output,
+        rerunnable: job.rerunnable,
+        run_count: job.run_count,
+        hold_types: job.holds.types(),
+        submit_host: job.submit_host.clone(),
+        mtime: job.mtime.timestamp(),
+        server_time: now.timestamp(),
+    }
+}
+
+pub fn queue_info(q: &Queue, counts: StateCounts, capacity: u32) -> v1::QueueInfo {
+    v1::QueueInfo {
+        name: q.name.clone(),
+        queue_type: q.queue_type.as_str().to_string(),
+        priority: q.priority,
+        enabled: q.enabled,
+        started: q.started,
+        max_nodes: q.max_nodes,
+        min_nodes: q.min_nodes,
+        max_walltime: q.max_walltime,
+        default_nodes: q.default_nodes,
+        default_walltime: q.default_walltime,
+        node_sets: q.node_sets.clone(),
+        total: counts.total(),
+        queued: counts.queued,
+        running: counts.running,
+        held: counts.held,
+        waiting: counts.waiting,
+        transit: counts.transit,
+        exiting: counts.exiting,
+        capacity_nodes: capacity,
+    }
+}
+
+/// How the agent says a job ended, in domain terms, with its end time.
+pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
+    let cause = match v1::FinishCause::try_from(f.cause).unwrap_or(v1::FinishCause::Exited) {
+        v1::FinishCause::Unspecified | v1::FinishCause::Exited => ExitCause::Exited,
+        v1::FinishCause::Walltime => ExitCause::Walltime,
+        v1::FinishCause::Killed => ExitCause::Deleted,
+        v1::FinishCause::LaunchFailed => ExitCause::LaunchFailed,
+    };
+    let exit = JobExit {
+        code: f.exit_code,
+        signal: f.signal,
+        cause,
+        message: f.message.clone(),
+    };
+    (exit, from_unix(f.end_time))
+}
+
+/// The launch order for a job that has been given its nodes.
+pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> v1::LaunchJob {
+    v1::LaunchJob {
+        job: job.id.0,
+        job_id: job.id.full(server),
+        name: job.name.clone(),
+        script: payload.script,
+        user: job.owner.user.clone(),
+        uid: job.owner.uid,
+        gid: job.owner.gid,
+        group: job.owner.group.clone(),
+        workdir: job.workdir.clone(),
+        stdout_path: job.stdout_path.clone(),
+        stderr_path: job.stderr_path.clone(),
+        join_output: job.join_output,
+        env: payload
+            .env
+            .into_iter()
+            .map(|(name, value)| v1::EnvVar { name, value })
+            .collect(),
+        nodes: job.exec_nodes.clone(),
+        walltime: job.walltime,
+        kill_grace,
+        queue: job.queue.clone(),
+        account: job.account.clone().unwrap_or_default(),
+        submit_host: job.submit_host.clone(),
+    }
+}

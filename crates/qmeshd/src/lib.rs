@@ -1,1 +1,287 @@
-pub fn main() -> std::process::ExitCode { std::process::ExitCode::FAILURE }
+//! qmeshd, the qmesh daemon: it loads the store, starts the scheduler task,
+//! serves users on a Unix socket and agents on a Unix socket (the local
+//! agent) and optionally TCP, and in single-machine mode runs its own agent.
+//!
+//! Start-up order matters: the store is loaded and the state rebuilt before
+//! any socket accepts, so a client never sees a half-loaded daemon; systemd
+//! hears "ready" only once every socket listens.
+
+mod args;
+mod config;
+mod event;
+mod identity;
+mod local_agent;
+mod paths;
+mod service;
+mod status;
+mod task;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use qmesh_core::State;
+use qmesh_proto::v1::admin_server::AdminServer;
+use qmesh_proto::v1::agent_server::AgentServer;
+use qmesh_proto::v1::jobs_server::JobsServer;
+use qmesh_store::{SledStore, Store};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::transport::Server;
+use tracing::{error, info, warn};
+
+pub use args::Args;
+pub use config::{EMBEDDED, Settings};
+
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    if args.print_default_config {
+        print!("{EMBEDDED}");
+        return ExitCode::SUCCESS;
+    }
+    let settings = match &args.config {
+        Some(path) => Settings::from_file(path),
+        None => Settings::embedded(),
+    };
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("qmeshd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check_config {
+        print_summary(&settings);
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("qmeshd")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("qmeshd: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args, settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e:#}");
+            eprintln!("qmeshd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_summary(settings: &Settings) {
+    println!("configuration is valid");
+    for set in &settings.node_sets {
+        println!(
+            "node set {}: {} nodes, {}",
+            set.name,
+            set.nodes.len(),
+            set.topology.describe()
+        );
+    }
+    for q in settings.initial.queues.values() {
+        println!("queue {}: priority {}", q.name, q.priority);
+    }
+}
+
+fn short_hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.split('.').next().unwrap_or("").to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
+    let uid = nix::unistd::getuid().as_raw();
+    let state_dir = args
+        .state_dir
+        .clone()
+        .or(settings.state_dir.clone())
+        .unwrap_or_else(|| paths::default_state_dir(uid));
+    paths::ensure_dir(&state_dir, 0o755)?;
+    let _lock = paths::StateLock::take(&state_dir)?;
+    let store_dir = state_dir.join("store");
+    paths::ensure_dir(&store_dir, 0o700)?;
+
+    let loading = Instant::now();
+    let store = Arc::new(SledStore::open(&store_dir).context("open the store")?);
+    let loaded = store.load().context("load the store")?;
+    let config = match loaded.config {
+        Some(stored) => {
+            if stored != settings.initial {
+                info!(
+                    "the store's queues and server attributes differ from the configuration file's; \
+                     the store's (qmgr's) are used; see qmgr -c \"print server\""
+                );
+            }
+            stored
+        }
+        None => {
+            store.put_config(&settings.initial)?;
+            settings.initial.clone()
+        }
+    };
+    let server_name = settings.server_name.clone().unwrap_or_else(short_hostname);
+    let mut state = State::new(server_name.clone(), config, settings.node_sets.clone())
+        .context("build the node sets")?;
+    let job_count = loaded.jobs.len();
+    let warnings = state.restore(loaded.jobs, loaded.next_id);
+    task::log_restore_warnings(&warnings);
+    store.sync().context("flush the store")?;
+    info!(
+        jobs = job_count,
+        ms = loading.elapsed().as_millis() as u64,
+        store = %store_dir.display(),
+        "state loaded"
+    );
+
+    let cluster_key = match &settings.cluster_key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("read the cluster key {}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let (events_tx, events_rx) = mpsc::channel(4096);
+    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
+    let scheduler = task::SchedulerTask::new(
+        state,
+        store.clone() as Arc<dyn Store>,
+        task::TaskSettings {
+            heartbeat_secs: settings.heartbeat_secs,
+            pass_interval: Duration::from_millis(settings.pass_interval_ms),
+            daemon_uid: uid,
+            cluster_key,
+        },
+        durable_tx,
+    );
+    let task_handle = tokio::spawn(scheduler.run(events_rx, durable_rx));
+
+    let link = service::Link {
+        events: events_tx.clone(),
+        identity: Arc::new(identity::Identity::default()),
+    };
+    let socket = args
+        .socket
+        .clone()
+        .or(settings.socket.clone())
+        .unwrap_or_else(|| qmesh_proto::endpoint::daemon_default_socket(uid));
+    let client_listener = paths::bind_socket(&socket, 0o666)?;
+    let agent_socket = state_dir.join("agent.sock");
+    let agent_listener = paths::bind_socket(&agent_socket, 0o600)?;
+    let tcp_listener = match args.listen.clone().or(settings.listen.clone()) {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(&addr)
+                .await
+                .with_context(|| format!("listen for agents on {addr}"))?,
+        ),
+        None => None,
+    };
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let mut servers = Vec::new();
+    servers.push(tokio::spawn(
+        Server::builder()
+            .add_service(JobsServer::new(service::JobsService { link: link.clone() }))
+            .add_service(AdminServer::new(service::AdminService { link: link.clone() }))
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(client_listener),
+                stopped(stop_rx.clone()),
+            ),
+    ));
+    servers.push(tokio::spawn(
+        Server::builder()
+            .add_service(AgentServer::new(service::AgentService { link: link.clone() }))
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(agent_listener),
+                stopped(stop_rx.clone()),
+            ),
+    ));
+    if let Some(listener) = tcp_listener {
+        info!(addr = %listener.local_addr()?, "listening for agents over TCP");
+        servers.push(tokio::spawn(
+            Server::builder()
+                .tcp_nodelay(true)
+                .add_service(AgentServer::new(service::AgentService { link: link.clone() }))
+                .serve_with_incoming_shutdown(
+                    TcpListenerStream::new(listener),
+                    stopped(stop_rx.clone()),
+                ),
+        ));
+    }
+
+    let mut local = None;
+    if settings.local_agent && !args.no_local_agent {
+        let bin = local_agent::find_agent_bin(
+            args.agent_bin.as_deref().or(settings.agent_bin.as_deref()),
+        )?;
+        let agent = local_agent::LocalAgent {
+            bin,
+            server_url: format!("unix://{}", agent_socket.display()),
+            host: settings.local_host.clone(),
+            spool: state_dir.join("agent-spool"),
+            log: state_dir.join("agent.log"),
+            log_level: args.log_level.clone(),
+        };
+        local = Some(tokio::spawn(agent.supervise(stop_rx.clone())));
+    }
+
+    if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
+        warn!(error = %e, "could not tell systemd we are ready");
+    }
+    info!(socket = %socket.display(), server = %server_name, "qmeshd ready");
+
+    wait_for_signal().await?;
+    info!("shutting down");
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
+    let _ = stop_tx.send(true);
+    let (done_tx, done_rx) = oneshot::channel();
+    if events_tx.send(event::Event::Shutdown(done_tx)).await.is_ok() {
+        let _ = done_rx.await;
+    }
+    let _ = task_handle.await;
+    for server in servers {
+        if tokio::time::timeout(Duration::from_secs(3), server).await.is_err() {
+            warn!("a server did not close within 3 s; leaving it");
+        }
+    }
+    if let Some(local) = local {
+        let _ = tokio::time::timeout(Duration::from_secs(10), local).await;
+    }
+    let _ = std::fs::remove_file(&socket);
+    let _ = std::fs::remove_file(&agent_socket);
+    info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("watch SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("watch SIGINT")?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

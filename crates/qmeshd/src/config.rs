@@ -1,0 +1,445 @@
+//! The daemon's configuration file (TOML), and the embedded default.
+//!
+//! The file describes the machine (node sets, agents, paths) and the
+//! *initial* server configuration (server attributes, queues). Once the
+//! store holds a configuration, qmgr owns the server attributes and queues
+//! (as in PBS): the file's `[server]` and `[[queue]]` sections seed a new
+//! store and are otherwise reported when they differ. Node sets always come
+//! from the file.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use qmesh_core::node::{NodeDef, NodeSet, Topology};
+use qmesh_core::queue::Queue;
+use qmesh_core::server::{Config, ServerAttrs};
+use qmesh_core::time::parse_duration;
+
+/// The configuration used when no `--config` is given: one 4×4 mesh of 16
+/// nodes called `local`, served by a local agent, and one queue `batch`.
+pub const EMBEDDED: &str = include_str!("embedded.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("configuration {origin}: {message}")]
+    Syntax { origin: String, message: String },
+    #[error("configuration {origin}: {key}: {message}")]
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// A duration written as seconds (`30`) or `[[H:]M:]S` (`"1:00:00"`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum DurationSpec {
+    Secs(u64),
+    Text(String),
+}
+
+impl DurationSpec {
+    fn secs(&self) -> Result<u64, String> {
+        match self {
+            DurationSpec::Secs(s) => Ok(*s),
+            DurationSpec::Text(t) => parse_duration(t).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub daemon: DaemonSection,
+    #[serde(default)]
+    pub agents: AgentsSection,
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default, rename = "queue")]
+    pub queues: Vec<QueueSection>,
+    #[serde(default, rename = "node_set")]
+    pub node_sets: Vec<NodeSetSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSection {
+    pub state_dir: Option<PathBuf>,
+    pub socket: Option<PathBuf>,
+    /// Shortest time between two scheduling passes, in milliseconds.
+    pub pass_interval_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsSection {
+    /// TCP address for remote agents, e.g. "0.0.0.0:15001".
+    pub listen: Option<String>,
+    /// Start a qmesh-agent for this host as a child process.
+    #[serde(default)]
+    pub local: bool,
+    /// The host name the local agent serves.
+    #[serde(default = "localhost")]
+    pub local_host: String,
+    #[serde(default = "ten")]
+    pub heartbeat_secs: u32,
+    /// A file whose content agents must present.
+    pub cluster_key_file: Option<PathBuf>,
+    /// Path to the qmesh-agent binary; default: next to qmeshd.
+    pub agent_bin: Option<PathBuf>,
+}
+
+fn localhost() -> String {
+    "localhost".into()
+}
+
+fn ten() -> u32 {
+    10
+}
+
+impl Default for AgentsSection {
+    fn default() -> Self {
+        AgentsSection {
+            listen: None,
+            local: false,
+            local_host: localhost(),
+            heartbeat_secs: ten(),
+            cluster_key_file: None,
+            agent_bin: None,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// The server name in job ids (17.NAME); default: the host name.
+    pub name: Option<String>,
+    pub scheduling: Option<bool>,
+    pub default_queue: Option<String>,
+    #[serde(default)]
+    pub managers: Vec<String>,
+    #[serde(default)]
+    pub operators: Vec<String>,
+    pub job_history_duration: Option<DurationSpec>,
+    pub kill_delay: Option<DurationSpec>,
+    pub scheduler_iteration: Option<DurationSpec>,
+    pub default_walltime: Option<DurationSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSection {
+    pub name: String,
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "yes")]
+    pub started: bool,
+    pub max_nodes: Option<u32>,
+    pub min_nodes: Option<u32>,
+    pub max_walltime: Option<DurationSpec>,
+    pub default_nodes: Option<u32>,
+    pub default_walltime: Option<DurationSpec>,
+    #[serde(default)]
+    pub node_sets: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSetSection {
+    pub name: String,
+    /// flat, mesh2d or torus.
+    #[serde(default = "flat")]
+    pub topology: String,
+    /// Mesh or torus shape, e.g. [4, 4].
+    #[serde(default)]
+    pub dims: Vec<u32>,
+    /// Number of nodes of a flat set named by prefix.
+    pub count: Option<u32>,
+    /// Host of every node, unless `nodes` names hosts one by one.
+    pub host: Option<String>,
+    /// Node names are PREFIX00, PREFIX01, ...; default: the set's name.
+    pub prefix: Option<String>,
+    /// Explicit nodes: names, or { name = "n1", host = "h1" }.
+    #[serde(default)]
+    pub nodes: Vec<NodeEntry>,
+}
+
+fn flat() -> String {
+    "flat".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum NodeEntry {
+    Name(String),
+    Full { name: String, host: String },
+}
+
+/// Everything the daemon takes from its configuration.
+#[derive(Debug)]
+pub struct Settings {
+    pub server_name: Option<String>,
+    pub state_dir: Option<PathBuf>,
+    pub socket: Option<PathBuf>,
+    pub pass_interval_ms: u64,
+    pub listen: Option<String>,
+    pub local_agent: bool,
+    pub local_host: String,
+    pub heartbeat_secs: u32,
+    pub cluster_key_file: Option<PathBuf>,
+    pub agent_bin: Option<PathBuf>,
+    /// The server attributes and queues a new store starts with.
+    pub initial: Config,
+    pub node_sets: Vec<NodeSet>,
+}
+
+impl Settings {
+    pub fn embedded() -> Result<Settings, ConfigError> {
+        Settings::parse(EMBEDDED, "(embedded default)")
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<Settings, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Settings::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Settings, ConfigError> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            origin: origin.to_string(),
+            key,
+            message,
+        };
+
+        let mut server = ServerAttrs::default();
+        let s = &file.server;
+        if let Some(v) = s.scheduling {
+            server.scheduling = v;
+        }
+        server.default_queue = s.default_queue.clone();
+        server.managers = s.managers.clone();
+        server.operators = s.operators.clone();
+        let dur = |key: &str, spec: &Option<DurationSpec>, into: &mut u64| -> Result<(), ConfigError> {
+            if let Some(spec) = spec {
+                *into = spec
+                    .secs()
+                    .map_err(|m| invalid(format!("server.{key}"), m))?;
+            }
+            Ok(())
+        };
+        dur("job_history_duration", &s.job_history_duration, &mut server.job_history_duration)?;
+        dur("kill_delay", &s.kill_delay, &mut server.kill_delay)?;
+        dur("scheduler_iteration", &s.scheduler_iteration, &mut server.scheduler_iteration)?;
+        dur("default_walltime", &s.default_walltime, &mut server.default_walltime)?;
+        if server.scheduler_iteration == 0 {
+            return Err(invalid("server.scheduler_iteration".into(), "must be at least 1 second".into()));
+        }
+
+        let mut config = Config {
+            server,
+            queues: Default::default(),
+        };
+        for q in &file.queues {
+            let key = format!("queue \"{}\"", q.name);
+            qmesh_core::queue::valid_queue_name(&q.name)
+                .map_err(|why| invalid(key.clone(), format!("bad queue name: {why}")))?;
+            let walltime = |field: &str, spec: &Option<DurationSpec>| -> Result<Option<u64>, ConfigError> {
+                spec.as_ref()
+                    .map(|s| s.secs().map_err(|m| invalid(format!("{key}.{field}"), m)))
+                    .transpose()
+            };
+            let queue = Queue {
+                name: q.name.clone(),
+                priority: q.priority,
+                enabled: q.enabled,
+                started: q.started,
+                max_nodes: q.max_nodes,
+                min_nodes: q.min_nodes,
+                max_walltime: walltime("max_walltime", &q.max_walltime)?,
+                default_nodes: q.default_nodes,
+                default_walltime: walltime("default_walltime", &q.default_walltime)?,
+                node_sets: q.node_sets.clone(),
+                ..Queue::new(&q.name)
+            };
+            if config.queues.insert(q.name.clone(), queue).is_some() {
+                return Err(invalid(key, "is defined twice".into()));
+            }
+        }
+        if let Some(dq) = &config.server.default_queue
+            && !config.queues.contains_key(dq)
+        {
+            return Err(invalid("server.default_queue".into(), format!("queue \"{dq}\" is not defined")));
+        }
+
+        let mut node_sets = Vec::new();
+        for set in &file.node_sets {
+            node_sets.push(node_set(set).map_err(|m| invalid(format!("node_set \"{}\"", set.name), m))?);
+        }
+        for q in config.queues.values() {
+            for name in &q.node_sets {
+                if !node_sets.iter().any(|s: &NodeSet| &s.name == name) {
+                    return Err(invalid(
+                        format!("queue \"{}\".node_sets", q.name),
+                        format!("node set \"{name}\" is not defined"),
+                    ));
+                }
+            }
+        }
+
+        Ok(Settings {
+            server_name: s.name.clone(),
+            state_dir: file.daemon.state_dir,
+            socket: file.daemon.socket,
+            pass_interval_ms: file.daemon.pass_interval_ms.unwrap_or(20),
+            listen: file.agents.listen,
+            local_agent: file.agents.local,
+            local_host: file.agents.local_host,
+            heartbeat_secs: file.agents.heartbeat_secs.max(1),
+            cluster_key_file: file.agents.cluster_key_file,
+            agent_bin: file.agents.agent_bin,
+            initial: config,
+            node_sets,
+        })
+    }
+}
+
+fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
+    let topology = match spec.topology.as_str() {
+        "flat" => Topology::Flat,
+        "mesh2d" => match spec.dims.as_slice() {
+            [w, h] if *w > 0 && *h > 0 => Topology::Mesh2d {
+                width: *w,
+                height: *h,
+            },
+            _ => return Err("a mesh2d needs dims = [width, height], both above 0".into()),
+        },
+        "torus" => {
+            if spec.dims.is_empty() || spec.dims.contains(&0) {
+                return Err("a torus needs dims = [d1, d2, ...], each above 0".into());
+            }
+            Topology::Torus {
+                dims: spec.dims.clone(),
+            }
+        }
+        other => return Err(format!("unknown topology \"{other}\"; use flat, mesh2d or torus")),
+    };
+    let count = match (&topology, spec.count, spec.nodes.len()) {
+        (_, _, n) if n > 0 => n as u32,
+        (Topology::Flat, Some(c), _) => c,
+        (Topology::Flat, None, _) => return Err("a flat set needs count = N or a nodes list".into()),
+        (t, _, _) => t.size().unwrap_or(0),
+    };
+    let default_host = spec.host.clone();
+    let nodes: Vec<NodeDef> = if spec.nodes.is_empty() {
+        let host = default_host.ok_or("give host = \"NAME\" (the host whose agent serves these nodes)")?;
+        let prefix = spec.prefix.clone().unwrap_or_else(|| spec.name.clone());
+        let width = count.saturating_sub(1).to_string().len().max(2);
+        (0..count)
+            .map(|i| NodeDef {
+                name: format!("{prefix}{i:0width$}"),
+                host: host.clone(),
+            })
+            .collect()
+    } else {
+        spec.nodes
+            .iter()
+            .map(|entry| match entry {
+                NodeEntry::Name(name) => default_host
+                    .clone()
+                    .map(|host| NodeDef {
+                        name: name.clone(),
+                        host,
+                    })
+                    .ok_or_else(|| format!("node \"{name}\" has no host; give host = \"NAME\" for the set or {{ name, host }}")),
+                NodeEntry::Full { name, host } => Ok(NodeDef {
+                    name: name.clone(),
+                    host: host.clone(),
+                }),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    Ok(NodeSet {
+        name: spec.name.clone(),
+        topology,
+        nodes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_is_a_4x4_mesh_with_a_batch_queue() {
+        let s = Settings::embedded().unwrap();
+        assert_eq!(s.node_sets.len(), 1);
+        let set = &s.node_sets[0];
+        assert_eq!(set.name, "local");
+        assert_eq!(set.topology, Topology::Mesh2d { width: 4, height: 4 });
+        assert_eq!(set.nodes.len(), 16);
+        assert_eq!(set.nodes[0].name, "local00");
+        assert_eq!(set.nodes[15].name, "local15");
+        assert!(s.local_agent);
+        let batch = &s.initial.queues["batch"];
+        assert!(batch.enabled && batch.started);
+        assert_eq!(s.initial.server.default_queue.as_deref(), Some("batch"));
+    }
+
+    #[test]
+    fn the_annotated_example_parses() {
+        let text = include_str!("../../../etc/qmesh.toml");
+        Settings::parse(text, "etc/qmesh.toml").unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let err = Settings::parse("[server]\nkill_dealy = 3\n", "t").unwrap_err().to_string();
+        assert!(err.contains("kill_dealy") && err.contains("line 2"), "{err}");
+        let err = Settings::parse("[[queue]]\nname = \"b\"\nmax_walltime = \"1:99\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("queue \"b\".max_walltime"), "{err}");
+        let err = Settings::parse(
+            "[[node_set]]\nname = \"m\"\ntopology = \"mesh2d\"\ndims = [4]\nhost = \"h\"\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("node_set \"m\"") && err.contains("dims"), "{err}");
+        let err = Settings::parse("[[queue]]\nname = \"b\"\nnode_sets = [\"x\"]\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("node set \"x\" is not defined"), "{err}");
+    }
+
+    #[test]
+    fn nodes_may_name_their_hosts() {
+        let s = Settings::parse(
+            "[[node_set]]\nname = \"c\"\nnodes = [{ name = \"a1\", host = \"ha\" }, { name = \"b1\", host = \"hb\" }]\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.node_sets[0].nodes[1].host, "hb");
+    }
+}

@@ -1,0 +1,83 @@
+//! The closed set of things that reach the scheduler task. Services turn
+//! requests into events and await the reply; the store's flusher turns
+//! "now durable" into events; a ticker adds the time.
+
+use qmesh_core::JobId;
+use qmesh_proto::v1;
+use tokio::sync::{mpsc, oneshot};
+use tonic::Status;
+
+use crate::identity::Peer;
+
+pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
+
+/// What a session's stream to its agent carries.
+pub type AgentOutbox = mpsc::UnboundedSender<Result<v1::DaemonMessage, Status>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobAction {
+    Delete,
+    Hold,
+    Release,
+}
+
+impl JobAction {
+    pub fn verb(self) -> &'static str {
+        match self {
+            JobAction::Delete => "delete",
+            JobAction::Hold => "hold",
+            JobAction::Release => "release",
+        }
+    }
+}
+
+pub enum Event {
+    Submit {
+        peer: Peer,
+        request: v1::SubmitRequest,
+        reply: Reply<v1::SubmitReply>,
+    },
+    Status {
+        request: v1::StatusRequest,
+        reply: Reply<v1::StatusReply>,
+    },
+    Act {
+        peer: Peer,
+        action: JobAction,
+        ids: Vec<String>,
+        reply: Reply<v1::JobsReply>,
+    },
+    Queues {
+        request: v1::QueueStatusRequest,
+        reply: Reply<v1::QueueStatusReply>,
+    },
+    Qmgr {
+        peer: Peer,
+        request: v1::QmgrRequest,
+        reply: Reply<v1::QmgrReply>,
+    },
+    AgentHello {
+        session: u64,
+        hello: v1::AgentHello,
+        outbox: AgentOutbox,
+        reply: Reply<()>,
+    },
+    AgentSaid {
+        session: u64,
+        message: v1::agent_message::Kind,
+    },
+    AgentGone {
+        session: u64,
+    },
+    /// Stop: make the store durable and answer.
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// What to do once the changes written before it are durable.
+#[derive(Debug)]
+pub enum AfterDurable {
+    /// The job's start is on disk: tell its agent.
+    Launch(JobId),
+    /// The job's end is on disk: the agent may forget it.
+    Ack { host: String, job: JobId },
+}

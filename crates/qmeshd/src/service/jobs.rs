@@ -1,0 +1,100 @@
+//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qstat -Q.
+
+use qmesh_proto::v1;
+use qmesh_proto::v1::jobs_server::Jobs;
+use tonic::{Request, Response, Status};
+
+use super::Link;
+use crate::event::{Event, JobAction};
+
+pub struct JobsService {
+    pub link: Link,
+}
+
+impl JobsService {
+    async fn act(
+        &self,
+        request: Request<v1::JobsRequest>,
+        action: JobAction,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let ids = request.into_inner().job_ids;
+        if ids.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "name the jobs to {}",
+                action.verb()
+            )));
+        }
+        self.link
+            .ask(|reply| Event::Act {
+                peer,
+                action,
+                ids,
+                reply,
+            })
+            .await
+            .map(Response::new)
+    }
+}
+
+#[tonic::async_trait]
+impl Jobs for JobsService {
+    async fn submit(
+        &self,
+        request: Request<v1::SubmitRequest>,
+    ) -> Result<Response<v1::SubmitReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Submit {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
+    }
+
+    async fn status(
+        &self,
+        request: Request<v1::StatusRequest>,
+    ) -> Result<Response<v1::StatusReply>, Status> {
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Status { request, reply })
+            .await
+            .map(Response::new)
+    }
+
+    async fn delete(
+        &self,
+        request: Request<v1::JobsRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        self.act(request, JobAction::Delete).await
+    }
+
+    async fn hold(
+        &self,
+        request: Request<v1::JobsRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        self.act(request, JobAction::Hold).await
+    }
+
+    async fn release(
+        &self,
+        request: Request<v1::JobsRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        self.act(request, JobAction::Release).await
+    }
+
+    async fn queue_status(
+        &self,
+        request: Request<v1::QueueStatusRequest>,
+    ) -> Result<Response<v1::QueueStatusReply>, Status> {
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Queues { request, reply })
+            .await
+            .map(Response::new)
+    }
+}

@@ -1,0 +1,178 @@
+//! The daemon's half of the agent sessions: hello and reconciliation,
+//! reports, departures.
+//!
+//! Reconciliation when an agent says hello (after its own restart, the
+//! daemon's, or a broken connection), for each job the daemon believes runs
+//! on that host: the agent runs it → keep it (and kill it again if it was
+//! deleted meanwhile); the agent reports it finished → record the end; its
+//! launch never left → send it now; otherwise the agent does not know it →
+//! it is lost: requeued if rerunnable, else failed. Jobs the agent runs that
+//! the daemon does not place there are killed.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use chrono::Utc;
+use qmesh_core::job::{ExitCause, JobExit};
+use qmesh_core::{JobId, JobState};
+use qmesh_proto::{convert, v1};
+use tonic::Status;
+use tracing::{debug, info, warn};
+
+use super::{AgentLink, Launch, SchedulerTask};
+use crate::event::{AgentOutbox, Reply};
+
+impl SchedulerTask {
+    pub(super) fn agent_hello(
+        &mut self,
+        session: u64,
+        hello: v1::AgentHello,
+        outbox: AgentOutbox,
+        reply: Reply<()>,
+    ) {
+        let host = hello.host.clone();
+        if let Some(key) = &self.settings.cluster_key
+            && hello.cluster_key != *key
+        {
+            warn!(host, "agent refused: wrong cluster key");
+            let _ = reply.send(Err(Status::unauthenticated(format!(
+                "the agent for host \"{host}\" presented a wrong cluster key; check its --cluster-key-file"
+            ))));
+            return;
+        }
+        let configured: Vec<String> = self
+            .state
+            .nodes()
+            .iter()
+            .filter(|n| n.host == host)
+            .map(|n| n.name.clone())
+            .collect();
+        if configured.is_empty() {
+            warn!(host, "agent refused: no nodes for its host");
+            let _ = reply.send(Err(Status::failed_precondition(format!(
+                "host \"{host}\" has no nodes in the daemon's node sets; add it to a node_set or start the agent with --host NAME"
+            ))));
+            return;
+        }
+        if !hello.nodes.is_empty() {
+            let mut offered = hello.nodes.clone();
+            offered.sort();
+            let mut ours = configured.clone();
+            ours.sort();
+            if offered != ours {
+                warn!(host, offered = %offered.join(","), configured = %ours.join(","),
+                    "the agent offers other nodes than the configuration gives its host; using the configuration");
+            }
+        }
+        let welcome = v1::DaemonMessage {
+            kind: Some(v1::daemon_message::Kind::Welcome(v1::Welcome {
+                nodes: configured.clone(),
+                heartbeat_secs: self.settings.heartbeat_secs,
+                server: self.state.server_name().to_string(),
+            })),
+        };
+        if outbox.send(Ok(welcome)).is_err() {
+            let _ = reply.send(Err(Status::unavailable("the session closed during hello")));
+            return;
+        }
+        if let Some(old) = self.agents.insert(
+            host.clone(),
+            AgentLink {
+                session,
+                outbox,
+                last_seen: Instant::now(),
+            },
+        ) {
+            info!(host, "a new session replaces the agent's old one");
+            self.sessions.remove(&old.session);
+        }
+        self.sessions.insert(session, host.clone());
+        self.state.set_host_up(&host, true);
+        self.dirty = true;
+        let _ = reply.send(Ok(()));
+        info!(host, nodes = configured.len(), running = hello.running.len(),
+            finished = hello.finished.len(), "agent connected");
+
+        let finished: HashSet<u64> = hello.finished.iter().map(|f| f.job).collect();
+        for report in &hello.finished {
+            self.job_finished(&host, report);
+        }
+        let running: HashSet<u64> = hello.running.iter().copied().collect();
+        for id in self.state.jobs_on_host(&host) {
+            if finished.contains(&id.0) {
+                continue;
+            }
+            let exiting = self.state.job(id).is_some_and(|j| j.state == JobState::Exiting);
+            if running.contains(&id.0) {
+                if exiting {
+                    self.kill(&host, id, "deleted while its agent was away");
+                }
+                continue;
+            }
+            match self.launches.get(&id) {
+                Some(Launch::AwaitingDurable) => {}
+                Some(Launch::Ready) => self.launch(id),
+                _ if exiting => {
+                    self.finish_unlaunched(id, "job deleted; its agent no longer ran it");
+                }
+                _ => {
+                    let lost = JobExit {
+                        code: None,
+                        signal: None,
+                        cause: ExitCause::Lost,
+                        message: format!("the agent on {host} did not know it when it reconnected"),
+                    };
+                    warn!(job = %id, host, "job lost");
+                    self.finish(id, lost, Utc::now(), None);
+                }
+            }
+        }
+        let ours: HashSet<u64> = self.state.jobs_on_host(&host).iter().map(|id| id.0).collect();
+        for id in running.difference(&ours) {
+            warn!(job = id, host, "the agent runs a job the daemon does not place there; killing it");
+            self.kill(&host, JobId(*id), "the daemon does not run this job here");
+        }
+    }
+
+    pub(super) fn agent_said(&mut self, session: u64, message: v1::agent_message::Kind) {
+        let Some(host) = self.sessions.get(&session).cloned() else {
+            debug!(session, "message from a replaced session; ignored");
+            return;
+        };
+        if let Some(link) = self.agents.get_mut(&host) {
+            link.last_seen = Instant::now();
+        }
+        match message {
+            v1::agent_message::Kind::Heartbeat(_) => {}
+            v1::agent_message::Kind::Started(s) => {
+                debug!(job = s.job, pid = s.pid, host, "job process started");
+            }
+            v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
+            v1::agent_message::Kind::Hello(_) => {
+                warn!(host, "a second hello in one session; ignored");
+            }
+        }
+    }
+
+    pub(super) fn agent_gone(&mut self, session: u64) {
+        let Some(host) = self.sessions.remove(&session) else {
+            return;
+        };
+        if self.agents.get(&host).is_some_and(|l| l.session == session) {
+            self.agents.remove(&host);
+            self.state.set_host_up(&host, false);
+            self.dirty = true;
+            warn!(host, "agent disconnected; its nodes are down until it reconnects");
+        }
+    }
+
+    fn job_finished(&mut self, host: &str, report: &v1::JobFinished) {
+        let (exit, end) = convert::job_exit(report);
+        self.finish(
+            JobId(report.job),
+            exit,
+            end.unwrap_or_else(Utc::now),
+            Some(host.to_string()),
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! The daemon's half of qsub, qstat, qdel, qhold, qrls and qstat -Q.
+
+use chrono::Utc;
+use qmesh_core::state::Deleted;
+use qmesh_core::{Caller, CoreError, JobId, JobState};
+use qmesh_proto::{convert, v1};
+use tonic::Status;
+use tracing::{info, warn};
+
+use super::{Launch, SchedulerTask, persist};
+use crate::event::{JobAction, Reply};
+use crate::identity::Peer;
+use crate::status;
+
+impl SchedulerTask {
+    /// qsub: validated, stored, queued; answered once durable.
+    pub(super) fn submit(
+        &mut self,
+        peer: &Peer,
+        request: v1::SubmitRequest,
+        reply: Reply<v1::SubmitReply>,
+    ) {
+        let caller = self.caller(peer);
+        let (submission, payload) = convert::submission(request);
+        let job = match self.state.prepare(submission, &caller, Utc::now()) {
+            Ok(job) => job,
+            Err(e) => {
+                let _ = reply.send(Err(status::from_core(&e)));
+                return;
+            }
+        };
+        let full = self.state.full_id(job.id);
+        if let Err(e) = self.store.put_new_job(&job, &payload, job.id.0 + 1) {
+            let _ = reply.send(Err(status::from_store(&e, &format!("job {full}"))));
+            return;
+        }
+        info!(job = %full, user = %job.owner.user, queue = %job.queue, nodes = job.nodes, "queued");
+        self.state.admit(job);
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = match result {
+                Ok(()) => Ok(v1::SubmitReply { job_id: full }),
+                Err(e) => Err(Status::unavailable(format!(
+                    "job {full} was queued but the store could not confirm it is on disk: {e}"
+                ))),
+            };
+            let _ = reply.send(answer);
+        }));
+    }
+
+    /// qstat: jobs by id, or all of them with the filters.
+    pub(super) fn status(&self, request: &v1::StatusRequest) -> Result<v1::StatusReply, Status> {
+        let now = Utc::now();
+        let server = self.state.server_name();
+        let info = |job: &qmesh_core::Job| {
+            let reason = self
+                .reasons
+                .get(&job.id)
+                .filter(|_| job.state.is_pending())
+                .map(|r| (r.as_str(), r.explain()));
+            convert::job_info(job, server, reason, now)
+        };
+        let mut jobs = Vec::new();
+        if request.job_ids.is_empty() {
+            for job in self.state.jobs() {
+                if job.state == JobState::Finished && !request.include_finished {
+                    continue;
+                }
+                if !request.user.is_empty() && job.owner.user != request.user {
+                    continue;
+                }
+                jobs.push(info(job));
+            }
+        } else {
+            for text in &request.job_ids {
+                let id = self
+                    .state
+                    .parse_id(text)
+                    .map_err(|e| status::from_core(&e))?;
+                let job = self.state.job(id).ok_or_else(|| {
+                    status::from_core(&CoreError::NoSuchJob {
+                        id: self.state.full_id(id),
+                    })
+                })?;
+                jobs.push(info(job));
+            }
+        }
+        Ok(v1::StatusReply {
+            jobs,
+            server: server.to_string(),
+            server_time: now.timestamp(),
+        })
+    }
+
+    /// qdel, qhold, qrls: each id on its own; answered once durable.
+    pub(super) fn act(
+        &mut self,
+        peer: &Peer,
+        action: JobAction,
+        ids: Vec<String>,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
+            let outcome = self
+                .state
+                .parse_id(&text)
+                .and_then(|id| self.act_on(action, id, &caller));
+            if let Err(e) = &outcome {
+                info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
+            }
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: outcome.is_ok(),
+                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+            });
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the change was made but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+
+    fn act_on(&mut self, action: JobAction, id: JobId, caller: &Caller) -> Result<(), CoreError> {
+        let now = Utc::now();
+        match action {
+            JobAction::Hold => {
+                let job = self.state.hold(id, caller, now)?;
+                persist(self.store.as_ref(), job);
+            }
+            JobAction::Release => {
+                let job = self.state.release(id, caller, now)?;
+                persist(self.store.as_ref(), job);
+            }
+            JobAction::Delete => {
+                let (outcome, job) = self.state.delete(id, caller, now)?;
+                persist(self.store.as_ref(), job);
+                info!(job = %id, user = %caller.user, "deleted");
+                if let Deleted::Kill { host } = outcome {
+                    match self.launches.get(&id) {
+                        // launch() sees it exiting and ends it without a launch.
+                        Some(Launch::AwaitingDurable) => {}
+                        Some(Launch::Ready) => {
+                            self.finish_unlaunched(id, "job deleted before it was launched");
+                        }
+                        _ => self.kill(&host, id, &format!("deleted by {}", caller.user)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells an agent to kill a job; if it is away, the kill is sent again
+    /// when it reconnects (the job stays exiting until its end is reported).
+    pub(super) fn kill(&self, host: &str, id: JobId, reason: &str) {
+        let sent = self.send(
+            host,
+            v1::daemon_message::Kind::Kill(v1::KillJob {
+                job: id.0,
+                reason: reason.to_string(),
+            }),
+        );
+        if !sent {
+            warn!(job = %id, host, "agent not connected; the kill is sent when it reconnects");
+        }
+    }
+
+    /// qstat -Q.
+    pub(super) fn queues(
+        &self,
+        request: &v1::QueueStatusRequest,
+    ) -> Result<v1::QueueStatusReply, Status> {
+        let config = self.state.config();
+        let names: Vec<&str> = if request.names.is_empty() {
+            config.queues.keys().map(String::as_str).collect()
+        } else {
+            request.names.iter().map(String::as_str).collect()
+        };
+        let mut queues = Vec::with_capacity(names.len());
+        for name in names {
+            let queue = config.queue(name).ok_or_else(|| {
+                status::from_core(&CoreError::NoSuchQueue {
+                    queue: name.to_string(),
+                })
+            })?;
+            queues.push(convert::queue_info(
+                queue,
+                self.state.counts(name),
+                self.state.capacity(name),
+            ));
+        }
+        Ok(v1::QueueStatusReply { queues })
+    }
+}

@@ -1,0 +1,391 @@
+//! The scheduler task: the single owner of the scheduler's state.
+//!
+//! Every request and report arrives here as an [`Event`], one at a time, so
+//! the state needs no lock. A change is written to the store at once and
+//! acknowledged when the store's flusher says it is durable; a job's launch
+//! order goes to its agent only once its start is durable, and an agent may
+//! forget a finished job only once its end is durable.
+//!
+//! Passes are not run per event: an event marks the state dirty, and a pass
+//! runs when the events have drained or `pass_interval` has passed since the
+//! last one, so a burst of submissions shares one pass.
+
+mod admin;
+mod agents;
+mod jobs;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use qmesh_core::job::{Job, JobExit};
+use qmesh_core::scheduler::{Reason, Scheduler};
+use qmesh_core::{Caller, JobId, State, Time};
+use qmesh_proto::v1;
+use qmesh_store::Store;
+use tokio::sync::mpsc;
+use tracing::{debug, error, info, info_span, warn};
+
+use crate::event::{AfterDurable, AgentOutbox, Event};
+use crate::identity::Peer;
+
+/// What the task needs to know besides the state.
+#[derive(Clone, Debug)]
+pub struct TaskSettings {
+    pub heartbeat_secs: u32,
+    pub pass_interval: Duration,
+    /// The uid the daemon runs as: a manager, like root.
+    pub daemon_uid: u32,
+    /// Agents must present this key, when set.
+    pub cluster_key: Option<String>,
+}
+
+/// Where a job's launch order stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Launch {
+    /// Started in a pass; the start is not yet durable.
+    AwaitingDurable,
+    /// Durable, but its agent was not connected: send when it comes.
+    Ready,
+    /// Sent to the agent.
+    Sent,
+}
+
+/// A connected agent.
+struct AgentLink {
+    session: u64,
+    outbox: AgentOutbox,
+    last_seen: Instant,
+}
+
+pub struct SchedulerTask {
+    state: State,
+    store: Arc<dyn Store>,
+    scheduler: Scheduler,
+    settings: TaskSettings,
+    /// Why each pending job waits, from the last pass.
+    reasons: HashMap<JobId, Reason>,
+    launches: HashMap<JobId, Launch>,
+    agents: HashMap<String, AgentLink>,
+    sessions: HashMap<u64, String>,
+    durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
+    dirty: bool,
+    passes: u64,
+    last_pass: Instant,
+    last_purge: Instant,
+}
+
+impl SchedulerTask {
+    pub fn new(
+        state: State,
+        store: Arc<dyn Store>,
+        settings: TaskSettings,
+        durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
+    ) -> SchedulerTask {
+        SchedulerTask {
+            state,
+            store,
+            scheduler: Scheduler,
+            settings,
+            reasons: HashMap::new(),
+            launches: HashMap::new(),
+            agents: HashMap::new(),
+            sessions: HashMap::new(),
+            durable_tx,
+            dirty: true,
+            passes: 0,
+            last_pass: Instant::now(),
+            last_purge: Instant::now(),
+        }
+    }
+
+    pub async fn run(
+        mut self,
+        mut events: mpsc::Receiver<Event>,
+        mut durable: mpsc::UnboundedReceiver<Vec<AfterDurable>>,
+    ) {
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            let pass_at = self
+                .dirty
+                .then(|| tokio::time::Instant::from_std(self.last_pass + self.settings.pass_interval));
+            let pass_due = async {
+                match pass_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(Event::Shutdown(done)) => {
+                        self.shutdown();
+                        let _ = done.send(());
+                        return;
+                    }
+                    Some(event) => self.handle(event),
+                    None => {
+                        self.shutdown();
+                        return;
+                    }
+                },
+                Some(after) = durable.recv() => self.after_durable(after),
+                _ = ticker.tick() => self.tick(),
+                _ = pass_due => self.schedule(),
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Submit {
+                peer,
+                request,
+                reply,
+            } => self.submit(&peer, request, reply),
+            Event::Status { request, reply } => {
+                let _ = reply.send(self.status(&request));
+            }
+            Event::Act {
+                peer,
+                action,
+                ids,
+                reply,
+            } => self.act(&peer, action, ids, reply),
+            Event::Queues { request, reply } => {
+                let _ = reply.send(self.queues(&request));
+            }
+            Event::Qmgr {
+                peer,
+                request,
+                reply,
+            } => self.qmgr(&peer, request, reply),
+            Event::AgentHello {
+                session,
+                hello,
+                outbox,
+                reply,
+            } => self.agent_hello(session, hello, outbox, reply),
+            Event::AgentSaid { session, message } => self.agent_said(session, message),
+            Event::AgentGone { session } => self.agent_gone(session),
+            Event::Shutdown(_) => {}
+        }
+    }
+
+    fn caller(&self, peer: &Peer) -> Caller {
+        Caller::identify(
+            peer.uid,
+            peer.gid,
+            &peer.user,
+            &peer.group,
+            &self.state.config().server,
+            self.settings.daemon_uid,
+        )
+    }
+
+    /// One scheduling pass, and its plan applied.
+    fn schedule(&mut self) {
+        self.dirty = false;
+        self.last_pass = Instant::now();
+        self.passes += 1;
+        let now = Utc::now();
+        let span = info_span!("pass", n = self.passes);
+        let _enter = span.enter();
+        let plan = self.scheduler.pass(&self.state, now);
+        self.reasons = plan.waiting.into_iter().collect();
+        let mut launches = Vec::new();
+        for start in plan.starts {
+            match self.state.start(start.job, &start.nodes, now) {
+                Ok(job) => {
+                    info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
+                    persist(self.store.as_ref(), job);
+                    self.launches.insert(start.job, Launch::AwaitingDurable);
+                    launches.push(AfterDurable::Launch(start.job));
+                }
+                Err(e) => error!(job = %start.job, error = %e, "the plan could not be applied"),
+            }
+        }
+        if !launches.is_empty() {
+            self.when_durable(launches);
+        }
+        debug_assert!(self.state.check_invariants().is_ok());
+    }
+
+    /// Queues `after` for when everything written so far is durable.
+    fn when_durable(&self, after: Vec<AfterDurable>) {
+        let tx = self.durable_tx.clone();
+        self.store.on_durable(Box::new(move |result| {
+            if let Err(e) = result {
+                error!(error = %e, "the store could not make changes durable");
+            }
+            let _ = tx.send(after);
+        }));
+    }
+
+    fn after_durable(&mut self, after: Vec<AfterDurable>) {
+        for item in after {
+            match item {
+                AfterDurable::Launch(id) => self.launch(id),
+                AfterDurable::Ack { host, job } => {
+                    self.send(&host, v1::daemon_message::Kind::Ack(v1::AckFinished { job: job.0 }));
+                }
+            }
+        }
+    }
+
+    /// Sends a job's launch order to its agent, if it is connected.
+    fn launch(&mut self, id: JobId) {
+        let Some(job) = self.state.job(id) else {
+            self.launches.remove(&id);
+            return;
+        };
+        match job.state {
+            qmesh_core::JobState::Running => {}
+            qmesh_core::JobState::Exiting => {
+                // Deleted before its launch left: it never ran.
+                self.finish_unlaunched(id, "job deleted before it was launched");
+                return;
+            }
+            _ => {
+                self.launches.remove(&id);
+                return;
+            }
+        }
+        let host = self.state.job_host(job).unwrap_or_default().to_string();
+        if !self.agents.contains_key(&host) {
+            debug!(job = %id, host, "agent not connected; the launch waits for it");
+            self.launches.insert(id, Launch::Ready);
+            return;
+        }
+        let payload = match self.store.payload(id) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                self.finish_failed(id, "its script is missing from the store");
+                return;
+            }
+            Err(e) => {
+                self.finish_failed(id, &format!("its script could not be read: {e}"));
+                return;
+            }
+        };
+        let order = qmesh_proto::convert::launch(
+            job,
+            payload,
+            self.state.server_name(),
+            self.state.config().server.kill_delay,
+        );
+        if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
+            self.launches.insert(id, Launch::Sent);
+        } else {
+            self.launches.insert(id, Launch::Ready);
+        }
+    }
+
+    /// Sends a message to a host's agent; false if it is not connected.
+    fn send(&self, host: &str, kind: v1::daemon_message::Kind) -> bool {
+        match self.agents.get(host) {
+            Some(link) => link
+                .outbox
+                .send(Ok(v1::DaemonMessage { kind: Some(kind) }))
+                .is_ok(),
+            None => false,
+        }
+    }
+
+    fn finish_failed(&mut self, id: JobId, message: &str) {
+        let exit = JobExit {
+            code: None,
+            signal: None,
+            cause: qmesh_core::ExitCause::LaunchFailed,
+            message: message.to_string(),
+        };
+        self.finish(id, exit, Utc::now(), None);
+    }
+
+    fn finish_unlaunched(&mut self, id: JobId, message: &str) {
+        let exit = JobExit {
+            code: None,
+            signal: None,
+            cause: qmesh_core::ExitCause::Deleted,
+            message: message.to_string(),
+        };
+        self.finish(id, exit, Utc::now(), None);
+    }
+
+    /// Records a job's end; once durable, `ack_host`'s agent is told.
+    fn finish(&mut self, id: JobId, exit: JobExit, end: Time, ack_host: Option<String>) {
+        match self.state.finish(id, exit, end) {
+            Ok((how, job)) => {
+                info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
+                persist(self.store.as_ref(), job);
+                self.launches.remove(&id);
+                self.dirty = true;
+                if let Some(host) = ack_host {
+                    self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
+                }
+            }
+            Err(e) => {
+                // A repeated report (already recorded): acknowledge again.
+                debug!(job = %id, error = %e, "end report for a job that is not running");
+                if let Some(host) = ack_host {
+                    self.send(&host, v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }));
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        let limit = Duration::from_secs(3 * u64::from(self.settings.heartbeat_secs));
+        let silent: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|(_, link)| now.duration_since(link.last_seen) > limit)
+            .map(|(host, _)| host.clone())
+            .collect();
+        for host in silent {
+            warn!(host, "agent missed three heartbeats; its nodes are down until it reconnects");
+            if let Some(link) = self.agents.remove(&host) {
+                self.sessions.remove(&link.session);
+            }
+            self.state.set_host_up(&host, false);
+            self.dirty = true;
+        }
+        if now.duration_since(self.last_purge) >= Duration::from_secs(60) {
+            self.last_purge = now;
+            let old = self.state.purge_history(Utc::now());
+            if !old.is_empty() {
+                info!(jobs = old.len(), "finished jobs left the history");
+                if let Err(e) = self.store.remove_jobs(&old) {
+                    error!(error = %e, "could not remove finished jobs from the store");
+                }
+            }
+        }
+        let iteration = Duration::from_secs(self.state.config().server.scheduler_iteration);
+        if now.duration_since(self.last_pass) >= iteration {
+            self.dirty = true;
+        }
+    }
+
+    fn shutdown(&mut self) {
+        info!("making the store durable before exit");
+        if let Err(e) = self.store.sync() {
+            error!(error = %e, "the last flush failed");
+        }
+    }
+}
+
+/// Writes a changed job; a failure is logged where it happens.
+fn persist(store: &dyn Store, job: &Job) {
+    if let Err(e) = store.put_job(job) {
+        error!(job = %job.id, error = %e, "could not store the job's change");
+    }
+}
+
+/// Reports that warrant a warning at start: a loaded state with problems.
+pub fn log_restore_warnings(warnings: &[String]) {
+    for w in warnings {
+        warn!("{w}");
+    }
+}
