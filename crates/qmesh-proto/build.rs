@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let proto = proto_dir.join("qmesh.proto");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
+    println!("cargo:rerun-if-changed={}", proto.display());
 
     let mut config = prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);

@@ -67,12 +67,7 @@ pub fn job_state(state: JobState) -> v1::JobState {
 
 /// What qstat shows of a job. `reason` is the last pass's reason for a
 /// pending job, with its explanation.
-pub fn job_info(
-    job: &Job,
-    server: &str,
-    reason: Option<(&str, &str)>,
-    now: Time,
-) -> v1::JobInfo {
+pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time) -> v1::JobInfo {
     let comment = match (job.state.is_pending(), reason) {
         (true, Some((_, why))) => format!("Not Running: {why}"),
         _ => job.comment.clone(),
@@ -106,6 +101,7 @@ pub fn job_info(
         submit_host: job.submit_host.clone(),
         mtime: job.mtime.timestamp(),
         server_time: now.timestamp(),
+        mem: job.mem,
     }
 }
 

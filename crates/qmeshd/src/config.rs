@@ -240,20 +240,36 @@ impl Settings {
         server.default_queue = s.default_queue.clone();
         server.managers = s.managers.clone();
         server.operators = s.operators.clone();
-        let dur = |key: &str, spec: &Option<DurationSpec>, into: &mut u64| -> Result<(), ConfigError> {
-            if let Some(spec) = spec {
-                *into = spec
-                    .secs()
-                    .map_err(|m| invalid(format!("server.{key}"), m))?;
-            }
-            Ok(())
-        };
-        dur("job_history_duration", &s.job_history_duration, &mut server.job_history_duration)?;
+        let dur =
+            |key: &str, spec: &Option<DurationSpec>, into: &mut u64| -> Result<(), ConfigError> {
+                if let Some(spec) = spec {
+                    *into = spec
+                        .secs()
+                        .map_err(|m| invalid(format!("server.{key}"), m))?;
+                }
+                Ok(())
+            };
+        dur(
+            "job_history_duration",
+            &s.job_history_duration,
+            &mut server.job_history_duration,
+        )?;
         dur("kill_delay", &s.kill_delay, &mut server.kill_delay)?;
-        dur("scheduler_iteration", &s.scheduler_iteration, &mut server.scheduler_iteration)?;
-        dur("default_walltime", &s.default_walltime, &mut server.default_walltime)?;
+        dur(
+            "scheduler_iteration",
+            &s.scheduler_iteration,
+            &mut server.scheduler_iteration,
+        )?;
+        dur(
+            "default_walltime",
+            &s.default_walltime,
+            &mut server.default_walltime,
+        )?;
         if server.scheduler_iteration == 0 {
-            return Err(invalid("server.scheduler_iteration".into(), "must be at least 1 second".into()));
+            return Err(invalid(
+                "server.scheduler_iteration".into(),
+                "must be at least 1 second".into(),
+            ));
         }
 
         let mut config = Config {
@@ -264,11 +280,12 @@ impl Settings {
             let key = format!("queue \"{}\"", q.name);
             qmesh_core::queue::valid_queue_name(&q.name)
                 .map_err(|why| invalid(key.clone(), format!("bad queue name: {why}")))?;
-            let walltime = |field: &str, spec: &Option<DurationSpec>| -> Result<Option<u64>, ConfigError> {
-                spec.as_ref()
-                    .map(|s| s.secs().map_err(|m| invalid(format!("{key}.{field}"), m)))
-                    .transpose()
-            };
+            let walltime =
+                |field: &str, spec: &Option<DurationSpec>| -> Result<Option<u64>, ConfigError> {
+                    spec.as_ref()
+                        .map(|s| s.secs().map_err(|m| invalid(format!("{key}.{field}"), m)))
+                        .transpose()
+                };
             let queue = Queue {
                 name: q.name.clone(),
                 priority: q.priority,
@@ -289,12 +306,16 @@ impl Settings {
         if let Some(dq) = &config.server.default_queue
             && !config.queues.contains_key(dq)
         {
-            return Err(invalid("server.default_queue".into(), format!("queue \"{dq}\" is not defined")));
+            return Err(invalid(
+                "server.default_queue".into(),
+                format!("queue \"{dq}\" is not defined"),
+            ));
         }
 
         let mut node_sets = Vec::new();
         for set in &file.node_sets {
-            node_sets.push(node_set(set).map_err(|m| invalid(format!("node_set \"{}\"", set.name), m))?);
+            node_sets
+                .push(node_set(set).map_err(|m| invalid(format!("node_set \"{}\"", set.name), m))?);
         }
         for q in config.queues.values() {
             for name in &q.node_sets {
@@ -342,17 +363,24 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
                 dims: spec.dims.clone(),
             }
         }
-        other => return Err(format!("unknown topology \"{other}\"; use flat, mesh2d or torus")),
+        other => {
+            return Err(format!(
+                "unknown topology \"{other}\"; use flat, mesh2d or torus"
+            ));
+        }
     };
     let count = match (&topology, spec.count, spec.nodes.len()) {
         (_, _, n) if n > 0 => n as u32,
         (Topology::Flat, Some(c), _) => c,
-        (Topology::Flat, None, _) => return Err("a flat set needs count = N or a nodes list".into()),
+        (Topology::Flat, None, _) => {
+            return Err("a flat set needs count = N or a nodes list".into());
+        }
         (t, _, _) => t.size().unwrap_or(0),
     };
     let default_host = spec.host.clone();
     let nodes: Vec<NodeDef> = if spec.nodes.is_empty() {
-        let host = default_host.ok_or("give host = \"NAME\" (the host whose agent serves these nodes)")?;
+        let host =
+            default_host.ok_or("give host = \"NAME\" (the host whose agent serves these nodes)")?;
         let prefix = spec.prefix.clone().unwrap_or_else(|| spec.name.clone());
         let width = count.saturating_sub(1).to_string().len().max(2);
         (0..count)
@@ -396,7 +424,13 @@ mod tests {
         assert_eq!(s.node_sets.len(), 1);
         let set = &s.node_sets[0];
         assert_eq!(set.name, "local");
-        assert_eq!(set.topology, Topology::Mesh2d { width: 4, height: 4 });
+        assert_eq!(
+            set.topology,
+            Topology::Mesh2d {
+                width: 4,
+                height: 4
+            }
+        );
         assert_eq!(set.nodes.len(), 16);
         assert_eq!(set.nodes[0].name, "local00");
         assert_eq!(set.nodes[15].name, "local15");
@@ -414,8 +448,13 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let err = Settings::parse("[server]\nkill_dealy = 3\n", "t").unwrap_err().to_string();
-        assert!(err.contains("kill_dealy") && err.contains("line 2"), "{err}");
+        let err = Settings::parse("[server]\nkill_dealy = 3\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kill_dealy") && err.contains("line 2"),
+            "{err}"
+        );
         let err = Settings::parse("[[queue]]\nname = \"b\"\nmax_walltime = \"1:99\"\n", "t")
             .unwrap_err()
             .to_string();
@@ -426,7 +465,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("node_set \"m\"") && err.contains("dims"), "{err}");
+        assert!(
+            err.contains("node_set \"m\"") && err.contains("dims"),
+            "{err}"
+        );
         let err = Settings::parse("[[queue]]\nname = \"b\"\nnode_sets = [\"x\"]\n", "t")
             .unwrap_err()
             .to_string();

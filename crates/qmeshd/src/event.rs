@@ -47,6 +47,10 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<v1::JobsReply>,
     },
+    Wait {
+        job_id: String,
+        reply: Reply<v1::JobInfo>,
+    },
     Queues {
         request: v1::QueueStatusRequest,
         reply: Reply<v1::QueueStatusReply>,

@@ -42,6 +42,7 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if args.print_default_config {
         print!("{EMBEDDED}");
@@ -204,7 +205,9 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
     servers.push(tokio::spawn(
         Server::builder()
             .add_service(JobsServer::new(service::JobsService { link: link.clone() }))
-            .add_service(AdminServer::new(service::AdminService { link: link.clone() }))
+            .add_service(AdminServer::new(service::AdminService {
+                link: link.clone(),
+            }))
             .serve_with_incoming_shutdown(
                 UnixListenerStream::new(client_listener),
                 stopped(stop_rx.clone()),
@@ -212,7 +215,9 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
     ));
     servers.push(tokio::spawn(
         Server::builder()
-            .add_service(AgentServer::new(service::AgentService { link: link.clone() }))
+            .add_service(AgentServer::new(service::AgentService {
+                link: link.clone(),
+            }))
             .serve_with_incoming_shutdown(
                 UnixListenerStream::new(agent_listener),
                 stopped(stop_rx.clone()),
@@ -223,7 +228,9 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
         servers.push(tokio::spawn(
             Server::builder()
                 .tcp_nodelay(true)
-                .add_service(AgentServer::new(service::AgentService { link: link.clone() }))
+                .add_service(AgentServer::new(service::AgentService {
+                    link: link.clone(),
+                }))
                 .serve_with_incoming_shutdown(
                     TcpListenerStream::new(listener),
                     stopped(stop_rx.clone()),
@@ -257,12 +264,19 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
     let _ = stop_tx.send(true);
     let (done_tx, done_rx) = oneshot::channel();
-    if events_tx.send(event::Event::Shutdown(done_tx)).await.is_ok() {
+    if events_tx
+        .send(event::Event::Shutdown(done_tx))
+        .await
+        .is_ok()
+    {
         let _ = done_rx.await;
     }
     let _ = task_handle.await;
     for server in servers {
-        if tokio::time::timeout(Duration::from_secs(3), server).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(3), server)
+            .await
+            .is_err()
+        {
             warn!("a server did not close within 3 s; leaving it");
         }
     }

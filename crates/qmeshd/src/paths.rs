@@ -50,7 +50,10 @@ impl StateLock {
             .write(true)
             .open(&path)
             .with_context(|| format!("open {}", path.display()))?;
-        let mut locked = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        let mut locked = match nix::fcntl::Flock::lock(
+            file,
+            nix::fcntl::FlockArg::LockExclusiveNonblock,
+        ) {
             Ok(locked) => locked,
             Err((_, errno)) => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();

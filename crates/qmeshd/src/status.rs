@@ -16,7 +16,9 @@ pub fn from_core(e: &CoreError) -> Status {
 }
 
 pub fn from_store(e: &StoreError, what: &str) -> Status {
-    Status::unavailable(format!("{what} could not be stored: {e}; nothing was changed"))
+    Status::unavailable(format!(
+        "{what} could not be stored: {e}; nothing was changed"
+    ))
 }
 
 pub fn shutting_down() -> Status {

@@ -78,6 +78,8 @@ impl Agent for AgentService {
             }
             let _ = events.send(Event::AgentGone { session }).await;
         });
-        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(outgoing))))
+        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(
+            outgoing,
+        ))))
     }
 }

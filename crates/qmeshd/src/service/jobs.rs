@@ -87,6 +87,17 @@ impl Jobs for JobsService {
         self.act(request, JobAction::Release).await
     }
 
+    async fn wait(
+        &self,
+        request: Request<v1::WaitRequest>,
+    ) -> Result<Response<v1::JobInfo>, Status> {
+        let job_id = request.into_inner().job_id;
+        self.link
+            .ask(|reply| Event::Wait { job_id, reply })
+            .await
+            .map(Response::new)
+    }
+
     async fn queue_status(
         &self,
         request: Request<v1::QueueStatusRequest>,

@@ -12,7 +12,12 @@ use crate::identity::Peer;
 use crate::status;
 
 impl SchedulerTask {
-    pub(super) fn qmgr(&mut self, peer: &Peer, request: v1::QmgrRequest, reply: Reply<v1::QmgrReply>) {
+    pub(super) fn qmgr(
+        &mut self,
+        peer: &Peer,
+        request: v1::QmgrRequest,
+        reply: Reply<v1::QmgrReply>,
+    ) {
         let caller = self.caller(peer);
         let place = |e: qmgr::QmgrError| {
             let text = match request.source.as_str() {
@@ -38,7 +43,11 @@ impl SchedulerTask {
         };
         let answer = v1::QmgrReply {
             output: outcome.output,
-            applied: if request.check_only { 0 } else { outcome.applied },
+            applied: if request.check_only {
+                0
+            } else {
+                outcome.applied
+            },
         };
         if request.check_only || outcome.applied == 0 || config == *self.state.config() {
             let _ = reply.send(Ok(answer));

@@ -90,8 +90,13 @@ impl SchedulerTask {
         self.state.set_host_up(&host, true);
         self.dirty = true;
         let _ = reply.send(Ok(()));
-        info!(host, nodes = configured.len(), running = hello.running.len(),
-            finished = hello.finished.len(), "agent connected");
+        info!(
+            host,
+            nodes = configured.len(),
+            running = hello.running.len(),
+            finished = hello.finished.len(),
+            "agent connected"
+        );
 
         let finished: HashSet<u64> = hello.finished.iter().map(|f| f.job).collect();
         for report in &hello.finished {
@@ -102,7 +107,10 @@ impl SchedulerTask {
             if finished.contains(&id.0) {
                 continue;
             }
-            let exiting = self.state.job(id).is_some_and(|j| j.state == JobState::Exiting);
+            let exiting = self
+                .state
+                .job(id)
+                .is_some_and(|j| j.state == JobState::Exiting);
             if running.contains(&id.0) {
                 if exiting {
                     self.kill(&host, id, "deleted while its agent was away");
@@ -127,9 +135,17 @@ impl SchedulerTask {
                 }
             }
         }
-        let ours: HashSet<u64> = self.state.jobs_on_host(&host).iter().map(|id| id.0).collect();
+        let ours: HashSet<u64> = self
+            .state
+            .jobs_on_host(&host)
+            .iter()
+            .map(|id| id.0)
+            .collect();
         for id in running.difference(&ours) {
-            warn!(job = id, host, "the agent runs a job the daemon does not place there; killing it");
+            warn!(
+                job = id,
+                host, "the agent runs a job the daemon does not place there; killing it"
+            );
             self.kill(&host, JobId(*id), "the daemon does not run this job here");
         }
     }
@@ -162,7 +178,10 @@ impl SchedulerTask {
             self.agents.remove(&host);
             self.state.set_host_up(&host, false);
             self.dirty = true;
-            warn!(host, "agent disconnected; its nodes are down until it reconnects");
+            warn!(
+                host,
+                "agent disconnected; its nodes are down until it reconnects"
+            );
         }
     }
 

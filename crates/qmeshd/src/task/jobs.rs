@@ -82,6 +82,12 @@ impl SchedulerTask {
                         id: self.state.full_id(id),
                     })
                 })?;
+                if job.state == JobState::Finished && !request.include_finished {
+                    return Err(Status::failed_precondition(format!(
+                        "job {} has finished; use qstat -x to see finished jobs",
+                        self.state.full_id(id)
+                    )));
+                }
                 jobs.push(info(job));
             }
         }
@@ -142,6 +148,7 @@ impl SchedulerTask {
                 let (outcome, job) = self.state.delete(id, caller, now)?;
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");
+                self.job_done(id);
                 if let Deleted::Kill { host } = outcome {
                     match self.launches.get(&id) {
                         // launch() sees it exiting and ends it without a launch.
@@ -172,6 +179,29 @@ impl SchedulerTask {
         }
     }
 
+    /// spwait: answers now if the job has finished, else when it does.
+    pub(super) fn wait(&mut self, text: &str, reply: Reply<v1::JobInfo>) {
+        let id = match self.state.parse_id(text) {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = reply.send(Err(status::from_core(&e)));
+                return;
+            }
+        };
+        let Some(job) = self.state.job(id) else {
+            let _ = reply.send(Err(status::from_core(&CoreError::NoSuchJob {
+                id: self.state.full_id(id),
+            })));
+            return;
+        };
+        if job.state == JobState::Finished {
+            let info = convert::job_info(job, self.state.server_name(), None, Utc::now());
+            let _ = reply.send(Ok(info));
+        } else {
+            self.waiters.entry(id).or_default().push(reply);
+        }
+    }
+
     /// qstat -Q.
     pub(super) fn queues(
         &self,
@@ -196,6 +226,10 @@ impl SchedulerTask {
                 self.state.capacity(name),
             ));
         }
-        Ok(v1::QueueStatusReply { queues })
+        Ok(v1::QueueStatusReply {
+            queues,
+            server: self.state.server_name().to_string(),
+            server_time: Utc::now().timestamp(),
+        })
     }
 }

@@ -27,7 +27,7 @@ use qmesh_store::Store;
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, info_span, warn};
 
-use crate::event::{AfterDurable, AgentOutbox, Event};
+use crate::event::{AfterDurable, AgentOutbox, Event, Reply};
 use crate::identity::Peer;
 
 /// What the task needs to know besides the state.
@@ -67,6 +67,8 @@ pub struct SchedulerTask {
     /// Why each pending job waits, from the last pass.
     reasons: HashMap<JobId, Reason>,
     launches: HashMap<JobId, Launch>,
+    /// Callers waiting for a job to finish.
+    waiters: HashMap<JobId, Vec<Reply<v1::JobInfo>>>,
     agents: HashMap<String, AgentLink>,
     sessions: HashMap<u64, String>,
     durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
@@ -90,6 +92,7 @@ impl SchedulerTask {
             settings,
             reasons: HashMap::new(),
             launches: HashMap::new(),
+            waiters: HashMap::new(),
             agents: HashMap::new(),
             sessions: HashMap::new(),
             durable_tx,
@@ -108,9 +111,9 @@ impl SchedulerTask {
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
-            let pass_at = self
-                .dirty
-                .then(|| tokio::time::Instant::from_std(self.last_pass + self.settings.pass_interval));
+            let pass_at = self.dirty.then(|| {
+                tokio::time::Instant::from_std(self.last_pass + self.settings.pass_interval)
+            });
             let pass_due = async {
                 match pass_at {
                     Some(at) => tokio::time::sleep_until(at).await,
@@ -153,6 +156,7 @@ impl SchedulerTask {
                 ids,
                 reply,
             } => self.act(&peer, action, ids, reply),
+            Event::Wait { job_id, reply } => self.wait(&job_id, reply),
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
             }
@@ -228,7 +232,10 @@ impl SchedulerTask {
             match item {
                 AfterDurable::Launch(id) => self.launch(id),
                 AfterDurable::Ack { host, job } => {
-                    self.send(&host, v1::daemon_message::Kind::Ack(v1::AckFinished { job: job.0 }));
+                    self.send(
+                        &host,
+                        v1::daemon_message::Kind::Ack(v1::AckFinished { job: job.0 }),
+                    );
                 }
             }
         }
@@ -321,6 +328,7 @@ impl SchedulerTask {
                 persist(self.store.as_ref(), job);
                 self.launches.remove(&id);
                 self.dirty = true;
+                self.job_done(id);
                 if let Some(host) = ack_host {
                     self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
                 }
@@ -329,8 +337,28 @@ impl SchedulerTask {
                 // A repeated report (already recorded): acknowledge again.
                 debug!(job = %id, error = %e, "end report for a job that is not running");
                 if let Some(host) = ack_host {
-                    self.send(&host, v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }));
+                    self.send(
+                        &host,
+                        v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }),
+                    );
                 }
+            }
+        }
+    }
+
+    /// Answers those waiting for a job, if it has finished.
+    fn job_done(&mut self, id: JobId) {
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        if job.state != qmesh_core::JobState::Finished {
+            return;
+        }
+        if let Some(waiting) = self.waiters.remove(&id) {
+            let info =
+                qmesh_proto::convert::job_info(job, self.state.server_name(), None, Utc::now());
+            for reply in waiting {
+                let _ = reply.send(Ok(info.clone()));
             }
         }
     }
@@ -345,7 +373,10 @@ impl SchedulerTask {
             .map(|(host, _)| host.clone())
             .collect();
         for host in silent {
-            warn!(host, "agent missed three heartbeats; its nodes are down until it reconnects");
+            warn!(
+                host,
+                "agent missed three heartbeats; its nodes are down until it reconnects"
+            );
             if let Some(link) = self.agents.remove(&host) {
                 self.sessions.remove(&link.session);
             }

@@ -1,0 +1,265 @@
+//! qmgr: the administrator's front end (PBS's command language).
+//!
+//! The daemon parses and applies; qmgr only carries text. A script (from
+//! `-c`, a file or standard input) goes as ONE request, so it applies all
+//! or nothing; interactively, each command is its own request, an error is
+//! printed and the prompt comes back. The reply's output (from `list`,
+//! `print`, `help`) is printed as it is.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use qmesh_proto::QmgrRequest;
+use qmesh_proto::admin_client::AdminClient;
+use tonic::transport::Channel;
+
+use crate::client::{self, CliError};
+
+const PROMPT: &str = "Qmgr: ";
+/// After a line ending in `\`, as PBS's qmgr shows it.
+const CONTINUE_PROMPT: &str = "Qmgr< ";
+
+/// Manage the server's configuration: queues, node sets, limits, managers.
+///
+/// Commands are PBS qmgr's: create, delete, set, unset, list, print, help,
+/// quit (c d s u l p h q), e.g. `qmgr -c "list queue batch"`. A script
+/// from FILE or standard input is applied as a whole or not at all. With
+/// no command, file or piped input, qmgr prompts for commands one by one.
+#[derive(Parser, Debug)]
+#[command(name = "qmgr", version)]
+pub struct Args {
+    /// Run this one command.
+    #[arg(short = 'c', value_name = "COMMAND", conflicts_with = "file")]
+    pub command: Option<String>,
+    /// Check only: syntax and references, change nothing.
+    #[arg(short = 'n')]
+    pub check_only: bool,
+    /// Echo each command before it is sent.
+    #[arg(short = 'e')]
+    pub echo: bool,
+    /// Abort on the first error (PBS compatibility): a script already stops at
+    /// its first error and then changes nothing; interactive use carries on.
+    #[arg(short = 'a')]
+    pub abort: bool,
+    /// A file of commands, applied all or nothing.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+pub fn main() -> ExitCode {
+    client::restore_sigpipe();
+    let args = Args::parse();
+    let result = match (&args.command, &args.file) {
+        (Some(command), _) => run_script(&args, command.clone(), "-c".to_string()),
+        (None, Some(path)) => {
+            read_file(path).and_then(|script| run_script(&args, script, path.display().to_string()))
+        }
+        (None, None) if !std::io::stdin().is_terminal() => {
+            read_stdin().and_then(|script| run_script(&args, script, "stdin".to_string()))
+        }
+        (None, None) => interactive(&args),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => client::fail("qmgr", &err),
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CliError::msg(format!("script file \"{}\" does not exist", path.display()))
+        } else {
+            CliError::msg(format!(
+                "cannot read script file \"{}\": {e}",
+                path.display()
+            ))
+        }
+    })
+}
+
+fn read_stdin() -> Result<String, CliError> {
+    let mut script = String::new();
+    std::io::stdin()
+        .read_to_string(&mut script)
+        .map_err(|e| CliError::msg(format!("cannot read commands from standard input: {e}")))?;
+    Ok(script)
+}
+
+/// Sends a whole script as one request.
+fn run_script(args: &Args, script: String, source: String) -> Result<bool, CliError> {
+    if args.echo {
+        write_stdout(&echo_lines(&script))?;
+    }
+    let request = QmgrRequest {
+        script,
+        source,
+        check_only: args.check_only,
+    };
+    let output = client::block_on(async {
+        let mut admin = client::admin().await?;
+        Ok(admin.qmgr(request).await?.into_inner().output)
+    })?;
+    write_stdout(&with_newline(output))?;
+    Ok(true)
+}
+
+/// The commands of a script as `-e` echoes them: blank lines and comments left out.
+fn echo_lines(script: &str) -> String {
+    script
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn with_newline(mut text: String) -> String {
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+fn write_stdout(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::msg(format!("cannot write output: {e}")))
+}
+
+/// The `Qmgr:` prompt: each command its own request; errors are printed and
+/// the prompt returns. Ends at quit, exit, q or end of input; exits 1 if any
+/// command failed.
+fn interactive(args: &Args) -> Result<bool, CliError> {
+    let runtime = client::runtime()?;
+    let mut admin = runtime.block_on(client::admin())?;
+    let mut input = std::io::stdin().lock();
+    let mut all_ok = true;
+    while let Some(command) = read_command(&mut input, &mut std::io::stdout())? {
+        if command.trim().is_empty() {
+            continue;
+        }
+        if is_quit(&command) {
+            break;
+        }
+        if args.echo {
+            write_stdout(&format!("{command}\n"))?;
+        }
+        match runtime.block_on(send(&mut admin, &command, args.check_only)) {
+            Ok(output) => write_stdout(&with_newline(output))?,
+            Err(err) => {
+                all_ok = false;
+                eprintln!("qmgr: {err}");
+            }
+        }
+    }
+    Ok(all_ok)
+}
+
+async fn send(
+    admin: &mut AdminClient<Channel>,
+    command: &str,
+    check_only: bool,
+) -> Result<String, CliError> {
+    let request = QmgrRequest {
+        script: command.to_string(),
+        source: "stdin".to_string(),
+        check_only,
+    };
+    Ok(admin.qmgr(request).await?.into_inner().output)
+}
+
+/// Prompts for and reads one command, following `\` continuations (kept
+/// in the text: the daemon joins them as it does in scripts). `None` at
+/// the end of input.
+fn read_command(
+    input: &mut impl BufRead,
+    prompts: &mut impl Write,
+) -> Result<Option<String>, CliError> {
+    let mut command = String::new();
+    let mut prompt = PROMPT;
+    let mut show = |text: &str| {
+        prompts
+            .write_all(text.as_bytes())
+            .and_then(|()| prompts.flush())
+            .map_err(|e| CliError::msg(format!("cannot write output: {e}")))
+    };
+    loop {
+        show(prompt)?;
+        let mut line = String::new();
+        let read = input
+            .read_line(&mut line)
+            .map_err(|e| CliError::msg(format!("cannot read a command: {e}")))?;
+        if read == 0 {
+            show("\n")?;
+            return Ok(if command.is_empty() {
+                None
+            } else {
+                Some(command)
+            });
+        }
+        let line = line.trim_end_matches(['\n', '\r']);
+        command.push_str(line);
+        if !line.ends_with('\\') {
+            return Ok(Some(command));
+        }
+        command.push('\n');
+        prompt = CONTINUE_PROMPT;
+    }
+}
+
+fn is_quit(command: &str) -> bool {
+    matches!(
+        command.trim().to_ascii_lowercase().as_str(),
+        "q" | "quit" | "exit"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_lines_stay_one_command() {
+        let mut input = std::io::Cursor::new("set queue batch \\\n  priority = 5\nlist queue\n");
+        let mut prompts = Vec::new();
+        let mut next = || read_command(&mut input, &mut prompts).unwrap();
+        assert_eq!(
+            next().as_deref(),
+            Some("set queue batch \\\n  priority = 5")
+        );
+        assert_eq!(next().as_deref(), Some("list queue"));
+        assert_eq!(next(), None);
+        assert_eq!(
+            String::from_utf8_lossy(&prompts),
+            "Qmgr: Qmgr< Qmgr: Qmgr: \n"
+        );
+    }
+
+    #[test]
+    fn quit_words() {
+        for word in ["q", "quit", " exit ", "QUIT"] {
+            assert!(is_quit(word), "{word}");
+        }
+        assert!(!is_quit("quit queue"));
+    }
+
+    #[test]
+    fn echo_skips_blanks_and_comments() {
+        assert_eq!(
+            echo_lines("# banner\n\ncreate queue q\n  set queue q enabled = true\n"),
+            "create queue q\n  set queue q enabled = true\n"
+        );
+    }
+
+    #[test]
+    fn command_and_file_conflict() {
+        let err = Args::try_parse_from(["qmgr", "-c", "list server", "f.qmgr"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let args = Args::try_parse_from(["qmgr", "-a", "-e", "-n", "-c", "p s"]).unwrap();
+        assert!(args.abort && args.echo && args.check_only);
+    }
+}

@@ -1,0 +1,655 @@
+//! qsub: submit a job script.
+//!
+//! Options come from two places, the script's directives and the command
+//! line, and both are read by the one clap parser below so they cannot
+//! disagree. Scalar options from the command line win; resource requests
+//! and variables accumulate, directives first, so the server (which takes
+//! the last value of a resource) lets the command line win there too.
+//!
+//! The server checks what qsub sends. qsub checks only what it can say more
+//! clearly itself, before connecting: a missing script file, a directive it
+//! cannot parse (naming the line), a malformed `-l` or `-v` list, and the
+//! wall-time syntax.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use qmesh_proto::{EnvVar, Resource, SubmitRequest};
+
+use crate::client::{self, CliError};
+use crate::directives;
+
+/// Submit a batch job.
+///
+/// The script is read from SCRIPT, or from standard input when none is
+/// named. Options may also be written at the top of the script as
+/// directives: lines starting `#PBS`, `#QSUB` or `#@$` (a bare `#@$` line
+/// ends them). Options on the command line override directives.
+#[derive(Parser, Debug, Default, Clone)]
+#[command(
+    name = "qsub",
+    disable_help_flag = true,
+    after_help = "NQS forms: -lP N (nodes), -lT TIME (walltime), -lM SIZE (mem), also glued (-lP64).\n\
+                  Prints the job id (SEQ.SERVER) on standard output."
+)]
+pub struct Args {
+    /// Queue to submit to (default: the server's default queue).
+    #[arg(short = 'q', value_name = "QUEUE")]
+    pub queue: Option<String>,
+    /// Resources: nodes=N, walltime=[[H:]M:]S, mem=SIZE; comma lists allowed, may repeat.
+    #[arg(short = 'l', value_name = "RES=VAL[,RES=VAL...]")]
+    pub resources: Vec<String>,
+    /// Job name (default: the script's file name, or STDIN).
+    #[arg(short = 'N', value_name = "NAME")]
+    pub name: Option<String>,
+    /// Standard output file (default: NAME.oSEQ in the submit directory).
+    #[arg(short = 'o', value_name = "PATH")]
+    pub stdout: Option<String>,
+    /// Standard error file (default: NAME.eSEQ in the submit directory).
+    #[arg(short = 'e', value_name = "PATH")]
+    pub stderr: Option<String>,
+    /// Join: "oe" merges standard error into standard output; "n" keeps them apart.
+    #[arg(short = 'j', value_name = "oe|n", value_parser = ["oe", "n"])]
+    pub join: Option<String>,
+    /// Submit the job with a user hold (release it with qrls).
+    #[arg(short = 'h')]
+    pub hold: bool,
+    /// Account to charge.
+    #[arg(short = 'A', value_name = "ACCOUNT")]
+    pub account: Option<String>,
+    /// Variables to pass: VAR=VALUE, or VAR to pass its value from here; comma lists allowed.
+    #[arg(short = 'v', value_name = "VAR[=VAL][,...]")]
+    pub vars: Vec<String>,
+    /// Pass qsub's whole environment to the job.
+    #[arg(short = 'V')]
+    pub all_env: bool,
+    /// Whether the job may be rerun after a node failure (default: yes).
+    #[arg(short = 'r', value_name = "y|n", value_parser = ["y", "n"])]
+    pub rerunnable: Option<String>,
+    /// Do not print the job id.
+    #[arg(short = 'z')]
+    pub quiet: bool,
+    /// Print help.
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// The job script (default: standard input).
+    #[arg(value_name = "SCRIPT")]
+    pub script: Option<PathBuf>,
+}
+
+impl Args {
+    /// These options laid over `base`: ours win where given.
+    fn over(self, base: Args) -> Args {
+        Args {
+            queue: self.queue.or(base.queue),
+            resources: Vec::new(),
+            name: self.name.or(base.name),
+            stdout: self.stdout.or(base.stdout),
+            stderr: self.stderr.or(base.stderr),
+            join: self.join.or(base.join),
+            hold: self.hold || base.hold,
+            account: self.account.or(base.account),
+            vars: Vec::new(),
+            all_env: self.all_env || base.all_env,
+            rerunnable: self.rerunnable.or(base.rerunnable),
+            quiet: self.quiet || base.quiet,
+            help: None,
+            script: self.script.or(base.script),
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    client::restore_sigpipe();
+    let words: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let words = match rewrite_nqs(&words) {
+        Ok(words) => words,
+        Err(message) => {
+            eprintln!("qsub: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words)) {
+        Ok(args) => args,
+        Err(err) => err.exit(),
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => client::fail("qsub", &err),
+    }
+}
+
+fn run(cli: Args) -> Result<(), CliError> {
+    let (script, script_name) = read_script(cli.script.as_deref())?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let gathered = gather(cli, &script, &lookup).map_err(CliError::Msg)?;
+    let mut env = pbs_o_vars(&lookup);
+    if gathered.opts.all_env {
+        env.extend(
+            std::env::vars_os()
+                .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?))),
+        );
+    }
+    env.extend(gathered.vars);
+    let opts = gathered.opts;
+    let request = SubmitRequest {
+        script,
+        script_name,
+        name: opts.name.unwrap_or_default(),
+        queue: opts.queue.unwrap_or_default(),
+        resources: gathered.resources,
+        stdout_path: opts.stdout.unwrap_or_default(),
+        stderr_path: opts.stderr.unwrap_or_default(),
+        join_output: opts.join.as_deref() == Some("oe"),
+        hold: opts.hold,
+        account: opts.account.unwrap_or_default(),
+        env: dedup_env(env),
+        workdir: workdir()?,
+        submit_host: client::hostname(),
+        rerunnable: opts.rerunnable.map(|r| r == "y"),
+    };
+    let reply = client::block_on(async {
+        let mut jobs = client::jobs().await?;
+        Ok(jobs.submit(request).await?.into_inner())
+    })?;
+    if !opts.quiet {
+        crate::output::emit(&JobId(reply.job_id), false)
+            .map_err(|e| CliError::msg(format!("cannot write the job id: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The job id alone on a line (the text form; qsub has no JSON form).
+struct JobId(String);
+
+impl crate::output::Output for JobId {
+    fn text(&self) -> String {
+        format!("{}\n", self.0)
+    }
+    fn json(&self) -> crate::output::Tree {
+        crate::output::Tree::text(&self.0)
+    }
+}
+
+/// The script's bytes and the name the server uses for the default job name.
+fn read_script(path: Option<&Path>) -> Result<(Vec<u8>, String), CliError> {
+    let mut script = Vec::new();
+    let Some(path) = path else {
+        std::io::stdin().read_to_end(&mut script).map_err(|e| {
+            CliError::msg(format!("cannot read the script from standard input: {e}"))
+        })?;
+        return Ok((script, "STDIN".to_string()));
+    };
+    script = std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CliError::msg(format!("script file \"{}\" does not exist", path.display()))
+        } else {
+            CliError::msg(format!(
+                "cannot read script file \"{}\": {e}",
+                path.display()
+            ))
+        }
+    })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    Ok((script, name))
+}
+
+/// The directory the job runs in: `$PWD` when it names the current
+/// directory (keeping the user's symlinked path), else the real path.
+fn workdir() -> Result<String, CliError> {
+    use std::os::unix::fs::MetadataExt;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::msg(format!("cannot find the current directory: {e}")))?;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    let dir = match std::env::var_os("PWD").map(PathBuf::from) {
+        Some(pwd) if pwd.is_absolute() && same(&pwd, &cwd) => pwd,
+        _ => cwd,
+    };
+    dir.into_os_string()
+        .into_string()
+        .map_err(|d| CliError::msg(format!("the current directory {d:?} is not valid UTF-8")))
+}
+
+/// What the directives and the command line ask for together.
+#[derive(Debug, Default)]
+struct Gathered {
+    opts: Args,
+    resources: Vec<Resource>,
+    vars: Vec<(String, String)>,
+}
+
+/// Reads the script's directives and merges the command line over them.
+fn gather(
+    cli: Args,
+    script: &[u8],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Gathered, String> {
+    let mut merged = Args::default();
+    let mut resources = Vec::new();
+    let mut vars = Vec::new();
+    for directive in directives::scan(script).map_err(|e| e.to_string())? {
+        let fail = |message: String| directive.error(message).to_string();
+        let words = rewrite_nqs(&directive.words).map_err(fail)?;
+        let opts = Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words))
+            .map_err(|e| fail(describe_clap_error(&e)))?;
+        if let Some(script) = &opts.script {
+            return Err(fail(format!(
+                "a directive cannot name a script (\"{}\")",
+                script.display()
+            )));
+        }
+        resources.extend(parse_resources(&opts.resources).map_err(fail)?);
+        vars.extend(parse_vars(&opts.vars, lookup).map_err(fail)?);
+        merged = opts.over(merged);
+    }
+    resources.extend(parse_resources(&cli.resources)?);
+    vars.extend(parse_vars(&cli.vars, lookup)?);
+    Ok(Gathered {
+        opts: cli.over(merged),
+        resources,
+        vars,
+    })
+}
+
+/// One line saying what clap found wrong in a directive.
+fn describe_clap_error(err: &clap::Error) -> String {
+    use clap::error::{ContextKind, ErrorKind};
+    if err.kind() == ErrorKind::UnknownArgument {
+        if let Some(arg) = err.get(ContextKind::InvalidArg) {
+            return format!("unknown option \"{arg}\"");
+        }
+    }
+    let rendered = err.render().to_string();
+    let first = rendered.lines().next().unwrap_or("bad option");
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+/// Rewrites the NQS resource forms, which clap would read as `-l P`:
+/// `-lP N`/`-lPN` to `-l nodes=N`, `-lT` to walltime, `-lM` to mem.
+pub fn rewrite_nqs(words: &[String]) -> Result<Vec<String>, String> {
+    const NQS: [(&str, &str); 3] = [("-lP", "nodes"), ("-lT", "walltime"), ("-lM", "mem")];
+    const TAKES_VALUE: [&str; 9] = ["-q", "-l", "-N", "-o", "-e", "-j", "-A", "-v", "-r"];
+    let mut out = Vec::with_capacity(words.len());
+    let mut iter = words.iter();
+    while let Some(word) = iter.next() {
+        if word == "--" {
+            out.push(word.clone());
+            out.extend(iter.cloned());
+            break;
+        }
+        if TAKES_VALUE.contains(&word.as_str()) {
+            out.push(word.clone());
+            if let Some(value) = iter.next() {
+                out.push(value.clone());
+            }
+            continue;
+        }
+        let Some((flag, resource)) = NQS.iter().find(|(flag, _)| word.starts_with(flag)) else {
+            out.push(word.clone());
+            continue;
+        };
+        let glued = &word[flag.len()..];
+        let value = if glued.is_empty() {
+            iter.next()
+                .ok_or_else(|| format!("{flag} needs a value, e.g. {flag} {}", example(resource)))?
+                .clone()
+        } else {
+            glued.to_string()
+        };
+        out.push("-l".to_string());
+        out.push(format!("{resource}={value}"));
+    }
+    Ok(out)
+}
+
+fn example(resource: &str) -> &'static str {
+    match resource {
+        "nodes" => "4",
+        "walltime" => "1:00:00",
+        _ => "2gb",
+    }
+}
+
+/// `-l` values as `Resource`s, in order; wall times are checked here so a
+/// typo fails before anything is sent.
+fn parse_resources(lists: &[String]) -> Result<Vec<Resource>, String> {
+    let mut out = Vec::new();
+    for list in lists {
+        for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let Some((name, value)) = item.split_once('=') else {
+                return Err(format!(
+                    "bad resource \"{item}\" in -l {list}: write NAME=VALUE, e.g. -l walltime=1:00:00"
+                ));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if name.is_empty() {
+                return Err(format!(
+                    "bad resource \"{item}\" in -l {list}: the name is missing"
+                ));
+            }
+            if name == "walltime" {
+                qmesh_core::time::parse_duration(value).map_err(|e| e.to_string())?;
+            }
+            out.push(Resource {
+                name: name.to_string(),
+                value: value.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `-v` lists as (name, value) pairs. A bare name takes its value from
+/// qsub's environment; commas inside quotes do not split (PBS:
+/// `-v "LIST='a,b'"`), and the quotes around a value are removed.
+fn parse_vars(
+    lists: &[String],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for list in lists {
+        for item in split_outside_quotes(list) {
+            let item = item.trim();
+            if item.is_empty() {
+                continue;
+            }
+            let (name, value) = match item.split_once('=') {
+                Some((name, value)) => (name.trim(), unquote(value).to_string()),
+                None => {
+                    let value = lookup(item).ok_or_else(|| {
+                        format!(
+                            "-v {item}: {item} is not set in the environment; write {item}=VALUE"
+                        )
+                    })?;
+                    (item, value)
+                }
+            };
+            if !valid_var_name(name) {
+                return Err(format!(
+                    "-v {item}: \"{name}\" is not a variable name (letters, digits and _, not starting with a digit)"
+                ));
+            }
+            out.push((name.to_string(), value));
+        }
+    }
+    Ok(out)
+}
+
+fn split_outside_quotes(list: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut start = 0;
+    for (i, c) in list.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ',') => {
+                parts.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&list[start..]);
+    parts
+}
+
+fn unquote(value: &str) -> &str {
+    for q in ['\'', '"'] {
+        if value.len() >= 2 && value.starts_with(q) && value.ends_with(q) {
+            return &value[1..value.len() - 1];
+        }
+    }
+    value
+}
+
+fn valid_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// PBS's `PBS_O_*` variables: qsub's own environment, which only qsub can
+/// see, recorded for the job (PBS_O_WORKDIR and PBS_O_HOST follow from the
+/// workdir and submit_host fields).
+fn pbs_o_vars(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    ["HOME", "LANG", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ"]
+        .iter()
+        .filter_map(|name| Some((format!("PBS_O_{name}"), lookup(name)?)))
+        .collect()
+}
+
+/// One entry per name, the last value winning, at the first one's place.
+fn dedup_env(vars: Vec<(String, String)>) -> Vec<EnvVar> {
+    let mut out: Vec<EnvVar> = Vec::with_capacity(vars.len());
+    let mut seen = std::collections::HashMap::new();
+    for (name, value) in vars {
+        match seen.get(&name) {
+            Some(&i) => out[i] = EnvVar { name, value },
+            None => {
+                seen.insert(name.clone(), out.len());
+                out.push(EnvVar { name, value });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    fn cli(line: &str) -> Args {
+        let argv = rewrite_nqs(&words(line)).unwrap();
+        Args::try_parse_from(std::iter::once("qsub".to_string()).chain(argv)).unwrap()
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn res(list: &[Resource]) -> Vec<(&str, &str)> {
+        list.iter()
+            .map(|r| (r.name.as_str(), r.value.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn nqs_forms_become_pbs_resources() {
+        assert_eq!(
+            rewrite_nqs(&words("-lP 4 -lP64 -lT 1:00:00 -lM2gb -N x s.sh")).unwrap(),
+            words("-l nodes=4 -l nodes=64 -l walltime=1:00:00 -l mem=2gb -N x s.sh")
+        );
+    }
+
+    #[test]
+    fn nqs_rewriting_leaves_option_values_and_after_dashdash_alone() {
+        assert_eq!(rewrite_nqs(&words("-N -lP")).unwrap(), words("-N -lP"));
+        assert_eq!(rewrite_nqs(&words("-- -lP 4")).unwrap(), words("-- -lP 4"));
+        let err = rewrite_nqs(&words("-lT")).unwrap_err();
+        assert_eq!(err, "-lT needs a value, e.g. -lT 1:00:00");
+    }
+
+    #[test]
+    fn resources_keep_order_and_split_commas() {
+        let args = cli("-l nodes=4,walltime=1:00:00 -lP 8 -l mem=1gb");
+        let list = parse_resources(&args.resources).unwrap();
+        assert_eq!(
+            res(&list),
+            vec![
+                ("nodes", "4"),
+                ("walltime", "1:00:00"),
+                ("nodes", "8"),
+                ("mem", "1gb")
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_resources_fail_before_sending() {
+        let err = parse_resources(&["nodes".to_string()]).unwrap_err();
+        assert!(err.contains("write NAME=VALUE"), "{err}");
+        let err = parse_resources(&["walltime=1:99".to_string()]).unwrap_err();
+        assert!(err.starts_with("bad wall time \"1:99\""), "{err}");
+    }
+
+    #[test]
+    fn directives_then_command_line() {
+        let script = b"#!/bin/bash\n#PBS -N fromscript -q slow\n#QSUB -l nodes=2,walltime=10:00\n#@$-lT 20:00\n#@$\n#PBS -N ignored\necho hi\n";
+        let got = gather(cli("-q fast -l nodes=4 -h"), script, &no_env).unwrap();
+        assert_eq!(got.opts.name.as_deref(), Some("fromscript"));
+        assert_eq!(got.opts.queue.as_deref(), Some("fast"));
+        assert!(got.opts.hold);
+        assert_eq!(
+            res(&got.resources),
+            vec![
+                ("nodes", "2"),
+                ("walltime", "10:00"),
+                ("walltime", "20:00"),
+                ("nodes", "4")
+            ]
+        );
+    }
+
+    #[test]
+    fn later_directives_win_over_earlier_ones() {
+        let script = b"#PBS -N a\n#PBS -N b -r n\n";
+        let got = gather(cli(""), script, &no_env).unwrap();
+        assert_eq!(got.opts.name.as_deref(), Some("b"));
+        assert_eq!(got.opts.rerunnable.as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn directives_stop_at_the_first_command() {
+        let script = b"#PBS -N a\n\n# note\ncd /tmp\n#PBS -N b\n";
+        let got = gather(cli(""), script, &no_env).unwrap();
+        assert_eq!(got.opts.name.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn quoted_directive_values() {
+        let script = b"#PBS -v \"GREETING=hello world\" -o '/tmp/my out'\n";
+        let got = gather(cli(""), script, &no_env).unwrap();
+        assert_eq!(got.vars, vec![("GREETING".into(), "hello world".into())]);
+        assert_eq!(got.opts.stdout.as_deref(), Some("/tmp/my out"));
+    }
+
+    #[test]
+    fn a_bad_directive_names_its_line() {
+        let script = b"#!/bin/sh\n# job\n#PBS -Z\n";
+        let err = gather(cli(""), script, &no_env).unwrap_err();
+        assert_eq!(
+            err,
+            "script line 3: unknown option \"-Z\" in directive \"#PBS -Z\""
+        );
+        let err = gather(cli(""), b"#PBS -r maybe\n", &no_env).unwrap_err();
+        assert!(
+            err.starts_with("script line 1: invalid value 'maybe'"),
+            "{err}"
+        );
+        let err = gather(cli(""), b"#PBS -l walltime=1:99\n", &no_env).unwrap_err();
+        assert!(err.starts_with("script line 1: bad wall time"), "{err}");
+        let err = gather(cli(""), b"#PBS other.sh\n", &no_env).unwrap_err();
+        assert!(err.contains("cannot name a script"), "{err}");
+    }
+
+    #[test]
+    fn vars_expand_from_the_environment() {
+        let env = |name: &str| (name == "HOME").then(|| "/home/u".to_string());
+        let got = parse_vars(
+            &["A=1,HOME".to_string(), "B='x,y',C=\"q\"".to_string()],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("A".into(), "1".into()),
+                ("HOME".into(), "/home/u".into()),
+                ("B".into(), "x,y".into()),
+                ("C".into(), "q".into()),
+            ]
+        );
+        let err = parse_vars(&["NOPE".to_string()], &env).unwrap_err();
+        assert!(err.contains("NOPE is not set"), "{err}");
+        let err = parse_vars(&["1X=2".to_string()], &env).unwrap_err();
+        assert!(err.contains("not a variable name"), "{err}");
+    }
+
+    #[test]
+    fn later_variables_replace_earlier_ones_in_place() {
+        let env = dedup_env(vec![
+            ("A".into(), "1".into()),
+            ("B".into(), "2".into()),
+            ("A".into(), "3".into()),
+        ]);
+        let pairs: Vec<(&str, &str)> = env
+            .iter()
+            .map(|e| (e.name.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(pairs, vec![("A", "3"), ("B", "2")]);
+    }
+
+    #[test]
+    fn pbs_o_vars_come_from_qsubs_environment() {
+        let env = |name: &str| (name == "PATH").then(|| "/bin".to_string());
+        assert_eq!(pbs_o_vars(&env), vec![("PBS_O_PATH".into(), "/bin".into())]);
+    }
+
+    #[test]
+    fn missing_script_file_is_named() {
+        let err = read_script(Some(Path::new("x.sh.does-not-exist"))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "script file \"x.sh.does-not-exist\" does not exist"
+        );
+    }
+
+    #[test]
+    fn script_name_is_the_basename() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.sh");
+        std::fs::write(&path, "echo hi\n").unwrap();
+        let (script, name) = read_script(Some(&path)).unwrap();
+        assert_eq!(script, b"echo hi\n");
+        assert_eq!(name, "job.sh");
+    }
+
+    #[test]
+    fn glued_pbs_resources_parse_too() {
+        let args = cli("-lnodes=4 -lwalltime=1:00:00");
+        let list = parse_resources(&args.resources).unwrap();
+        assert_eq!(res(&list), vec![("nodes", "4"), ("walltime", "1:00:00")]);
+    }
+
+    #[test]
+    fn unknown_long_options_are_named_too() {
+        let err = gather(cli(""), b"#PBS --frobnicate\n", &no_env).unwrap_err();
+        assert_eq!(
+            err,
+            "script line 1: unknown option \"--frobnicate\" in directive \"#PBS --frobnicate\""
+        );
+    }
+
+    #[test]
+    fn hold_is_dash_h_and_help_is_long_only() {
+        assert!(cli("-h").hold);
+        let err = Args::try_parse_from(["qsub", "--help"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+    }
+}
