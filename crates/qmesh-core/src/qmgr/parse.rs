@@ -319,8 +319,21 @@ impl Parser {
     }
 
     fn server_command(&mut self, verb: &str) -> Result<Action, String> {
-        // An optional server name, as PBS allows: `set server srv attr = v`.
-        let _ = self.names()?;
+        // An optional server name, as PBS allows: `set server srv attr = v`,
+        // `unset server srv attr`, `list server srv`.
+        match verb {
+            "u" | "unset" => {
+                if matches!(
+                    (self.peek(0), self.peek(1)),
+                    (Some(Token::Word(_)), Some(Token::Word(_)))
+                ) {
+                    self.pos += 1;
+                }
+            }
+            _ => {
+                let _ = self.names()?;
+            }
+        }
         Ok(match verb {
             "s" | "set" => {
                 let attrs = self.assignments()?;
@@ -409,6 +422,15 @@ mod tests {
             )
         );
         assert_eq!(one("l q"), Action::ListQueue(vec![]));
+        assert_eq!(
+            one("unset server default_queue"),
+            Action::UnsetServer(vec!["default_queue".into()])
+        );
+        assert_eq!(
+            one("unset server srv default_queue, managers"),
+            Action::UnsetServer(vec!["default_queue".into(), "managers".into()])
+        );
+        assert_eq!(one("list server srv"), Action::ListServer);
         assert_eq!(one("p s"), Action::PrintServer);
         assert_eq!(
             one("d q a,b"),

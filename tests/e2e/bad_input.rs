@@ -1,0 +1,109 @@
+//! Bad input gets one clear line, a non-zero exit, and changes nothing.
+
+use crate::harness::{Daemon, stderr};
+
+fn refused(d: &Daemon, name: &str, args: &[&str], expect: &str) {
+    let out = d.run(name, args);
+    let msg = stderr(&out);
+    assert!(!out.status.success(), "{name} {args:?} succeeded");
+    assert_eq!(msg.trim_end().lines().count(), 1, "not one line: {msg}");
+    assert!(
+        msg.contains(expect),
+        "{name} {args:?}: expected {expect:?} in {msg:?}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "printed {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn bad_submissions_are_refused_and_queue_nothing() {
+    let d = Daemon::start();
+    d.script("ok.sh", "echo ok\n");
+    let before = d.ok("qmgr", &["-c", "print server"]);
+    let out = d.run("qsub", &["--frobnicate", "ok.sh"]);
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+    assert!(stderr(&out).contains("--frobnicate"), "{}", stderr(&out));
+    refused(
+        &d,
+        "qsub",
+        &["-l", "walltime=1:99", "ok.sh"],
+        "bad wall time \"1:99\"",
+    );
+    refused(&d, "qsub", &["nosuch.sh"], "nosuch.sh");
+    refused(
+        &d,
+        "qsub",
+        &["-q", "nosuch", "ok.sh"],
+        "queue \"nosuch\" does not exist",
+    );
+    refused(&d, "qsub", &["-lP", "64", "ok.sh"], "64 nodes");
+    refused(
+        &d,
+        "qsub",
+        &["-l", "walltime=48:00:00", "ok.sh"],
+        "resources_max.walltime",
+    );
+    refused(
+        &d,
+        "qsub",
+        &["-l", "gpus=2", "ok.sh"],
+        "unknown resource \"gpus\"",
+    );
+    d.script("bad_directive.sh", "#!/bin/sh\n#PBS -Z\necho\n");
+    refused(&d, "qsub", &["bad_directive.sh"], "line 2");
+    assert!(d.all_job_ids().is_empty(), "a refused job was queued");
+    assert_eq!(d.ok("qmgr", &["-c", "print server"]), before);
+}
+
+#[test]
+fn bad_qmgr_commands_name_the_word_and_change_nothing() {
+    let d = Daemon::start();
+    let before = d.ok("qmgr", &["-c", "print server"]);
+    refused(&d, "qmgr", &["-c", "crate queue fast"], "\"crate\"");
+    refused(
+        &d,
+        "qmgr",
+        &["-c", "set queue batch prioirty = 5"],
+        "\"prioirty\"",
+    );
+    refused(
+        &d,
+        "qmgr",
+        &["-c", "set queue nosuch priority = 5"],
+        "queue \"nosuch\" does not exist",
+    );
+    refused(
+        &d,
+        "qmgr",
+        &["-c", "set queue batch priority = high"],
+        "\"high\"",
+    );
+    assert_eq!(d.ok("qmgr", &["-c", "print server"]), before);
+}
+
+#[test]
+fn job_commands_refuse_unknown_and_malformed_ids() {
+    let d = Daemon::start();
+    refused(&d, "qdel", &["99"], "job 99.");
+    refused(&d, "qhold", &["abc"], "bad job id \"abc\"");
+    refused(&d, "qstat", &["77"], "77");
+}
+
+#[test]
+fn a_client_without_a_daemon_says_where_it_looked() {
+    let d = Daemon::start();
+    let out = d
+        .cmd("qstat")
+        .env("QMESH_SOCKET", d.root.path().join("nowhere.sock"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(
+        msg.contains("nowhere.sock") && msg.contains("is the daemon running"),
+        "{msg}"
+    );
+}

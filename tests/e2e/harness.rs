@@ -1,0 +1,367 @@
+//! Runs the real binaries: a qmeshd (which starts its own qmesh-agent) in a
+//! temporary directory, and the commands against its socket.
+//!
+//! Synchronisation is by events, never by sleeping: the daemon is ready when
+//! it sends systemd's READY=1 on a notify socket the harness owns; a job has
+//! ended when the daemon's Wait call answers; a job has started when its
+//! script writes to a FIFO the test reads.
+//!
+//! Every process the test started (daemon, agents, shepherds, jobs) is found
+//! by its command line or working directory under the test's directory and
+//! killed at the end, and the logs are checked for unexpected ERROR lines.
+
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use qmesh_proto::v1;
+
+pub const QMESHD: &str = env!("CARGO_BIN_EXE_qmeshd");
+
+/// Path of one of the command binaries (`qsub`, `qstat`, ...).
+pub fn bin(name: &str) -> &'static str {
+    match name {
+        "qsub" => env!("CARGO_BIN_EXE_qsub"),
+        "qstat" => env!("CARGO_BIN_EXE_qstat"),
+        "qdel" => env!("CARGO_BIN_EXE_qdel"),
+        "qhold" => env!("CARGO_BIN_EXE_qhold"),
+        "qrls" => env!("CARGO_BIN_EXE_qrls"),
+        "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
+        "qmeshd" => QMESHD,
+        other => panic!("no binary {other}"),
+    }
+}
+
+/// The uid `nobody` has on Debian.
+pub const NOBODY: u32 = 65534;
+
+pub struct Daemon {
+    pub root: tempfile::TempDir,
+    pub state_dir: PathBuf,
+    pub socket: PathBuf,
+    /// Where the commands run; world-writable so other users may submit.
+    pub work: PathBuf,
+    config: Option<PathBuf>,
+    child: Option<Child>,
+    starts: u32,
+    /// ERROR lines a test expects (e.g. after killing the daemon).
+    pub allowed_errors: Vec<String>,
+}
+
+impl Daemon {
+    /// A daemon on its embedded default configuration.
+    pub fn start() -> Daemon {
+        Daemon::start_with(None)
+    }
+
+    /// A daemon on the given configuration file text.
+    pub fn start_with(config: Option<&str>) -> Daemon {
+        let root = tempfile::Builder::new()
+            .prefix("qmesh-e2e-")
+            .tempdir()
+            .expect("temporary directory");
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("open the test directory to other users");
+        let work = root.path().join("work");
+        std::fs::create_dir(&work).expect("work directory");
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o1777))
+            .expect("open the work directory");
+        let config = config.map(|text| {
+            let path = root.path().join("qmesh.toml");
+            std::fs::write(&path, text).expect("write the configuration");
+            path
+        });
+        let mut daemon = Daemon {
+            state_dir: root.path().join("state"),
+            socket: root.path().join("run/qmeshd.sock"),
+            work,
+            root,
+            config,
+            child: None,
+            starts: 0,
+            allowed_errors: Vec::new(),
+        };
+        daemon.spawn();
+        daemon
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.root.path().join("qmeshd.log")
+    }
+
+    /// Starts qmeshd and waits for its READY=1.
+    pub fn spawn(&mut self) {
+        assert!(self.child.is_none(), "the daemon already runs");
+        self.starts += 1;
+        let notify = self.root.path().join(format!("notify{}.sock", self.starts));
+        let listener = UnixDatagram::bind(&notify).expect("notify socket");
+        listener
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("notify timeout");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("daemon log");
+        let mut cmd = Command::new(QMESHD);
+        cmd.arg("--state-dir")
+            .arg(&self.state_dir)
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--log-level")
+            .arg("info")
+            .env("NOTIFY_SOCKET", &notify)
+            .env_remove("QMESH_SOCKET")
+            .env_remove("QMESH_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log);
+        if let Some(config) = &self.config {
+            cmd.arg("--config").arg(config);
+        }
+        let child = cmd.spawn().expect("start qmeshd");
+        self.child = Some(child);
+        let mut buf = [0u8; 256];
+        loop {
+            let n = listener.recv(&mut buf).unwrap_or_else(|e| {
+                panic!(
+                    "qmeshd did not say READY within 60 s ({e}); its log:\n{}",
+                    self.log()
+                )
+            });
+            if String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .any(|l| l == "READY=1")
+            {
+                break;
+            }
+        }
+    }
+
+    /// SIGKILL: no chance to flush or say goodbye.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+            let status = child.wait().expect("wait for qmeshd");
+            assert!(status.success(), "qmeshd exited with {status}");
+        }
+    }
+
+    pub fn log(&self) -> String {
+        let mut text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        if let Ok(agent) = std::fs::read_to_string(self.state_dir.join("agent.log")) {
+            text.push_str("\n--- agent.log ---\n");
+            text.push_str(&agent);
+        }
+        text
+    }
+
+    /// A command against this daemon, run in the work directory.
+    pub fn cmd(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin(name));
+        cmd.env("QMESH_SOCKET", &self.socket)
+            .current_dir(&self.work)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, name: &str, args: &[&str]) -> Output {
+        self.cmd(name).args(args).output().expect("run a command")
+    }
+
+    /// Runs a command as another user.
+    pub fn run_as(&self, uid: u32, name: &str, args: &[&str]) -> Output {
+        self.cmd(name)
+            .args(args)
+            .uid(uid)
+            .gid(uid)
+            .env("HOME", "/")
+            .output()
+            .expect("run a command as another user")
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    pub fn ok(&self, name: &str, args: &[&str]) -> String {
+        let out = self.run(name, args);
+        assert!(
+            out.status.success(),
+            "{name} {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
+    /// Writes a script in the work directory.
+    pub fn script(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.work.join(name);
+        std::fs::write(&path, text).expect("write a script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("script mode");
+        path
+    }
+
+    /// qsub; returns the job id.
+    pub fn qsub(&self, args: &[&str]) -> String {
+        self.ok("qsub", args).trim().to_string()
+    }
+
+    /// A FIFO in the work directory, for a job to say it started.
+    pub fn fifo(&self, name: &str) -> PathBuf {
+        let path = self.work.join(name);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o666))
+            .expect("mkfifo");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("fifo mode");
+        path
+    }
+
+    /// Waits until a job writes a line to the FIFO; returns the line.
+    pub fn read_fifo(&self, path: &Path) -> String {
+        let path = path.to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let result = std::fs::File::open(&path).and_then(|mut f| f.read_to_string(&mut text));
+            let _ = tx.send(result.map(|_| text));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("nothing came through the FIFO in 60 s:\n{}", self.log()))
+            .expect("read the FIFO")
+    }
+
+    /// Writes to a FIFO a job is reading (to let it go on).
+    pub fn write_fifo(&self, path: &Path, text: &str) {
+        std::fs::write(path, text).expect("write the FIFO");
+    }
+
+    /// Waits for a job to finish (through the daemon's Wait call) and
+    /// returns what qstat would show of it.
+    pub fn wait_job(&self, id: &str) -> v1::JobInfo {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let socket = self.socket.clone();
+        let id = id.to_string();
+        runtime.block_on(async move {
+            let wait = async {
+                let channel = qmesh_proto::endpoint::connect_unix(&socket)
+                    .await
+                    .expect("connect to the daemon");
+                let mut client = v1::jobs_client::JobsClient::new(channel);
+                client
+                    .wait(v1::WaitRequest { job_id: id.clone() })
+                    .await
+                    .expect("wait for the job")
+                    .into_inner()
+            };
+            tokio::time::timeout(Duration::from_secs(90), wait)
+                .await
+                .unwrap_or_else(|_| panic!("job {id} did not finish in 90 s"))
+        })
+    }
+
+    /// `qstat -x -f --json ID` as a JSON value for the job.
+    pub fn job_json(&self, id: &str) -> serde_json::Value {
+        let out = self.ok("qstat", &["-x", "-f", "--json", id]);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("qstat JSON");
+        doc["Jobs"][id].clone()
+    }
+
+    /// Every job id the daemon knows, finished ones included.
+    pub fn all_job_ids(&self) -> Vec<String> {
+        let out = self.ok("qstat", &["-x", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("qstat JSON");
+        doc["Jobs"]
+            .as_object()
+            .map(|jobs| jobs.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Fails on ERROR lines in the logs that the test did not expect.
+    fn check_logs(&self) {
+        let log = self.log();
+        let unexpected: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" ERROR "))
+            .filter(|l| !self.allowed_errors.iter().any(|a| l.contains(a.as_str())))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "unexpected ERROR lines in the logs:\n{}",
+            unexpected.join("\n")
+        );
+    }
+
+    /// Kills every process that runs under the test's directory.
+    fn kill_everything(&mut self) {
+        self.kill9();
+        let root = self.root.path().to_string_lossy().to_string();
+        let me = std::process::id();
+        for _ in 0..3 {
+            let Ok(entries) = std::fs::read_dir("/proc") else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|s| s.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if pid == me {
+                    continue;
+                }
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+                if String::from_utf8_lossy(&cmdline).contains(&root)
+                    || cwd.to_string_lossy().starts_with(&root)
+                {
+                    signal(pid, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill_everything();
+        if !std::thread::panicking() {
+            self.check_logs();
+        }
+    }
+}
+
+pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+    }
+}
+
+/// Whether a process exists.
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// Whether the tests run as root (then other users can be tried for real).
+pub fn is_root() -> bool {
+    nix::unistd::getuid().is_root()
+}

@@ -1,0 +1,9 @@
+//! End-to-end tests: the real qmeshd, its real agent, real job scripts, and
+//! the commands as users run them. One test binary (link time), one module
+//! per theme.
+
+mod bad_input;
+mod harness;
+mod jobs;
+mod qmgr;
+mod restart;

@@ -1,0 +1,81 @@
+//! qmgr against the daemon: scripts apply all or nothing, changes persist,
+//! print server is a backup that restores.
+
+use crate::harness::{Daemon, stderr};
+
+#[test]
+fn a_script_applies_all_or_nothing() {
+    let d = Daemon::start();
+    let before = d.ok("qmgr", &["-c", "print server"]);
+    let script = d.work.join("setup.qmgr");
+    std::fs::write(
+        &script,
+        "create queue fast priority = 10\nset queue fast enabled = true\nset queue fast started = maybe\n",
+    )
+    .unwrap();
+    let out = d.run("qmgr", &[script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(msg.contains("line 3") && msg.contains("\"maybe\""), "{msg}");
+    assert_eq!(
+        d.ok("qmgr", &["-c", "print server"]),
+        before,
+        "nothing applied"
+    );
+
+    std::fs::write(
+        &script,
+        "create queue fast priority = 10\nset queue fast enabled = true, started = true\nset per_request ncpus = 2 fast\n",
+    )
+    .unwrap();
+    d.ok("qmgr", &[script.to_str().unwrap()]);
+    let listed = d.ok("qmgr", &["-c", "list queue fast"]);
+    assert!(listed.contains("    priority = 10\n"), "{listed}");
+    assert!(
+        listed.contains("    resources_default.nodes = 2\n"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn configuration_changes_survive_a_restart_and_print_server_restores_them() {
+    let mut d = Daemon::start();
+    d.ok(
+        "qmgr",
+        &[
+            "-c",
+            "create queue night priority=5,enabled=true,started=true",
+        ],
+    );
+    d.ok("qmgr", &["-c", "set queue batch resources_max.nodes = 8"]);
+    let backup = d.ok("qmgr", &["-c", "print server"]);
+    d.stop();
+    d.spawn();
+    assert_eq!(d.ok("qmgr", &["-c", "print server"]), backup);
+    d.script("big.sh", "echo\n");
+    let out = d.run("qsub", &["-lP", "9", "big.sh"]);
+    assert!(stderr(&out).contains("at most 8"), "{}", stderr(&out));
+
+    // The backup, applied to a fresh server, recreates the configuration.
+    let fresh = Daemon::start();
+    fresh.ok("qmgr", &["-c", "unset server default_queue"]);
+    fresh.ok("qmgr", &["-c", "delete queue batch"]);
+    let file = fresh.work.join("backup.qmgr");
+    std::fs::write(&file, &backup).unwrap();
+    let out = fresh.run("qmgr", &[file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fresh.ok("qmgr", &["-c", "print server"]), backup);
+}
+
+#[test]
+fn qstat_dash_q_shows_queues() {
+    let d = Daemon::start();
+    let out = d.ok("qstat", &["-Q"]);
+    let header = out.lines().next().unwrap();
+    for col in ["Queue", "Max", "Tot", "Ena", "Str", "Que", "Run", "Hld"] {
+        assert!(header.contains(col), "{header}");
+    }
+    assert!(out.lines().any(|l| l.starts_with("batch")), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&d.ok("qstat", &["-Q", "--json"])).unwrap();
+    assert_eq!(json["Queue"]["batch"]["enabled"], "True", "{json}");
+}

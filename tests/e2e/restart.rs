@@ -1,0 +1,96 @@
+//! Nothing acknowledged is lost: not when qmeshd is killed in the middle of
+//! a submission storm, not for jobs that run while it is down.
+
+use std::sync::{Arc, Mutex};
+
+use rand::Rng;
+
+use crate::harness::{Daemon, stderr};
+
+#[test]
+fn every_acknowledged_job_survives_a_sigkill() {
+    let mut d = Daemon::start();
+    // Jobs stay queued: this test is about the store, not about running.
+    d.ok("qmgr", &["-c", "set server scheduling = false"]);
+    d.script("noop.sh", "true\n");
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let kill_after = rand::rng().random_range(20..150usize);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let acked = Arc::clone(&acked);
+            let tx = tx.clone();
+            let mut cmd = d.cmd("qsub");
+            cmd.arg("noop.sh");
+            std::thread::spawn(move || {
+                for _ in 0..25 {
+                    let out = cmd.output().expect("run qsub");
+                    if !out.status.success() {
+                        // The daemon is gone: this client stops.
+                        return;
+                    }
+                    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                    let mut list = acked.lock().unwrap();
+                    list.push(id);
+                    if list.len() == kill_after {
+                        let _ = tx.send(());
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    if rx.recv().is_ok() {
+        d.kill9();
+    }
+    for c in clients {
+        c.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= kill_after, "{} acknowledged", acked.len());
+    d.spawn();
+    let known = d.all_job_ids();
+    let lost: Vec<&String> = acked.iter().filter(|id| !known.contains(id)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged jobs lost after SIGKILL at {kill_after}: {lost:?}",
+        lost.len(),
+        acked.len()
+    );
+    // New ids do not reuse old ones.
+    d.ok("qmgr", &["-c", "set server scheduling = true"]);
+    let next = d.qsub(&["noop.sh"]);
+    assert!(!known.contains(&next), "{next} reused");
+}
+
+#[test]
+fn running_jobs_are_reconciled_when_the_daemon_comes_back() {
+    let mut d = Daemon::start();
+    let a_started = d.fifo("a_started");
+    let a_go = d.fifo("a_go");
+    let b_started = d.fifo("b_started");
+    // a: finishes while the daemon is down, on our signal.
+    d.script(
+        "a.sh",
+        "#!/bin/sh\necho up > a_started\nread x < a_go\nexit 7\n",
+    );
+    // b: keeps running across the restart.
+    d.script("b.sh", "#!/bin/sh\necho up > b_started\nsleep 300\n");
+    let a = d.qsub(&["a.sh"]);
+    let b = d.qsub(&["b.sh"]);
+    d.read_fifo(&a_started);
+    d.read_fifo(&b_started);
+
+    d.kill9();
+    d.write_fifo(&a_go, "go\n");
+    d.spawn();
+
+    // The agent survived, reconnects, and reports a's end and b's run.
+    assert_eq!(d.wait_job(&a).exit_status, Some(7));
+    let job = d.job_json(&b);
+    assert_eq!(job["job_state"], "R", "{job}");
+    assert_eq!(job["run_count"], 1, "not restarted: {job}");
+    let out = d.run("qdel", &[&b]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(d.wait_job(&b).exit_signal, Some(15));
+}
