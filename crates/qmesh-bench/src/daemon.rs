@@ -1,0 +1,115 @@
+//! A private qmeshd for a measurement: its own directory, socket and log,
+//! ready when it says READY=1 on a notify socket we own.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+pub fn find_qmeshd(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let exe = std::env::current_exe().context("find qmesh-bench's own path")?;
+    let sibling = exe.with_file_name("qmeshd");
+    if sibling.is_file() {
+        return Ok(sibling);
+    }
+    bail!(
+        "cannot find qmeshd next to qmesh-bench ({}); build the workspace (cargo build --release --workspace) or pass --qmeshd",
+        sibling.display()
+    )
+}
+
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    pub fn state_dir(dir: &Path) -> PathBuf {
+        dir.join("state")
+    }
+
+    /// Starts qmeshd in `dir` (made by the caller) and returns how long it
+    /// took to be ready.
+    pub fn start(qmeshd: &Path, dir: tempfile::TempDir) -> anyhow::Result<(Daemon, Duration)> {
+        let socket = dir.path().join("qmeshd.sock");
+        let notify = dir.path().join("notify.sock");
+        let _ = std::fs::remove_file(&notify);
+        let listener = UnixDatagram::bind(&notify).context("bind the notify socket")?;
+        listener.set_read_timeout(Some(Duration::from_secs(120)))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("qmeshd.log"))?;
+        let started = Instant::now();
+        let child = Command::new(qmeshd)
+            .arg("--state-dir")
+            .arg(Daemon::state_dir(dir.path()))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--log-level")
+            .arg("warn")
+            .env("NOTIFY_SOCKET", &notify)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("start {}", qmeshd.display()))?;
+        let mut daemon = Daemon {
+            dir,
+            socket,
+            child: Some(child),
+        };
+        let mut buf = [0u8; 256];
+        loop {
+            let n = listener
+                .recv(&mut buf)
+                .context("qmeshd did not say READY within 120 s")?;
+            if String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .any(|l| l == "READY=1")
+            {
+                break;
+            }
+        }
+        let ready = started.elapsed();
+        daemon.check_alive()?;
+        Ok((daemon, ready))
+    }
+
+    fn check_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(child) = &mut self.child
+            && let Some(status) = child.try_wait()?
+        {
+            bail!(
+                "qmeshd exited early ({status}); see its log in {}",
+                self.dir.path().display()
+            );
+        }
+        Ok(())
+    }
+
+    /// SIGTERM and wait.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

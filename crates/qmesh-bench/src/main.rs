@@ -1,0 +1,105 @@
+//! qmesh-bench: the daemon's throughput and start-up, measured on the real
+//! binaries. See docs/PERFORMANCE.md for how to run it and the figures.
+//!
+//! * `submit`: durable submissions per second over the Unix socket, from N
+//!   concurrent clients (each its own connection, each waiting for the
+//!   daemon's answer, which comes only once the job is on disk).
+//! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
+//!   store (the store is filled directly, then the daemon is started).
+
+mod daemon;
+mod restart;
+mod submit;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "qmesh-bench", version)]
+struct Args {
+    /// The qmeshd binary (default: next to qmesh-bench).
+    #[arg(long, global = true)]
+    qmeshd: Option<PathBuf>,
+    /// Print results as JSON lines.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand)]
+enum What {
+    /// Durable submissions per second.
+    Submit {
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Jobs in all.
+        #[arg(long, default_value_t = 20_000)]
+        jobs: usize,
+        /// Use a running daemon at this socket instead of starting one.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// Start-up time with many jobs in the store.
+    Restart {
+        #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+        /// How many starts to time (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+    /// The figures of docs/PERFORMANCE.md: submit with 1 and 16 clients,
+    /// restart with 100,000 jobs.
+    All,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let qmeshd = match daemon::find_qmeshd(args.qmeshd.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("qmesh-bench: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match args.what {
+        What::Submit {
+            clients,
+            jobs,
+            socket,
+        } => submit::run(&qmeshd, clients, jobs, socket.as_deref()).map(|r| vec![r]),
+        What::Restart { jobs, runs } => restart::run(&qmeshd, jobs, runs).map(|r| vec![r]),
+        What::All => (|| {
+            Ok(vec![
+                submit::run(&qmeshd, 1, 5_000, None)?,
+                submit::run(&qmeshd, 16, 20_000, None)?,
+                restart::run(&qmeshd, 100_000, 3)?,
+            ])
+        })(),
+    };
+    match result {
+        Ok(results) => {
+            for r in results {
+                if args.json {
+                    println!("{}", r.json);
+                } else {
+                    println!("{}", r.text);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("qmesh-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One measurement, for people and for machines.
+pub struct Report {
+    pub text: String,
+    pub json: serde_json::Value,
+}
