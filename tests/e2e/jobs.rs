@@ -114,24 +114,25 @@ fn a_job_over_its_wall_time_is_killed_and_says_so() {
 fn qhold_keeps_a_job_from_starting_and_qrls_lets_it() {
     let d = Daemon::start();
     d.script("quick.sh", "echo ran\n");
-    let held = d.qsub(&["-h", "quick.sh"]);
+    // With scheduling off nothing starts, so qhold meets a queued job.
+    d.ok("qmgr", &["-c", "set server scheduling = false"]);
+    let submitted_held = d.qsub(&["-h", "quick.sh"]);
+    let held_later = d.qsub(&["quick.sh"]);
+    d.ok("qhold", &[&held_later]);
+    d.ok("qmgr", &["-c", "set server scheduling = true"]);
+    // A later job runs to its end, so passes have run past the held ones.
     let later = d.qsub(&["quick.sh"]);
-    let also_held = d.qsub(&["quick.sh"]);
-    // A later job runs to its end, so passes have run past the held one.
-    d.ok("qhold", &[&also_held]);
     d.wait_job(&later);
-    let job = d.job_json(&held);
-    assert_eq!(job["job_state"], "H", "{job}");
-    assert_eq!(job["run_count"], 0, "{job}");
-    assert_eq!(job["Hold_Types"], "u");
-    d.ok("qrls", &[&held]);
-    assert_eq!(d.wait_job(&held).exit_status, Some(0));
-    // qhold may have raced the job's start; if it held, it still holds.
-    let other = d.job_json(&also_held);
-    assert!(
-        other["job_state"] == "H" || other["run_count"] == 1,
-        "{other}"
-    );
+    for id in [&submitted_held, &held_later] {
+        let job = d.job_json(id);
+        assert_eq!(job["job_state"], "H", "{job}");
+        assert_eq!(job["run_count"], 0, "{job}");
+        assert_eq!(job["Hold_Types"], "u", "{job}");
+        assert_eq!(job["reason"], "Held", "{job}");
+    }
+    d.ok("qrls", &[&submitted_held, &held_later]);
+    assert_eq!(d.wait_job(&submitted_held).exit_status, Some(0));
+    assert_eq!(d.wait_job(&held_later).exit_status, Some(0));
 }
 
 #[test]

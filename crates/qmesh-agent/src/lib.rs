@@ -1,1 +1,54 @@
-pub fn main() -> std::process::ExitCode { std::process::ExitCode::FAILURE }
+//! qmesh-agent, the node agent: one per host. It keeps one long session
+//! with the daemon (`Agent.Session` in `proto/qmesh.proto`), starts each job
+//! under a shepherd process, and reports starts and ends.
+//!
+//! Code map:
+//! - [`cli`]: the command line.
+//! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
+//! - [`session`]: one session with the daemon, and the reconnect loop.
+//! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
+//! - [`spool`]: the per-job directories, the agent's only memory.
+//! - [`lock`]: one agent per spool.
+//! - [`shepherd`]: the per-job process (`qmesh-agent shepherd JOBDIR`).
+//! - [`plan`]: what the job will be: user, groups, program, output, env.
+//! - [`exec`]: how the shepherd starts it (the code between fork and exec).
+//! - [`env`](mod@env): the job's environment.
+//! - [`procfs`]: what /proc says about pids.
+//!
+//! **Invariant:** jobs never depend on the agent process. The agent can be
+//! stopped, killed or upgraded at any time; shepherds run on and a new
+//! agent adopts them from the spool.
+
+pub mod agent;
+pub mod cli;
+pub mod env;
+pub mod error;
+pub mod exec;
+pub mod lock;
+pub mod plan;
+pub mod procfs;
+pub mod session;
+pub mod shepherd;
+pub mod spool;
+pub mod supervise;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use error::AgentError;
+
+/// The `qmesh-agent` binary.
+pub fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    if let Some(cli::Mode::Shepherd { jobdir }) = &cli.mode {
+        return shepherd::run(jobdir);
+    }
+    match agent::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("qmesh-agent: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

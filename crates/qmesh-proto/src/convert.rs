@@ -136,6 +136,7 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
         v1::FinishCause::Walltime => ExitCause::Walltime,
         v1::FinishCause::Killed => ExitCause::Deleted,
         v1::FinishCause::LaunchFailed => ExitCause::LaunchFailed,
+        v1::FinishCause::Lost => ExitCause::Lost,
     };
     let exit = JobExit {
         code: f.exit_code,

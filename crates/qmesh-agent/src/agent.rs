@@ -1,0 +1,116 @@
+//! The agent process: logging, spool, lock, then sessions until SIGTERM or
+//! SIGINT. Stopping leaves the jobs running: their shepherds are separate
+//! processes in their own sessions, and the next agent adopts them.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::info;
+
+use crate::cli::Cli;
+use crate::error::{AgentError, Result};
+use crate::session::{self, SessionConfig};
+use crate::spool::Spool;
+use crate::supervise::Supervisor;
+
+pub fn run(cli: Cli) -> Result<()> {
+    init_logging(&cli.log_level)?;
+    let server = cli
+        .server
+        .ok_or_else(|| AgentError::Config("--server is required".into()))?;
+    let host = match cli.host {
+        Some(host) => host,
+        None => hostname()?,
+    };
+    let spool_path = match cli.spool {
+        Some(path) => path,
+        None => default_spool()?,
+    };
+    let spool = Spool::open(&spool_path)?;
+    let _lock = crate::lock::acquire(spool.root())?;
+    let cluster_key = match &cli.cluster_key_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| AgentError::io("read cluster key file", path, e))?
+            .trim()
+            .to_string(),
+        None => String::new(),
+    };
+    let cfg = SessionConfig {
+        server,
+        host,
+        nodes: cli.nodes.into_iter().filter(|n| !n.is_empty()).collect(),
+        cluster_key,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AgentError::io("start the async runtime in", "/", e))?;
+    let outcome = runtime.block_on(serve(cfg, spool));
+    // Shepherds are not killed: kill_on_drop is off for every child.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    outcome
+}
+
+async fn serve(cfg: SessionConfig, spool: Spool) -> Result<()> {
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| AgentError::io("handle SIGINT in", "/", e))?;
+    info!(
+        host = %cfg.host,
+        server = %cfg.server,
+        spool = %spool.root().display(),
+        pid = std::process::id(),
+        "agent starting"
+    );
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let sup = Supervisor::new(spool, tx);
+    sup.adopt_all()?;
+    tokio::select! {
+        () = session::run_forever(&cfg, &sup, &mut events) => {}
+        _ = term.recv() => info!("SIGTERM: stopping; jobs keep running under their shepherds"),
+        _ = int.recv() => info!("SIGINT: stopping; jobs keep running under their shepherds"),
+    }
+    Ok(())
+}
+
+fn init_logging(filter: &str) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).map_err(|e| {
+        AgentError::Config(format!(
+            "bad --log-level \"{filter}\": {e}; use error, warn, info, debug or trace"
+        ))
+    })?;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .try_init();
+    Ok(())
+}
+
+fn hostname() -> Result<String> {
+    nix::unistd::gethostname()
+        .map_err(|e| AgentError::Config(format!("cannot read the host name ({e}); give --host")))?
+        .into_string()
+        .map_err(|_| AgentError::Config("the host name is not UTF-8; give --host".into()))
+}
+
+/// `/var/spool/qmesh` for root, else under the user's state directory.
+fn default_spool() -> Result<PathBuf> {
+    if nix::unistd::Uid::effective().is_root() {
+        return Ok(PathBuf::from("/var/spool/qmesh"));
+    }
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let state = var("XDG_STATE_HOME")
+        .or_else(|| var("HOME").map(|home| home.join(".local/state")))
+        .ok_or_else(|| {
+            AgentError::Config("neither XDG_STATE_HOME nor HOME is set; give --spool".into())
+        })?;
+    Ok(state.join("qmesh").join("spool"))
+}

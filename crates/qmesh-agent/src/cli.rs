@@ -1,0 +1,92 @@
+//! The command line. The doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// The qmesh node agent: runs the jobs the daemon places on this host.
+///
+/// One agent serves one host. It keeps what it runs in a spool directory,
+/// so jobs survive a restart of the agent or of the daemon; stopping the
+/// agent (SIGTERM) leaves its jobs running, and the next agent takes them
+/// over.
+#[derive(Debug, Parser)]
+#[command(
+    name = "qmesh-agent",
+    version,
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// The daemon's agent address: unix:///path/agent.sock or http://host:port.
+    #[arg(long, env = "QMESH_AGENT_SERVER", value_name = "URL", required = true)]
+    pub server: Option<String>,
+
+    /// The host this agent serves, as named in the daemon's node sets
+    /// [default: this machine's host name].
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+
+    /// The nodes offered, comma-separated [default: whatever the daemon
+    /// configured for the host].
+    #[arg(long, value_name = "NODE,...", value_delimiter = ',')]
+    pub nodes: Vec<String>,
+
+    /// The spool directory, created if missing [default: /var/spool/qmesh
+    /// for root, else $XDG_STATE_HOME/qmesh/spool or ~/.local/state/qmesh/spool].
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+
+    /// A file holding the cluster key, when the daemon requires one.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_key_file: Option<PathBuf>,
+
+    /// What to log, to stderr: error, warn, info, debug, trace, or a
+    /// tracing filter such as "qmesh_agent=debug,info".
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Runs one job (started by the agent itself; not for people).
+    #[command(hide = true)]
+    Shepherd {
+        /// The job's spool directory, SPOOL/jobs/SEQ.
+        jobdir: PathBuf,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn nodes_are_comma_separated() {
+        let cli = Cli::parse_from([
+            "qmesh-agent",
+            "--server",
+            "unix:///a.sock",
+            "--nodes",
+            "n1,n2",
+        ]);
+        assert_eq!(cli.nodes, vec!["n1", "n2"]);
+        assert_eq!(cli.server.as_deref(), Some("unix:///a.sock"));
+        assert_eq!(cli.log_level, "info");
+    }
+
+    #[test]
+    fn the_shepherd_needs_no_server() {
+        let cli = Cli::parse_from(["qmesh-agent", "shepherd", "/var/spool/qmesh/jobs/3"]);
+        assert!(matches!(cli.mode, Some(Mode::Shepherd { .. })));
+    }
+}

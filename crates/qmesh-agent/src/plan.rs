@@ -1,0 +1,309 @@
+//! What the job will be, decided before anything is started: who it runs
+//! as (the user as this host's passwd knows them, with their groups), what
+//! it executes, where its output goes, and its environment. Everything that
+//! allocates or reads files is done here, in the shepherd, before the fork;
+//! [`crate::exec`] then only makes system calls in the child.
+//!
+//! The launch errors live here too: a job that cannot be started is a
+//! result (`LAUNCH_FAILED` with one of these messages), not an agent error.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::unistd::{Gid, Group, Uid, User};
+
+use crate::env::{Identity, job_environment};
+use crate::spool::{JobDir, LaunchSpec, NODE_FILE, SCRIPT_FILE};
+
+/// Why a job could not be started. The text is the `JobFinished` message.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("cannot read the launch order {}: {why}", path.display())]
+    Spec { path: PathBuf, why: String },
+    #[error("user {user} does not exist on this host; add the user or fix the name service")]
+    UnknownUser { user: String },
+    #[error("cannot look up user {user}: {source}")]
+    UserLookup { user: String, source: Errno },
+    #[error(
+        "user {user} has uid {local} on this host but {server} on the server; make the uids agree"
+    )]
+    UidMismatch {
+        user: String,
+        local: u32,
+        server: u32,
+    },
+    #[error(
+        "the agent runs as uid {agent} and can only start jobs as itself, not as {user} (uid {uid}); run the agent as root"
+    )]
+    NotRoot { agent: u32, user: String, uid: u32 },
+    #[error("cannot compute the groups of user {user}: {source}")]
+    Groups { user: String, source: Errno },
+    #[error("cannot give the job script {} to user {user}: {source}", path.display())]
+    Chown {
+        path: PathBuf,
+        user: String,
+        source: Errno,
+    },
+    #[error("{} contains a NUL byte", path.display())]
+    NulPath { path: PathBuf },
+    #[error("cannot switch to user {user} ({step}): {source}")]
+    Switch {
+        user: String,
+        step: &'static str,
+        source: io::Error,
+    },
+    #[error("cannot enter working directory {} as user {user}: {source}", path.display())]
+    Workdir {
+        path: PathBuf,
+        user: String,
+        source: io::Error,
+    },
+    #[error("cannot open output file {}: {source}", path.display())]
+    Output { path: PathBuf, source: io::Error },
+    #[error("cannot prepare the job process ({step}): {source}")]
+    Setup {
+        step: &'static str,
+        source: io::Error,
+    },
+    #[error("cannot execute job script {}: {source}{hint}", path.display())]
+    Exec {
+        path: PathBuf,
+        source: io::Error,
+        hint: &'static str,
+    },
+}
+
+/// The file an output path names: `NAME.oSEQ` in the working directory when
+/// none was given; inside the directory when it names an existing directory
+/// (PBS behaviour); relative paths are taken from the working directory.
+pub fn output_path(
+    requested: &str,
+    workdir: &Path,
+    name: &str,
+    kind: char,
+    seq: u64,
+    is_dir: impl Fn(&Path) -> bool,
+) -> PathBuf {
+    let file = format!("{name}.{kind}{seq}");
+    if requested.is_empty() {
+        return workdir.join(file);
+    }
+    let path = workdir.join(requested); // an absolute `requested` replaces workdir
+    if is_dir(&path) { path.join(file) } else { path }
+}
+
+/// Who the job runs as.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    pub uid: Uid,
+    pub gid: Gid,
+    pub groups: Vec<Gid>,
+}
+
+/// Everything needed to start the job, computed before the fork.
+#[derive(Debug)]
+pub struct Plan {
+    pub user: User,
+    /// `None`: the job runs as the shepherd itself.
+    pub switch_to: Option<Credentials>,
+    pub program: PathBuf,
+    pub args: Vec<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    pub workdir: PathBuf,
+    pub stdout: PathBuf,
+    /// `None`: stderr goes to the stdout file.
+    pub stderr: Option<PathBuf>,
+    /// Job variables that could not be set, for the log.
+    pub dropped_env: Vec<String>,
+}
+
+/// Looks up the user and computes the plan.
+pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
+    let user = resolve_user(spec)?;
+    let switch_to = credentials(spec, &user)?;
+    let script = dir.file(SCRIPT_FILE);
+    if let Some(c) = &switch_to {
+        nix::unistd::chown(&script, Some(c.uid), Some(c.gid)).map_err(|source| {
+            LaunchError::Chown {
+                path: script.clone(),
+                user: user.name.clone(),
+                source,
+            }
+        })?;
+    }
+    let shebang = fs::File::open(&script)
+        .and_then(|mut f| {
+            let mut head = [0u8; 2];
+            f.read_exact(&mut head).map(|()| head == *b"#!")
+        })
+        .unwrap_or(false);
+    let (program, args) = if shebang {
+        (script.clone(), Vec::new())
+    } else {
+        (PathBuf::from("/bin/sh"), vec![script.clone()])
+    };
+    let workdir = if spec.workdir.is_empty() {
+        user.dir.clone()
+    } else {
+        PathBuf::from(&spec.workdir)
+    };
+    let name = if spec.name.is_empty() {
+        "qmesh"
+    } else {
+        &spec.name
+    };
+    let is_dir = |p: &Path| p.is_dir();
+    let stdout = output_path(&spec.stdout_path, &workdir, name, 'o', spec.job, is_dir);
+    let stderr = output_path(&spec.stderr_path, &workdir, name, 'e', spec.job, is_dir);
+    // One file named twice is one file: opening it twice would interleave.
+    let stderr = (!spec.join_output && stderr != stdout).then_some(stderr);
+    let who = Identity {
+        user: &user.name,
+        home: &user.dir,
+        shell: &user.shell,
+    };
+    let (env, dropped_env) = job_environment(spec, &who, &dir.file(NODE_FILE));
+    Ok(Plan {
+        switch_to,
+        program,
+        args,
+        env,
+        workdir,
+        stdout,
+        stderr,
+        dropped_env,
+        user,
+    })
+}
+
+fn resolve_user(spec: &LaunchSpec) -> Result<User, LaunchError> {
+    let (found, shown) = if spec.user.is_empty() {
+        let shown = format!("uid {}", spec.uid);
+        (User::from_uid(Uid::from_raw(spec.uid)), shown)
+    } else {
+        (User::from_name(&spec.user), spec.user.clone())
+    };
+    let user = found
+        .map_err(|source| LaunchError::UserLookup {
+            user: shown.clone(),
+            source,
+        })?
+        .ok_or(LaunchError::UnknownUser { user: shown })?;
+    if user.uid.as_raw() != spec.uid {
+        return Err(LaunchError::UidMismatch {
+            user: user.name,
+            local: user.uid.as_raw(),
+            server: spec.uid,
+        });
+    }
+    Ok(user)
+}
+
+/// The identity to switch to, or `None` when the job runs as we do. The
+/// group is the job's group when the user belongs to it on this host, else
+/// the user's primary group (never a group the user is not in).
+fn credentials(spec: &LaunchSpec, user: &User) -> Result<Option<Credentials>, LaunchError> {
+    let me = Uid::effective();
+    if !me.is_root() {
+        if user.uid != me {
+            return Err(LaunchError::NotRoot {
+                agent: me.as_raw(),
+                user: user.name.clone(),
+                uid: user.uid.as_raw(),
+            });
+        }
+        return Ok(None);
+    }
+    let cname = CString::new(user.name.as_bytes()).map_err(|_| LaunchError::UnknownUser {
+        user: user.name.clone(),
+    })?;
+    let member_of =
+        nix::unistd::getgrouplist(&cname, user.gid).map_err(|source| LaunchError::Groups {
+            user: user.name.clone(),
+            source,
+        })?;
+    let named = if spec.group.is_empty() {
+        None
+    } else {
+        Group::from_name(&spec.group).ok().flatten()
+    };
+    let wanted = named.map_or(Gid::from_raw(spec.gid), |g| g.gid);
+    let gid = if member_of.contains(&wanted) {
+        wanted
+    } else {
+        tracing::warn!(
+            user = %user.name,
+            group = %spec.group,
+            gid = spec.gid,
+            "user is not a member of the job's group on this host; using the primary group"
+        );
+        user.gid
+    };
+    if user.uid == me && gid == Gid::effective() {
+        return Ok(None);
+    }
+    let groups = if gid == user.gid {
+        member_of
+    } else {
+        nix::unistd::getgrouplist(&cname, gid).map_err(|source| LaunchError::Groups {
+            user: user.name.clone(),
+            source,
+        })?
+    };
+    Ok(Some(Credentials {
+        uid: user.uid,
+        gid,
+        groups,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_defaults_to_name_dot_o_seq_in_the_workdir() {
+        let p = output_path("", Path::new("/home/a/w"), "run.sh", 'o', 17, |_| false);
+        assert_eq!(p, Path::new("/home/a/w/run.sh.o17"));
+        let p = output_path("", Path::new("/home/a/w"), "run.sh", 'e', 17, |_| false);
+        assert_eq!(p, Path::new("/home/a/w/run.sh.e17"));
+    }
+
+    #[test]
+    fn an_existing_directory_gets_the_default_name_inside() {
+        let is_dir = |p: &Path| p == Path::new("/scratch/logs");
+        let p = output_path("/scratch/logs", Path::new("/w"), "job", 'o', 3, is_dir);
+        assert_eq!(p, Path::new("/scratch/logs/job.o3"));
+        let p = output_path(
+            "/scratch/logs/x.out",
+            Path::new("/w"),
+            "job",
+            'o',
+            3,
+            is_dir,
+        );
+        assert_eq!(p, Path::new("/scratch/logs/x.out"));
+    }
+
+    #[test]
+    fn relative_paths_are_taken_from_the_workdir() {
+        let p = output_path("out/log", Path::new("/home/a"), "j", 'o', 1, |_| false);
+        assert_eq!(p, Path::new("/home/a/out/log"));
+    }
+
+    #[test]
+    fn output_error_names_the_file() {
+        let e = LaunchError::Output {
+            path: PathBuf::from("/x/y.o3"),
+            source: io::Error::from_raw_os_error(13),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot open output file /x/y.o3: Permission denied (os error 13)"
+        );
+    }
+}

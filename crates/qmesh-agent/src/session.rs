@@ -1,0 +1,301 @@
+//! Sessions with the daemon: connect, say Hello with what the spool holds,
+//! take the Welcome, then carry orders in and job events out until the
+//! stream ends; then reconnect, with backoff, forever.
+//!
+//! Delivery is at least once and the spool makes it so: a finished job is
+//! in every Hello until the daemon acknowledges it, so a finish sent just
+//! before a connection broke is sent again. Within one session a finish is
+//! sent once (the Hello counts).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use qmesh_proto::agent_client::AgentClient;
+use qmesh_proto::v1::{self, agent_message, daemon_message};
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_stream::wrappers::ReceiverStream;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::error::{AgentError, Result};
+use crate::shepherd::now;
+use crate::supervise::{Event, Supervisor};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
+/// When the Welcome says 0.
+const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// Who this agent is, for the Hello.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    pub server: String,
+    pub host: String,
+    pub nodes: Vec<String>,
+    pub cluster_key: String,
+}
+
+/// Reconnect delays: 100 ms doubling to 5 s; back to 100 ms after a session
+/// that got its Welcome.
+#[derive(Debug)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    pub const FIRST: Duration = Duration::from_millis(100);
+    pub const MAX: Duration = Duration::from_secs(5);
+
+    pub fn new() -> Self {
+        Backoff { next: Self::FIRST }
+    }
+
+    pub fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        delay
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Runs sessions one after another; returns never.
+pub async fn run_forever(
+    cfg: &SessionConfig,
+    sup: &Supervisor,
+    events: &mut UnboundedReceiver<Event>,
+) {
+    let mut backoff = Backoff::new();
+    // A daemon that stays away is logged once, not every five seconds.
+    let mut last_failure = String::new();
+    loop {
+        let mut welcomed = false;
+        let outcome = session(cfg, sup, events, &mut welcomed).await;
+        if welcomed {
+            backoff.reset();
+            last_failure.clear();
+        }
+        match outcome {
+            Ok(()) => info!("the daemon ended the session; reconnecting"),
+            Err(e) => {
+                let text = e.to_string();
+                if text == last_failure {
+                    debug!("{text}");
+                } else {
+                    warn!("{text} (the agent keeps retrying)");
+                    last_failure = text;
+                }
+            }
+        }
+        let delay = backoff.next_delay();
+        debug!(?delay, "reconnecting");
+        tokio::time::sleep(delay).await;
+    }
+}
+
+fn message(kind: agent_message::Kind) -> v1::AgentMessage {
+    v1::AgentMessage { kind: Some(kind) }
+}
+
+async fn send(tx: &mpsc::Sender<v1::AgentMessage>, kind: agent_message::Kind) -> Result<()> {
+    tx.send(message(kind)).await.map_err(|_| AgentError::Closed)
+}
+
+/// One session. `welcomed` tells the caller it got as far as the Welcome.
+async fn session(
+    cfg: &SessionConfig,
+    sup: &Supervisor,
+    events: &mut UnboundedReceiver<Event>,
+    welcomed: &mut bool,
+) -> Result<()> {
+    let channel = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        qmesh_proto::endpoint::connect_url(&cfg.server),
+    )
+    .await
+    .map_err(|_| AgentError::Timeout {
+        what: "connecting to the daemon",
+        secs: CONNECT_TIMEOUT.as_secs(),
+    })?
+    .map_err(|e| AgentError::connect(&cfg.server, &e))?;
+    let mut client = AgentClient::new(channel);
+
+    let state = sup.state()?;
+    let mut reported: HashSet<u64> = state.finished.iter().map(|r| r.job).collect();
+    let hello = v1::AgentHello {
+        host: cfg.host.clone(),
+        nodes: cfg.nodes.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        running: state.running.clone(),
+        finished: state.finished.iter().map(|r| r.to_proto()).collect(),
+        cluster_key: cfg.cluster_key.clone(),
+    };
+    let (tx, rx) = mpsc::channel(64);
+    send(&tx, agent_message::Kind::Hello(hello)).await?;
+    let mut inbound = client
+        .session(ReceiverStream::new(rx))
+        .await
+        .map_err(|status| AgentError::refused(&cfg.server, &status))?
+        .into_inner();
+    let first = tokio::time::timeout(WELCOME_TIMEOUT, inbound.message())
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "waiting for the daemon's Welcome",
+            secs: WELCOME_TIMEOUT.as_secs(),
+        })?
+        .map_err(|status| AgentError::refused(&cfg.server, &status))?;
+    let welcome = match first.and_then(|m| m.kind) {
+        Some(daemon_message::Kind::Welcome(w)) => w,
+        None => {
+            return Err(AgentError::Protocol(
+                "the daemon ended the session without a Welcome".into(),
+            ));
+        }
+        Some(other) => {
+            return Err(AgentError::Protocol(format!(
+                "expected a Welcome first, got {other:?}"
+            )));
+        }
+    };
+    *welcomed = true;
+    info!(
+        server = %welcome.server,
+        nodes = ?welcome.nodes,
+        running = ?state.running,
+        finished = ?reported,
+        "session established"
+    );
+
+    let period = match welcome.heartbeat_secs {
+        0 => DEFAULT_HEARTBEAT,
+        secs => Duration::from_secs(secs.into()),
+    };
+    let mut heartbeat = tokio::time::interval_at(Instant::now() + period, period);
+    heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            received = inbound.message() => match received {
+                Ok(Some(msg)) => handle(msg, sup, &tx, &mut reported).await?,
+                Ok(None) => return Ok(()),
+                Err(status) => return Err(AgentError::stream(&status)),
+            },
+            _ = heartbeat.tick() => {
+                send(&tx, agent_message::Kind::Heartbeat(v1::Heartbeat { time: now() })).await?;
+            }
+            Some(event) = events.recv() => forward(event, &tx, &mut reported).await?,
+        }
+    }
+}
+
+async fn handle(
+    msg: v1::DaemonMessage,
+    sup: &Supervisor,
+    tx: &mpsc::Sender<v1::AgentMessage>,
+    reported: &mut HashSet<u64>,
+) -> Result<()> {
+    match msg.kind {
+        Some(daemon_message::Kind::Launch(launch)) => {
+            let span = info_span!("job", job = launch.job);
+            let finished = async {
+                info!(
+                    job_id = %launch.job_id,
+                    user = %launch.user,
+                    nodes = ?launch.nodes,
+                    walltime = launch.walltime,
+                    "launch order"
+                );
+                sup.launch(launch).await
+            }
+            .instrument(span)
+            .await;
+            if let Err(finished) = finished {
+                reported.insert(finished.job);
+                send(tx, agent_message::Kind::Finished(finished)).await?;
+            }
+        }
+        Some(daemon_message::Kind::Kill(kill)) => {
+            info_span!("job", job = kill.job).in_scope(|| sup.kill(kill.job, &kill.reason));
+        }
+        Some(daemon_message::Kind::Ack(ack)) => {
+            info_span!("job", job = ack.job).in_scope(|| sup.ack(ack.job));
+        }
+        Some(daemon_message::Kind::Welcome(_)) => warn!("a second Welcome in one session; ignored"),
+        None => debug!("an empty message from the daemon; ignored"),
+    }
+    Ok(())
+}
+
+async fn forward(
+    event: Event,
+    tx: &mpsc::Sender<v1::AgentMessage>,
+    reported: &mut HashSet<u64>,
+) -> Result<()> {
+    match event {
+        Event::Started { job, pid, time } => {
+            if !reported.contains(&job) {
+                let started = v1::JobStarted { job, pid, time };
+                send(tx, agent_message::Kind::Started(started)).await?;
+            }
+        }
+        Event::Finished(result) => {
+            if reported.insert(result.job) {
+                send(tx, agent_message::Kind::Finished(result.to_proto())).await?;
+            } else {
+                debug!(job = result.job, "finish already reported in this session");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_five_seconds_and_resets() {
+        let mut b = Backoff::new();
+        let delays: Vec<u64> = (0..8).map(|_| b.next_delay().as_millis() as u64).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn a_finish_is_sent_once_per_session() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut reported: HashSet<u64> = [1].into_iter().collect();
+        let done =
+            |job| Event::Finished(crate::spool::JobResult::launch_failed(job, "x".into(), 0));
+        // Already in the Hello: neither its start nor its finish again.
+        forward(
+            Event::Started {
+                job: 1,
+                pid: 5,
+                time: 0,
+            },
+            &tx,
+            &mut reported,
+        )
+        .await
+        .unwrap();
+        forward(done(1), &tx, &mut reported).await.unwrap();
+        forward(done(2), &tx, &mut reported).await.unwrap();
+        forward(done(2), &tx, &mut reported).await.unwrap();
+        drop(tx);
+        let mut sent = Vec::new();
+        while let Some(m) = rx.recv().await {
+            sent.push(m.kind);
+        }
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(matches!(&sent[0], Some(agent_message::Kind::Finished(f)) if f.job == 2));
+    }
+}

@@ -1,0 +1,368 @@
+//! The shepherd (`qmesh-agent shepherd JOBDIR`): one small process per job
+//! that starts the job, enforces its wall time, performs kills, collects its
+//! exit status and writes `result.json`. It outlives the agent (it runs in
+//! its own session, and nothing ties it to the agent but a pipe it stops
+//! using after the start), so agent restarts and upgrades never touch jobs.
+//!
+//! It is synchronous and single-threaded on purpose: all its signals are
+//! blocked and taken one at a time with `sigwait`, so there are no signal
+//! handlers and no races between "the job ended" and "kill it". It makes
+//! itself a child subreaper, so processes the job leaves behind become its
+//! children and are killed and reaped when the job ends, instead of
+//! lingering as orphans (or zombies, on hosts whose init does not reap).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{SigHandler, SigSet, Signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus};
+use nix::unistd::{Pid, alarm};
+use tracing::{debug, error, info, warn};
+
+use crate::spool::{
+    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec,
+};
+use crate::{exec, plan};
+
+/// How long the final cleanup waits for the job's leftovers to die.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
+
+/// The signals the shepherd takes with `sigwait`. The agent blocks them
+/// already before exec, so that a kill sent at once is not lost.
+pub fn signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGALRM,
+    ] {
+        set.add(sig);
+    }
+    set
+}
+
+/// The line the shepherd writes to its stdout (a pipe to the agent that
+/// spawned it) once the job runs: `started PID TIME`.
+pub fn parse_started(line: &str) -> Option<(i32, i64)> {
+    let mut words = line.split_ascii_whitespace();
+    (words.next()? == "started").then_some(())?;
+    let pid = words.next()?.parse().ok()?;
+    let time = words.next()?.parse().ok()?;
+    Some((pid, time))
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The shepherd's main.
+pub fn run(jobdir: &Path) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let set = signals();
+    if let Err(e) = set.thread_block() {
+        error!("cannot block signals ({e}); the shepherd cannot work without sigwait");
+        return ExitCode::FAILURE;
+    }
+    // An inherited "ignore" on SIGCHLD would make the kernel reap the job.
+    // SAFETY: SIG_DFL installs no handler.
+    if let Err(e) = unsafe { nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl) } {
+        warn!("cannot reset SIGCHLD ({e})");
+    }
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        warn!("cannot become a child subreaper ({e}); the job's orphans may escape cleanup");
+    }
+    let Some(dir) = JobDir::from_path(jobdir) else {
+        error!(
+            "{} is not a job directory (SPOOL/jobs/SEQ); the shepherd is started by the agent",
+            jobdir.display()
+        );
+        return ExitCode::from(2);
+    };
+    let span = tracing::info_span!("job", job = dir.seq);
+    let _enter = span.enter();
+    let result = shepherd(&dir, &set);
+    match dir.write_result(&result) {
+        Ok(()) => {
+            info!(cause = ?result.cause, exit_code = ?result.exit_code, signal = ?result.signal, "result written");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            error!("{e}; the agent will report this job's end as unknown");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
+    let spec = match dir.read_launch() {
+        Ok(spec) => spec,
+        Err(e) => return JobResult::launch_failed(dir.seq, e.to_string(), now()),
+    };
+    let plan = match plan::plan(&spec, dir) {
+        Ok(plan) => plan,
+        Err(e) => {
+            warn!("job not started: {e}");
+            return JobResult::launch_failed(dir.seq, e.to_string(), now());
+        }
+    };
+    for name in &plan.dropped_env {
+        warn!(variable = %name, "job variable dropped: a process environment cannot hold it");
+    }
+    let start = now();
+    let pid = match exec::spawn(&plan) {
+        Ok(pid) => pid,
+        Err(e) => {
+            warn!("job not started: {e}");
+            return JobResult::launch_failed(dir.seq, e.to_string(), now());
+        }
+    };
+    info!(pid, user = %plan.user.name, command = %exec::command_line(&plan), "job started");
+    if let Err(e) = dir.write_pid(JOB_PID_FILE, pid) {
+        error!("{e}; a restarted agent will not know the job's pid");
+    }
+    announce(pid, start);
+
+    let mut watch = Watch {
+        job: Pid::from_raw(pid),
+        grace: spec.kill_grace,
+        kill: None,
+        escalated: false,
+    };
+    let ended = watch.run(set, spec.walltime);
+    cleanup(watch.job, set);
+    info!(?ended, "job ended");
+    result(dir, &spec, &watch, ended, start)
+}
+
+/// Tells the agent that spawned us; then lets go of the pipe, which may
+/// already be closed (the agent may be gone).
+fn announce(pid: i32, start: i64) {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "started {pid} {start}").and_then(|()| out.flush());
+    if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    Exited(i32),
+    Signaled(i32),
+    /// The status could not be collected.
+    Lost,
+}
+
+struct Watch {
+    job: Pid,
+    grace: u64,
+    kill: Option<Cause>,
+    escalated: bool,
+}
+
+impl Watch {
+    /// Waits for the job to end, acting on wall time and kill orders.
+    fn run(&mut self, set: &SigSet, walltime: u64) -> Ended {
+        if walltime > 0 {
+            alarm::set(seconds(walltime));
+        }
+        loop {
+            match set.wait() {
+                Ok(Signal::SIGCHLD) => {
+                    if let Some(ended) = reap(self.job) {
+                        alarm::cancel();
+                        return ended;
+                    }
+                }
+                Ok(Signal::SIGALRM) => match self.kill {
+                    None => self.start_kill(Cause::Walltime),
+                    Some(_) => self.escalate(),
+                },
+                Ok(sig @ (Signal::SIGTERM | Signal::SIGINT)) => match self.kill {
+                    None => self.start_kill(Cause::Killed),
+                    Some(cause) => debug!(?sig, ?cause, "kill already under way"),
+                },
+                Ok(sig) => debug!(?sig, "signal ignored"),
+                Err(e) => {
+                    error!("sigwait failed ({e}); waiting for the job without enforcing limits");
+                    return wait_blocking(self.job);
+                }
+            }
+        }
+    }
+
+    fn start_kill(&mut self, cause: Cause) {
+        self.kill = Some(cause);
+        info!(
+            ?cause,
+            grace = self.grace,
+            "killing the job: SIGTERM to its process group"
+        );
+        signal_group(self.job, Signal::SIGTERM);
+        // A stopped job acts on SIGTERM only once continued.
+        signal_group(self.job, Signal::SIGCONT);
+        if self.grace == 0 {
+            self.escalate();
+        } else {
+            alarm::set(seconds(self.grace));
+        }
+    }
+
+    fn escalate(&mut self) {
+        if !self.escalated {
+            info!("grace period over: SIGKILL to the job's process group");
+            signal_group(self.job, Signal::SIGKILL);
+            self.escalated = true;
+        }
+    }
+}
+
+fn seconds(secs: u64) -> u32 {
+    u32::try_from(secs).unwrap_or(u32::MAX)
+}
+
+fn signal_group(pgrp: Pid, sig: Signal) {
+    match nix::sys::signal::killpg(pgrp, sig) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => warn!(
+            ?sig,
+            pgrp = pgrp.as_raw(),
+            "cannot signal the job's process group ({e})"
+        ),
+    }
+}
+
+/// Reaps every child that has ended; the job's end if it was among them.
+fn reap(job: Pid) -> Option<Ended> {
+    let mut ended = None;
+    loop {
+        match nix::sys::wait::waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == job => ended = Some(Ended::Exited(code)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == job => {
+                ended = Some(Ended::Signaled(sig as i32));
+            }
+            Ok(WaitStatus::StillAlive) => return ended,
+            Ok(_) => {} // an orphan of the job, adopted by us as subreaper
+            Err(Errno::EINTR) => {}
+            Err(Errno::ECHILD) => return ended.or(Some(Ended::Lost)),
+            Err(e) => {
+                warn!("waitpid failed ({e})");
+                return ended;
+            }
+        }
+    }
+}
+
+fn wait_blocking(job: Pid) -> Ended {
+    loop {
+        match nix::sys::wait::waitpid(job, None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ended::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Ended::Signaled(sig as i32),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return Ended::Lost,
+        }
+    }
+}
+
+/// Kills what the job left behind: its process group, and any process that
+/// left the group but was orphaned to us. Reaps them all, for a while.
+fn cleanup(job: Pid, set: &SigSet) {
+    signal_group(job, Signal::SIGKILL);
+    let me = std::process::id() as i32;
+    let deadline = Instant::now() + CLEANUP_LIMIT;
+    loop {
+        loop {
+            match nix::sys::wait::waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => {
+                    // ECHILD: nothing left.
+                    alarm::cancel();
+                    return;
+                }
+            }
+        }
+        let left = crate::procfs::children_of(me);
+        for pid in &left {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        if Instant::now() >= deadline {
+            warn!(
+                ?left,
+                "processes of the job did not die within {CLEANUP_LIMIT:?}; leaving them"
+            );
+            alarm::cancel();
+            return;
+        }
+        // Wake on the next child's end, or in a second to look again.
+        alarm::set(1);
+        let _ = set.wait();
+    }
+}
+
+fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i64) -> JobResult {
+    let (exit_code, signal) = match ended {
+        Ended::Exited(code) => (Some(code), None),
+        Ended::Signaled(sig) => (None, Some(sig)),
+        Ended::Lost => (None, None),
+    };
+    let mut words = Vec::new();
+    if watch.kill == Some(Cause::Killed) {
+        let reason = std::fs::read_to_string(dir.file(KILL_REASON_FILE)).unwrap_or_default();
+        if !reason.trim().is_empty() {
+            words.push(reason.trim().to_string());
+        }
+    }
+    if watch.escalated && watch.grace > 0 {
+        words.push(format!(
+            "still running {} s after SIGTERM, killed with SIGKILL",
+            watch.grace
+        ));
+    }
+    if ended == Ended::Lost {
+        words.push("the job's exit status could not be collected".to_string());
+    }
+    JobResult {
+        version: FORMAT_VERSION,
+        job: spec.job,
+        exit_code,
+        signal,
+        cause: watch.kill.unwrap_or(Cause::Exited),
+        message: words.join("; "),
+        start_time: start,
+        end_time: now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn started_line_round_trips() {
+        assert_eq!(
+            parse_started("started 4242 1700000000"),
+            Some((4242, 1700000000))
+        );
+        assert_eq!(parse_started("started 4242"), None);
+        assert_eq!(parse_started("hello 1 2"), None);
+    }
+
+    #[test]
+    fn huge_durations_are_clamped_for_alarm() {
+        assert_eq!(seconds(5), 5);
+        assert_eq!(seconds(u64::MAX), u32::MAX);
+    }
+}

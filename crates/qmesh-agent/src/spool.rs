@@ -1,0 +1,499 @@
+//! The spool: the agent's only memory, so that a restarted agent (or one
+//! whose daemon restarted) knows what runs and what ended.
+//!
+//! ```text
+//! SPOOL/agent.lock            flock + pid of the agent serving this spool
+//! SPOOL/jobs/SEQ/launch.json  the launch order (LaunchSpec), root only
+//!               script        the job script, 0700, owned by the job user
+//!               nodefile      one allocated node per line, 0644
+//!               shepherd.pid  written by the agent right after the spawn
+//!               job.pid       written by the shepherd right after the spawn
+//!               kill_reason   written by the agent before it signals a kill
+//!               result.json   written by the shepherd when the job has ended
+//!               shepherd.log  the shepherd's stderr
+//! ```
+//!
+//! A job directory is built under a dot name and renamed into place, so
+//! `jobs/SEQ` either holds a complete launch or does not exist; `result.json`
+//! and the pid files are written to a temporary name and renamed too. A job
+//! is *finished* exactly when `result.json` exists; the directory goes away
+//! when the daemon acknowledges the finish.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use qmesh_proto::v1;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{AgentError, Result};
+
+pub const LAUNCH_FILE: &str = "launch.json";
+pub const SCRIPT_FILE: &str = "script";
+pub const NODE_FILE: &str = "nodefile";
+pub const SHEPHERD_PID_FILE: &str = "shepherd.pid";
+pub const JOB_PID_FILE: &str = "job.pid";
+pub const KILL_REASON_FILE: &str = "kill_reason";
+pub const RESULT_FILE: &str = "result.json";
+pub const SHEPHERD_LOG: &str = "shepherd.log";
+
+/// The format version of launch.json and result.json.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The launch order as kept in `launch.json`: `LaunchJob` without the script
+/// (which has its own file).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaunchSpec {
+    pub version: u32,
+    pub job: u64,
+    pub job_id: String,
+    pub name: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub group: String,
+    pub workdir: String,
+    pub stdout_path: String,
+    pub stderr_path: String,
+    pub join_output: bool,
+    pub env: Vec<(String, String)>,
+    pub nodes: Vec<String>,
+    pub walltime: u64,
+    pub kill_grace: u64,
+    pub queue: String,
+    pub account: String,
+    pub submit_host: String,
+}
+
+impl From<&v1::LaunchJob> for LaunchSpec {
+    fn from(l: &v1::LaunchJob) -> Self {
+        LaunchSpec {
+            version: FORMAT_VERSION,
+            job: l.job,
+            job_id: l.job_id.clone(),
+            name: l.name.clone(),
+            user: l.user.clone(),
+            uid: l.uid,
+            gid: l.gid,
+            group: l.group.clone(),
+            workdir: l.workdir.clone(),
+            stdout_path: l.stdout_path.clone(),
+            stderr_path: l.stderr_path.clone(),
+            join_output: l.join_output,
+            env: l
+                .env
+                .iter()
+                .map(|e| (e.name.clone(), e.value.clone()))
+                .collect(),
+            nodes: l.nodes.clone(),
+            walltime: l.walltime,
+            kill_grace: l.kill_grace,
+            queue: l.queue.clone(),
+            account: l.account.clone(),
+            submit_host: l.submit_host.clone(),
+        }
+    }
+}
+
+/// How a job ended, as kept in `result.json`; mirrors `JobFinished`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Cause {
+    Exited,
+    Walltime,
+    Killed,
+    LaunchFailed,
+    /// The end was not observed (the shepherd died with the job running).
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobResult {
+    #[serde(default)]
+    pub version: u32,
+    pub job: u64,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+    pub cause: Cause,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub start_time: i64,
+    #[serde(default)]
+    pub end_time: i64,
+}
+
+impl JobResult {
+    /// A job that could not be started.
+    pub fn launch_failed(job: u64, message: String, now: i64) -> Self {
+        JobResult {
+            version: FORMAT_VERSION,
+            job,
+            exit_code: None,
+            signal: None,
+            cause: Cause::LaunchFailed,
+            message,
+            start_time: 0,
+            end_time: now,
+        }
+    }
+
+    pub fn to_proto(&self) -> v1::JobFinished {
+        let cause = match self.cause {
+            Cause::Exited => v1::FinishCause::Exited,
+            Cause::Walltime => v1::FinishCause::Walltime,
+            Cause::Killed => v1::FinishCause::Killed,
+            Cause::LaunchFailed => v1::FinishCause::LaunchFailed,
+            Cause::Unknown => v1::FinishCause::Lost,
+        };
+        v1::JobFinished {
+            job: self.job,
+            exit_code: self.exit_code,
+            signal: self.signal,
+            cause: cause as i32,
+            message: self.message.clone(),
+            start_time: self.start_time,
+            end_time: self.end_time,
+        }
+    }
+}
+
+/// The spool root. Its path is absolute (shepherds are recognised by it).
+#[derive(Clone, Debug)]
+pub struct Spool {
+    root: PathBuf,
+}
+
+impl Spool {
+    /// Opens the spool at `root`, creating it (0755) and `jobs/` if missing.
+    pub fn open(root: &Path) -> Result<Spool> {
+        if !root.exists() {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(root)
+                .map_err(|e| AgentError::io("create spool directory", root, e))?;
+        }
+        let root = root
+            .canonicalize()
+            .map_err(|e| AgentError::io("resolve spool directory", root, e))?;
+        let jobs = root.join("jobs");
+        if !jobs.exists() {
+            DirBuilder::new()
+                .mode(0o755)
+                .create(&jobs)
+                .map_err(|e| AgentError::io("create spool directory", &jobs, e))?;
+        }
+        Ok(Spool { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn jobs_dir(&self) -> PathBuf {
+        self.root.join("jobs")
+    }
+
+    pub fn job(&self, seq: u64) -> JobDir {
+        JobDir {
+            seq,
+            path: self.jobs_dir().join(seq.to_string()),
+        }
+    }
+
+    /// Writes a launch into `jobs/SEQ`. `Ok(None)` when the job is already
+    /// in the spool (a repeated launch is ignored).
+    pub fn prepare(&self, launch: &v1::LaunchJob) -> Result<Option<JobDir>> {
+        let dir = self.job(launch.job);
+        if dir.path.exists() {
+            return Ok(None);
+        }
+        let tmp = self.jobs_dir().join(format!(".{}.new", launch.job));
+        if tmp.exists() {
+            fs::remove_dir_all(&tmp)
+                .map_err(|e| AgentError::io("remove partial job directory", &tmp, e))?;
+        }
+        DirBuilder::new()
+            .mode(0o711)
+            .create(&tmp)
+            .map_err(|e| AgentError::io("create job directory", &tmp, e))?;
+        // Traversable by the job user, whatever the umask.
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o711))
+            .map_err(|e| AgentError::io("set permissions of", &tmp, e))?;
+        let spec = LaunchSpec::from(launch);
+        let json = serde_json::to_vec_pretty(&spec).map_err(|e| AgentError::Json {
+            path: tmp.join(LAUNCH_FILE),
+            source: e,
+        })?;
+        write_file(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
+        write_file(&tmp.join(SCRIPT_FILE), &launch.script, 0o700)?;
+        let mut nodes = launch.nodes.join("\n");
+        if !nodes.is_empty() {
+            nodes.push('\n');
+        }
+        write_file(&tmp.join(NODE_FILE), nodes.as_bytes(), 0o644)?;
+        fs::rename(&tmp, &dir.path)
+            .map_err(|e| AgentError::io("move job directory into place", &dir.path, e))?;
+        Ok(Some(dir))
+    }
+
+    /// All job directories, in sequence order.
+    pub fn scan(&self) -> Result<Vec<JobDir>> {
+        let jobs = self.jobs_dir();
+        let entries =
+            fs::read_dir(&jobs).map_err(|e| AgentError::io("read spool directory", &jobs, e))?;
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| AgentError::io("read spool directory", &jobs, e))?;
+            let name = entry.file_name();
+            let Some(seq) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
+                continue;
+            };
+            found.push(JobDir {
+                seq,
+                path: entry.path(),
+            });
+        }
+        found.sort_by_key(|d| d.seq);
+        Ok(found)
+    }
+
+    /// Removes launches that were being written when an agent stopped.
+    pub fn remove_partial(&self) -> Result<()> {
+        let jobs = self.jobs_dir();
+        let entries =
+            fs::read_dir(&jobs).map_err(|e| AgentError::io("read spool directory", &jobs, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_str().is_some_and(|n| n.starts_with('.')) {
+                let path = entry.path();
+                fs::remove_dir_all(&path)
+                    .map_err(|e| AgentError::io("remove partial job directory", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One job's directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobDir {
+    pub seq: u64,
+    pub path: PathBuf,
+}
+
+impl JobDir {
+    /// The directory a shepherd was given; the sequence number is its name.
+    pub fn from_path(path: &Path) -> Option<JobDir> {
+        let seq = path.file_name()?.to_str()?.parse().ok()?;
+        Some(JobDir {
+            seq,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn exists(&self) -> bool {
+        self.path.is_dir()
+    }
+
+    pub fn read_launch(&self) -> Result<LaunchSpec> {
+        let path = self.file(LAUNCH_FILE);
+        let bytes = fs::read(&path).map_err(|e| AgentError::io("read", &path, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| AgentError::Json { path, source: e })
+    }
+
+    /// The result, if the job has ended.
+    pub fn read_result(&self) -> Result<Option<JobResult>> {
+        let path = self.file(RESULT_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| AgentError::Json { path, source: e }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(AgentError::io("read", &path, e)),
+        }
+    }
+
+    pub fn has_result(&self) -> bool {
+        self.file(RESULT_FILE).exists()
+    }
+
+    pub fn write_result(&self, result: &JobResult) -> Result<()> {
+        let path = self.file(RESULT_FILE);
+        let json = serde_json::to_vec_pretty(result).map_err(|e| AgentError::Json {
+            path: path.clone(),
+            source: e,
+        })?;
+        write_atomic(&path, &json, 0o644)
+    }
+
+    /// A pid file's content; `None` when it is missing or unreadable.
+    pub fn read_pid(&self, name: &str) -> Option<i32> {
+        let text = fs::read_to_string(self.file(name)).ok()?;
+        text.trim().parse().ok().filter(|p| *p > 0)
+    }
+
+    pub fn write_pid(&self, name: &str, pid: i32) -> Result<()> {
+        write_atomic(&self.file(name), format!("{pid}\n").as_bytes(), 0o644)
+    }
+
+    /// When a file was last written, in Unix seconds (0 when unknown).
+    pub fn mtime(&self, name: &str) -> i64 {
+        fs::metadata(self.file(name))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs() as i64)
+    }
+
+    pub fn remove(&self) -> Result<()> {
+        fs::remove_dir_all(&self.path)
+            .map_err(|e| AgentError::io("remove job directory", &self.path, e))
+    }
+}
+
+/// Creates `path` (which must not exist) with `mode` and `bytes`.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| AgentError::io("create", path, e))?;
+    file.write_all(bytes)
+        .map_err(|e| AgentError::io("write", path, e))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| AgentError::io("set permissions of", path, e))
+}
+
+/// Replaces `path` with `bytes` all at once: a temporary file, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(|e| AgentError::io("create", &tmp, e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| AgentError::io("write", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| AgentError::io("rename into place", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(seq: u64) -> v1::LaunchJob {
+        v1::LaunchJob {
+            job: seq,
+            job_id: format!("{seq}.server"),
+            name: "run.sh".into(),
+            script: b"#!/bin/sh\necho hi\n".to_vec(),
+            user: "alice".into(),
+            uid: 1000,
+            gid: 1000,
+            env: vec![v1::EnvVar {
+                name: "A".into(),
+                value: "1".into(),
+            }],
+            nodes: vec!["n1".into(), "n2".into()],
+            walltime: 60,
+            kill_grace: 5,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn prepare_writes_a_complete_directory_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(&tmp.path().join("spool")).unwrap();
+        let dir = spool.prepare(&launch(7)).unwrap().unwrap();
+        assert_eq!(dir.path, spool.jobs_dir().join("7"));
+        let spec = dir.read_launch().unwrap();
+        assert_eq!(spec, LaunchSpec::from(&launch(7)));
+        assert_eq!(spec.env, vec![("A".to_string(), "1".to_string())]);
+        assert_eq!(fs::read_to_string(dir.file(NODE_FILE)).unwrap(), "n1\nn2\n");
+        let mode = fs::metadata(dir.file(SCRIPT_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A repeated launch is ignored.
+        assert!(spool.prepare(&launch(7)).unwrap().is_none());
+        assert_eq!(spool.scan().unwrap(), vec![dir]);
+    }
+
+    #[test]
+    fn result_round_trips_and_marks_the_job_finished() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let dir = spool.prepare(&launch(3)).unwrap().unwrap();
+        assert_eq!(dir.read_result().unwrap(), None);
+        let result = JobResult {
+            version: FORMAT_VERSION,
+            job: 3,
+            exit_code: None,
+            signal: Some(15),
+            cause: Cause::Walltime,
+            message: "over".into(),
+            start_time: 10,
+            end_time: 20,
+        };
+        dir.write_result(&result).unwrap();
+        assert_eq!(dir.read_result().unwrap(), Some(result.clone()));
+        let wire = result.to_proto();
+        assert_eq!(wire.cause, v1::FinishCause::Walltime as i32);
+        assert_eq!(wire.signal, Some(15));
+        // No temporary file is left behind.
+        let names: Vec<_> = fs::read_dir(&dir.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn scan_skips_partial_launches_and_remove_partial_cleans_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        spool.prepare(&launch(2)).unwrap();
+        spool.prepare(&launch(10)).unwrap();
+        fs::create_dir(spool.jobs_dir().join(".5.new")).unwrap();
+        let seqs: Vec<u64> = spool.scan().unwrap().iter().map(|d| d.seq).collect();
+        assert_eq!(seqs, vec![2, 10]);
+        spool.remove_partial().unwrap();
+        assert!(!spool.jobs_dir().join(".5.new").exists());
+    }
+
+    #[test]
+    fn old_result_without_optional_fields_still_loads() {
+        let old = r#"{"job": 4, "cause": "EXITED", "exit_code": 0}"#;
+        let r: JobResult = serde_json::from_str(old).unwrap();
+        assert_eq!(r.exit_code, Some(0));
+        assert_eq!(r.cause, Cause::Exited);
+    }
+
+    #[test]
+    fn pid_files_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let dir = spool.prepare(&launch(1)).unwrap().unwrap();
+        assert_eq!(dir.read_pid(JOB_PID_FILE), None);
+        dir.write_pid(JOB_PID_FILE, 1234).unwrap();
+        assert_eq!(dir.read_pid(JOB_PID_FILE), Some(1234));
+        assert_eq!(JobDir::from_path(&dir.path), Some(dir));
+    }
+}

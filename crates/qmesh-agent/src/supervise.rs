@@ -1,0 +1,436 @@
+//! The agent's side of jobs: turn a launch order into a spool directory and
+//! a shepherd, watch shepherds until they leave a result, pass kill orders
+//! on, forget acknowledged jobs, and, after a restart, adopt the shepherds
+//! a previous agent left running.
+//!
+//! Watching happens in tasks that outlive sessions: a job that ends while
+//! the daemon is unreachable still gets its result checked, and the next
+//! Hello reports it. Watchers send [`Event`]s; the session in progress, if
+//! any, forwards them. The spool, not the events, is the truth: a session
+//! starts by reading it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{SigmaskHow, Signal};
+use qmesh_proto::v1;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{Instrument, debug, error, info, info_span, warn};
+
+use crate::error::{AgentError, Result};
+use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
+use crate::shepherd::{self, now};
+use crate::spool::{
+    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, SHEPHERD_LOG,
+    SHEPHERD_PID_FILE, Spool,
+};
+
+/// How often an adopted shepherd (not our child) is looked at.
+const ADOPTED_POLL: Duration = Duration::from_millis(500);
+
+/// What watchers tell the session.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Started { job: u64, pid: i32, time: i64 },
+    Finished(JobResult),
+}
+
+/// What the spool says, for a Hello.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpoolState {
+    pub running: Vec<u64>,
+    pub finished: Vec<JobResult>,
+}
+
+pub struct Supervisor {
+    spool: Spool,
+    events: UnboundedSender<Event>,
+}
+
+impl Supervisor {
+    pub fn new(spool: Spool, events: UnboundedSender<Event>) -> Self {
+        Supervisor { spool, events }
+    }
+
+    /// Jobs with a result are finished; the others run (every one of them
+    /// has a watcher, from [`Self::adopt_all`] or [`Self::launch`]).
+    pub fn state(&self) -> Result<SpoolState> {
+        let mut state = SpoolState::default();
+        for dir in self.spool.scan()? {
+            match dir.read_result() {
+                Ok(Some(result)) => state.finished.push(result),
+                Ok(None) => state.running.push(dir.seq),
+                Err(e) => {
+                    error!(job = dir.seq, "{e}");
+                    let result = unknown_end(&dir, format!("its result is unreadable: {e}"));
+                    state.finished.push(result);
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// At startup: watch the shepherds a previous agent left, and settle
+    /// the jobs whose shepherd is gone without a result.
+    pub fn adopt_all(&self) -> Result<()> {
+        self.spool.remove_partial()?;
+        for dir in self.spool.scan()? {
+            let _span = info_span!("job", job = dir.seq).entered();
+            if dir.has_result() {
+                debug!("finished, waiting for the daemon's acknowledgement");
+                continue;
+            }
+            let pid = dir
+                .read_pid(SHEPHERD_PID_FILE)
+                .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+                .or_else(|| procfs::find_shepherd(&dir.path));
+            match pid {
+                Some(pid) => {
+                    info!(shepherd = pid, "adopting the running shepherd");
+                    let events = self.events.clone();
+                    let span = info_span!(parent: None, "job", job = dir.seq);
+                    tokio::spawn(watch_adopted(dir, pid, events).instrument(span));
+                }
+                None => {
+                    let result = vanished(&dir);
+                    warn!("{}", result.message);
+                    persist(&dir, &result);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a job. A job already in the spool is left alone. `Err` only
+    /// when not even a spool directory could be written: the finish to send
+    /// is then not persisted.
+    pub async fn launch(&self, launch: v1::LaunchJob) -> std::result::Result<(), v1::JobFinished> {
+        let seq = launch.job;
+        let spool = self.spool.clone();
+        let prepared = tokio::task::spawn_blocking(move || spool.prepare(&launch))
+            .await
+            .unwrap_or_else(|e| Err(AgentError::Config(format!("launch task failed: {e}"))));
+        let dir = match prepared {
+            Ok(Some(dir)) => dir,
+            Ok(None) => {
+                debug!("already in the spool; repeated launch ignored");
+                return Ok(());
+            }
+            Err(e) => {
+                error!("{e}");
+                let message = format!("cannot write the job to the agent's spool: {e}");
+                return Err(JobResult::launch_failed(seq, message, now()).to_proto());
+            }
+        };
+        match spawn_shepherd(&dir) {
+            Ok(child) => {
+                let pid = child.id().map_or(0, |p| p as i32);
+                info!(shepherd = pid, "shepherd started");
+                if let Err(e) = dir.write_pid(SHEPHERD_PID_FILE, pid) {
+                    error!("{e}; a restarted agent will look for the shepherd by its command line");
+                }
+                let events = self.events.clone();
+                let span = info_span!(parent: None, "job", job = seq);
+                tokio::spawn(watch_child(dir, child, events).instrument(span));
+            }
+            Err(e) => {
+                error!("{e}");
+                let message = format!("cannot start the shepherd: {e}");
+                let result = JobResult::launch_failed(seq, message, now());
+                persist(&dir, &result);
+                let _ = self.events.send(Event::Finished(result));
+            }
+        }
+        Ok(())
+    }
+
+    /// Passes a kill order to the job's shepherd (SIGTERM), which performs
+    /// the kill sequence.
+    pub fn kill(&self, seq: u64, reason: &str) {
+        let dir = self.spool.job(seq);
+        if !dir.exists() {
+            debug!("kill for a job not in the spool; ignored");
+            return;
+        }
+        if dir.has_result() {
+            debug!("kill for a job that has ended; ignored");
+            return;
+        }
+        let Some(pid) = dir
+            .read_pid(SHEPHERD_PID_FILE)
+            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+            .or_else(|| procfs::find_shepherd(&dir.path))
+        else {
+            info!("kill for a job whose shepherd has just ended; its watcher reports the end");
+            return;
+        };
+        if !reason.is_empty() {
+            let path = dir.file(KILL_REASON_FILE);
+            if let Err(e) = crate::spool::write_atomic(&path, reason.as_bytes(), 0o644) {
+                warn!("{e}; the kill goes on without its reason");
+            }
+        }
+        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM) {
+            Ok(()) => info!(shepherd = pid, reason, "kill passed to the shepherd"),
+            Err(e) => warn!(shepherd = pid, "cannot signal the shepherd ({e})"),
+        }
+    }
+
+    /// The daemon has recorded the job's end: forget the job.
+    pub fn ack(&self, seq: u64) {
+        let dir = self.spool.job(seq);
+        if !dir.exists() {
+            debug!("acknowledgement for a job not in the spool; ignored");
+            return;
+        }
+        if !dir.has_result() {
+            warn!("acknowledgement for a job that has not ended; ignored");
+            return;
+        }
+        match dir.remove() {
+            Ok(()) => debug!("acknowledged; removed from the spool"),
+            Err(e) => error!("{e}"),
+        }
+    }
+}
+
+/// The program that runs shepherds: this very binary. When it was replaced
+/// on disk (an upgrade), `/proc/self/exe` still runs the version that wrote
+/// the spool files.
+fn shepherd_program() -> PathBuf {
+    match std::env::current_exe() {
+        Ok(path) if path.exists() => path,
+        _ => PathBuf::from("/proc/self/exe"),
+    }
+}
+
+fn spawn_shepherd(dir: &JobDir) -> Result<tokio::process::Child> {
+    let log_path = dir.file(SHEPHERD_LOG);
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| AgentError::io("open", &log_path, e))?;
+    let program = shepherd_program();
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.arg0(SHEPHERD_ARG0)
+        .arg(SHEPHERD_COMMAND)
+        .arg(&dir.path)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .kill_on_drop(false);
+    let set = shepherd::signals();
+    // SAFETY: setsid and sigprocmask are async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::setsid()?;
+            // Blocked before exec, so a kill sent at once waits for sigwait.
+            nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&set), None)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| AgentError::io("run shepherd", program, e))
+}
+
+/// Watches a shepherd we spawned: its start line, then its exit.
+async fn watch_child(
+    dir: JobDir,
+    mut child: tokio::process::Child,
+    events: UnboundedSender<Event>,
+) {
+    if let Some(out) = child.stdout.take() {
+        let mut lines = BufReader::new(out).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some((pid, time)) = shepherd::parse_started(&line) {
+                debug!(pid, "job process spawned");
+                let _ = events.send(Event::Started {
+                    job: dir.seq,
+                    pid,
+                    time,
+                });
+            }
+        }
+    }
+    let status = child.wait().await;
+    let result = match dir.read_result() {
+        Ok(Some(result)) => result,
+        Ok(None) => {
+            let result = vanished(&dir);
+            warn!(?status, "{}", result.message);
+            persist(&dir, &result);
+            result
+        }
+        Err(e) => {
+            error!("{e}");
+            unknown_end(&dir, format!("its result is unreadable: {e}"))
+        }
+    };
+    log_finish(&result);
+    let _ = events.send(Event::Finished(result));
+}
+
+/// Watches a shepherd a previous agent started: it is not our child, so we
+/// look at the spool and at /proc now and then.
+async fn watch_adopted(dir: JobDir, shepherd: i32, events: UnboundedSender<Event>) {
+    let mut started = false;
+    loop {
+        if !started {
+            if let Some(pid) = dir.read_pid(JOB_PID_FILE) {
+                started = true;
+                let time = dir.mtime(JOB_PID_FILE);
+                let _ = events.send(Event::Started {
+                    job: dir.seq,
+                    pid,
+                    time,
+                });
+            }
+        }
+        let alive = procfs::is_shepherd(shepherd, &dir.path);
+        // Read after the liveness check: a shepherd writes, then exits.
+        match dir.read_result() {
+            Ok(Some(result)) => {
+                log_finish(&result);
+                let _ = events.send(Event::Finished(result));
+                return;
+            }
+            Ok(None) if !alive => {
+                let result = vanished(&dir);
+                warn!("{}", result.message);
+                persist(&dir, &result);
+                let _ = events.send(Event::Finished(result));
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                error!("{e}");
+                let result = unknown_end(&dir, format!("its result is unreadable: {e}"));
+                let _ = events.send(Event::Finished(result));
+                return;
+            }
+        }
+        tokio::time::sleep(ADOPTED_POLL).await;
+    }
+}
+
+fn log_finish(r: &JobResult) {
+    info!(
+        cause = ?r.cause,
+        exit_code = ?r.exit_code,
+        signal = ?r.signal,
+        message = %r.message,
+        "job finished"
+    );
+}
+
+fn persist(dir: &JobDir, result: &JobResult) {
+    if let Err(e) = dir.write_result(result) {
+        error!("{e}; the job's end is reported but will not survive an agent restart");
+    }
+}
+
+/// The shepherd is gone and left no result. Without `job.pid` it never
+/// started the job: a launch failure. With it, the job ran and how it ended
+/// is unknown; what is left of it is killed, since nothing enforces its
+/// limits any more and the daemon will give its nodes to others.
+fn vanished(dir: &JobDir) -> JobResult {
+    let log = dir.file(SHEPHERD_LOG);
+    let Some(job_pid) = dir.read_pid(JOB_PID_FILE) else {
+        let message = format!(
+            "the job never started: its shepherd is gone and left no result; see {}",
+            log.display()
+        );
+        return JobResult::launch_failed(dir.seq, message, now());
+    };
+    // Only a process that still leads its own session is the job's leader.
+    if procfs::stat(job_pid).is_some_and(|s| s.session == job_pid && s.pgrp == job_pid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(job_pid), Signal::SIGKILL);
+    }
+    let mut result = unknown_end(
+        dir,
+        format!(
+            "the shepherd ended while the job (pid {job_pid}) ran; its exit status is unknown; see {}",
+            log.display()
+        ),
+    );
+    result.start_time = dir.mtime(JOB_PID_FILE);
+    result
+}
+
+fn unknown_end(dir: &JobDir, message: String) -> JobResult {
+    JobResult {
+        version: FORMAT_VERSION,
+        job: dir.seq,
+        exit_code: None,
+        signal: None,
+        cause: Cause::Unknown,
+        message,
+        start_time: 0,
+        end_time: now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(seq: u64) -> v1::LaunchJob {
+        v1::LaunchJob {
+            job: seq,
+            job_id: format!("{seq}.s"),
+            script: b"exit 0\n".to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn state_splits_running_from_finished() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let a = spool.prepare(&launch(1)).unwrap().unwrap();
+        spool.prepare(&launch(2)).unwrap();
+        let done = JobResult::launch_failed(1, "no".into(), 5);
+        a.write_result(&done).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let sup = Supervisor::new(spool, tx);
+        let state = sup.state().unwrap();
+        assert_eq!(state.running, vec![2]);
+        assert_eq!(state.finished, vec![done]);
+    }
+
+    #[test]
+    fn a_vanished_shepherd_without_job_pid_is_a_launch_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let dir = spool.prepare(&launch(4)).unwrap().unwrap();
+        let r = vanished(&dir);
+        assert_eq!(r.cause, Cause::LaunchFailed);
+        assert!(r.message.contains("shepherd.log"), "{}", r.message);
+        // With a job pid (here one that cannot exist), the end is unknown.
+        dir.write_pid(JOB_PID_FILE, i32::MAX).unwrap();
+        let r = vanished(&dir);
+        assert_eq!(r.cause, Cause::Unknown);
+        assert_eq!((r.exit_code, r.signal), (None, None));
+    }
+
+    #[tokio::test]
+    async fn adopt_all_settles_jobs_without_shepherd_and_ack_forgets_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        spool.prepare(&launch(9)).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let sup = Supervisor::new(spool.clone(), tx);
+        sup.adopt_all().unwrap();
+        let state = sup.state().unwrap();
+        assert!(state.running.is_empty());
+        assert_eq!(state.finished.len(), 1);
+        assert_eq!(state.finished[0].cause, Cause::LaunchFailed);
+        sup.ack(9);
+        assert!(!spool.job(9).exists());
+        assert_eq!(sup.state().unwrap(), SpoolState::default());
+    }
+}

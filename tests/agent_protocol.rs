@@ -1,0 +1,674 @@
+//! End-to-end tests of `qmesh-agent`: the real binary against a fake daemon
+//! (a tonic `Agent` service on a Unix socket in a temporary directory).
+//!
+//! Every test waits for events (messages from the agent, on channels, with
+//! generous timeouts), never sleeps to synchronise, and kills every process
+//! group it started when it ends, even when it fails. The tests run as root
+//! (one runs a job as `nobody`), so the temporary directory is made
+//! world-writable.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use qmesh_proto::agent_server::{Agent, AgentServer};
+use qmesh_proto::v1::{
+    AckFinished, AgentHello, AgentMessage, DaemonMessage, EnvVar, FinishCause, JobFinished,
+    JobStarted, KillJob, LaunchJob, Welcome, agent_message, daemon_message,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::{UnboundedReceiverStream, UnixListenerStream};
+use tonic::{Request, Response, Status, Streaming};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_qmesh-agent");
+/// How long any one expected event may take.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+// ------------------------------------------------------------ fake daemon
+
+/// One agent session as the fake daemon sees it.
+struct Session {
+    hello: AgentHello,
+    inbound: mpsc::UnboundedReceiver<AgentMessage>,
+    /// Dropping the session ends the stream to the agent.
+    out: mpsc::UnboundedSender<Result<DaemonMessage, Status>>,
+}
+
+struct FakeDaemon {
+    sessions: mpsc::UnboundedSender<Session>,
+}
+
+#[tonic::async_trait]
+impl Agent for FakeDaemon {
+    type SessionStream = UnboundedReceiverStream<Result<DaemonMessage, Status>>;
+
+    async fn session(
+        &self,
+        request: Request<Streaming<AgentMessage>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let mut stream = request.into_inner();
+        let (out, out_rx) = mpsc::unbounded_channel();
+        let sessions = self.sessions.clone();
+        tokio::spawn(async move {
+            let hello = match stream.message().await {
+                Ok(Some(AgentMessage {
+                    kind: Some(agent_message::Kind::Hello(hello)),
+                })) => hello,
+                other => panic!("fake daemon: expected a Hello first, got {other:?}"),
+            };
+            let (tx, inbound) = mpsc::unbounded_channel();
+            if sessions
+                .send(Session {
+                    hello,
+                    inbound,
+                    out,
+                })
+                .is_err()
+            {
+                return;
+            }
+            while let Ok(Some(msg)) = stream.message().await {
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(UnboundedReceiverStream::new(out_rx)))
+    }
+}
+
+impl Session {
+    fn send(&self, kind: daemon_message::Kind) {
+        self.out
+            .send(Ok(DaemonMessage { kind: Some(kind) }))
+            .expect("the session's stream to the agent is open");
+    }
+
+    fn welcome(&self, heartbeat_secs: u32) {
+        self.send(daemon_message::Kind::Welcome(Welcome {
+            nodes: vec!["n1".into(), "n2".into()],
+            heartbeat_secs,
+            server: "testserver".into(),
+        }));
+    }
+
+    fn launch(&self, launch: LaunchJob) {
+        self.send(daemon_message::Kind::Launch(launch));
+    }
+
+    /// The next message from the agent, heartbeats included.
+    async fn next_any(&mut self) -> agent_message::Kind {
+        let msg = tokio::time::timeout(PATIENCE, self.inbound.recv())
+            .await
+            .expect("a message from the agent in time")
+            .expect("the agent's stream is open");
+        msg.kind.expect("a message with content")
+    }
+
+    /// The next message that is not a heartbeat.
+    async fn next(&mut self) -> agent_message::Kind {
+        loop {
+            match self.next_any().await {
+                agent_message::Kind::Heartbeat(_) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn started(&mut self, job: u64) -> JobStarted {
+        loop {
+            match self.next().await {
+                agent_message::Kind::Started(s) if s.job == job => return s,
+                agent_message::Kind::Finished(f) if f.job == job => {
+                    panic!("job {job} finished without starting: {f:?}")
+                }
+                other => eprintln!("(waiting for job {job} to start) {other:?}"),
+            }
+        }
+    }
+
+    async fn finished(&mut self, job: u64) -> JobFinished {
+        loop {
+            match self.next().await {
+                agent_message::Kind::Finished(f) if f.job == job => return f,
+                other => eprintln!("(waiting for job {job} to finish) {other:?}"),
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------ harness
+
+struct Harness {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    spool: PathBuf,
+    /// The jobs' working directory, world-writable.
+    work: PathBuf,
+    sessions: mpsc::UnboundedReceiver<Session>,
+    agents: Vec<Child>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Harness {
+    async fn new() -> Harness {
+        let mut dir = tempfile::tempdir().expect("a temporary directory");
+        // QMESH_TEST_KEEP=1 keeps the logs and the spool for a post-mortem.
+        if std::env::var_os("QMESH_TEST_KEEP").is_some() {
+            dir.disable_cleanup(true);
+            eprintln!("keeping {}", dir.path().display());
+        }
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod 777");
+        let work = dir.path().join("work");
+        fs::create_dir(&work).expect("create work dir");
+        fs::set_permissions(&work, fs::Permissions::from_mode(0o777)).expect("chmod 777");
+        let socket = dir.path().join("agent.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).expect("bind the agent socket");
+        let (tx, sessions) = mpsc::unbounded_channel();
+        let server = tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(AgentServer::new(FakeDaemon { sessions: tx }))
+                .serve_with_incoming(UnixListenerStream::new(listener))
+                .await
+                .expect("the fake daemon serves");
+        });
+        Harness {
+            spool: dir.path().join("spool"),
+            dir,
+            socket,
+            work,
+            sessions,
+            agents: Vec::new(),
+            server,
+        }
+    }
+
+    /// Starts the agent in its own process group; its log goes to a file.
+    fn start_agent(&mut self, extra: &[&str]) -> u32 {
+        let n = self.agents.len();
+        let log = fs::File::create(self.dir.path().join(format!("agent-{n}.log")))
+            .expect("create the agent's log");
+        let child = Command::new(AGENT)
+            .arg("--server")
+            .arg(format!("unix://{}", self.socket.display()))
+            .args([
+                "--host",
+                "testhost",
+                "--log-level",
+                "qmesh_agent=debug,info",
+            ])
+            .arg("--spool")
+            .arg(&self.spool)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .expect("start qmesh-agent");
+        let pid = child.id();
+        self.agents.push(child);
+        pid
+    }
+
+    fn agent_log(&self, n: usize) -> String {
+        fs::read_to_string(self.dir.path().join(format!("agent-{n}.log"))).unwrap_or_default()
+    }
+
+    /// Waits for the `n`th agent to exit.
+    async fn agent_exit(&mut self, n: usize) -> ExitStatus {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.agents[n].try_wait().expect("wait for the agent") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "agent {n} did not exit in time");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn session(&mut self) -> Session {
+        tokio::time::timeout(PATIENCE, self.sessions.recv())
+            .await
+            .expect("the agent connects in time")
+            .expect("the fake daemon runs")
+    }
+
+    fn job_dir(&self, seq: u64) -> PathBuf {
+        self.spool.join("jobs").join(seq.to_string())
+    }
+
+    fn launch(&self, seq: u64, script: &str) -> LaunchJob {
+        LaunchJob {
+            job: seq,
+            job_id: format!("{seq}.testserver"),
+            name: "test.sh".into(),
+            script: script.as_bytes().to_vec(),
+            user: "root".into(),
+            uid: 0,
+            gid: 0,
+            group: "root".into(),
+            workdir: self.work.display().to_string(),
+            env: vec![EnvVar {
+                name: "FOO".into(),
+                value: "bar baz".into(),
+            }],
+            nodes: vec!["n1".into(), "n2".into()],
+            kill_grace: 2,
+            queue: "batch".into(),
+            submit_host: "login1".into(),
+            ..Default::default()
+        }
+    }
+
+    /// Fails on an ERROR line in any agent or shepherd log.
+    fn assert_no_error_logs(&self) {
+        let mut logs: Vec<PathBuf> = (0..self.agents.len())
+            .map(|n| self.dir.path().join(format!("agent-{n}.log")))
+            .collect();
+        if let Ok(jobs) = fs::read_dir(self.spool.join("jobs")) {
+            logs.extend(jobs.flatten().map(|e| e.path().join("shepherd.log")));
+        }
+        for log in logs {
+            let text = fs::read_to_string(&log).unwrap_or_default();
+            let errors: Vec<&str> = text.lines().filter(|l| l.contains(" ERROR ")).collect();
+            assert!(errors.is_empty(), "{}: {errors:#?}", log.display());
+        }
+    }
+}
+
+fn pid_in(path: &Path) -> Option<i32> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !matches!(
+            stat.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next()),
+            Some("Z") | Some("X")
+        ),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `check` holds (for things the agent does not report).
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        for agent in &mut self.agents {
+            let _ = killpg(Pid::from_raw(agent.id() as i32), Signal::SIGKILL);
+            let _ = agent.wait();
+        }
+        // Shepherds and jobs lead their own process groups.
+        if let Ok(jobs) = fs::read_dir(self.spool.join("jobs")) {
+            for dir in jobs.flatten().map(|e| e.path()) {
+                for file in ["shepherd.pid", "job.pid"] {
+                    if let Some(pid) = pid_in(&dir.join(file)) {
+                        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                    }
+                }
+            }
+        }
+        self.server.abort();
+    }
+}
+
+// ------------------------------------------------------------ tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_welcome_heartbeat_and_one_agent_per_spool() {
+    let mut h = Harness::new().await;
+    let key = h.dir.path().join("cluster.key");
+    fs::write(&key, "  s3cret\n").unwrap();
+    let key_arg = key.display().to_string();
+    h.start_agent(&["--nodes", "n1,n2", "--cluster-key-file", &key_arg]);
+    let mut s = h.session().await;
+    assert_eq!(s.hello.host, "testhost");
+    assert_eq!(s.hello.nodes, vec!["n1", "n2"]);
+    assert_eq!(s.hello.cluster_key, "s3cret");
+    assert!(!s.hello.version.is_empty());
+    assert!(s.hello.running.is_empty() && s.hello.finished.is_empty());
+    s.welcome(1);
+    assert!(matches!(
+        s.next_any().await,
+        agent_message::Kind::Heartbeat(_)
+    ));
+
+    // A second agent on the same spool refuses to start.
+    let second = h.start_agent(&[]);
+    let status = h.agent_exit(1).await;
+    assert_eq!(status.code(), Some(3), "{}", h.agent_log(1));
+    let log = h.agent_log(1);
+    let first = h.agents[0].id();
+    assert_eq!(
+        log.trim(),
+        format!(
+            "qmesh-agent: another agent already serves spool {} (pid {first})",
+            h.spool.display()
+        ),
+        "agent {second}"
+    );
+    assert_eq!(
+        h.agents[0].try_wait().unwrap(),
+        None,
+        "the first agent runs on"
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_runs_as_its_user_with_the_batch_environment() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let script = "#!/bin/sh\n\
+        echo run >> \"$QMESH_O_WORKDIR/runs\"\n\
+        echo \"JOBID=$QMESH_JOBID PBS_JOBID=$PBS_JOBID\"\n\
+        echo \"NAME=$PBS_JOBNAME QUEUE=$PBS_QUEUE HOST=$PBS_O_HOST ENV=$PBS_ENVIRONMENT\"\n\
+        echo \"NODEFILE=$PBS_NODEFILE SAME=$([ \"$PBS_NODEFILE\" = \"$QMESH_NODEFILE\" ] && echo yes)\"\n\
+        echo \"NODES=$(tr '\\n' ' ' < \"$PBS_NODEFILE\")NNODES=$QMESH_NNODES\"\n\
+        echo \"FOO=$FOO USER=$USER HOME=$HOME PWD=$(pwd)\"\n\
+        echo oops >&2\n\
+        exit 3\n";
+    // A second user: nobody (uid 65534 on Debian and most others).
+    let nobody = nix::unistd::User::from_name("nobody")
+        .expect("look up nobody")
+        .expect("a user nobody");
+    let mut launch = h.launch(5, script);
+    launch.user = "nobody".into();
+    launch.uid = nobody.uid.as_raw();
+    launch.gid = nobody.gid.as_raw();
+    launch.group = String::new(); // the primary group
+    // An existing directory: the output goes to DIR/NAME.oSEQ.
+    launch.stdout_path = h.work.display().to_string();
+    launch.stderr_path = h.work.display().to_string();
+    s.launch(launch.clone());
+    s.launch(launch); // repeated: ignored
+    let started = s.started(5).await;
+    assert!(started.pid > 0 && started.time > 0, "{started:?}");
+    let f = s.finished(5).await;
+    assert_eq!(f.cause, FinishCause::Exited as i32, "{f:?}");
+    assert_eq!((f.exit_code, f.signal), (Some(3), None));
+    assert!(f.start_time > 0 && f.end_time >= f.start_time, "{f:?}");
+
+    let out_path = h.work.join("test.sh.o5");
+    let out = fs::read_to_string(&out_path).expect("the job's output file");
+    let nodefile = h.job_dir(5).join("nodefile");
+    assert!(
+        out.contains("JOBID=5.testserver PBS_JOBID=5.testserver"),
+        "{out}"
+    );
+    assert!(
+        out.contains("NAME=test.sh QUEUE=batch HOST=login1 ENV=PBS_BATCH"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("NODEFILE={} SAME=yes", nodefile.display())),
+        "{out}"
+    );
+    assert!(out.contains("NODES=n1 n2 NNODES=2"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "FOO=bar baz USER=nobody HOME={} PWD={}",
+            nobody.dir.display(),
+            h.work.display()
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        fs::metadata(&out_path).unwrap().uid(),
+        nobody.uid.as_raw(),
+        "owned by the job user"
+    );
+    let err_path = h.work.join("test.sh.e5");
+    assert_eq!(fs::read_to_string(&err_path).unwrap(), "oops\n");
+    assert_eq!(fs::metadata(&err_path).unwrap().uid(), nobody.uid.as_raw());
+    assert_eq!(
+        fs::read_to_string(h.work.join("runs")).unwrap(),
+        "run\n",
+        "a repeated launch must not start the job twice"
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joined_output_and_exit_code_of_a_plain_script() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    // No #!: run by /bin/sh.
+    let mut launch = h.launch(6, "echo out\necho err >&2\nexit 7\n");
+    launch.join_output = true;
+    launch.stdout_path = "joined.log".into(); // relative to the workdir
+    s.launch(launch);
+    let f = s.finished(6).await;
+    assert_eq!(
+        (f.cause, f.exit_code),
+        (FinishCause::Exited as i32, Some(7)),
+        "{f:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(h.work.join("joined.log")).unwrap(),
+        "out\nerr\n"
+    );
+    assert!(!h.work.join("test.sh.e6").exists());
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_over_its_walltime_gets_sigterm() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let mut launch = h.launch(7, "sleep 30\n");
+    launch.walltime = 1;
+    launch.kill_grace = 1;
+    let begin = Instant::now();
+    s.launch(launch);
+    let f = s.finished(7).await;
+    assert_eq!(f.cause, FinishCause::Walltime as i32, "{f:?}");
+    assert_eq!((f.exit_code, f.signal), (None, Some(15)), "{f:?}");
+    assert!(
+        begin.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        begin.elapsed()
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_ignores_sigterm_gets_sigkill_after_the_grace() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    // The ignore is inherited by the sleep: neither dies of SIGTERM.
+    let mut launch = h.launch(14, "trap '' TERM\nsleep 30\n");
+    launch.walltime = 1;
+    launch.kill_grace = 1;
+    let begin = Instant::now();
+    s.launch(launch);
+    let f = s.finished(14).await;
+    assert_eq!(f.cause, FinishCause::Walltime as i32, "{f:?}");
+    assert_eq!((f.exit_code, f.signal), (None, Some(9)), "{f:?}");
+    assert!(f.message.contains("killed with SIGKILL"), "{f:?}");
+    assert!(
+        begin.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        begin.elapsed()
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_job_kills_the_whole_process_group() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let bgpid = h.work.join("bgpid");
+    let script = format!(
+        "sleep 100 &\necho $! > {}.tmp && mv {0}.tmp {0}\nsleep 100\nwait\n",
+        bgpid.display()
+    );
+    s.launch(h.launch(8, &script));
+    s.started(8).await;
+    eventually("the job wrote its background pid", || bgpid.exists()).await;
+    let bg = pid_in(&bgpid).expect("a pid in bgpid");
+    assert!(alive(bg));
+    let begin = Instant::now();
+    s.send(daemon_message::Kind::Kill(KillJob {
+        job: 8,
+        reason: "deleted by test".into(),
+    }));
+    let f = s.finished(8).await;
+    assert_eq!(f.cause, FinishCause::Killed as i32, "{f:?}");
+    assert_eq!(f.signal, Some(15), "{f:?}");
+    assert!(f.message.contains("deleted by test"), "{f:?}");
+    assert!(
+        begin.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        begin.elapsed()
+    );
+    // The background sleep is gone, reaped by the shepherd: not even a zombie.
+    assert_eq!(kill(Pid::from_raw(bg), None), Err(Errno::ESRCH));
+    // A kill for an unknown job is ignored.
+    s.send(daemon_message::Kind::Kill(KillJob {
+        job: 999,
+        reason: String::new(),
+    }));
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unacknowledged_finish_is_reported_again_after_reconnecting() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(h.launch(9, "exit 4\n"));
+    let f = s.finished(9).await;
+    assert_eq!(f.exit_code, Some(4));
+    drop(s); // the daemon goes away before acknowledging
+
+    let s = h.session().await;
+    assert!(s.hello.running.is_empty(), "{:?}", s.hello);
+    assert_eq!(s.hello.finished.len(), 1, "{:?}", s.hello);
+    assert_eq!(s.hello.finished[0], f, "the same finish, again");
+    s.welcome(30);
+    s.send(daemon_message::Kind::Ack(AckFinished { job: 9 }));
+    drop(s);
+
+    let s = h.session().await;
+    assert!(s.hello.finished.is_empty(), "acknowledged: {:?}", s.hello);
+    assert!(!h.job_dir(9).exists(), "removed from the spool");
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_survives_agent_restarts() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let go = h.work.join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done\nexit 7\n",
+        go.display()
+    );
+    s.launch(h.launch(10, &script));
+    let started = s.started(10).await;
+    let shepherd = pid_in(&h.job_dir(10).join("shepherd.pid")).expect("shepherd.pid");
+
+    // SIGTERM: the agent stops cleanly and leaves the job running.
+    kill(Pid::from_raw(h.agents[0].id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(h.agent_exit(0).await.code(), Some(0), "{}", h.agent_log(0));
+    assert!(alive(shepherd) && alive(started.pid), "the job runs on");
+    drop(s);
+
+    h.start_agent(&[]);
+    let s = h.session().await;
+    assert_eq!(s.hello.running, vec![10], "{:?}", s.hello);
+    assert!(s.hello.finished.is_empty(), "{:?}", s.hello);
+    s.welcome(30);
+
+    // SIGKILL: the same.
+    kill(Pid::from_raw(h.agents[1].id() as i32), Signal::SIGKILL).unwrap();
+    h.agent_exit(1).await;
+    assert!(alive(shepherd) && alive(started.pid), "the job runs on");
+    drop(s);
+
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    assert_eq!(s.hello.running, vec![10], "{:?}", s.hello);
+    s.welcome(30);
+    fs::write(&go, "").unwrap();
+    let f = s.finished(10).await;
+    assert_eq!(
+        (f.cause, f.exit_code),
+        (FinishCause::Exited as i32, Some(7)),
+        "{f:?}"
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_failures_name_the_problem() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+
+    let mut launch = h.launch(11, "echo never\n");
+    launch.stdout_path = "/nonexistent-qmesh-dir/out".into();
+    s.launch(launch);
+    let f = s.finished(11).await;
+    assert_eq!(f.cause, FinishCause::LaunchFailed as i32, "{f:?}");
+    assert_eq!(
+        f.message,
+        "cannot open output file /nonexistent-qmesh-dir/out: No such file or directory (os error 2)"
+    );
+
+    let mut launch = h.launch(12, "echo never\n");
+    launch.user = "no-such-user-qmesh".into();
+    launch.uid = 54321;
+    s.launch(launch);
+    let f = s.finished(12).await;
+    assert_eq!(f.cause, FinishCause::LaunchFailed as i32, "{f:?}");
+    assert!(
+        f.message.contains("user no-such-user-qmesh does not exist"),
+        "{f:?}"
+    );
+
+    let mut launch = h.launch(13, "echo never\n");
+    launch.workdir = "/nonexistent-qmesh-dir".into();
+    launch.stdout_path = h.work.join("13.out").display().to_string();
+    s.launch(launch);
+    let f = s.finished(13).await;
+    assert_eq!(f.cause, FinishCause::LaunchFailed as i32, "{f:?}");
+    assert!(
+        f.message
+            .starts_with("cannot enter working directory /nonexistent-qmesh-dir as user root"),
+        "{f:?}"
+    );
+    h.assert_no_error_logs();
+}
