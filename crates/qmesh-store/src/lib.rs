@@ -1,10 +1,11 @@
 //! qmesh persistence.
 //!
 //! Write-through: the daemon writes every change here before it answers, and
-//! answers only once the change is durable. Durability is batched (group
-//! commit): a flusher thread flushes once for every change that arrived
-//! while the previous flush ran, so many concurrent submissions share one
-//! flush instead of paying one each.
+//! answers only once the change is durable. Writing is batched (group
+//! commit): one writer thread applies every change queued while it was
+//! busy as one batch and flushes once for all of them, so concurrent
+//! submissions share the engine's work instead of paying it each (and do
+//! not contend for the engine from many threads).
 //!
 //! The engine is sled, behind the [`Store`] trait; [`suite`] is the test
 //! suite any engine must pass, so a stronger one can be put under it.
@@ -13,10 +14,10 @@
 //! `fsync`. A `kill -9` of the daemon loses nothing that was flushed; a power
 //! cut may lose the last writes. See docs/ARCHITECTURE.md.
 
-mod durability;
 mod record;
 mod sled_store;
 pub mod suite;
+mod writer;
 
 pub use record::{SCHEMA_VERSION, decode, encode};
 pub use sled_store::SledStore;
@@ -46,28 +47,96 @@ pub struct Loaded {
     /// `None` on a new store: the daemon seeds it from its config file.
     pub config: Option<Config>,
     pub jobs: Vec<Job>,
-    /// The next job id to hand out (never reused, even after purges).
+    /// Above every id the store ever held (purged jobs included): the
+    /// next id is at least this, and above every loaded job's.
     pub next_id: u64,
 }
 
-/// Called once the changes written before it was registered are durable.
+/// Called once the changes queued before it are durable.
 pub type OnDurable = Box<dyn FnOnce(Result<(), StoreError>) + Send + 'static>;
 
+/// One change, already encoded, waiting for the writer.
+#[derive(Clone, Debug)]
+pub enum Change {
+    NewJob {
+        id: JobId,
+        job: Vec<u8>,
+        payload: Vec<u8>,
+    },
+    Job {
+        id: JobId,
+        record: Vec<u8>,
+    },
+    Remove(Vec<JobId>),
+    Config(Vec<u8>),
+}
+
+impl Change {
+    pub fn new_job(job: &Job, payload: &JobPayload) -> Result<Change, StoreError> {
+        Ok(Change::NewJob {
+            id: job.id,
+            job: encode(job)?,
+            payload: encode(payload)?,
+        })
+    }
+
+    pub fn job(job: &Job) -> Result<Change, StoreError> {
+        Ok(Change::Job {
+            id: job.id,
+            record: encode(job)?,
+        })
+    }
+
+    pub fn config(config: &Config) -> Result<Change, StoreError> {
+        Ok(Change::Config(encode(config)?))
+    }
+}
+
+/// A store: reads at any time from any thread; changes go through one
+/// writer, in the order they were queued, and are made durable in batches.
+///
+/// Writes return as soon as the change is queued. A read of a change not
+/// yet applied does not see it; the daemon reads only what it knows is
+/// durable (a job's script, once its start is).
 pub trait Store: Send + Sync + 'static {
     /// Reads everything back (scripts excepted: see [`Store::payload`]).
     fn load(&self) -> Result<Loaded, StoreError>;
-    /// A new job, its payload and the next id, atomically.
-    fn put_new_job(&self, job: &Job, payload: &JobPayload, next_id: u64) -> Result<(), StoreError>;
-    /// A changed job.
-    fn put_job(&self, job: &Job) -> Result<(), StoreError>;
     /// The script and environment of a job.
     fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError>;
-    /// Forgets jobs (history purge) with their payloads.
-    fn remove_jobs(&self, ids: &[JobId]) -> Result<(), StoreError>;
-    fn put_config(&self, config: &Config) -> Result<(), StoreError>;
-    /// Registers `done` to run once every write made before this call is
-    /// durable. Returns at once; `done` runs on the flusher thread.
-    fn on_durable(&self, done: OnDurable);
-    /// Makes everything written so far durable, and waits for it.
-    fn sync(&self) -> Result<(), StoreError>;
+    /// Queues changes; `done`, if given, runs once they and every change
+    /// queued before them are durable (on the writer thread).
+    fn write(&self, changes: Vec<Change>, done: Option<OnDurable>);
+
+    /// A new job and its payload, atomically.
+    fn put_new_job(&self, job: &Job, payload: &JobPayload) -> Result<(), StoreError> {
+        self.write(vec![Change::new_job(job, payload)?], None);
+        Ok(())
+    }
+    /// A changed job.
+    fn put_job(&self, job: &Job) -> Result<(), StoreError> {
+        self.write(vec![Change::job(job)?], None);
+        Ok(())
+    }
+    /// Forgets jobs (history purge) with their payloads. The store keeps
+    /// the highest id it ever held, so ids are never handed out twice.
+    fn remove_jobs(&self, ids: &[JobId]) -> Result<(), StoreError> {
+        self.write(vec![Change::Remove(ids.to_vec())], None);
+        Ok(())
+    }
+    fn put_config(&self, config: &Config) -> Result<(), StoreError> {
+        self.write(vec![Change::config(config)?], None);
+        Ok(())
+    }
+    /// Runs `done` once every change queued so far is durable.
+    fn on_durable(&self, done: OnDurable) {
+        self.write(Vec::new(), Some(done));
+    }
+    /// Makes everything queued so far durable, and waits for it.
+    fn sync(&self) -> Result<(), StoreError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.on_durable(Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        rx.recv().unwrap_or(Err(StoreError::Closed))
+    }
 }

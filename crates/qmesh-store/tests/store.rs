@@ -23,6 +23,12 @@ fn sled_empty() {
 }
 
 #[test]
+fn sled_changes_in_one_batch_apply_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    suite::changes_in_one_batch_apply_in_order(open(&dir.path().join("db")));
+}
+
+#[test]
 fn sled_durability_callbacks() {
     let dir = tempfile::tempdir().unwrap();
     suite::durability_callbacks(open(&dir.path().join("db")));

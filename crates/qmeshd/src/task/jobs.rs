@@ -30,7 +30,7 @@ impl SchedulerTask {
             }
         };
         let full = self.state.full_id(job.id);
-        if let Err(e) = self.store.put_new_job(&job, &payload, job.id.0 + 1) {
+        if let Err(e) = self.store.put_new_job(&job, &payload) {
             let _ = reply.send(Err(status::from_store(&e, &format!("job {full}"))));
             return;
         }
@@ -53,11 +53,14 @@ impl SchedulerTask {
         let now = Utc::now();
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
-            let reason = self
-                .reasons
-                .get(&job.id)
-                .filter(|_| job.state.is_pending())
-                .map(|r| (r.as_str(), r.explain()));
+            let reason = job.state.is_pending().then(|| {
+                let r = self
+                    .reasons
+                    .get(&job.id)
+                    .copied()
+                    .unwrap_or_else(|| self.scheduler.reason(&self.state, job));
+                (r.as_str(), r.explain())
+            });
             convert::job_info(job, server, reason, now)
         };
         let mut jobs = Vec::new();

@@ -125,18 +125,29 @@ impl SchedulerTask {
                 }
             };
             tokio::select! {
-                event = events.recv() => match event {
-                    Some(Event::Shutdown(done)) => {
-                        self.shutdown();
-                        let _ = done.send(());
-                        return;
+                event = events.recv() => {
+                    // Take what has queued up meanwhile too (bounded, so the
+                    // timers still get their turn).
+                    let mut next = event;
+                    for _ in 0..256 {
+                        match next {
+                            Some(Event::Shutdown(done)) => {
+                                self.shutdown();
+                                let _ = done.send(());
+                                return;
+                            }
+                            Some(event) => self.handle(event),
+                            None => {
+                                self.shutdown();
+                                return;
+                            }
+                        }
+                        match events.try_recv() {
+                            Ok(event) => next = Some(event),
+                            Err(_) => break,
+                        }
                     }
-                    Some(event) => self.handle(event),
-                    None => {
-                        self.shutdown();
-                        return;
-                    }
-                },
+                }
                 Some(after) = durable.recv() => self.after_durable(after),
                 _ = ticker.tick() => self.tick(),
                 _ = pass_due => self.schedule(),
