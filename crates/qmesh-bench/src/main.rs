@@ -8,6 +8,7 @@
 //!   store (the store is filled directly, then the daemon is started).
 
 mod daemon;
+mod disk;
 mod restart;
 mod submit;
 
@@ -42,6 +43,9 @@ enum What {
         /// Use a running daemon at this socket instead of starting one.
         #[arg(long)]
         socket: Option<PathBuf>,
+        /// How many times to measure (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
     /// Start-up time with many jobs in the store.
     Restart {
@@ -51,8 +55,13 @@ enum What {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
-    /// The figures of docs/PERFORMANCE.md: submit with 1 and 16 clients,
-    /// restart with 100,000 jobs.
+    /// The disk's flush latency (4 KiB write + fdatasync).
+    Disk {
+        #[arg(long, default_value_t = 200)]
+        flushes: usize,
+    },
+    /// The figures of docs/PERFORMANCE.md: the disk, submit with 1 and 16
+    /// clients, restart with 100,000 jobs.
     All,
 }
 
@@ -70,12 +79,15 @@ fn main() -> ExitCode {
             clients,
             jobs,
             socket,
-        } => submit::run(&qmeshd, clients, jobs, socket.as_deref()).map(|r| vec![r]),
+            runs,
+        } => submit::run(&qmeshd, clients, jobs, runs, socket.as_deref()).map(|r| vec![r]),
         What::Restart { jobs, runs } => restart::run(&qmeshd, jobs, runs).map(|r| vec![r]),
+        What::Disk { flushes } => disk::run(flushes).map(|r| vec![r]),
         What::All => (|| {
             Ok(vec![
-                submit::run(&qmeshd, 1, 5_000, None)?,
-                submit::run(&qmeshd, 16, 20_000, None)?,
+                disk::run(200)?,
+                submit::run(&qmeshd, 1, 5_000, 5, None)?,
+                submit::run(&qmeshd, 16, 20_000, 5, None)?,
                 restart::run(&qmeshd, 100_000, 3)?,
             ])
         })(),

@@ -1,5 +1,6 @@
 //! The behaviour every [`Store`] engine must have. Each function takes a
-//! fresh store and a way to reopen it (to check what survives).
+//! fresh store (and, for round trips, a way to reopen it) and returns the
+//! first store error; mismatches fail with an assertion.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -9,11 +10,14 @@ use qmesh_core::job::{Holds, Job, JobId, JobPayload, JobState, Owner};
 use qmesh_core::queue::Queue;
 use qmesh_core::server::Config;
 
-use crate::Store;
+use crate::{Store, StoreError};
 
 /// A job record as the daemon would write it.
 pub fn sample_job(id: u64) -> Job {
-    let t = chrono::Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+    let t = chrono::Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default();
     Job {
         id: JobId(id),
         name: format!("job{id}"),
@@ -55,68 +59,67 @@ pub fn sample_payload(id: u64) -> JobPayload {
 }
 
 /// Jobs, payloads, the next id and the configuration survive a reopen.
-pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) {
+pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) -> Result<(), StoreError> {
     for id in 1..=3 {
-        store
-            .put_new_job(&sample_job(id), &sample_payload(id))
-            .unwrap();
+        store.put_new_job(&sample_job(id), &sample_payload(id))?;
     }
     let mut running = sample_job(2);
     running.state = JobState::Running;
     running.exec_nodes = vec!["n0".into()];
-    store.put_job(&running).unwrap();
-    store.remove_jobs(&[JobId(3)]).unwrap();
+    store.put_job(&running)?;
+    store.remove_jobs(&[JobId(3)])?;
     let mut config = Config::default();
     config.queues.insert("batch".into(), Queue::open("batch"));
-    store.put_config(&config).unwrap();
-    store.sync().unwrap();
+    store.put_config(&config)?;
+    store.sync()?;
 
     let store = reopen(store);
-    let loaded = store.load().unwrap();
+    let loaded = store.load()?;
     assert_eq!(loaded.config, Some(config));
     assert_eq!(loaded.next_id, 4, "ids are not reused after a purge");
     assert_eq!(loaded.jobs, vec![sample_job(1), running]);
-    assert_eq!(store.payload(JobId(1)).unwrap(), Some(sample_payload(1)));
+    assert_eq!(store.payload(JobId(1))?, Some(sample_payload(1)));
     assert_eq!(
-        store.payload(JobId(2)).unwrap(),
+        store.payload(JobId(2))?,
         Some(sample_payload(2)),
         "a job's change keeps its script"
     );
-    assert_eq!(store.payload(JobId(3)).unwrap(), None);
+    assert_eq!(store.payload(JobId(3))?, None);
+    Ok(())
 }
 
 /// A job created and changed in one batch keeps both the change and its
 /// payload, in the order they were queued.
-pub fn changes_in_one_batch_apply_in_order<S: Store>(store: S) {
+pub fn changes_in_one_batch_apply_in_order<S: Store>(store: S) -> Result<(), StoreError> {
     let mut changed = sample_job(5);
     changed.state = JobState::Held;
     store.write(
         vec![
-            crate::Change::new_job(&sample_job(5), &sample_payload(5)).unwrap(),
-            crate::Change::job(&changed).unwrap(),
+            crate::Change::new_job(&sample_job(5), &sample_payload(5))?,
+            crate::Change::job(&changed)?,
         ],
         None,
     );
-    store.sync().unwrap();
-    assert_eq!(store.load().unwrap().jobs, vec![changed]);
-    assert_eq!(store.payload(JobId(5)).unwrap(), Some(sample_payload(5)));
+    store.sync()?;
+    assert_eq!(store.load()?.jobs, vec![changed]);
+    assert_eq!(store.payload(JobId(5))?, Some(sample_payload(5)));
+    Ok(())
 }
 
 /// A new store loads as empty.
-pub fn empty<S: Store>(store: S) {
-    let loaded = store.load().unwrap();
+pub fn empty<S: Store>(store: S) -> Result<(), StoreError> {
+    let loaded = store.load()?;
     assert!(loaded.config.is_none());
     assert!(loaded.jobs.is_empty());
     assert_eq!(loaded.next_id, 1);
+    Ok(())
 }
 
 /// Every durability callback is called, and after all writes it follows.
-pub fn durability_callbacks<S: Store>(store: S) {
+pub fn durability_callbacks<S: Store>(store: S) -> Result<(), StoreError> {
     let (tx, rx) = mpsc::channel();
     for id in 1..=50 {
-        store
-            .put_new_job(&sample_job(id), &sample_payload(id))
-            .unwrap();
+        store.put_new_job(&sample_job(id), &sample_payload(id))?;
         let tx = tx.clone();
         store.on_durable(Box::new(move |r| {
             let _ = tx.send((id, r));
@@ -124,10 +127,13 @@ pub fn durability_callbacks<S: Store>(store: S) {
     }
     let mut seen = Vec::new();
     for _ in 0..50 {
-        let (id, r) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        r.unwrap();
+        let (id, r) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| StoreError::Closed)?;
+        r?;
         seen.push(id);
     }
     seen.sort();
     assert_eq!(seen, (1..=50).collect::<Vec<_>>());
+    Ok(())
 }

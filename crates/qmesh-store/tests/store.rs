@@ -13,25 +13,26 @@ fn sled_round_trip() {
     suite::round_trip(open(&path), |s| {
         drop(s);
         open(&path)
-    });
+    })
+    .unwrap();
 }
 
 #[test]
 fn sled_empty() {
     let dir = tempfile::tempdir().unwrap();
-    suite::empty(open(&dir.path().join("db")));
+    suite::empty(open(&dir.path().join("db"))).unwrap();
 }
 
 #[test]
 fn sled_changes_in_one_batch_apply_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    suite::changes_in_one_batch_apply_in_order(open(&dir.path().join("db")));
+    suite::changes_in_one_batch_apply_in_order(open(&dir.path().join("db"))).unwrap();
 }
 
 #[test]
 fn sled_durability_callbacks() {
     let dir = tempfile::tempdir().unwrap();
-    suite::durability_callbacks(open(&dir.path().join("db")));
+    suite::durability_callbacks(open(&dir.path().join("db"))).unwrap();
 }
 
 /// A job record as schema 1 wrote it must always load.

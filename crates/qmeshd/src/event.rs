@@ -1,5 +1,5 @@
 //! The closed set of things that reach the scheduler task. Services turn
-//! requests into events and await the reply; the store's flusher turns
+//! requests into events and await the reply; the store's writer turns
 //! "now durable" into events; a ticker adds the time.
 
 use qmesh_core::JobId;

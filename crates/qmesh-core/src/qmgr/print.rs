@@ -107,7 +107,7 @@ pub fn print_server(config: &Config) -> String {
 }
 
 pub fn help(topic: Option<&str>) -> String {
-    let text = match topic.map(|t| t.to_ascii_lowercase()) {
+    match topic.map(|t| t.to_ascii_lowercase()) {
         Some(t) if t.starts_with('q') => {
             let names: Vec<&str> = attrs::QUEUE_ATTRS.iter().map(|(n, _)| *n).collect();
             format!(
@@ -131,8 +131,7 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   help [h] [queue|server]  quit [q]\n"
             .to_string(),
-    };
-    text
+    }
 }
 
 #[cfg(test)]

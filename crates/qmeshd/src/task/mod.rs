@@ -2,7 +2,7 @@
 //!
 //! Every request and report arrives here as an [`Event`], one at a time, so
 //! the state needs no lock. A change is written to the store at once and
-//! acknowledged when the store's flusher says it is durable; a job's launch
+//! acknowledged when the store's writer says it is durable; a job's launch
 //! order goes to its agent only once its start is durable, and an agent may
 //! forget a finished job only once its end is durable.
 //!
