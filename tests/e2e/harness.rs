@@ -32,6 +32,7 @@ pub fn bin(name: &str) -> &'static str {
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
         "qmeshd" => QMESHD,
+        "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),
         other => panic!("no binary {other}"),
     }
 }
@@ -159,11 +160,23 @@ impl Daemon {
         }
     }
 
+    /// The daemon's log, then every agent's.
     pub fn log(&self) -> String {
         let mut text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        if let Ok(agent) = std::fs::read_to_string(self.state_dir.join("agent.log")) {
-            text.push_str("\n--- agent.log ---\n");
-            text.push_str(&agent);
+        let mut agents = vec![self.state_dir.join("agent.log")];
+        if let Ok(entries) = std::fs::read_dir(self.root.path()) {
+            agents.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.to_string_lossy().ends_with(".log") && *p != self.log_path()),
+            );
+        }
+        for path in agents {
+            if let Ok(agent) = std::fs::read_to_string(&path) {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                text.push_str(&format!("\n--- {name} ---\n{agent}"));
+            }
         }
         text
     }
@@ -269,7 +282,7 @@ impl Daemon {
             };
             tokio::time::timeout(Duration::from_secs(90), wait)
                 .await
-                .unwrap_or_else(|_| panic!("job {id} did not finish in 90 s"))
+                .unwrap_or_else(|_| panic!("job {id} did not finish in 90 s:\n{}", self.log()))
         })
     }
 

@@ -94,3 +94,53 @@ fn running_jobs_are_reconciled_when_the_daemon_comes_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(d.wait_job(&b).exit_signal, Some(15));
 }
+
+/// Kills the agent, every shepherd and every job, and wipes the agent's
+/// spool: what a node reboot leaves behind.
+fn wipe_the_node(d: &Daemon) {
+    let spool = d.state_dir.join("agent-spool");
+    let marker = spool.to_string_lossy().to_string();
+    let work = d.work.to_string_lossy().to_string();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&marker)
+            || cwd.to_string_lossy().starts_with(&work)
+        {
+            crate::harness::signal(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let _ = std::fs::remove_dir_all(spool.join("jobs"));
+}
+
+#[test]
+fn a_job_its_agent_lost_is_requeued_if_rerunnable_and_failed_if_not() {
+    let d = Daemon::start();
+    let started = d.fifo("started");
+    d.script("again.sh", "#!/bin/sh\necho up > started\nsleep 300\n");
+    let rerun = d.qsub(&["again.sh"]);
+    d.read_fifo(&started);
+    wipe_the_node(&d);
+    // The daemon restarts its agent; the agent does not know the job: it is
+    // lost, queued again, and runs a second time.
+    d.read_fifo(&started);
+    let job = d.job_json(&rerun);
+    assert_eq!(job["run_count"], 2, "{job}");
+    assert_eq!(job["job_state"], "R", "{job}");
+    d.ok("qdel", &[&rerun]);
+    d.wait_job(&rerun);
+
+    let once = d.qsub(&["-r", "n", "again.sh"]);
+    d.read_fifo(&started);
+    wipe_the_node(&d);
+    let info = d.wait_job(&once);
+    assert_eq!(info.exit_status, Some(-2), "{info:?}");
+    assert!(info.comment.contains("lost"), "{}", info.comment);
+}

@@ -1,0 +1,93 @@
+//! Agents on other hosts: they connect over TCP with the cluster key, and
+//! their nodes take jobs.
+
+use std::process::{Child, Command, Stdio};
+
+use crate::harness::{Daemon, bin};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A qmesh-agent for `host`; `label` names its spool and log.
+fn agent(d: &Daemon, port: u16, host: &str, key_file: &std::path::Path, label: &str) -> Child {
+    let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
+    Command::new(bin("qmesh-agent"))
+        .arg("--server")
+        .arg(format!("http://127.0.0.1:{port}"))
+        .arg("--host")
+        .arg(host)
+        .arg("--spool")
+        .arg(d.root.path().join(format!("spool-{label}")))
+        .arg("--cluster-key-file")
+        .arg(key_file)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start qmesh-agent")
+}
+
+#[test]
+fn a_remote_agent_with_the_cluster_key_runs_jobs_on_its_nodes() {
+    let port = free_port();
+    let root_key = "s3cret-key\n";
+    let config = format!(
+        r#"
+[agents]
+listen = "127.0.0.1:{port}"
+heartbeat_secs = 1
+cluster_key_file = "KEYFILE"
+
+[server]
+default_queue = "remote"
+
+[[queue]]
+name = "remote"
+node_sets = ["r"]
+
+[[node_set]]
+name = "r"
+count = 2
+host = "remote1"
+"#
+    );
+    // The key file must exist before the daemon reads its configuration.
+    let keydir = tempfile::tempdir().unwrap();
+    let key = keydir.path().join("cluster.key");
+    std::fs::write(&key, root_key).unwrap();
+    let config = config.replace("KEYFILE", &key.display().to_string());
+    let mut d = Daemon::start_with(Some(&config));
+    d.allowed_errors.push("cluster key".into());
+
+    let wrong = keydir.path().join("wrong.key");
+    std::fs::write(&wrong, "guess").unwrap();
+    let mut impostor = agent(&d, port, "remote1", &wrong, "impostor");
+
+    d.script("where.sh", "#!/bin/sh\ncat $PBS_NODEFILE\n");
+    let id = d.qsub(&["-lP", "2", "where.sh"]);
+    let job = d.job_json(&id);
+    assert_eq!(job["job_state"], "Q", "no agent yet: {job}");
+    assert_eq!(job["reason"], "NodesDown", "{job}");
+
+    let mut real = agent(&d, port, "remote1", &key, "real");
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{info:?}");
+    let seq = id.split('.').next().unwrap();
+    let nodes = std::fs::read_to_string(d.work.join(format!("where.sh.o{seq}"))).unwrap();
+    assert_eq!(nodes, "r00\nr01\n");
+    let log = d.log();
+    assert!(
+        log.contains("wrong cluster key"),
+        "the impostor was not refused:\n{log}"
+    );
+
+    for child in [&mut impostor, &mut real] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    d.stop();
+}
