@@ -175,11 +175,7 @@ impl Scheduler {
         let Some(queue) = config.queue(&job.queue).filter(|q| q.started) else {
             return Reason::QueueStopped;
         };
-        let reachable = state
-            .nodes()
-            .iter()
-            .filter(|n| n.up && queue.uses_set(&state.node_sets()[n.set].name))
-            .count();
+        let reachable = state.up_for_queue(queue);
         if reachable < job.nodes as usize {
             Reason::NodesDown
         } else {

@@ -14,6 +14,7 @@ use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeSet};
+use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::Submission;
 
@@ -24,6 +25,8 @@ pub struct State {
     node_sets: Vec<NodeSet>,
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
+    /// Nodes up, per node set (kept by `set_host_up`).
+    up_per_set: Vec<usize>,
     jobs: BTreeMap<JobId, Job>,
     /// Pending jobs by queue, in id (submission) order: a pass walks a
     /// queue without sorting and stops when the nodes run out.
@@ -112,6 +115,7 @@ impl State {
             }
         }
         Ok(State {
+            up_per_set: vec![0; node_sets.len()],
             server_name: server_name.into(),
             config,
             node_sets,
@@ -475,14 +479,29 @@ impl State {
     /// Marks the nodes of a host up or down (its agent came or went).
     /// Returns the names of the host's nodes.
     pub fn set_host_up(&mut self, host: &str, up: bool) -> Vec<String> {
-        self.nodes
-            .iter_mut()
-            .filter(|n| n.host == host)
-            .map(|n| {
-                n.up = up;
-                n.name.clone()
-            })
-            .collect()
+        let mut names = Vec::new();
+        for node in self.nodes.iter_mut().filter(|n| n.host == host) {
+            if node.up != up {
+                node.up = up;
+                if up {
+                    self.up_per_set[node.set] += 1;
+                } else {
+                    self.up_per_set[node.set] -= 1;
+                }
+            }
+            names.push(node.name.clone());
+        }
+        names
+    }
+
+    /// Nodes up in the node sets a queue may use.
+    pub fn up_for_queue(&self, queue: &Queue) -> usize {
+        self.node_sets
+            .iter()
+            .zip(&self.up_per_set)
+            .filter(|(set, _)| queue.uses_set(&set.name))
+            .map(|(_, up)| up)
+            .sum()
     }
 
     /// Active jobs whose agent is this host.
@@ -566,6 +585,12 @@ impl State {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
             }
         }
+        for (set, up) in self.up_per_set.iter().enumerate() {
+            let counted = self.nodes.iter().filter(|n| n.set == set && n.up).count();
+            if counted != *up {
+                return Err(format!("node set {set}: {up} up counted, {counted} up"));
+            }
+        }
         for node in &self.nodes {
             if let Some(id) = node.job {
                 let ok = self
@@ -602,7 +627,6 @@ pub(crate) mod tests {
     use super::*;
     use crate::access::Role;
     use crate::node::{NodeDef, Topology};
-    use crate::queue::Queue;
     use chrono::TimeZone;
 
     pub fn t(secs: i64) -> Time {
