@@ -57,6 +57,18 @@ pub fn is_per_item(status: &tonic::Status) -> bool {
 
 /// Lets a command write into a closed pipe and die quietly (`qstat | head`),
 /// as C programs do, instead of panicking in `println!`.
+/// Reads a file the user named (`what`: "script file", "qmgr file"), with
+/// an error that says which file and why.
+pub fn read_named_file(path: &std::path::Path, what: &str) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CliError::msg(format!("{what} \"{}\" does not exist", path.display()))
+        } else {
+            CliError::msg(format!("cannot read {what} \"{}\": {e}", path.display()))
+        }
+    })
+}
+
 pub fn restore_sigpipe() {
     use nix::sys::signal::{SigHandler, Signal, signal};
     // SAFETY: setting the default disposition installs no Rust handler, and

@@ -69,15 +69,12 @@ pub fn main() -> ExitCode {
 }
 
 fn read_file(path: &std::path::Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::msg(format!("script file \"{}\" does not exist", path.display()))
-        } else {
-            CliError::msg(format!(
-                "cannot read script file \"{}\": {e}",
-                path.display()
-            ))
-        }
+    let bytes = client::read_named_file(path, "qmgr file")?;
+    String::from_utf8(bytes).map_err(|_| {
+        CliError::msg(format!(
+            "qmgr file \"{}\" is not UTF-8 text",
+            path.display()
+        ))
     })
 }
 

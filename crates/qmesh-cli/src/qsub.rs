@@ -185,16 +185,7 @@ fn read_script(path: Option<&Path>) -> Result<(Vec<u8>, String), CliError> {
         })?;
         return Ok((script, "STDIN".to_string()));
     };
-    script = std::fs::read(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::msg(format!("script file \"{}\" does not exist", path.display()))
-        } else {
-            CliError::msg(format!(
-                "cannot read script file \"{}\": {e}",
-                path.display()
-            ))
-        }
-    })?;
+    script = client::read_named_file(path, "script file")?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -78,42 +78,12 @@ fn listed(list: &[String], user: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{Holds, JobId, JobState, Owner};
-    use chrono::TimeZone;
+    use crate::state::tests::{state, submit};
 
     fn job_of(uid: u32) -> Job {
-        let t = chrono::Utc.timestamp_opt(0, 0).unwrap();
-        Job {
-            id: JobId(1),
-            name: "j".into(),
-            owner: Owner {
-                uid,
-                gid: uid,
-                user: format!("u{uid}"),
-                group: format!("g{uid}"),
-            },
-            account: None,
-            queue: "batch".into(),
-            nodes: 1,
-            walltime: 60,
-            mem: None,
-            workdir: "/".into(),
-            stdout_path: "/j.o1".into(),
-            stderr_path: "/j.e1".into(),
-            join_output: false,
-            rerunnable: true,
-            submit_host: String::new(),
-            holds: Holds::default(),
-            state: JobState::Queued,
-            qtime: t,
-            mtime: t,
-            stime: None,
-            end_time: None,
-            exec_nodes: vec![],
-            exit: None,
-            run_count: 0,
-            comment: String::new(),
-        }
+        let mut s = state(1);
+        let id = submit(&mut s, uid, 1);
+        s.job(id).unwrap().clone()
     }
 
     #[test]

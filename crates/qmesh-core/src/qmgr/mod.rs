@@ -88,11 +88,23 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
     }
 }
 
+fn no_queue(name: &str) -> String {
+    format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\"")
+}
+
 fn queue_mut<'a>(config: &'a mut Config, name: &str) -> Result<&'a mut Queue, String> {
-    config
-        .queues
-        .get_mut(name)
-        .ok_or_else(|| format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\""))
+    config.queues.get_mut(name).ok_or_else(|| no_queue(name))
+}
+
+/// The queues a list or print names; all of them when it names none.
+fn named_queues<'a>(config: &'a Config, names: &[String]) -> Result<Vec<&'a Queue>, String> {
+    if names.is_empty() {
+        return Ok(config.queues.values().collect());
+    }
+    names
+        .iter()
+        .map(|name| config.queues.get(name).ok_or_else(|| no_queue(name)))
+        .collect()
 }
 
 fn apply(
@@ -165,30 +177,14 @@ fn apply(
             }
         }
         Action::ListQueue(names) => {
-            let names: Vec<String> = if names.is_empty() {
-                config.queues.keys().cloned().collect()
-            } else {
-                names.clone()
-            };
-            for name in &names {
-                let queue = config.queues.get(name).ok_or_else(|| {
-                    format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\"")
-                })?;
+            for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::list_queue(queue, state));
             }
         }
         Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
         Action::PrintServer => outcome.output.push_str(&print_server(config)),
         Action::PrintQueue(names) => {
-            let names: Vec<String> = if names.is_empty() {
-                config.queues.keys().cloned().collect()
-            } else {
-                names.clone()
-            };
-            for name in &names {
-                let queue = config.queues.get(name).ok_or_else(|| {
-                    format!("queue \"{name}\" does not exist; see qmgr -c \"list queue\"")
-                })?;
+            for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::print_queue(queue));
             }
         }
