@@ -22,7 +22,10 @@ pub enum Action {
 pub fn main(cmd: &str, action: Action, ids: Vec<String>, json: bool) -> ExitCode {
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
-        let request = JobsRequest { job_ids: ids };
+        let request = JobsRequest {
+            job_ids: ids,
+            running_only: false,
+        };
         let reply = match action {
             Action::Delete => jobs.delete(request).await?,
             Action::Hold => jobs.hold(request).await?,

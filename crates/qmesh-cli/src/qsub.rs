@@ -152,6 +152,7 @@ fn run(cli: Args) -> Result<(), CliError> {
         workdir: workdir()?,
         submit_host: client::hostname(),
         rerunnable: opts.rerunnable.map(|r| r == "y"),
+        ..Default::default()
     };
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;

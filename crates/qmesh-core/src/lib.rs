@@ -9,7 +9,9 @@
 //! simulator drive the very same code, and every test here is deterministic.
 
 pub mod access;
+pub mod account;
 pub mod alloc;
+pub mod depend;
 pub mod error;
 pub mod job;
 pub mod node;
@@ -27,8 +29,8 @@ pub use error::CoreError;
 pub use job::{ExitCause, Holds, Job, JobExit, JobId, JobState, Owner};
 pub use node::{Node, NodeDef, NodeSet, Topology};
 pub use queue::{Queue, QueueType};
-pub use scheduler::{Plan, Reason, Scheduler, Start};
-pub use server::{Config, ServerAttrs};
+pub use scheduler::{Entry, Plan, Reason, Scheduler, Start, Status};
+pub use server::{Backfill, Config, JobOrder, ServerAttrs};
 pub use state::State;
 pub use submit::Submission;
 

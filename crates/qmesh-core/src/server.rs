@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::queue::Queue;
 
 /// Server attributes (`qmgr -c "list server"`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerAttrs {
     /// Whether the scheduler starts jobs at all.
@@ -28,6 +28,97 @@ pub struct ServerAttrs {
     /// Wall time, in seconds, of a job that names none and whose queue has
     /// neither a default nor a maximum (`resources_default.walltime`).
     pub default_walltime: u64,
+
+    // --- Scheduling policy (see `scheduler`) ---
+    /// How pending jobs are ordered.
+    pub job_order: JobOrder,
+    /// Queue priority sorts first, the job order within it (PBS `by_queue`).
+    /// `priority_aging` mixes the two by its formula and ignores this.
+    pub by_queue: bool,
+    /// `priority_aging`: priority points a job gains per hour it waits
+    /// (SDSC: job_priority = queue_priority + age_factor × hours).
+    pub age_factor: f64,
+    /// SDSC blocking: a job whose priority exceeds this and cannot start
+    /// has nodes held for it. 0 turns blocking off.
+    pub block_priority: f64,
+    /// How jobs may start out of order around reservations.
+    pub backfill: Backfill,
+    /// How many pending jobs a pass considers, in priority order (NCAR's
+    /// finite search depth); 0 for all.
+    pub search_depth: u32,
+
+    // --- Fair share and limits (see `account`) ---
+    /// Seconds over which past usage halves, for `fairshare`.
+    pub fairshare_half_life: u64,
+    /// Most queued (not yet started) jobs one user may have.
+    pub max_user_queued: Option<u32>,
+    /// Most running jobs one user may have; more wait (UserLimit).
+    pub max_user_run: Option<u32>,
+    /// Most node-hours one user's queued jobs may ask for.
+    pub max_user_node_hours: Option<u64>,
+    /// The same limits for a group (an account with its sub-accounts).
+    pub max_group_queued: Option<u32>,
+    pub max_group_run: Option<u32>,
+    pub max_group_node_hours: Option<u64>,
+}
+
+/// The order a pass takes pending jobs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOrder {
+    /// Submission order (after queue priority, with `by_queue`).
+    #[default]
+    Fifo,
+    /// SDSC: queue priority plus age_factor per hour waited.
+    PriorityAging,
+    /// NCAR: highest response ratio next, (wait + wall time) / wall time.
+    Hrn,
+    /// NCAR/Kay–Lauder: accounts whose decayed usage is light against
+    /// their shares go first.
+    Fairshare,
+}
+
+impl JobOrder {
+    pub const ALL: [JobOrder; 4] = [
+        JobOrder::Fifo,
+        JobOrder::PriorityAging,
+        JobOrder::Hrn,
+        JobOrder::Fairshare,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobOrder::Fifo => "fifo",
+            JobOrder::PriorityAging => "priority_aging",
+            JobOrder::Hrn => "hrn",
+            JobOrder::Fairshare => "fairshare",
+        }
+    }
+}
+
+/// Backfilling: none (a job that does not fit is passed over, unless
+/// blocking holds nodes for it), EASY (the first job that cannot start
+/// gets a reservation; others may start if they do not delay it), or
+/// conservative (every pending job gets a reservation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backfill {
+    None,
+    #[default]
+    Easy,
+    Conservative,
+}
+
+impl Backfill {
+    pub const ALL: [Backfill; 3] = [Backfill::None, Backfill::Easy, Backfill::Conservative];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backfill::None => "none",
+            Backfill::Easy => "easy",
+            Backfill::Conservative => "conservative",
+        }
+    }
 }
 
 impl Default for ServerAttrs {
@@ -41,12 +132,25 @@ impl Default for ServerAttrs {
             kill_delay: 30,
             scheduler_iteration: 10,
             default_walltime: 3600,
+            job_order: JobOrder::Fifo,
+            by_queue: true,
+            age_factor: 0.0,
+            block_priority: 0.0,
+            backfill: Backfill::Easy,
+            search_depth: 0,
+            fairshare_half_life: 7 * 24 * 3600,
+            max_user_queued: None,
+            max_user_run: None,
+            max_user_node_hours: None,
+            max_group_queued: None,
+            max_group_run: None,
+            max_group_node_hours: None,
         }
     }
 }
 
 /// Everything qmgr manages.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]

@@ -102,6 +102,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mtime: job.mtime.timestamp(),
         server_time: now.timestamp(),
         mem: job.mem,
+        ..Default::default()
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::parse::Op;
 use crate::queue::{Queue, QueueType};
-use crate::server::ServerAttrs;
+use crate::server::{Backfill, JobOrder, ServerAttrs};
 use crate::time::{format_hms, parse_duration};
 
 /// Queue attributes in the order list and print show them.
@@ -33,6 +33,19 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("job_history_duration", &[]),
     ("kill_delay", &[]),
     ("scheduler_iteration", &[]),
+    ("job_order", &["job_sort", "sort_by"]),
+    ("by_queue", &["queue_priority_first"]),
+    ("age_factor", &[]),
+    ("block_priority", &[]),
+    ("backfill", &[]),
+    ("search_depth", &["bf_max_job_test"]),
+    ("fairshare_half_life", &["half_life"]),
+    ("max_user_queued", &["max_queued"]),
+    ("max_user_run", &["max_run"]),
+    ("max_user_node_hours", &[]),
+    ("max_group_queued", &[]),
+    ("max_group_run", &[]),
+    ("max_group_node_hours", &[]),
 ];
 
 /// The canonical name of an attribute, or a message listing the known ones.
@@ -233,6 +246,39 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
             }
             s.scheduler_iteration = secs;
         }
+        "job_order" => s.job_order = JobOrder::ALL
+            .into_iter()
+            .find(|o| o.as_str() == value.to_ascii_lowercase())
+            .ok_or_else(|| {
+                format!(
+                    "\"{value}\" is not a job order; write fifo, priority_aging, hrn or fairshare"
+                )
+            })?,
+        "by_queue" => s.by_queue = parse_bool(name, value)?,
+        "age_factor" => s.age_factor = parse_number(name, value)?,
+        "block_priority" => s.block_priority = parse_number(name, value)?,
+        "backfill" => {
+            s.backfill = Backfill::ALL
+                .into_iter()
+                .find(|b| b.as_str() == value.to_ascii_lowercase())
+                .ok_or_else(|| {
+                    format!("\"{value}\" is not a backfill mode; write none, easy or conservative")
+                })?
+        }
+        "search_depth" => s.search_depth = parse_whole(name, value)?,
+        "fairshare_half_life" => {
+            let secs = parse_secs(name, value)?;
+            if secs == 0 {
+                return Err("fairshare_half_life must be at least 1 second".into());
+            }
+            s.fairshare_half_life = secs;
+        }
+        "max_user_queued" => s.max_user_queued = Some(parse_count(name, value)?),
+        "max_user_run" => s.max_user_run = Some(parse_count(name, value)?),
+        "max_user_node_hours" => s.max_user_node_hours = Some(parse_whole(name, value)?.into()),
+        "max_group_queued" => s.max_group_queued = Some(parse_count(name, value)?),
+        "max_group_run" => s.max_group_run = Some(parse_count(name, value)?),
+        "max_group_node_hours" => s.max_group_node_hours = Some(parse_whole(name, value)?.into()),
         _ => return Err(format!("attribute {name} cannot be set on the server")),
     }
     Ok(())
@@ -249,6 +295,19 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "job_history_duration" => s.job_history_duration = d.job_history_duration,
         "kill_delay" => s.kill_delay = d.kill_delay,
         "scheduler_iteration" => s.scheduler_iteration = d.scheduler_iteration,
+        "job_order" => s.job_order = d.job_order,
+        "by_queue" => s.by_queue = d.by_queue,
+        "age_factor" => s.age_factor = d.age_factor,
+        "block_priority" => s.block_priority = d.block_priority,
+        "backfill" => s.backfill = d.backfill,
+        "search_depth" => s.search_depth = d.search_depth,
+        "fairshare_half_life" => s.fairshare_half_life = d.fairshare_half_life,
+        "max_user_queued" => s.max_user_queued = None,
+        "max_user_run" => s.max_user_run = None,
+        "max_user_node_hours" => s.max_user_node_hours = None,
+        "max_group_queued" => s.max_group_queued = None,
+        "max_group_run" => s.max_group_run = None,
+        "max_group_node_hours" => s.max_group_node_hours = None,
         _ => {}
     }
 }
@@ -290,5 +349,66 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(&'static str, String, bool)> {
             s.scheduler_iteration.to_string(),
             s.scheduler_iteration != d.scheduler_iteration,
         ),
+        (
+            "job_order",
+            s.job_order.as_str().to_string(),
+            s.job_order != d.job_order,
+        ),
+        ("by_queue", show_bool(s.by_queue), s.by_queue != d.by_queue),
+        (
+            "age_factor",
+            s.age_factor.to_string(),
+            s.age_factor != d.age_factor,
+        ),
+        (
+            "block_priority",
+            s.block_priority.to_string(),
+            s.block_priority != d.block_priority,
+        ),
+        (
+            "backfill",
+            s.backfill.as_str().to_string(),
+            s.backfill != d.backfill,
+        ),
+        (
+            "search_depth",
+            s.search_depth.to_string(),
+            s.search_depth != d.search_depth,
+        ),
+        (
+            "fairshare_half_life",
+            format_hms(s.fairshare_half_life),
+            s.fairshare_half_life != d.fairshare_half_life,
+        ),
+        optional("max_user_queued", s.max_user_queued),
+        optional("max_user_run", s.max_user_run),
+        optional("max_user_node_hours", s.max_user_node_hours),
+        optional("max_group_queued", s.max_group_queued),
+        optional("max_group_run", s.max_group_run),
+        optional("max_group_node_hours", s.max_group_node_hours),
     ]
+}
+
+/// An unset limit lists as empty and is not printed.
+fn optional<T: ToString>(name: &'static str, v: Option<T>) -> (&'static str, String, bool) {
+    (
+        name,
+        v.as_ref().map(ToString::to_string).unwrap_or_default(),
+        v.is_some(),
+    )
+}
+
+fn parse_number(name: &str, value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "\"{value}\" is not a value for {name}; write a number, 0 or more"
+        )),
+    }
+}
+
+fn parse_whole(name: &str, value: &str) -> Result<u32, String> {
+    value.parse::<u32>().map_err(|_| {
+        format!("\"{value}\" is not a value for {name}; write a whole number, 0 or more")
+    })
 }

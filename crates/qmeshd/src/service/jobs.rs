@@ -108,4 +108,32 @@ impl Jobs for JobsService {
             .await
             .map(Response::new)
     }
+
+    async fn plan(
+        &self,
+        _request: Request<v1::PlanRequest>,
+    ) -> Result<Response<v1::PlanReply>, Status> {
+        Err(Status::unimplemented("spq is not served yet"))
+    }
+
+    async fn when(
+        &self,
+        _request: Request<v1::WhenRequest>,
+    ) -> Result<Response<v1::WhenReply>, Status> {
+        Err(Status::unimplemented("spwhen is not served yet"))
+    }
+
+    async fn usage(
+        &self,
+        _request: Request<v1::UsageRequest>,
+    ) -> Result<Response<v1::UsageReply>, Status> {
+        Err(Status::unimplemented("spusage is not served yet"))
+    }
+
+    async fn nodes(
+        &self,
+        _request: Request<v1::NodesRequest>,
+    ) -> Result<Response<v1::NodesReply>, Status> {
+        Err(Status::unimplemented("nodes are not served yet"))
+    }
 }

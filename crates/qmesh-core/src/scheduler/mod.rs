@@ -16,7 +16,7 @@ use crate::job::{Job, JobId, JobState};
 use crate::queue::Queue;
 use crate::state::State;
 
-/// Why a job did not start in this pass.
+/// Why a pending job does not start now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {
     /// It carries a hold.
@@ -25,9 +25,26 @@ pub enum Reason {
     QueueStopped,
     /// The server's scheduling is off.
     SchedulingOff,
-    /// Not enough free nodes now.
+    /// Not enough free nodes now; it is first in line for them.
     Resources,
-    /// Not enough nodes up, even if every running job ended.
+    /// Jobs of higher priority come first.
+    Priority,
+    /// A job above `block_priority` is waiting for nodes, and nothing may
+    /// start that would delay it (SDSC blocking).
+    Blocked,
+    /// It would fit in the free nodes, but would delay a reservation.
+    Reservation,
+    /// Its account's remaining allocation cannot cover it.
+    Allocation,
+    /// Its owner runs as many jobs as `max_user_run` allows.
+    UserLimit,
+    /// Its group runs as many jobs as its limit allows.
+    GroupLimit,
+    /// It waits for other jobs to end (`qsub -W depend=`).
+    Dependency,
+    /// It may not start before its `qsub -a` time.
+    BeginTime,
+    /// Not enough nodes are up, even if every running job ended.
     NodesDown,
 }
 
@@ -39,6 +56,14 @@ impl Reason {
             Reason::QueueStopped => "QueueStopped",
             Reason::SchedulingOff => "SchedulingOff",
             Reason::Resources => "Resources",
+            Reason::Priority => "Priority",
+            Reason::Blocked => "Blocked",
+            Reason::Reservation => "Reservation",
+            Reason::Allocation => "Allocation",
+            Reason::UserLimit => "UserLimit",
+            Reason::GroupLimit => "GroupLimit",
+            Reason::Dependency => "Dependency",
+            Reason::BeginTime => "BeginTime",
             Reason::NodesDown => "NodesDown",
         }
     }
@@ -49,7 +74,15 @@ impl Reason {
             Reason::Held => "job is held; qrls releases it",
             Reason::QueueStopped => "its queue is stopped; an operator starts it with qmgr",
             Reason::SchedulingOff => "scheduling is off (qmgr: set server scheduling = true)",
-            Reason::Resources => "waiting for free nodes",
+            Reason::Resources => "waiting for free nodes; it is next in line for them",
+            Reason::Priority => "jobs of higher priority are ahead of it",
+            Reason::Blocked => "nodes are being held for a large job of high priority",
+            Reason::Reservation => "it would delay a job that has nodes reserved",
+            Reason::Allocation => "its account's allocation cannot cover it (see spusage)",
+            Reason::UserLimit => "its owner already runs max_user_run jobs",
+            Reason::GroupLimit => "its group already runs as many jobs as it may",
+            Reason::Dependency => "it waits for the jobs it depends on",
+            Reason::BeginTime => "it may not start before its qsub -a time",
             Reason::NodesDown => "not enough nodes are up to run it",
         }
     }
@@ -61,6 +94,76 @@ impl fmt::Display for Reason {
     }
 }
 
+/// A pending job's place in the plan, as the ANL sp commands name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Starts in this pass.
+    Startable,
+    /// Cannot start now; nodes are held for it (it has a reservation).
+    Blocked,
+    /// Was tried against free nodes and would delay a reservation, or
+    /// needs more nodes than are free.
+    CannotBackfill,
+    /// Not tried: no nodes were free, or higher priority jobs come first.
+    Waiting,
+    /// Held by an operator or the system, or waiting on a dependency or
+    /// its start-after time.
+    Held,
+    /// Held by its owner (qhold, sppause).
+    Paused,
+}
+
+impl Status {
+    /// The words spq prints, as in the ANL paper.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Startable => "Startable",
+            Status::Blocked => "Blocked",
+            Status::CannotBackfill => "Cannot Backfill",
+            Status::Waiting => "Waiting",
+            Status::Held => "Held",
+            Status::Paused => "Paused",
+        }
+    }
+}
+
+/// One pending job in the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub job: JobId,
+    pub status: Status,
+    /// Why it does not start now; `None` when it starts.
+    pub reason: Option<Reason>,
+    /// When the plan expects it to start, if it has a reservation.
+    pub expected_start: Option<Time>,
+    /// Its priority under the server's job order (higher goes first).
+    pub priority: f64,
+}
+
+/// Free nodes of one node set, and until when they all stay free.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetFree {
+    pub set: String,
+    pub free: u32,
+    /// When a reservation claims some of them; `None` if none does.
+    pub until: Option<Time>,
+}
+
+/// A job of up to `nodes` nodes could start now and run `secs` seconds
+/// (`None`: without limit) without delaying any reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WhatPair {
+    pub nodes: u32,
+    pub secs: Option<u64>,
+}
+
+/// When one pending job is expected to start (spwhen).
+#[derive(Clone, Debug, PartialEq)]
+pub struct When {
+    pub start: Option<Time>,
+    pub reason: Reason,
+}
+
 /// Start this job on these nodes (indices into `State::nodes`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Start {
@@ -69,9 +172,11 @@ pub struct Start {
 }
 
 /// What one pass decided.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Plan {
     pub starts: Vec<Start>,
+    /// Every pending job the pass saw, in the order it took them.
+    pub queue: Vec<Entry>,
     /// Pending jobs the pass looked at and could not start, with the reason.
     /// A job it did not look at (the nodes ran out first, or it was held)
     /// waits for the reason [`Scheduler::reason`] gives.
@@ -79,6 +184,21 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A pending job's entry, if the pass saw it.
+    pub fn entry(&self, id: JobId) -> Option<&Entry> {
+        self.queue.iter().find(|e| e.job == id)
+    }
+
+    /// Free nodes per node set now, and how long they stay free (spfree).
+    pub fn free_nodes(&self, _state: &State) -> Vec<SetFree> {
+        Vec::new()
+    }
+
+    /// The largest jobs that would start now (spwhat), widest first.
+    pub fn what(&self, _state: &State) -> Vec<WhatPair> {
+        Vec::new()
+    }
+
     /// The reason a pending job waits after this plan.
     pub fn reason_of(&self, scheduler: &Scheduler, state: &State, job: &Job) -> Reason {
         self.waiting
@@ -161,6 +281,15 @@ impl Scheduler {
             }
         }
         plan
+    }
+
+    /// When a pending job is expected to start, given the jobs ahead of
+    /// it (spwhen).
+    pub fn when(&self, state: &State, job: &Job, _now: Time) -> When {
+        When {
+            start: None,
+            reason: self.reason(state, job),
+        }
     }
 
     /// Why a pending job waits, from the state alone.
