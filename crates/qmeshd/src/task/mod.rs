@@ -212,7 +212,11 @@ impl SchedulerTask {
         let span = info_span!("pass", n = self.passes);
         let _enter = span.enter();
         let plan = self.scheduler.pass(&self.state, now);
-        self.reasons = plan.waiting.into_iter().collect();
+        self.reasons = plan
+            .queue
+            .iter()
+            .filter_map(|e| Some((e.job, e.reason?)))
+            .collect();
         let mut launches = Vec::new();
         for start in plan.starts {
             match self.state.start(start.job, &start.nodes, now) {
