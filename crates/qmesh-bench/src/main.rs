@@ -9,6 +9,7 @@
 
 mod daemon;
 mod disk;
+mod pass;
 mod restart;
 mod submit;
 
@@ -60,6 +61,17 @@ enum What {
         #[arg(long, default_value_t = 200)]
         flushes: usize,
     },
+    /// One scheduling pass, EASY and conservative, at growing queue lengths.
+    Pass {
+        /// Nodes, each running a one-node job.
+        #[arg(long, default_value_t = 10_000)]
+        nodes: usize,
+        /// Queue lengths to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+        queued: Vec<usize>,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// The figures of docs/PERFORMANCE.md: the disk, submit with 1 and 16
     /// clients, restart with 100,000 jobs.
     All,
@@ -67,6 +79,14 @@ enum What {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let What::Pass {
+        nodes,
+        queued,
+        runs,
+    } = &args.what
+    {
+        return finish(pass::run(*nodes, queued, *runs).map(|r| vec![r]), args.json);
+    }
     let qmeshd = match daemon::find_qmeshd(args.qmeshd.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -89,13 +109,19 @@ fn main() -> ExitCode {
                 submit::run(&qmeshd, 1, 5_000, 5, None)?,
                 submit::run(&qmeshd, 16, 20_000, 5, None)?,
                 restart::run(&qmeshd, 100_000, 3)?,
+                pass::run(10_000, &[1_000, 10_000, 100_000], 5)?,
             ])
         })(),
+        What::Pass { .. } => unreachable!("handled above"),
     };
+    finish(result, args.json)
+}
+
+fn finish(result: anyhow::Result<Vec<Report>>, json: bool) -> ExitCode {
     match result {
         Ok(results) => {
             for r in results {
-                if args.json {
+                if json {
                     println!("{}", r.json);
                 } else {
                     println!("{}", r.text);

@@ -120,6 +120,17 @@ pub enum Status {
 }
 
 impl Status {
+    /// Paused if only its owner holds it, Held for other holds, else Waiting.
+    pub fn of_pending(job: &Job) -> Status {
+        if job.state != JobState::Held {
+            Status::Waiting
+        } else if job.holds.user && !job.holds.operator && !job.holds.system {
+            Status::Paused
+        } else {
+            Status::Held
+        }
+    }
+
     /// The words spq prints, as in the ANL paper.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -295,11 +306,7 @@ impl Scheduler {
                 .pending_jobs()
                 .map(|job| Entry {
                     job: job.id,
-                    status: if job.state == JobState::Held {
-                        Status::Held
-                    } else {
-                        Status::Waiting
-                    },
+                    status: Status::of_pending(job),
                     reason: Some(self.reason_at(state, job, now)),
                     expected_start: None,
                     priority: 0.0,

@@ -152,9 +152,7 @@ impl<'a> Planner<'a> {
             priority: ranked.priority,
         };
         if job.state != JobState::Queued {
-            let own = job.holds.user && !job.holds.operator && !job.holds.system;
-            let status = if own { Status::Paused } else { Status::Held };
-            return entry(status, Some(Reason::Held), None);
+            return entry(Status::of_pending(job), Some(Reason::Held), None);
         }
         if let Some(reason) = self.state.waits_for(job, self.now) {
             return entry(Status::Held, Some(reason), None);
