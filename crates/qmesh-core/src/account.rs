@@ -24,6 +24,11 @@ pub struct RunLimits {
 }
 
 impl Config {
+    /// Whether any running-job cap is set (a pass skips counting if not).
+    pub fn has_run_limits(&self) -> bool {
+        self.server.max_user_run.is_some() || self.server.max_group_run.is_some()
+    }
+
     /// The running-job caps for a job, from the server's limits and its
     /// account's.
     pub fn run_limits(&self, job: &Job) -> RunLimits {

@@ -8,12 +8,18 @@
 //! if the allocator can place it. Ordering policies, blocking and
 //! backfilling (ANL, SDSC, NCAR) come with the policy issue.
 
+mod order;
+mod plan;
+pub mod profile;
+
+use plan::Planner;
+use profile::Secs;
+
 use std::fmt;
 
 use crate::Time;
-use crate::alloc::{self, FreeSet};
 use crate::job::{Job, JobId, JobState};
-use crate::queue::Queue;
+use crate::server::Backfill;
 use crate::state::State;
 
 /// Why a pending job does not start now.
@@ -174,13 +180,14 @@ pub struct Start {
 /// What one pass decided.
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
+    /// When the pass ran; `None` for a plan no pass made.
+    pub now: Option<Time>,
     pub starts: Vec<Start>,
     /// Every pending job the pass saw, in the order it took them.
     pub queue: Vec<Entry>,
-    /// Pending jobs the pass looked at and could not start, with the reason.
-    /// A job it did not look at (the nodes ran out first, or it was held)
-    /// waits for the reason [`Scheduler::reason`] gives.
-    pub waiting: Vec<(JobId, Reason)>,
+    /// Per node set, the availability profile after the plan: `(t, free)`
+    /// steps from `now` on (see [`profile`]).
+    steps: Vec<Vec<(Secs, i64)>>,
 }
 
 impl Plan {
@@ -189,110 +196,145 @@ impl Plan {
         self.queue.iter().find(|e| e.job == id)
     }
 
-    /// Free nodes per node set now, and how long they stay free (spfree).
-    pub fn free_nodes(&self, _state: &State) -> Vec<SetFree> {
-        Vec::new()
-    }
-
-    /// The largest jobs that would start now (spwhat), widest first.
-    pub fn what(&self, _state: &State) -> Vec<WhatPair> {
-        Vec::new()
-    }
-
-    /// The reason a pending job waits after this plan.
+    /// The reason a pending job waits after this plan: the plan's, or for
+    /// a job it did not see, the state's.
     pub fn reason_of(&self, scheduler: &Scheduler, state: &State, job: &Job) -> Reason {
-        self.waiting
-            .iter()
-            .find(|(id, _)| *id == job.id)
-            .map(|(_, r)| *r)
+        self.entry(job.id)
+            .and_then(|e| e.reason)
             .unwrap_or_else(|| scheduler.reason(state, job))
+    }
+
+    /// Free nodes per node set after this plan's starts, and until when
+    /// they all stay free (spfree).
+    pub fn free_nodes(&self, state: &State) -> Vec<SetFree> {
+        state
+            .node_sets()
+            .iter()
+            .zip(&self.steps)
+            .map(|(set, steps)| {
+                let free = steps.first().map_or(0, |&(_, v)| v.max(0));
+                let until = steps
+                    .iter()
+                    .skip(1)
+                    .find(|&&(_, v)| v < free)
+                    .and_then(|&(t, _)| chrono::DateTime::from_timestamp(t, 0));
+                SetFree {
+                    set: set.name.clone(),
+                    free: free as u32,
+                    until: if free > 0 { until } else { None },
+                }
+            })
+            .collect()
+    }
+
+    /// The largest jobs that would start now without delaying any
+    /// reservation (spwhat): for each width, how long it could run. Widest
+    /// first; a narrower job may run longer.
+    pub fn what(&self, _state: &State) -> Vec<WhatPair> {
+        let mut pairs: Vec<WhatPair> = Vec::new();
+        for steps in &self.steps {
+            let Some(&(start, first)) = steps.first() else {
+                continue;
+            };
+            let mut width = first;
+            for &(t, v) in &steps[1..] {
+                if width <= 0 {
+                    break;
+                }
+                if v < width {
+                    pairs.push(WhatPair {
+                        nodes: width as u32,
+                        secs: Some((t - start) as u64),
+                    });
+                    width = v;
+                }
+            }
+            if width > 0 {
+                pairs.push(WhatPair {
+                    nodes: width as u32,
+                    secs: None,
+                });
+            }
+        }
+        // Keep the pairs no other pair beats on both counts.
+        let longer = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => a >= b,
+        };
+        let mut best: Vec<WhatPair> = Vec::new();
+        for p in &pairs {
+            let beaten = pairs
+                .iter()
+                .any(|q| q != p && q.nodes >= p.nodes && longer(q.secs, p.secs));
+            if !beaten && !best.contains(p) {
+                best.push(*p);
+            }
+        }
+        best.sort_by_key(|p| std::cmp::Reverse(p.nodes));
+        best
     }
 }
 
-/// The scheduling policy. It has no settings yet; it will carry the job
-/// order, blocking and backfill choices.
+/// The scheduling policy. Its settings are the server's attributes
+/// (`job_order`, `backfill`, `block_priority`, ...), read at each pass.
 #[derive(Clone, Debug, Default)]
 pub struct Scheduler;
 
 impl Scheduler {
-    /// Walks the queues by priority (then name), each in submission order,
-    /// and starts every job the allocator can place. It stops as soon as no
-    /// node is free, so a pass over a long queue on a full machine costs
-    /// next to nothing.
-    pub fn pass(&self, state: &State, _now: Time) -> Plan {
-        let config = state.config();
-        let mut plan = Plan::default();
-        if !config.server.scheduling {
+    /// Orders the pending jobs by the server's job order and plans each:
+    /// start now, reserve nodes, or wait (with the reason).
+    pub fn pass(&self, state: &State, now: Time) -> Plan {
+        let attrs = &state.config().server;
+        if !attrs.scheduling {
+            let mut plan = Plan {
+                now: Some(now),
+                ..Plan::default()
+            };
+            plan.queue = state
+                .pending_jobs()
+                .map(|job| Entry {
+                    job: job.id,
+                    status: if job.state == JobState::Held {
+                        Status::Held
+                    } else {
+                        Status::Waiting
+                    },
+                    reason: Some(self.reason_at(state, job, now)),
+                    expected_start: None,
+                    priority: 0.0,
+                })
+                .collect();
             return plan;
         }
-        let sets = state.node_sets();
-        let mut free: Vec<FreeSet> = (0..sets.len())
-            .map(|set| FreeSet {
-                set,
-                free: Vec::new(),
-            })
-            .collect();
-        let mut up = vec![0usize; sets.len()];
-        for (idx, node) in state.nodes().iter().enumerate() {
-            if node.up {
-                up[node.set] += 1;
-            }
-            if node.is_free() {
-                free[node.set].free.push(idx);
-            }
-        }
-        let mut free_total: usize = free.iter().map(|f| f.free.len()).sum();
-
-        let mut queues: Vec<&Queue> = config.queues.values().filter(|q| q.started).collect();
-        queues.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
-        for queue in queues {
-            let allowed = |set: usize| queue.uses_set(&sets[set].name);
-            let reachable: usize = (0..sets.len()).filter(|&s| allowed(s)).map(|s| up[s]).sum();
-            for job in state.pending_in(&queue.name) {
-                if free_total == 0 {
-                    return plan;
-                }
-                if job.state != JobState::Queued {
-                    continue;
-                }
-                let n = job.nodes as usize;
-                let placed = if n <= free_total {
-                    alloc::flat(&free, allowed, n)
-                } else {
-                    None
-                };
-                match placed {
-                    Some(nodes) => {
-                        for fs in free.iter_mut() {
-                            fs.free.retain(|i| !nodes.contains(i));
-                        }
-                        free_total -= nodes.len();
-                        plan.starts.push(Start { job: job.id, nodes });
-                    }
-                    None => {
-                        let reason = if reachable < n {
-                            Reason::NodesDown
-                        } else {
-                            Reason::Resources
-                        };
-                        plan.waiting.push((job.id, reason));
-                    }
-                }
-            }
-        }
-        plan
+        Planner::new(state, now, attrs.backfill).run(None)
     }
 
     /// When a pending job is expected to start, given the jobs ahead of
-    /// it (spwhen).
-    pub fn when(&self, state: &State, job: &Job, _now: Time) -> When {
-        When {
-            start: None,
-            reason: self.reason(state, job),
+    /// it (spwhen): every job ahead gets a reservation, as if backfill were
+    /// conservative, so the answer holds whatever the mode.
+    pub fn when(&self, state: &State, job: &Job, now: Time) -> When {
+        if !job.state.is_pending() || !state.config().server.scheduling {
+            return When {
+                start: None,
+                reason: self.reason_at(state, job, now),
+            };
+        }
+        let plan = Planner::new(state, now, Backfill::Conservative).run(Some(job.id));
+        match plan.entry(job.id) {
+            Some(entry) => When {
+                start: entry.expected_start,
+                reason: entry.reason.unwrap_or(Reason::Resources),
+            },
+            None => When {
+                start: None,
+                reason: self.reason_at(state, job, now),
+            },
         }
     }
 
-    /// Why a pending job waits, from the state alone.
+    /// Why a pending job waits, from the state alone (for a job no pass
+    /// has seen yet).
     pub fn reason(&self, state: &State, job: &Job) -> Reason {
         let config = state.config();
         if job.state == JobState::Held {
@@ -311,116 +353,18 @@ impl Scheduler {
             Reason::Resources
         }
     }
+
+    /// [`Scheduler::reason`], with what depends on the time: dependencies
+    /// and start-after times.
+    pub fn reason_at(&self, state: &State, job: &Job, now: Time) -> Reason {
+        if job.state == JobState::Queued
+            && let Some(reason) = state.waits_for(job, now)
+        {
+            return reason;
+        }
+        self.reason(state, job)
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::state::tests::{state, submit, t};
-
-    fn why(plan: &Plan, state: &State, id: JobId) -> Reason {
-        plan.reason_of(&Scheduler, state, state.job(id).unwrap())
-    }
-
-    #[test]
-    fn a_full_machine_ends_the_pass_early() {
-        let mut s = state(2);
-        let first = submit(&mut s, 1, 2);
-        for _ in 0..1000 {
-            submit(&mut s, 1, 1);
-        }
-        let plan = Scheduler.pass(&s, t(0));
-        assert_eq!(plan.starts.len(), 1);
-        assert_eq!(plan.starts[0].job, first);
-        assert!(plan.waiting.is_empty(), "nothing else was looked at");
-        let last = s.pending_jobs().last().unwrap();
-        assert_eq!(plan.reason_of(&Scheduler, &s, last), Reason::Resources);
-    }
-
-    fn apply(state: &mut State, plan: &Plan) {
-        for start in &plan.starts {
-            state.start(start.job, &start.nodes, t(1)).unwrap();
-        }
-    }
-
-    #[test]
-    fn starts_in_submission_order_while_nodes_last() {
-        let mut s = state(4);
-        let a = submit(&mut s, 1, 2);
-        let b = submit(&mut s, 1, 3);
-        let c = submit(&mut s, 1, 2);
-        let plan = Scheduler.pass(&s, t(0));
-        let started: Vec<JobId> = plan.starts.iter().map(|st| st.job).collect();
-        assert_eq!(started, vec![a, c], "b does not fit after a; c does");
-        assert_eq!(plan.waiting, vec![(b, Reason::Resources)]);
-        apply(&mut s, &plan);
-        s.check_invariants().unwrap();
-        let again = Scheduler.pass(&s, t(2));
-        assert!(again.starts.is_empty());
-    }
-
-    #[test]
-    fn higher_priority_queues_go_first() {
-        let mut s = state(2);
-        let low = submit(&mut s, 1, 2);
-        let mut config = s.config().clone();
-        let mut fast = crate::queue::Queue::open("fast");
-        fast.priority = 10;
-        config.queues.insert("fast".into(), fast);
-        s.set_config(config);
-        let sub = crate::submit::Submission {
-            queue: Some("fast".into()),
-            workdir: "/tmp".into(),
-            resources: vec![("nodes".into(), "2".into())],
-            ..Default::default()
-        };
-        let high = s
-            .submit(
-                sub,
-                &crate::state::tests::caller(1, crate::Role::User),
-                t(0),
-            )
-            .unwrap()
-            .id;
-        let plan = Scheduler.pass(&s, t(0));
-        assert_eq!(plan.starts.len(), 1);
-        assert_eq!(plan.starts[0].job, high);
-        assert_eq!(why(&plan, &s, low), Reason::Resources);
-    }
-
-    #[test]
-    fn held_stopped_and_down_jobs_say_why() {
-        let mut s = state(2);
-        let held = submit(&mut s, 1, 1);
-        s.hold(
-            held,
-            &crate::state::tests::caller(1, crate::Role::User),
-            t(0),
-        )
-        .unwrap();
-        let plan = Scheduler.pass(&s, t(0));
-        assert_eq!(why(&plan, &s, held), Reason::Held);
-
-        let waiting = submit(&mut s, 1, 2);
-        s.set_host_up("h", false);
-        let plan = Scheduler.pass(&s, t(0));
-        assert!(plan.starts.is_empty());
-        assert_eq!(why(&plan, &s, waiting), Reason::NodesDown);
-
-        s.set_host_up("h", true);
-        let mut config = s.config().clone();
-        config.queues.get_mut("batch").unwrap().started = false;
-        s.set_config(config);
-        let plan = Scheduler.pass(&s, t(0));
-        assert_eq!(why(&plan, &s, waiting), Reason::QueueStopped);
-        assert!(plan.starts.is_empty());
-
-        let mut config = s.config().clone();
-        config.queues.get_mut("batch").unwrap().started = true;
-        config.server.scheduling = false;
-        s.set_config(config);
-        let plan = Scheduler.pass(&s, t(0));
-        assert!(plan.starts.is_empty());
-        assert_eq!(why(&plan, &s, waiting), Reason::SchedulingOff);
-    }
-}
+mod tests;

@@ -1,0 +1,91 @@
+//! The order a pass takes pending jobs in: the server's `job_order`.
+//!
+//! - `fifo`: submission order (a queue's own order, which `reorder queue`
+//!   may have changed).
+//! - `priority_aging` (SDSC): `queue_priority + age_factor × hours waited`,
+//!   so a job in a low queue overtakes a high queue once it has waited long
+//!   enough.
+//! - `hrn` (NCAR): highest response ratio next, `(wait + wall time) / wall
+//!   time`: short jobs first, long ones never starve.
+//! - `fairshare` (NCAR, Kay and Lauder): the account's fair-share factor.
+//!
+//! With `by_queue` (the default), queue priority sorts first and the order
+//! applies within each priority; `priority_aging` has the queue priority in
+//! its formula and ignores `by_queue`.
+
+use std::cmp::Ordering;
+
+use crate::Time;
+use crate::job::Job;
+use crate::server::JobOrder;
+use crate::state::State;
+
+/// A pending job with its place in the order.
+pub(super) struct Ranked<'a> {
+    pub job: &'a Job,
+    /// The job order's measure (higher first); for fifo, the queue priority.
+    pub priority: f64,
+    queue_priority: i32,
+    /// Its position in its queue's own order.
+    position: usize,
+}
+
+/// Every pending job of the configured queues, in the order a pass takes them.
+pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked<'_>> {
+    let config = state.config();
+    let attrs = &config.server;
+    let mut out = Vec::with_capacity(state.pending_count());
+    for queue in config.queues.values() {
+        for (position, job) in state.pending_in(&queue.name).enumerate() {
+            let waited_hours = (now - job.qtime).num_seconds().max(0) as f64 / 3600.0;
+            let priority = match attrs.job_order {
+                JobOrder::Fifo => f64::from(queue.priority),
+                JobOrder::PriorityAging => {
+                    f64::from(queue.priority) + attrs.age_factor * waited_hours
+                }
+                JobOrder::Hrn => {
+                    let wall = job.walltime.max(1) as f64;
+                    (waited_hours * 3600.0 + wall) / wall
+                }
+                JobOrder::Fairshare => state.fair_share(job, now),
+            };
+            out.push(Ranked {
+                job,
+                priority,
+                queue_priority: queue.priority,
+                position,
+            });
+        }
+    }
+    let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
+    let fifo = attrs.job_order == JobOrder::Fifo;
+    out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
+    out
+}
+
+fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {
+    let queue = if by_queue {
+        b.queue_priority.cmp(&a.queue_priority)
+    } else {
+        Ordering::Equal
+    };
+    let measure = if fifo && !by_queue {
+        Ordering::Equal
+    } else {
+        b.priority.total_cmp(&a.priority)
+    };
+    // Within a queue its own order (queues of one priority by name, as
+    // NQS walked them); without by_queue, submission order.
+    let within = if by_queue {
+        a.job
+            .queue
+            .cmp(&b.job.queue)
+            .then(a.position.cmp(&b.position))
+    } else {
+        Ordering::Equal
+    };
+    queue
+        .then(measure)
+        .then(within)
+        .then(a.job.id.cmp(&b.job.id))
+}

@@ -1,0 +1,325 @@
+//! One pass over the ordered pending jobs: start what may start, reserve
+//! nodes for what must not be delayed, and say why the rest waits.
+//!
+//! Each node set has an availability [`Profile`]: free nodes now, plus the
+//! nodes of running jobs from the end of their wall time on (ANL: users give
+//! wall-clock limits so that anyone can tell when a job will start). A job
+//! starts now if `n` nodes stay free for its whole wall time in the profiles
+//! of its queue's sets, so it cannot delay any reservation already made. A
+//! reservation takes the earliest window in one set. Which jobs get one is
+//! the backfill mode: EASY the first that cannot start (and any above
+//! `block_priority`), conservative all, none only those above
+//! `block_priority`, and then (SDSC blocking) nothing else starts at all.
+//!
+//! Counting nodes is exact for flat node sets; topology-aware placement of
+//! future reservations comes with the allocators of meshes and tori.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::order::{Ranked, ranked};
+use super::profile::{FOREVER, Profile, Secs};
+use super::{Entry, Plan, Reason, Start, Status};
+use crate::Time;
+use crate::job::{Job, JobId, JobState};
+use crate::server::Backfill;
+use crate::state::State;
+
+/// The planner's working state for one pass.
+pub(super) struct Planner<'a> {
+    state: &'a State,
+    now: Time,
+    now_s: Secs,
+    mode: Backfill,
+    block_priority: f64,
+    search_depth: usize,
+    profiles: Vec<Profile>,
+    /// Free node indices now, per set, in set order.
+    free: Vec<Vec<usize>>,
+    up: Vec<usize>,
+    /// Allowed set indices per queue name.
+    sets_of: HashMap<&'a str, Rc<[usize]>>,
+    user_running: HashMap<&'a str, u32>,
+    group_running: HashMap<String, u32>,
+    limits_on: bool,
+    reserved_any: bool,
+    /// SDSC blocking without backfill: nothing more starts this pass.
+    blocked: bool,
+    considered: usize,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(state: &'a State, now: Time, mode: Backfill) -> Planner<'a> {
+        let attrs = &state.config().server;
+        let now_s = now.timestamp();
+        let sets = state.node_sets();
+        let mut free = vec![Vec::new(); sets.len()];
+        let mut up = vec![0usize; sets.len()];
+        let mut ends: HashMap<JobId, Secs> = HashMap::new();
+        let mut releases: Vec<(usize, Secs)> = Vec::new();
+        for (idx, node) in state.nodes().iter().enumerate() {
+            if !node.up {
+                continue;
+            }
+            up[node.set] += 1;
+            match node.job {
+                None => free[node.set].push(idx),
+                Some(id) => {
+                    let end = *ends.entry(id).or_insert_with(|| {
+                        state
+                            .job(id)
+                            .map_or(now_s + 1, |job| expected_end(job, now_s, attrs.kill_delay))
+                    });
+                    releases.push((node.set, end));
+                }
+            }
+        }
+        let mut profiles: Vec<Profile> = free
+            .iter()
+            .map(|f| Profile::new(now_s, f.len() as i64))
+            .collect();
+        releases.sort_unstable();
+        for group in releases.chunk_by(|a, b| a == b) {
+            let (set, end) = group[0];
+            profiles[set].add(end, FOREVER, group.len() as i64);
+        }
+
+        let config = state.config();
+        let sets_of = config
+            .queues
+            .values()
+            .map(|q| {
+                let allowed: Rc<[usize]> = (0..sets.len())
+                    .filter(|&s| q.uses_set(&sets[s].name))
+                    .collect();
+                (q.name.as_str(), allowed)
+            })
+            .collect();
+        let limits_on = config.has_run_limits();
+        let mut planner = Planner {
+            state,
+            now,
+            now_s,
+            mode,
+            block_priority: attrs.block_priority,
+            search_depth: attrs.search_depth as usize,
+            profiles,
+            free,
+            up,
+            sets_of,
+            user_running: HashMap::new(),
+            group_running: HashMap::new(),
+            limits_on,
+            reserved_any: false,
+            blocked: false,
+            considered: 0,
+        };
+        if planner.limits_on {
+            for job in state.active_jobs() {
+                planner.count_running(job);
+            }
+        }
+        planner
+    }
+
+    /// Plans every pending job, or up to `stop_at` (for spwhen).
+    pub fn run(mut self, stop_at: Option<JobId>) -> Plan {
+        let order = ranked(self.state, self.now);
+        let mut plan = Plan {
+            now: Some(self.now),
+            ..Plan::default()
+        };
+        plan.queue.reserve(order.len());
+        for ranked in &order {
+            let entry = self.plan_job(ranked, &mut plan.starts);
+            let last = Some(entry.job) == stop_at;
+            plan.queue.push(entry);
+            if last {
+                break;
+            }
+        }
+        plan.steps = self.profiles.iter_mut().map(Profile::steps).collect();
+        plan
+    }
+
+    fn plan_job(&mut self, ranked: &Ranked<'a>, starts: &mut Vec<Start>) -> Entry {
+        let job = ranked.job;
+        let entry = |status, reason, expected_start| Entry {
+            job: job.id,
+            status,
+            reason,
+            expected_start,
+            priority: ranked.priority,
+        };
+        if job.state != JobState::Queued {
+            let own = job.holds.user && !job.holds.operator && !job.holds.system;
+            let status = if own { Status::Paused } else { Status::Held };
+            return entry(status, Some(Reason::Held), None);
+        }
+        if let Some(reason) = self.state.waits_for(job, self.now) {
+            return entry(Status::Held, Some(reason), None);
+        }
+        let config = self.state.config();
+        if !config.queue(&job.queue).is_some_and(|q| q.started) {
+            return entry(Status::Waiting, Some(Reason::QueueStopped), None);
+        }
+        if self.state.allocation_short(job) {
+            return entry(Status::Waiting, Some(Reason::Allocation), None);
+        }
+        let sets = self
+            .sets_of
+            .get(job.queue.as_str())
+            .cloned()
+            .unwrap_or_else(|| Rc::from([]));
+        let sets = &sets[..];
+        let n = job.nodes as usize;
+        let reachable: usize = sets.iter().map(|&s| self.up[s]).sum();
+        if reachable < n {
+            return entry(Status::Waiting, Some(Reason::NodesDown), None);
+        }
+        if self.search_depth > 0 && self.considered >= self.search_depth {
+            return entry(Status::Waiting, Some(Reason::Priority), None);
+        }
+        self.considered += 1;
+        if self.limits_on
+            && let Some(reason) = self.over_run_limit(job)
+        {
+            return entry(Status::Waiting, Some(reason), None);
+        }
+        if self.blocked {
+            return entry(Status::Waiting, Some(Reason::Blocked), None);
+        }
+
+        let wall = job.walltime.max(1) as Secs;
+        let end = self.now_s.saturating_add(wall);
+        let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
+        if free_now >= n
+            && let Some(nodes) = self.start_now(sets, n, end)
+        {
+            if self.limits_on {
+                self.count_running(job);
+            }
+            starts.push(Start { job: job.id, nodes });
+            return entry(Status::Startable, None, Some(self.now));
+        }
+
+        let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
+        let reserve = match self.mode {
+            Backfill::Conservative => true,
+            Backfill::Easy => !self.reserved_any || above_block,
+            Backfill::None => above_block,
+        };
+        if reserve {
+            self.reserved_any = true;
+            if self.mode == Backfill::None {
+                self.blocked = true;
+            }
+            let start = self.reserve(sets, n as i64, wall);
+            return entry(Status::Blocked, Some(Reason::Resources), start);
+        }
+        let status = if free_now > 0 {
+            Status::CannotBackfill
+        } else {
+            Status::Waiting
+        };
+        let reason = if n <= free_now {
+            Reason::Reservation
+        } else {
+            Reason::Resources
+        };
+        entry(status, Some(reason), None)
+    }
+
+    /// Takes `n` nodes now if they stay free until `end` in the profiles:
+    /// the set with the fewest free nodes that holds the whole job (SDSC's
+    /// rule, keeping big holes for big jobs), else spread over the sets in
+    /// order.
+    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Option<Vec<usize>> {
+        let now = self.now_s;
+        let caps: Vec<(usize, usize)> = sets
+            .iter()
+            .filter(|&&s| !self.free[s].is_empty())
+            .map(|&s| {
+                let window = self.profiles[s].min_over(now, end).max(0) as usize;
+                (s, window.min(self.free[s].len()))
+            })
+            .collect();
+        if caps.iter().map(|(_, c)| c).sum::<usize>() < n {
+            return None;
+        }
+        let take: Vec<(usize, usize)> = match caps
+            .iter()
+            .filter(|(_, cap)| *cap >= n)
+            .min_by_key(|(s, _)| (self.free[*s].len(), *s))
+        {
+            Some(&(s, _)) => vec![(s, n)],
+            None => {
+                let mut left = n;
+                caps.iter()
+                    .filter_map(|&(s, cap)| {
+                        let k = cap.min(left);
+                        left -= k;
+                        (k > 0).then_some((s, k))
+                    })
+                    .collect()
+            }
+        };
+        let mut nodes = Vec::with_capacity(n);
+        for (s, k) in take {
+            nodes.extend(self.free[s].drain(..k));
+            self.profiles[s].add(now, end, -(k as i64));
+        }
+        Some(nodes)
+    }
+
+    /// Reserves the earliest window of `n` nodes for `wall` seconds in one
+    /// of the sets; returns its start.
+    fn reserve(&mut self, sets: &[usize], n: i64, wall: Secs) -> Option<Time> {
+        let now = self.now_s;
+        let best = sets
+            .iter()
+            .filter(|&&s| self.up[s] as i64 >= n)
+            .filter_map(|&s| Some((self.profiles[s].earliest(now, wall, n)?, s)))
+            .min()?;
+        let (start, s) = best;
+        self.profiles[s].add(start, start.saturating_add(wall), -n);
+        chrono::DateTime::from_timestamp(start, 0)
+    }
+
+    fn count_running(&mut self, job: &'a Job) {
+        *self
+            .user_running
+            .entry(job.owner.user.as_str())
+            .or_default() += 1;
+        if let Some((group, _)) = self.state.config().run_limits(job).group {
+            *self.group_running.entry(group).or_default() += 1;
+        }
+    }
+
+    fn over_run_limit(&self, job: &Job) -> Option<Reason> {
+        let limits = self.state.config().run_limits(job);
+        if let Some(max) = limits.user {
+            let running = self.user_running.get(job.owner.user.as_str()).copied();
+            if running.unwrap_or(0) >= max {
+                return Some(Reason::UserLimit);
+            }
+        }
+        if let Some((group, max)) = limits.group
+            && self.group_running.get(&group).copied().unwrap_or(0) >= max
+        {
+            return Some(Reason::GroupLimit);
+        }
+        None
+    }
+}
+
+/// When an active job's nodes come free: at the end of its wall time (an
+/// exiting job within the kill delay), and never before the next second.
+fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
+    let end = match (job.state, job.stime) {
+        (JobState::Exiting, _) => now.saturating_add(kill_delay as Secs),
+        (_, Some(stime)) => stime.timestamp().saturating_add(job.walltime as Secs),
+        (_, None) => now.saturating_add(job.walltime as Secs),
+    };
+    end.max(now + 1)
+}
