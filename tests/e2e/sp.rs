@@ -185,7 +185,7 @@ fn spq_lists_running_jobs_then_the_queue() {
     let paused = d.qsub(&["-h", "whole.sh"]);
 
     let doc = spq(&d);
-    assert_eq!(ids(&doc, "running"), [running.clone()]);
+    assert_eq!(ids(&doc, "running"), std::slice::from_ref(&running));
     let run = spq_entry(&doc, "running", &running);
     assert_eq!(run["status"], "Running");
     assert_eq!(run["minutes"], 30);
@@ -327,6 +327,14 @@ fn anl_example_g_backfills_while_d_is_blocked() {
     assert_eq!(status("E"), "Cannot Backfill", "{doc:#}");
     assert_eq!(status("F"), "Cannot Backfill", "{doc:#}");
     d_starts_when_b_ends(&d, &jobs, &doc);
+
+    // 4 nodes stay free: D's reservation takes B's nodes, not these.
+    let free = json(&d.ok("spfree", &["--json"]));
+    assert_eq!(free["node_sets"][0]["free"], 4, "{free:#}");
+    assert!(free["node_sets"][0]["until"].is_null(), "{free:#}");
+    assert_eq!(d.ok("spwhat", &[]), "4 nodes without limit\n");
+    let full = d.ok("qstat", &["-f", &jobs["D"]]);
+    assert!(full.contains("    estimated.start_time = "), "{full}");
 }
 
 #[test]

@@ -339,16 +339,14 @@ mod tests {
         let pass = chrono::DateTime::from_timestamp(1_767_225_700, 0).unwrap();
         let mut queued = job(Holds::default());
         queued.state = JobState::Queued;
-        let plan = Plan {
-            queue: vec![Entry {
-                job: queued.id,
-                status: Status::Blocked,
-                reason: Some(Reason::Blocked),
-                expected_start: Some(pass),
-                priority: 1.0,
-            }],
-            ..Plan::default()
-        };
+        let mut plan = Plan::default();
+        plan.queue = vec![Entry {
+            job: queued.id,
+            status: Status::Blocked,
+            reason: Some(Reason::Blocked),
+            expected_start: Some(pass),
+            priority: 1.0,
+        }];
         let last = LastPlan::new(plan, pass);
         assert_eq!(
             last.fresh_entry(&queued).map(|e| e.status),
