@@ -8,3 +8,4 @@ mod harness;
 mod jobs;
 mod qmgr;
 mod restart;
+mod sp;

@@ -1,4 +1,4 @@
-//! What qdel, qhold and qrls share: send every named job in one request,
+//! What qdel, qhold and qrls (and sprelease, sppause, spunpause) share: send every named job in one request,
 //! print nothing for the ones that worked (as PBS does) and `CMD: MESSAGE`
 //! for each that did not, and exit 1 if any failed. The daemon's per-job
 //! message already names the job and what to do.
@@ -14,6 +14,8 @@ use crate::output::{self, Output, Tree};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     Delete,
+    /// sprelease: delete running jobs only.
+    DeleteRunning,
     Hold,
     Release,
 }
@@ -24,10 +26,10 @@ pub fn main(cmd: &str, action: Action, ids: Vec<String>, json: bool) -> ExitCode
         let mut jobs = client::jobs().await?;
         let request = JobsRequest {
             job_ids: ids,
-            running_only: false,
+            running_only: action == Action::DeleteRunning,
         };
         let reply = match action {
-            Action::Delete => jobs.delete(request).await?,
+            Action::Delete | Action::DeleteRunning => jobs.delete(request).await?,
             Action::Hold => jobs.hold(request).await?,
             Action::Release => jobs.release(request).await?,
         };

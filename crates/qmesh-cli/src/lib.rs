@@ -1,6 +1,7 @@
 //! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls and
-//! qmgr, one module each (the binaries call `qmesh_cli::qsub::main()` and
-//! so on).
+//! qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
+//! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
+//! (the binaries call `qmesh_cli::qsub::main()` and so on).
 //!
 //! The commands are thin clients of qmeshd over its Unix socket: the daemon
 //! knows the caller from the socket's peer uid and does all checking and
@@ -13,10 +14,21 @@ pub mod action;
 pub mod client;
 pub mod directives;
 pub mod output;
+pub mod spview;
 
+pub mod getjid;
 pub mod qdel;
 pub mod qhold;
 pub mod qmgr;
 pub mod qrls;
 pub mod qstat;
 pub mod qsub;
+pub mod spfree;
+pub mod sphelp;
+pub mod sppause;
+pub mod spq;
+pub mod sprelease;
+pub mod spunpause;
+pub mod spwait;
+pub mod spwhat;
+pub mod spwhen;

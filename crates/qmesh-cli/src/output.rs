@@ -55,6 +55,9 @@ impl std::fmt::Display for Value {
 pub enum Tree {
     Leaf(Value),
     Bool(bool),
+    /// A measure such as a priority; PBS's documents have none.
+    Float(f64),
+    Null,
     Map(Vec<(String, Tree)>),
     List(Vec<Tree>),
 }
@@ -67,6 +70,15 @@ impl Tree {
     pub fn int(n: i64) -> Tree {
         Tree::Leaf(Value::Int(n))
     }
+
+    /// Unix seconds, `null` when 0 (the wire's "not set").
+    pub fn time(secs: i64) -> Tree {
+        if secs == 0 {
+            Tree::Null
+        } else {
+            Tree::int(secs)
+        }
+    }
 }
 
 impl Serialize for Tree {
@@ -75,6 +87,8 @@ impl Serialize for Tree {
             Tree::Leaf(Value::Text(t)) => s.serialize_str(t),
             Tree::Leaf(Value::Int(n)) => s.serialize_i64(*n),
             Tree::Bool(b) => s.serialize_bool(*b),
+            Tree::Float(x) => s.serialize_f64(*x),
+            Tree::Null => s.serialize_unit(),
             Tree::List(items) => s.collect_seq(items),
             Tree::Map(entries) => {
                 let mut map = s.serialize_map(Some(entries.len()))?;

@@ -4,6 +4,7 @@
 
 use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
 use qmesh_core::queue::Queue;
+use qmesh_core::scheduler::{Reason, SetFree, Status, WhatPair};
 use qmesh_core::state::StateCounts;
 use qmesh_core::{Submission, Time};
 
@@ -127,6 +128,72 @@ pub fn queue_info(q: &Queue, counts: StateCounts, capacity: u32) -> v1::QueueInf
         transit: counts.transit,
         exiting: counts.exiting,
         capacity_nodes: capacity,
+    }
+}
+
+/// The wire form of a job's place in the plan.
+pub fn plan_status(status: Status) -> v1::PlanStatus {
+    match status {
+        Status::Startable => v1::PlanStatus::Startable,
+        Status::Blocked => v1::PlanStatus::Blocked,
+        Status::CannotBackfill => v1::PlanStatus::CannotBackfill,
+        Status::Waiting => v1::PlanStatus::Waiting,
+        Status::Held => v1::PlanStatus::Held,
+        Status::Paused => v1::PlanStatus::Paused,
+    }
+}
+
+/// A job's line in spq. A running job gets its start and the end its wall
+/// time allows; a pending one its status, reason and expected start.
+pub fn plan_entry(
+    job: &Job,
+    server: &str,
+    status: Option<Status>,
+    reason: Option<Reason>,
+    expected_start: Option<Time>,
+    priority: f64,
+) -> v1::PlanEntry {
+    let (status, status_text) = match status {
+        Some(s) => (plan_status(s), s.as_str()),
+        None => (v1::PlanStatus::Running, "Running"),
+    };
+    let walltime = i64::try_from(job.walltime).unwrap_or(i64::MAX);
+    v1::PlanEntry {
+        job_id: job.id.full(server),
+        name: job.name.clone(),
+        owner: job.owner.user.clone(),
+        account: job.account.clone().unwrap_or_default(),
+        queue: job.queue.clone(),
+        nodes: job.nodes,
+        walltime: job.walltime,
+        status: status as i32,
+        status_text: status_text.to_string(),
+        reason: reason.map(|r| r.as_str().to_string()).unwrap_or_default(),
+        reason_text: reason.map(|r| r.explain().to_string()).unwrap_or_default(),
+        expected_start: unix(expected_start),
+        start: unix(job.stime),
+        expected_end: job
+            .stime
+            .map_or(0, |t| t.timestamp().saturating_add(walltime)),
+        priority,
+    }
+}
+
+/// One node set's free nodes, with its up and total counts.
+pub fn set_free(free: &SetFree, up: u32, total: u32) -> v1::SetFree {
+    v1::SetFree {
+        node_set: free.set.clone(),
+        free: free.free,
+        until: unix(free.until),
+        up,
+        total,
+    }
+}
+
+pub fn what_pair(pair: &WhatPair) -> v1::WhatPair {
+    v1::WhatPair {
+        nodes: pair.nodes,
+        seconds: pair.secs,
     }
 }
 

@@ -17,6 +17,8 @@ pub type AgentOutbox = mpsc::UnboundedSender<Result<v1::DaemonMessage, Status>>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobAction {
     Delete,
+    /// sprelease: delete, but only a running job (a queued one is refused).
+    DeleteRunning,
     Hold,
     Release,
 }
@@ -25,6 +27,7 @@ impl JobAction {
     pub fn verb(self) -> &'static str {
         match self {
             JobAction::Delete => "delete",
+            JobAction::DeleteRunning => "release the nodes of",
             JobAction::Hold => "hold",
             JobAction::Release => "release",
         }
@@ -54,6 +57,20 @@ pub enum Event {
     Queues {
         request: v1::QueueStatusRequest,
         reply: Reply<v1::QueueStatusReply>,
+    },
+    /// spq, spfree, spwhat: the last pass's plan.
+    Plan {
+        reply: Reply<v1::PlanReply>,
+    },
+    /// spwhen: one job's expected start.
+    When {
+        request: v1::WhenRequest,
+        reply: Reply<v1::WhenReply>,
+    },
+    /// getjid: nodes and the jobs holding them.
+    Nodes {
+        request: v1::NodesRequest,
+        reply: Reply<v1::NodesReply>,
     },
     Qmgr {
         peer: Peer,

@@ -221,6 +221,9 @@ where
     if let Some(status) = job.exit_status.filter(|_| is_finished(job)) {
         a.int("exit_status", status);
     }
+    if job.expected_start > 0 {
+        a.text("estimated.start_time", date(job.expected_start));
+    }
     if !job.comment.is_empty() {
         a.text("comment", &job.comment);
     }
@@ -370,6 +373,17 @@ mod tests {
         assert!(text.contains("    Resource_List.walltime = 48:00:00\n"));
         assert!(text.contains("    comment = Not enough free nodes\n    reason = Resources\n"));
         assert!(text.contains("    Job_Owner = bob\n"), "{text}");
+        assert!(!text.contains("estimated"), "no estimate, no line: {text}");
+        let planned = JobInfo {
+            expected_start: T0 + 3600,
+            ..queued()
+        };
+        assert!(
+            full(&planned)
+                .contains("    estimated.start_time = Sun Nov 22 11:00:00 2026\n    comment"),
+            "{}",
+            full(&planned)
+        );
         assert!(!text.contains("Output_Path"), "{text}");
     }
 

@@ -1,4 +1,5 @@
-//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qstat -Q.
+//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qstat -Q, and the
+//! sp commands' plan, when and nodes.
 
 use qmesh_proto::v1;
 use qmesh_proto::v1::jobs_server::Jobs;
@@ -70,7 +71,12 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::JobsRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        self.act(request, JobAction::Delete).await
+        let action = if request.get_ref().running_only {
+            JobAction::DeleteRunning
+        } else {
+            JobAction::Delete
+        };
+        self.act(request, action).await
     }
 
     async fn hold(
@@ -113,14 +119,26 @@ impl Jobs for JobsService {
         &self,
         _request: Request<v1::PlanRequest>,
     ) -> Result<Response<v1::PlanReply>, Status> {
-        Err(Status::unimplemented("spq is not served yet"))
+        self.link
+            .ask(|reply| Event::Plan { reply })
+            .await
+            .map(Response::new)
     }
 
     async fn when(
         &self,
-        _request: Request<v1::WhenRequest>,
+        request: Request<v1::WhenRequest>,
     ) -> Result<Response<v1::WhenReply>, Status> {
-        Err(Status::unimplemented("spwhen is not served yet"))
+        let request = request.into_inner();
+        if request.job_id.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the job whose start to foresee",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::When { request, reply })
+            .await
+            .map(Response::new)
     }
 
     async fn usage(
@@ -132,8 +150,12 @@ impl Jobs for JobsService {
 
     async fn nodes(
         &self,
-        _request: Request<v1::NodesRequest>,
+        request: Request<v1::NodesRequest>,
     ) -> Result<Response<v1::NodesReply>, Status> {
-        Err(Status::unimplemented("nodes are not served yet"))
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Nodes { request, reply })
+            .await
+            .map(Response::new)
     }
 }

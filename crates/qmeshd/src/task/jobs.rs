@@ -53,15 +53,15 @@ impl SchedulerTask {
         let now = Utc::now();
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
-            let reason = job.state.is_pending().then(|| {
-                let r = self
-                    .reasons
-                    .get(&job.id)
-                    .copied()
-                    .unwrap_or_else(|| self.scheduler.reason(&self.state, job));
-                (r.as_str(), r.explain())
-            });
-            convert::job_info(job, server, reason, now)
+            if !job.state.is_pending() {
+                return convert::job_info(job, server, None, now);
+            }
+            let r = self.pending_reason(job);
+            let mut info = convert::job_info(job, server, Some((r.as_str(), r.explain())), now);
+            let (start, priority) = self.expected_start(job);
+            info.expected_start = convert::unix(start);
+            info.priority = priority;
+            info
         };
         let mut jobs = Vec::new();
         if request.job_ids.is_empty() {
@@ -115,14 +115,19 @@ impl SchedulerTask {
             let outcome = self
                 .state
                 .parse_id(&text)
-                .and_then(|id| self.act_on(action, id, &caller));
+                .map_err(|e| e.to_string())
+                .and_then(|id| match action {
+                    JobAction::DeleteRunning => self.not_running(id).map_or(Ok(id), Err),
+                    _ => Ok(id),
+                })
+                .and_then(|id| self.act_on(action, id, &caller).map_err(|e| e.to_string()));
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
             }
             results.push(v1::JobResult {
                 job_id: text,
                 ok: outcome.is_ok(),
-                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+                error: outcome.err().unwrap_or_default(),
             });
         }
         self.dirty = true;
@@ -147,7 +152,7 @@ impl SchedulerTask {
                 let job = self.state.release(id, caller, now)?;
                 persist(self.store.as_ref(), job);
             }
-            JobAction::Delete => {
+            JobAction::Delete | JobAction::DeleteRunning => {
                 let (outcome, job) = self.state.delete(id, caller, now)?;
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");
@@ -165,6 +170,21 @@ impl SchedulerTask {
             }
         }
         Ok(())
+    }
+
+    /// sprelease's refusal of a job that is not running (it ends only
+    /// running jobs; qdel is for the others).
+    fn not_running(&self, id: JobId) -> Option<String> {
+        let job = self.state.job(id)?;
+        if job.state.is_pending() {
+            let full = self.state.full_id(id);
+            Some(format!(
+                "job {full} is {}, not running; qdel removes a queued job",
+                job.state
+            ))
+        } else {
+            None
+        }
     }
 
     /// Tells an agent to kill a job; if it is away, the kill is sent again

@@ -13,6 +13,7 @@
 mod admin;
 mod agents;
 mod jobs;
+mod plan;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use qmesh_core::job::{Job, JobExit};
-use qmesh_core::scheduler::{Reason, Scheduler};
+use qmesh_core::scheduler::Scheduler;
 use qmesh_core::{Caller, JobId, State, Time};
 use qmesh_proto::v1;
 use qmesh_store::Store;
@@ -29,6 +30,7 @@ use tracing::{debug, error, info, info_span, warn};
 
 use crate::event::{AfterDurable, AgentOutbox, Event, Reply};
 use crate::identity::Peer;
+use plan::LastPlan;
 
 /// What the task needs to know besides the state.
 #[derive(Clone, Debug)]
@@ -64,8 +66,8 @@ pub struct SchedulerTask {
     store: Arc<dyn Store>,
     scheduler: Scheduler,
     settings: TaskSettings,
-    /// Why each pending job waits, from the last pass.
-    reasons: HashMap<JobId, Reason>,
+    /// The last pass's plan: why each pending job waits, when it starts.
+    plan: LastPlan,
     launches: HashMap<JobId, Launch>,
     /// Callers waiting for a job to finish.
     waiters: HashMap<JobId, Vec<Reply<v1::JobInfo>>>,
@@ -93,7 +95,7 @@ impl SchedulerTask {
             store,
             scheduler: Scheduler,
             settings,
-            reasons: HashMap::new(),
+            plan: LastPlan::default(),
             launches: HashMap::new(),
             waiters: HashMap::new(),
             agents: HashMap::new(),
@@ -175,6 +177,15 @@ impl SchedulerTask {
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
             }
+            Event::Plan { reply } => {
+                let _ = reply.send(Ok(self.plan_reply()));
+            }
+            Event::When { request, reply } => {
+                let _ = reply.send(self.when(&request));
+            }
+            Event::Nodes { request, reply } => {
+                let _ = reply.send(self.nodes(&request));
+            }
             Event::Qmgr {
                 peer,
                 request,
@@ -212,13 +223,8 @@ impl SchedulerTask {
         let span = info_span!("pass", n = self.passes);
         let _enter = span.enter();
         let plan = self.scheduler.pass(&self.state, now);
-        self.reasons = plan
-            .queue
-            .iter()
-            .filter_map(|e| Some((e.job, e.reason?)))
-            .collect();
         let mut launches = Vec::new();
-        for start in plan.starts {
+        for start in &plan.starts {
             match self.state.start(start.job, &start.nodes, now) {
                 Ok(job) => {
                     info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
@@ -229,6 +235,7 @@ impl SchedulerTask {
                 Err(e) => error!(job = %start.job, error = %e, "the plan could not be applied"),
             }
         }
+        self.plan = LastPlan::new(plan, now);
         if !launches.is_empty() {
             self.when_durable(launches);
         }

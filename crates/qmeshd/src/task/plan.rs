@@ -1,0 +1,358 @@
+//! The daemon's half of spq, spwhen, spfree, spwhat and getjid.
+//!
+//! The task keeps the last pass's plan as it was computed, with an index by
+//! job, so what the sp commands and qstat show is what the scheduler
+//! follows, not a second estimate made on request. A job changed since the
+//! pass (held, released) or submitted after it has no fresh entry; its
+//! reason then comes from the state alone ([`Scheduler::reason`]).
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use qmesh_core::job::Job;
+use qmesh_core::scheduler::{Entry, Plan, Reason, Status};
+use qmesh_core::{CoreError, JobId, JobState, Time};
+use qmesh_proto::{convert, v1};
+use tonic::Status as RpcStatus;
+
+use super::SchedulerTask;
+use crate::status;
+
+/// The last pass's plan and when it ran.
+#[derive(Debug, Default)]
+pub(super) struct LastPlan {
+    plan: Plan,
+    time: Option<Time>,
+    /// Position of each job in `plan.queue`: lookups are O(1).
+    index: HashMap<JobId, usize>,
+}
+
+impl LastPlan {
+    pub(super) fn new(plan: Plan, time: Time) -> LastPlan {
+        let index = plan
+            .queue
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.job, i))
+            .collect();
+        LastPlan {
+            plan,
+            time: Some(time),
+            index,
+        }
+    }
+
+    /// The job's entry, if the pass saw it and it has not changed since.
+    pub(super) fn fresh_entry(&self, job: &Job) -> Option<&Entry> {
+        let time = self.time?;
+        if job.mtime > time || !job.state.is_pending() {
+            return None;
+        }
+        self.index
+            .get(&job.id)
+            .and_then(|&i| self.plan.queue.get(i))
+    }
+}
+
+/// A pending job's status when the plan says nothing fresh about it.
+fn status_without_plan(job: &Job, reason: Reason) -> Status {
+    let holds = job.holds;
+    if holds.user && !holds.operator && !holds.system {
+        Status::Paused
+    } else if holds.any() || matches!(reason, Reason::Dependency | Reason::BeginTime) {
+        Status::Held
+    } else {
+        Status::Waiting
+    }
+}
+
+/// Where a pending job stands: status, reason, expected start, priority.
+struct Place {
+    status: Status,
+    reason: Option<Reason>,
+    expected_start: Option<Time>,
+    priority: f64,
+}
+
+impl SchedulerTask {
+    /// Where a pending job stands after the last pass.
+    fn place(&self, job: &Job) -> Place {
+        match self.plan.fresh_entry(job) {
+            // Startable but still pending: its start could not be applied.
+            Some(e) if e.status != Status::Startable => Place {
+                status: e.status,
+                reason: e.reason,
+                expected_start: e.expected_start,
+                priority: e.priority,
+            },
+            _ => {
+                let reason = self.scheduler.reason(&self.state, job);
+                Place {
+                    status: status_without_plan(job, reason),
+                    reason: Some(reason),
+                    expected_start: None,
+                    priority: 0.0,
+                }
+            }
+        }
+    }
+
+    /// Why a pending job waits (qstat's reason and comment).
+    pub(super) fn pending_reason(&self, job: &Job) -> Reason {
+        self.place(job)
+            .reason
+            .unwrap_or_else(|| self.scheduler.reason(&self.state, job))
+    }
+
+    /// qstat's expected start and priority of a pending job.
+    pub(super) fn expected_start(&self, job: &Job) -> (Option<Time>, f64) {
+        let place = self.place(job);
+        (place.expected_start, place.priority)
+    }
+
+    fn pending_entry(&self, job: &Job) -> v1::PlanEntry {
+        let place = self.place(job);
+        convert::plan_entry(
+            job,
+            self.state.server_name(),
+            Some(place.status),
+            place.reason,
+            place.expected_start,
+            place.priority,
+        )
+    }
+
+    fn running_entry(&self, job: &Job) -> v1::PlanEntry {
+        convert::plan_entry(job, self.state.server_name(), None, None, None, 0.0)
+    }
+
+    /// spq, spfree, spwhat: running jobs by start, queued jobs in plan
+    /// order (then those the pass has not seen), free nodes, what fits.
+    pub(super) fn plan_reply(&self) -> v1::PlanReply {
+        let state = &self.state;
+        let mut active: Vec<&Job> = state.active_jobs().collect();
+        active.sort_by_key(|j| (j.stime, j.id));
+        let running = active.iter().map(|j| self.running_entry(j)).collect();
+
+        let mut queued = Vec::with_capacity(state.pending_count());
+        for entry in &self.plan.plan.queue {
+            if let Some(job) = state.job(entry.job).filter(|j| j.state.is_pending()) {
+                queued.push(self.pending_entry(job));
+            }
+        }
+        for job in state.pending_jobs() {
+            if !self.plan.index.contains_key(&job.id) {
+                queued.push(self.pending_entry(job));
+            }
+        }
+
+        let sets = state.node_sets();
+        let mut up = vec![0u32; sets.len()];
+        let mut total = vec![0u32; sets.len()];
+        let mut free_now = vec![0u32; sets.len()];
+        for node in state.nodes() {
+            total[node.set] += 1;
+            up[node.set] += u32::from(node.up);
+            free_now[node.set] += u32::from(node.is_free());
+        }
+        let planned = self.plan.plan.free_nodes(state);
+        let free = sets
+            .iter()
+            .enumerate()
+            .map(|(i, set)| {
+                let from_plan = planned.iter().find(|f| f.set == set.name);
+                let item = from_plan
+                    .cloned()
+                    .unwrap_or(qmesh_core::scheduler::SetFree {
+                        set: set.name.clone(),
+                        free: free_now[i],
+                        until: None,
+                    });
+                convert::set_free(&item, up[i], total[i])
+            })
+            .collect();
+        let what = self
+            .plan
+            .plan
+            .what(state)
+            .iter()
+            .map(convert::what_pair)
+            .collect();
+        let server = &state.config().server;
+        v1::PlanReply {
+            server: state.server_name().to_string(),
+            server_time: Utc::now().timestamp(),
+            plan_time: convert::unix(self.plan.time),
+            job_order: server.job_order.as_str().to_string(),
+            backfill: server.backfill.as_str().to_string(),
+            running,
+            queued,
+            free,
+            what,
+        }
+    }
+
+    /// spwhen: the plan's expected start if it has one, else the
+    /// scheduler's estimate; a running job says so.
+    pub(super) fn when(&self, request: &v1::WhenRequest) -> Result<v1::WhenReply, RpcStatus> {
+        let now = Utc::now();
+        let state = &self.state;
+        let id = state
+            .parse_id(&request.job_id)
+            .map_err(|e| status::from_core(&e))?;
+        let full = state.full_id(id);
+        let job = state
+            .job(id)
+            .ok_or_else(|| status::from_core(&CoreError::NoSuchJob { id: full.clone() }))?;
+        if job.state == JobState::Finished {
+            return Err(RpcStatus::failed_precondition(format!(
+                "job {full} has finished; qstat -x -f {full} shows how it ended"
+            )));
+        }
+        if job.state.is_active() {
+            return Ok(v1::WhenReply {
+                job: Some(self.running_entry(job)),
+                expected_start: convert::unix(job.stime),
+                reason: String::new(),
+                explanation: format!("job {full} is {}", job.state),
+                server_time: now.timestamp(),
+            });
+        }
+        let mut entry = self.pending_entry(job);
+        let (start, reason) = match self.place(job) {
+            Place {
+                expected_start: Some(start),
+                reason,
+                ..
+            } => (
+                Some(start),
+                reason.unwrap_or_else(|| self.scheduler.reason(state, job)),
+            ),
+            _ => {
+                let when = self.scheduler.when(state, job, now);
+                (when.start, when.reason)
+            }
+        };
+        entry.expected_start = convert::unix(start);
+        Ok(v1::WhenReply {
+            job: Some(entry),
+            expected_start: convert::unix(start),
+            reason: reason.as_str().to_string(),
+            explanation: reason.explain().to_string(),
+            server_time: now.timestamp(),
+        })
+    }
+
+    /// getjid: nodes (by name, or of one host) and the jobs holding them.
+    pub(super) fn nodes(&self, request: &v1::NodesRequest) -> Result<v1::NodesReply, RpcStatus> {
+        let state = &self.state;
+        let server = state.server_name();
+        let info = |node: &qmesh_core::node::Node| {
+            let job = node.job.and_then(|id| state.job(id));
+            v1::NodeInfo {
+                name: node.name.clone(),
+                node_set: state
+                    .node_sets()
+                    .get(node.set)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                host: node.host.clone(),
+                up: node.up,
+                job_id: job.map(|j| j.id.full(server)).unwrap_or_default(),
+                job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
+            }
+        };
+        let host_ok =
+            |node: &qmesh_core::node::Node| request.host.is_empty() || node.host == request.host;
+        let nodes = if request.names.is_empty() {
+            state
+                .nodes()
+                .iter()
+                .filter(|n| host_ok(n))
+                .map(info)
+                .collect()
+        } else {
+            let mut nodes = Vec::with_capacity(request.names.len());
+            for name in &request.names {
+                let node = state.node_by_name(name).ok_or_else(|| {
+                    status::from_core(&CoreError::NoSuchNode { node: name.clone() })
+                })?;
+                if host_ok(node) {
+                    nodes.push(info(node));
+                }
+            }
+            nodes
+        };
+        Ok(v1::NodesReply {
+            nodes,
+            server: server.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qmesh_core::job::Holds;
+
+    fn job(holds: Holds) -> Job {
+        let text = r#"{"id":1,"name":"x","owner":{"uid":1,"gid":1,"user":"u","group":"g"},
+            "queue":"batch","nodes":1,"walltime":60,"workdir":"/","stdout_path":"/o",
+            "stderr_path":"/e","state":"held","qtime":"2026-01-01T00:00:00Z",
+            "mtime":"2026-01-01T00:00:00Z"}"#;
+        Job {
+            holds,
+            ..serde_json::from_str(text).unwrap()
+        }
+    }
+
+    #[test]
+    fn an_owners_hold_is_a_pause_and_others_are_holds() {
+        let user = Holds {
+            user: true,
+            ..Holds::default()
+        };
+        let operator = Holds {
+            operator: true,
+            ..user
+        };
+        assert_eq!(
+            status_without_plan(&job(user), Reason::Held),
+            Status::Paused
+        );
+        assert_eq!(
+            status_without_plan(&job(operator), Reason::Held),
+            Status::Held
+        );
+        assert_eq!(
+            status_without_plan(&job(Holds::default()), Reason::Dependency),
+            Status::Held
+        );
+        assert_eq!(
+            status_without_plan(&job(Holds::default()), Reason::Resources),
+            Status::Waiting
+        );
+    }
+
+    #[test]
+    fn an_entry_is_stale_once_the_job_changed_after_the_pass() {
+        let pass = chrono::DateTime::from_timestamp(1_767_225_700, 0).unwrap();
+        let mut queued = job(Holds::default());
+        queued.state = JobState::Queued;
+        let mut plan = Plan::default();
+        plan.queue = vec![Entry {
+            job: queued.id,
+            status: Status::Blocked,
+            reason: Some(Reason::Blocked),
+            expected_start: Some(pass),
+            priority: 1.0,
+        }];
+        let last = LastPlan::new(plan, pass);
+        assert_eq!(
+            last.fresh_entry(&queued).map(|e| e.status),
+            Some(Status::Blocked)
+        );
+        queued.mtime = pass + chrono::Duration::seconds(1);
+        assert!(last.fresh_entry(&queued).is_none());
+    }
+}
