@@ -79,6 +79,10 @@ pub struct SchedulerTask {
     /// apart, so a huge queue cannot starve request handling.
     last_pass_cost: Duration,
     last_purge: Instant,
+    /// The earliest `qsub -a` time still ahead: a pass is due when it comes.
+    next_begin: Option<Time>,
+    /// When the queues' `reorder_times` were last looked at.
+    last_reorder_check: Time,
 }
 
 impl SchedulerTask {
@@ -104,7 +108,29 @@ impl SchedulerTask {
             last_pass: Instant::now(),
             last_pass_cost: Duration::ZERO,
             last_purge: Instant::now(),
+            next_begin: None,
+            last_reorder_check: Utc::now(),
         }
+        .with_begin_times()
+    }
+
+    /// Finds the earliest start-after time of the loaded jobs.
+    fn with_begin_times(mut self) -> SchedulerTask {
+        self.next_begin = self.next_begin_after(Utc::now());
+        self
+    }
+
+    fn next_begin_after(&self, now: Time) -> Option<Time> {
+        self.state
+            .pending_jobs()
+            .filter_map(|j| j.start_after)
+            .filter(|t| *t > now)
+            .min()
+    }
+
+    /// A job may start at `at` (qsub -a): make sure a pass comes then.
+    pub(super) fn wake_at(&mut self, at: Time) {
+        self.next_begin = Some(self.next_begin.map_or(at, |t| t.min(at)));
     }
 
     pub async fn run(
@@ -345,6 +371,7 @@ impl SchedulerTask {
                 self.launches.remove(&id);
                 self.dirty = true;
                 self.job_done(id);
+                self.end_dependents(id, end);
                 if let Some(host) = ack_host {
                     self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
                 }
@@ -359,6 +386,18 @@ impl SchedulerTask {
                     );
                 }
             }
+        }
+    }
+
+    /// After `id` ended: deletes the jobs whose dependency on it can never
+    /// be met (and theirs), stores them and answers their waiters.
+    pub(super) fn end_dependents(&mut self, id: JobId, now: Time) {
+        for dependent in self.state.resolve_dependents(id, now) {
+            if let Some(job) = self.state.job(dependent) {
+                info!(job = %dependent, comment = %job.comment, "dependency can never be met");
+                persist(self.store.as_ref(), job);
+            }
+            self.job_done(dependent);
         }
     }
 
@@ -409,6 +448,12 @@ impl SchedulerTask {
                 }
             }
         }
+        let wall = Utc::now();
+        if self.next_begin.is_some_and(|t| t <= wall) {
+            self.dirty = true;
+            self.next_begin = self.next_begin_after(wall);
+        }
+        self.reorder_on_time(wall);
         let iteration = Duration::from_secs(self.state.config().server.scheduler_iteration);
         if now.duration_since(self.last_pass) >= iteration {
             self.dirty = true;
