@@ -172,7 +172,6 @@ fn run(cli: Args) -> Result<(), CliError> {
         rerunnable: opts.rerunnable.map(|r| r == "y"),
         depend,
         start_after,
-        ..Default::default()
     };
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
