@@ -207,6 +207,29 @@ impl State {
         Ok(deps)
     }
 
+    /// Deletes the pending jobs of a loaded state whose dependency can no
+    /// longer be met (their predecessor's end was stored, theirs not: a
+    /// crash between the two), and theirs. Returns them, for the store.
+    pub fn resolve_all_dependents(&mut self, now: Time) -> Vec<JobId> {
+        let stuck: Vec<(JobId, Dependency)> =
+            self.pending_jobs()
+                .filter_map(|job| {
+                    let dep = job.depend.iter().find(|d| {
+                        matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
+                    })?;
+                    Some((job.id, *dep))
+                })
+                .collect();
+        let mut changed = Vec::new();
+        for (id, dep) in stuck {
+            if self.delete_unmet(id, dep, now) {
+                changed.push(id);
+                changed.extend(self.resolve_dependents(id, now));
+            }
+        }
+        changed
+    }
+
     /// After `ended` finished (or was deleted before it started): deletes
     /// every pending job whose dependency on it can now never be met, and
     /// theirs in turn. Returns the jobs it changed, for the store.
@@ -214,48 +237,47 @@ impl State {
         let mut changed = Vec::new();
         let mut ends = vec![ended];
         while let Some(pred_id) = ends.pop() {
-            let Some(pred) = self.job(pred_id) else {
-                continue;
-            };
-            if pred.state != JobState::Finished {
+            if self
+                .job(pred_id)
+                .is_none_or(|p| p.state != JobState::Finished)
+            {
                 // Requeued, not ended: its dependents keep waiting for it.
                 continue;
             }
-            let how = ending(pred);
             for id in self.take_dependents(pred_id) {
                 let Some(job) = self.job(id).filter(|j| j.state.is_pending()) else {
                     continue;
                 };
-                let Some(dep) = job
-                    .depend
-                    .iter()
-                    .find(|d| {
-                        d.job == pred_id
-                            && matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
-                    })
-                    .copied()
-                else {
-                    continue;
-                };
-                let comment = format!(
-                    "job deleted: its dependency {}:{} can never be satisfied (job {} ended: {how})",
-                    dep.kind.as_str(),
-                    self.full_id(pred_id),
-                    self.full_id(pred_id),
-                );
-                let exit = JobExit {
-                    code: None,
-                    signal: None,
-                    cause: ExitCause::Deleted,
-                    message: String::new(),
-                };
-                if self.end_unstarted(id, exit, comment, now).is_ok() {
+                let unmet = job.depend.iter().find(|d| {
+                    d.job == pred_id
+                        && matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
+                });
+                if let Some(&dep) = unmet
+                    && self.delete_unmet(id, dep, now)
+                {
                     changed.push(id);
                     ends.push(id);
                 }
             }
         }
         changed
+    }
+
+    /// Ends pending job `id`, whose dependency `dep` can never be met.
+    fn delete_unmet(&mut self, id: JobId, dep: Dependency, now: Time) -> bool {
+        let how = self.job(dep.job).map_or_else(String::new, ending);
+        let pred = self.full_id(dep.job);
+        let comment = format!(
+            "job deleted: its dependency {}:{pred} can never be satisfied (job {pred} ended: {how})",
+            dep.kind.as_str(),
+        );
+        let exit = JobExit {
+            code: None,
+            signal: None,
+            cause: ExitCause::Deleted,
+            message: String::new(),
+        };
+        self.end_unstarted(id, exit, comment, now).is_ok()
     }
 }
 
@@ -423,6 +445,24 @@ mod tests {
         let job_d = s.job(d).unwrap().clone();
         assert_eq!(s.waits_for(&job_d, t(3)), None);
         s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_loaded_state_deletes_what_a_crash_left_waiting() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
+        let c = submit_dep(&mut s, &format!("afterok:{b}"), None).unwrap();
+        run_and_end(&mut s, a, 1);
+        // The end of a was stored, the deletion of b was not.
+        let jobs: Vec<Job> = s.jobs().cloned().collect();
+        let mut fresh = state(2);
+        fresh.restore(jobs, 0);
+        let mut changed = fresh.resolve_all_dependents(t(5));
+        changed.sort();
+        assert_eq!(changed, vec![b, c]);
+        assert!(fresh.resolve_all_dependents(t(6)).is_empty());
+        fresh.check_invariants().unwrap();
     }
 
     #[test]

@@ -587,7 +587,14 @@ impl State {
     /// job finds it without a scan.
     fn note_dependencies(&mut self, job: &Job) {
         for dep in &job.depend {
-            self.dependents.entry(dep.job).or_default().push(job.id);
+            // One that has ended already is never taken again.
+            let ended = self
+                .jobs
+                .get(&dep.job)
+                .is_some_and(|p| p.state == JobState::Finished);
+            if !ended {
+                self.dependents.entry(dep.job).or_default().push(job.id);
+            }
         }
     }
 

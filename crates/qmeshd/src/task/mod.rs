@@ -114,9 +114,17 @@ impl SchedulerTask {
         .with_begin_times()
     }
 
-    /// Finds the earliest start-after time of the loaded jobs.
+    /// Settles the loaded jobs: deletes those whose dependency can no
+    /// longer be met, finds the earliest start-after time.
     fn with_begin_times(mut self) -> SchedulerTask {
-        self.next_begin = self.next_begin_after(Utc::now());
+        let now = Utc::now();
+        for id in self.state.resolve_all_dependents(now) {
+            if let Some(job) = self.state.job(id) {
+                info!(job = %id, comment = %job.comment, "dependency can never be met");
+                persist(self.store.as_ref(), job);
+            }
+        }
+        self.next_begin = self.next_begin_after(now);
         self
     }
 
