@@ -4,6 +4,7 @@
 
 mod agents;
 mod bad_input;
+mod depend;
 mod harness;
 mod jobs;
 mod qmgr;

@@ -21,6 +21,8 @@ use qmesh_proto::{EnvVar, Resource, SubmitRequest};
 use crate::client::{self, CliError};
 use crate::directives;
 
+mod start;
+
 /// Submit a batch job.
 ///
 /// The script is read from SCRIPT, or from standard input when none is
@@ -71,6 +73,13 @@ pub struct Args {
     /// Do not print the job id.
     #[arg(short = 'z')]
     pub quiet: bool,
+    /// Not to start before this local time: [[[[CC]YY]MM]DD]hhmm[.SS]; a time
+    /// of day already past means tomorrow (PBS).
+    #[arg(short = 'a', value_name = "DATE_TIME")]
+    pub start_after: Option<String>,
+    /// More attributes: depend=afterok:ID[:ID...][,afterany:ID...][,afternotok:ID...].
+    #[arg(short = 'W', value_name = "ATTR=VALUE")]
+    pub attributes: Vec<String>,
     /// Print help.
     #[arg(long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
@@ -95,6 +104,8 @@ impl Args {
             all_env: self.all_env || base.all_env,
             rerunnable: self.rerunnable.or(base.rerunnable),
             quiet: self.quiet || base.quiet,
+            start_after: self.start_after.or(base.start_after),
+            attributes: Vec::new(),
             help: None,
             script: self.script.or(base.script),
         }
@@ -136,7 +147,14 @@ fn run(cli: Args) -> Result<(), CliError> {
         );
     }
     env.extend(gathered.vars);
+    let depend = gathered.depend.join(",");
     let opts = gathered.opts;
+    let start_after = match &opts.start_after {
+        Some(text) => start::parse_start_after(text, chrono::Local::now())
+            .map_err(CliError::Msg)?
+            .timestamp(),
+        None => 0,
+    };
     let request = SubmitRequest {
         script,
         script_name,
@@ -152,7 +170,8 @@ fn run(cli: Args) -> Result<(), CliError> {
         workdir: workdir()?,
         submit_host: client::hostname(),
         rerunnable: opts.rerunnable.map(|r| r == "y"),
-        ..Default::default()
+        depend,
+        start_after,
     };
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
@@ -219,6 +238,8 @@ struct Gathered {
     opts: Args,
     resources: Vec<Resource>,
     vars: Vec<(String, String)>,
+    /// `-W depend=` lists, directives first.
+    depend: Vec<String>,
 }
 
 /// Reads the script's directives and merges the command line over them.
@@ -230,6 +251,7 @@ fn gather(
     let mut merged = Args::default();
     let mut resources = Vec::new();
     let mut vars = Vec::new();
+    let mut depend = Vec::new();
     for directive in directives::scan(script).map_err(|e| e.to_string())? {
         let fail = |message: String| directive.error(message).to_string();
         let words = rewrite_nqs(&directive.words).map_err(fail)?;
@@ -243,14 +265,17 @@ fn gather(
         }
         resources.extend(parse_resources(&opts.resources).map_err(fail)?);
         vars.extend(parse_vars(&opts.vars, lookup).map_err(fail)?);
+        depend.extend(start::depend_lists(&opts.attributes).map_err(fail)?);
         merged = opts.over(merged);
     }
     resources.extend(parse_resources(&cli.resources)?);
     vars.extend(parse_vars(&cli.vars, lookup)?);
+    depend.extend(start::depend_lists(&cli.attributes)?);
     Ok(Gathered {
         opts: cli.over(merged),
         resources,
         vars,
+        depend,
     })
 }
 
@@ -271,7 +296,9 @@ fn describe_clap_error(err: &clap::Error) -> String {
 /// `-lP N`/`-lPN` to `-l nodes=N`, `-lT` to walltime, `-lM` to mem.
 pub fn rewrite_nqs(words: &[String]) -> Result<Vec<String>, String> {
     const NQS: [(&str, &str); 3] = [("-lP", "nodes"), ("-lT", "walltime"), ("-lM", "mem")];
-    const TAKES_VALUE: [&str; 9] = ["-q", "-l", "-N", "-o", "-e", "-j", "-A", "-v", "-r"];
+    const TAKES_VALUE: [&str; 11] = [
+        "-q", "-l", "-N", "-o", "-e", "-j", "-A", "-v", "-r", "-a", "-W",
+    ];
     let mut out = Vec::with_capacity(words.len());
     let mut iter = words.iter();
     while let Some(word) = iter.next() {
@@ -636,6 +663,21 @@ mod tests {
             err,
             "script line 1: unknown option \"--frobnicate\" in directive \"#PBS --frobnicate\""
         );
+    }
+
+    #[test]
+    fn start_conditions_come_from_directives_and_the_command_line() {
+        let script = b"#PBS -W depend=afterok:3:5.srv,afterany:4 -a 2230\n";
+        let got = gather(cli("-W depend=afternotok:6"), script, &no_env).unwrap();
+        assert_eq!(
+            got.depend,
+            vec!["afterok:3:5.srv,afterany:4", "afternotok:6"]
+        );
+        assert_eq!(got.opts.start_after.as_deref(), Some("2230"));
+        let got = gather(cli("-a 0100"), script, &no_env).unwrap();
+        assert_eq!(got.opts.start_after.as_deref(), Some("0100"));
+        let err = gather(cli(""), b"#PBS -W umask=022\n", &no_env).unwrap_err();
+        assert!(err.starts_with("script line 1: -W umask"), "{err}");
     }
 
     #[test]

@@ -1,15 +1,482 @@
 //! Job dependencies (`qsub -W depend=afterok:12`) and start-after times
 //! (`qsub -a`): what keeps an otherwise ready job from starting.
+//!
+//! A dependency names a job and how it must end: `afterok` (exit status 0),
+//! `afternotok` (anything else, deletion included) or `afterany`. While a
+//! named job has not ended, the dependent waits (reason `Dependency`). When
+//! it ends so that the dependency can never be met, PBS deletes the
+//! dependent, and so do we, down the chain ([`State::resolve_dependents`]).
+//! A named job that has left the history was necessarily met: had it not
+//! been, its dependents would have been deleted when it ended.
+
+use serde::{Deserialize, Serialize};
 
 use crate::Time;
-use crate::job::Job;
+use crate::error::CoreError;
+use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 use crate::scheduler::Reason;
 use crate::state::State;
+
+/// How the named job must end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DependKind {
+    /// It ended with exit status 0.
+    AfterOk,
+    /// It ended, however.
+    AfterAny,
+    /// It ended with a non-zero status, was killed or deleted.
+    AfterNotOk,
+}
+
+impl DependKind {
+    pub const ALL: [DependKind; 3] = [
+        DependKind::AfterOk,
+        DependKind::AfterAny,
+        DependKind::AfterNotOk,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DependKind::AfterOk => "afterok",
+            DependKind::AfterAny => "afterany",
+            DependKind::AfterNotOk => "afternotok",
+        }
+    }
+
+    /// Whether a job that ended with this PBS exit status meets it.
+    pub fn met_by(self, exit_status: i32) -> bool {
+        match self {
+            DependKind::AfterOk => exit_status == 0,
+            DependKind::AfterAny => true,
+            DependKind::AfterNotOk => exit_status != 0,
+        }
+    }
+}
+
+/// One job waited for, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dependency {
+    pub kind: DependKind,
+    pub job: JobId,
+}
+
+/// Reads `afterok:12[:13...][,afterany:14...][,afternotok:15...]` (a leading
+/// `depend=` is allowed). Ids are `12` or `12.server`. Empty text: none.
+/// A repeated dependency is kept once.
+pub fn parse(text: &str, server: &str) -> Result<Vec<Dependency>, CoreError> {
+    let text = text.trim();
+    let text = text.strip_prefix("depend=").unwrap_or(text);
+    let mut out: Vec<Dependency> = Vec::new();
+    if text.is_empty() {
+        return Ok(out);
+    }
+    let bad = |word: &str, why: &str| CoreError::BadDependency {
+        word: word.to_string(),
+        why: why.to_string(),
+    };
+    for item in text.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(bad(text, "it has an empty entry between commas"));
+        }
+        let mut words = item.split(':');
+        let kind_word = words.next().unwrap_or_default();
+        let kind = DependKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind_word.to_ascii_lowercase())
+            .ok_or_else(|| {
+                bad(
+                    kind_word,
+                    "is not a dependency type we know (afterok, afterany, afternotok)",
+                )
+            })?;
+        let mut named = 0;
+        for word in words {
+            let id = JobId::parse(word, server).map_err(|e| match e {
+                CoreError::NoSuchJob { .. } => bad(word, "names a job of another server"),
+                _ => bad(word, "is not a job id (SEQ or SEQ.SERVER)"),
+            })?;
+            let dep = Dependency { kind, job: id };
+            if !out.contains(&dep) {
+                out.push(dep);
+            }
+            named += 1;
+        }
+        if named == 0 {
+            return Err(bad(item, "names no job"));
+        }
+    }
+    Ok(out)
+}
+
+/// The `-W depend=` form with full ids, kinds in first-use order:
+/// `afterok:12.srv:13.srv,afterany:14.srv`.
+pub fn format(deps: &[Dependency], server: &str) -> String {
+    let mut kinds: Vec<DependKind> = Vec::new();
+    for dep in deps {
+        if !kinds.contains(&dep.kind) {
+            kinds.push(dep.kind);
+        }
+    }
+    kinds
+        .iter()
+        .map(|kind| {
+            let mut part = kind.as_str().to_string();
+            for dep in deps.iter().filter(|d| d.kind == *kind) {
+                part.push(':');
+                part.push_str(&dep.job.full(server));
+            }
+            part
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// How a dependency on `pred` stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    Waiting,
+    Met,
+    /// It ended the wrong way, with this exit status.
+    Never(i32),
+}
+
+fn standing(kind: DependKind, pred: Option<&Job>) -> Standing {
+    let Some(pred) = pred else {
+        return Standing::Met;
+    };
+    if pred.state != JobState::Finished {
+        return Standing::Waiting;
+    }
+    let status = pred.exit.as_ref().map_or(-2, JobExit::exit_status);
+    if kind.met_by(status) {
+        Standing::Met
+    } else {
+        Standing::Never(status)
+    }
+}
+
+/// How a finished job ended, in words for a comment.
+fn ending(pred: &Job) -> String {
+    match &pred.exit {
+        Some(exit) if exit.cause == ExitCause::Deleted => "it was deleted".to_string(),
+        Some(exit) => format!("exit status {}", exit.exit_status()),
+        None => "no exit status".to_string(),
+    }
+}
 
 impl State {
     /// Why a queued job may not start yet regardless of nodes: it depends
     /// on jobs that have not ended, or its start-after time is ahead.
-    pub fn waits_for(&self, _job: &Job, _now: Time) -> Option<Reason> {
+    /// Costs one lookup per dependency.
+    pub fn waits_for(&self, job: &Job, now: Time) -> Option<Reason> {
+        // A dependency that can never be met also keeps the job waiting
+        // (resolve_dependents deletes it; it must not run meanwhile).
+        if job
+            .depend
+            .iter()
+            .any(|d| standing(d.kind, self.job(d.job)) != Standing::Met)
+        {
+            return Some(Reason::Dependency);
+        }
+        if job.start_after.is_some_and(|t| t > now) {
+            return Some(Reason::BeginTime);
+        }
         None
+    }
+
+    /// The dependencies a submission's `-W depend=` text names, each on a
+    /// job that exists and has not already ended the wrong way.
+    pub(crate) fn dependencies_for(&self, text: &str) -> Result<Vec<Dependency>, CoreError> {
+        let deps = parse(text, self.server_name())?;
+        for dep in &deps {
+            let pred = self
+                .job(dep.job)
+                .ok_or_else(|| CoreError::NoSuchPredecessor {
+                    id: self.full_id(dep.job),
+                })?;
+            if let Standing::Never(_) = standing(dep.kind, Some(pred)) {
+                return Err(CoreError::DependencyUnsatisfiable {
+                    dependency: format!("{}:{}", dep.kind.as_str(), self.full_id(dep.job)),
+                    id: self.full_id(dep.job),
+                    how: ending(pred),
+                });
+            }
+        }
+        Ok(deps)
+    }
+
+    /// Deletes the pending jobs of a loaded state whose dependency can no
+    /// longer be met (their predecessor's end was stored, theirs not: a
+    /// crash between the two), and theirs. Returns them, for the store.
+    pub fn resolve_all_dependents(&mut self, now: Time) -> Vec<JobId> {
+        let stuck: Vec<(JobId, Dependency)> =
+            self.pending_jobs()
+                .filter_map(|job| {
+                    let dep = job.depend.iter().find(|d| {
+                        matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
+                    })?;
+                    Some((job.id, *dep))
+                })
+                .collect();
+        let mut changed = Vec::new();
+        for (id, dep) in stuck {
+            if self.delete_unmet(id, dep, now) {
+                changed.push(id);
+                changed.extend(self.resolve_dependents(id, now));
+            }
+        }
+        changed
+    }
+
+    /// After `ended` finished (or was deleted before it started): deletes
+    /// every pending job whose dependency on it can now never be met, and
+    /// theirs in turn. Returns the jobs it changed, for the store.
+    pub fn resolve_dependents(&mut self, ended: JobId, now: Time) -> Vec<JobId> {
+        let mut changed = Vec::new();
+        let mut ends = vec![ended];
+        while let Some(pred_id) = ends.pop() {
+            if self
+                .job(pred_id)
+                .is_none_or(|p| p.state != JobState::Finished)
+            {
+                // Requeued, not ended: its dependents keep waiting for it.
+                continue;
+            }
+            for id in self.take_dependents(pred_id) {
+                let Some(job) = self.job(id).filter(|j| j.state.is_pending()) else {
+                    continue;
+                };
+                let unmet = job.depend.iter().find(|d| {
+                    d.job == pred_id
+                        && matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
+                });
+                if let Some(&dep) = unmet
+                    && self.delete_unmet(id, dep, now)
+                {
+                    changed.push(id);
+                    ends.push(id);
+                }
+            }
+        }
+        changed
+    }
+
+    /// Ends pending job `id`, whose dependency `dep` can never be met.
+    fn delete_unmet(&mut self, id: JobId, dep: Dependency, now: Time) -> bool {
+        let how = self.job(dep.job).map_or_else(String::new, ending);
+        let pred = self.full_id(dep.job);
+        let comment = format!(
+            "job deleted: its dependency {}:{pred} can never be satisfied (job {pred} ended: {how})",
+            dep.kind.as_str(),
+        );
+        let exit = JobExit {
+            code: None,
+            signal: None,
+            cause: ExitCause::Deleted,
+            message: String::new(),
+        };
+        self.end_unstarted(id, exit, comment, now).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::Role;
+    use crate::job::ExitCause;
+    use crate::state::tests::{caller, state, t};
+    use crate::submit::Submission;
+
+    fn dep(kind: DependKind, id: u64) -> Dependency {
+        Dependency {
+            kind,
+            job: JobId(id),
+        }
+    }
+
+    #[test]
+    fn depend_text_parses() {
+        use DependKind::*;
+        assert_eq!(
+            parse("afterok:12:13.srv,afterany:14", "srv").unwrap(),
+            vec![dep(AfterOk, 12), dep(AfterOk, 13), dep(AfterAny, 14)]
+        );
+        assert_eq!(
+            parse("depend=afternotok:7.srv.example.org", "srv").unwrap(),
+            vec![dep(AfterNotOk, 7)]
+        );
+        assert_eq!(parse(" ", "srv").unwrap(), vec![]);
+        assert_eq!(
+            parse("afterok:3,afterok:3", "srv").unwrap(),
+            vec![dep(AfterOk, 3)]
+        );
+    }
+
+    #[test]
+    fn bad_depend_text_names_the_word() {
+        let msg = |text: &str| parse(text, "srv").unwrap_err().to_string();
+        assert!(
+            msg("aftreok:12").starts_with("bad dependency \"aftreok\": is not a dependency type"),
+            "{}",
+            msg("aftreok:12")
+        );
+        assert!(msg("afterok:1x").contains("\"1x\": is not a job id"));
+        assert!(msg("afterok:12.other").contains("\"12.other\": names a job of another server"));
+        assert!(msg("afterok").contains("\"afterok\": names no job"));
+        assert!(msg("afterok:").contains("\"\": is not a job id"));
+        assert!(msg("afterok:1,,afterany:2").contains("empty entry"));
+        assert!(msg("afterok:x").contains("e.g. afterok:12"));
+    }
+
+    #[test]
+    fn format_groups_by_kind() {
+        use DependKind::*;
+        let deps = [dep(AfterOk, 12), dep(AfterAny, 14), dep(AfterOk, 13)];
+        assert_eq!(
+            format(&deps, "srv"),
+            "afterok:12.srv:13.srv,afterany:14.srv"
+        );
+        assert_eq!(format(&[], "srv"), "");
+    }
+
+    fn submit_dep(
+        s: &mut State,
+        depend: &str,
+        start_after: Option<Time>,
+    ) -> Result<JobId, CoreError> {
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            depend: depend.into(),
+            start_after,
+            ..Submission::default()
+        };
+        s.submit(sub, &caller(1000, Role::User), t(0)).map(|j| j.id)
+    }
+
+    fn run_and_end(s: &mut State, id: JobId, code: i32) {
+        s.start(id, &[0], t(1)).unwrap();
+        let exit = JobExit {
+            code: Some(code),
+            signal: None,
+            cause: ExitCause::Exited,
+            message: String::new(),
+        };
+        s.finish(id, exit, t(2)).unwrap();
+    }
+
+    #[test]
+    fn unknown_predecessors_are_refused() {
+        let mut s = state(2);
+        let err = submit_dep(&mut s, "afterok:12", None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "job 12.srv does not exist or has left the history; see qstat -x"
+        );
+        let a = submit_dep(&mut s, "", None).unwrap();
+        run_and_end(&mut s, a, 1);
+        let err = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap_err();
+        assert!(err.to_string().contains("exit status 1"), "{err}");
+        submit_dep(&mut s, &format!("afternotok:{a}"), None).unwrap();
+    }
+
+    #[test]
+    fn waits_for_dependencies_then_the_start_time() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("afterok:{a}"), Some(t(100))).unwrap();
+        let job_b = s.job(b).unwrap().clone();
+        assert_eq!(s.waits_for(&job_b, t(0)), Some(Reason::Dependency));
+        run_and_end(&mut s, a, 0);
+        assert!(s.resolve_dependents(a, t(2)).is_empty());
+        assert_eq!(s.waits_for(&job_b, t(2)), Some(Reason::BeginTime));
+        assert_eq!(s.waits_for(&job_b, t(100)), None);
+        // A predecessor gone from the history was met.
+        s.purge_history(t(1_000_000_000));
+        assert_eq!(s.waits_for(&job_b, t(100)), None);
+    }
+
+    #[test]
+    fn a_dependency_that_can_never_be_met_deletes_down_the_chain() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let ok = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
+        let notok = submit_dep(&mut s, &format!("afternotok:{a}"), None).unwrap();
+        let any = submit_dep(&mut s, &format!("afterany:{ok}"), None).unwrap();
+        let after_any = submit_dep(&mut s, &format!("afterok:{any}"), None).unwrap();
+        run_and_end(&mut s, a, 1);
+        let mut changed = s.resolve_dependents(a, t(3));
+        changed.sort();
+        // ok dies with a; afterany:ok is met by a deleted job, so any waits on.
+        assert_eq!(changed, vec![ok]);
+        let gone = s.job(ok).unwrap();
+        assert_eq!(gone.state, JobState::Finished);
+        assert_eq!(
+            gone.comment,
+            format!(
+                "job deleted: its dependency afterok:{a}.srv can never be satisfied (job {a}.srv ended: exit status 1)"
+            )
+        );
+        let job_notok = s.job(notok).unwrap().clone();
+        assert_eq!(s.waits_for(&job_notok, t(3)), None);
+        let job_any = s.job(any).unwrap().clone();
+        assert_eq!(s.waits_for(&job_any, t(3)), None);
+        // Deleting `any` before it starts cascades to its afterok dependent.
+        s.delete(any, &caller(1000, Role::User), t(4)).unwrap();
+        assert_eq!(s.resolve_dependents(any, t(4)), vec![after_any]);
+        assert!(s.job(after_any).unwrap().comment.contains("it was deleted"));
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn cascades_reach_grandchildren() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
+        let c = submit_dep(&mut s, &format!("afterok:{b}"), None).unwrap();
+        let d = submit_dep(&mut s, &format!("afternotok:{c}"), None).unwrap();
+        run_and_end(&mut s, a, 2);
+        let mut changed = s.resolve_dependents(a, t(3));
+        changed.sort();
+        assert_eq!(changed, vec![b, c]);
+        // afternotok on a deleted job is met.
+        let job_d = s.job(d).unwrap().clone();
+        assert_eq!(s.waits_for(&job_d, t(3)), None);
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_loaded_state_deletes_what_a_crash_left_waiting() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
+        let c = submit_dep(&mut s, &format!("afterok:{b}"), None).unwrap();
+        run_and_end(&mut s, a, 1);
+        // The end of a was stored, the deletion of b was not.
+        let jobs: Vec<Job> = s.jobs().cloned().collect();
+        let mut fresh = state(2);
+        fresh.restore(jobs, 0);
+        let mut changed = fresh.resolve_all_dependents(t(5));
+        changed.sort();
+        assert_eq!(changed, vec![b, c]);
+        assert!(fresh.resolve_all_dependents(t(6)).is_empty());
+        fresh.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn dependencies_survive_a_restore() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
+        let jobs: Vec<Job> = s
+            .jobs()
+            .map(|j| serde_json::from_str(&serde_json::to_string(j).unwrap()).unwrap())
+            .collect();
+        let mut fresh = state(2);
+        fresh.restore(jobs, 0);
+        run_and_end(&mut fresh, a, 1);
+        assert_eq!(fresh.resolve_dependents(a, t(3)), vec![b]);
     }
 }

@@ -95,13 +95,28 @@ pub enum CoreError {
     NoSuchNode { node: String },
     #[error("bad node sets: {why}")]
     BadNodeSets { why: String },
+    #[error(
+        "bad dependency \"{word}\": {why}; write depend=afterok:ID[:ID...][,afterany:ID...][,afternotok:ID...], e.g. afterok:12"
+    )]
+    BadDependency { word: String, why: String },
+    #[error("job {id} does not exist or has left the history; see qstat -x")]
+    NoSuchPredecessor { id: String },
+    #[error("{dependency} can never be satisfied: job {id} has already ended ({how})")]
+    DependencyUnsatisfiable {
+        dependency: String,
+        id: String,
+        how: String,
+    },
 }
 
 impl CoreError {
     pub fn kind(&self) -> ErrorKind {
         use CoreError::*;
         match self {
-            NoSuchQueue { .. } | NoSuchJob { .. } | NoSuchNode { .. } => ErrorKind::NotFound,
+            NoSuchQueue { .. }
+            | NoSuchJob { .. }
+            | NoSuchNode { .. }
+            | NoSuchPredecessor { .. } => ErrorKind::NotFound,
             NotYourJob { .. } | PermissionDenied { .. } => ErrorKind::Denied,
             QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
             BadDuration { .. }
@@ -114,7 +129,9 @@ impl CoreError {
             | WalltimeTooLong { .. }
             | ExceedsCapacity { .. }
             | BadJobId { .. }
-            | BadNodeSets { .. } => ErrorKind::Invalid,
+            | BadNodeSets { .. }
+            | BadDependency { .. }
+            | DependencyUnsatisfiable { .. } => ErrorKind::Invalid,
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::Time;
+use crate::depend::Dependency;
 use crate::error::CoreError;
 
 /// The sequence number of a job. Users see it as `SEQ.SERVER`.
@@ -303,6 +304,16 @@ pub struct Job {
     /// The last thing that happened to it, in words (PBS `comment`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub comment: String,
+    /// The jobs it waits for (`qsub -W depend=`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depend: Vec<Dependency>,
+    /// Not to start before this (`qsub -a`, PBS `Execution_Time`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_after: Option<Time>,
+    /// Its place in its queue when the queue was reordered (EPCC's group
+    /// cascade); `None`: its id, so submission order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u64>,
 }
 
 fn yes() -> bool {

@@ -17,6 +17,7 @@ pub mod job;
 pub mod node;
 pub mod qmgr;
 pub mod queue;
+pub mod reorder;
 pub mod resources;
 pub mod scheduler;
 pub mod server;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::reorder::TimeOfDay;
+
 /// Execution queues run jobs. (Pipe, or routing, queues come with the
 /// routing issue; the type is here so stored queues keep their meaning.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +54,10 @@ pub struct Queue {
     /// The node sets its jobs run on; empty means all of them.
     #[serde(default)]
     pub node_sets: Vec<String>,
+    /// Local times of day at which its jobs are reordered in group cascade
+    /// order (EPCC); empty: only on command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reorder_times: Vec<TimeOfDay>,
 }
 
 impl Queue {
@@ -68,6 +74,7 @@ impl Queue {
             default_nodes: None,
             default_walltime: None,
             node_sets: Vec::new(),
+            reorder_times: Vec::new(),
         }
     }
 

@@ -28,11 +28,22 @@ pub struct State {
     /// Nodes up, per node set (kept by `set_host_up`).
     up_per_set: Vec<usize>,
     jobs: BTreeMap<JobId, Job>,
-    /// Pending jobs by queue, in id (submission) order: a pass walks a
-    /// queue without sorting and stops when the nodes run out.
-    pending: BTreeMap<String, BTreeSet<JobId>>,
+    /// Pending jobs by queue, in rank order (a job's rank is its id unless
+    /// the queue was reordered): a pass walks a queue without sorting and
+    /// stops when the nodes run out.
+    pending: BTreeMap<String, BTreeSet<PendingKey>>,
     active: BTreeSet<JobId>,
+    /// Jobs that named each job in `-W depend` and may still wait for it;
+    /// entries go when the named job ends ([`State::take_dependents`]).
+    dependents: HashMap<JobId, Vec<JobId>>,
     next_id: u64,
+}
+
+/// Where a pending job stands in its queue: its rank, then its id.
+type PendingKey = (u64, JobId);
+
+fn pending_key(job: &Job) -> PendingKey {
+    (job.rank.unwrap_or(job.id.0), job.id)
 }
 
 /// What `delete` did.
@@ -124,6 +135,7 @@ impl State {
             jobs: BTreeMap::new(),
             pending: BTreeMap::new(),
             active: BTreeSet::new(),
+            dependents: HashMap::new(),
             next_id: 1,
         })
     }
@@ -136,7 +148,8 @@ impl State {
             let id = job.id;
             self.next_id = self.next_id.max(id.0 + 1);
             if job.state.is_pending() {
-                self.add_pending(&job.queue, id);
+                add_pending(&mut self.pending, &job);
+                self.note_dependencies(&job);
             } else if job.state.is_active() {
                 self.active.insert(id);
                 for name in &job.exec_nodes {
@@ -198,25 +211,22 @@ impl State {
         self.pending
             .values()
             .flatten()
-            .filter_map(|id| self.jobs.get(id))
+            .filter_map(|(_, id)| self.jobs.get(id))
     }
 
-    /// Pending jobs of one queue, in submission order.
+    /// Pending jobs of one queue, in rank order: submission order unless
+    /// the queue was reordered ([`State::reorder_queue`]).
     pub fn pending_in(&self, queue: &str) -> impl Iterator<Item = &Job> {
         self.pending
             .get(queue)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.jobs.get(id))
+            .filter_map(|(_, id)| self.jobs.get(id))
     }
 
     /// How many jobs wait, in all queues.
     pub fn pending_count(&self) -> usize {
         self.pending.values().map(BTreeSet::len).sum()
-    }
-
-    fn add_pending(&mut self, queue: &str, id: JobId) {
-        add_pending(&mut self.pending, queue, id);
     }
 
     /// Running and exiting jobs, in id order.
@@ -284,7 +294,10 @@ impl State {
         now: Time,
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
-        submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)
+        let depend = self.dependencies_for(&submission.depend)?;
+        let mut job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
+        job.depend = depend;
+        Ok(job)
     }
 
     /// Queues a job made by [`State::prepare`].
@@ -292,7 +305,8 @@ impl State {
         let id = job.id;
         self.next_id = self.next_id.max(id.0 + 1);
         if job.state.is_pending() {
-            self.add_pending(&job.queue, id);
+            add_pending(&mut self.pending, &job);
+            self.note_dependencies(&job);
         }
         self.jobs.entry(id).or_insert(job)
     }
@@ -325,11 +339,10 @@ impl State {
             return Err(CoreError::NoSuchNode { node: name });
         }
         let names: Vec<String> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+        remove_pending(&mut self.pending, job);
         for &i in nodes {
             self.nodes[i].job = Some(id);
         }
-        let queue = job.queue.clone();
-        remove_pending(&mut self.pending, &queue, id);
         self.active.insert(id);
         let job = self
             .jobs
@@ -370,7 +383,7 @@ impl State {
             job.comment = format!("requeued: {}", exit.describe(job.walltime));
             job.stime = None;
             job.exec_nodes.clear();
-            add_pending(&mut self.pending, &job.queue, id);
+            add_pending(&mut self.pending, job);
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
@@ -403,7 +416,7 @@ impl State {
         job.mtime = now;
         match outcome {
             Deleted::Removed => {
-                remove_pending(&mut self.pending, &job.queue, id);
+                remove_pending(&mut self.pending, job);
                 job.state = JobState::Finished;
                 job.end_time = Some(now);
                 job.exit = Some(JobExit {
@@ -570,6 +583,85 @@ impl State {
         }
     }
 
+    /// Remembers whom a pending job waits for, so the end of each named
+    /// job finds it without a scan.
+    fn note_dependencies(&mut self, job: &Job) {
+        for dep in &job.depend {
+            // One that has ended already is never taken again.
+            let ended = self
+                .jobs
+                .get(&dep.job)
+                .is_some_and(|p| p.state == JobState::Finished);
+            if !ended {
+                self.dependents.entry(dep.job).or_default().push(job.id);
+            }
+        }
+    }
+
+    /// The jobs that named `id` in `-W depend`, forgotten here: called once
+    /// `id` has ended.
+    pub(crate) fn take_dependents(&mut self, id: JobId) -> Vec<JobId> {
+        self.dependents.remove(&id).unwrap_or_default()
+    }
+
+    /// Ends a job that never started (deleted by the server, not a user):
+    /// it leaves its queue and is finished with `exit` and `comment`.
+    pub(crate) fn end_unstarted(
+        &mut self,
+        id: JobId,
+        exit: JobExit,
+        comment: String,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if !job.state.is_pending() {
+            return Err(self.wrong_state(job, "end"));
+        }
+        remove_pending(&mut self.pending, job);
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
+        job.state = JobState::Finished;
+        job.mtime = now;
+        job.end_time = Some(now);
+        job.exit = Some(exit);
+        job.comment = comment;
+        Ok(job)
+    }
+
+    /// Gives pending jobs of one queue new ranks (`None`: its id); returns
+    /// the jobs whose place changed. Jobs not pending in `queue` are skipped.
+    pub(crate) fn rerank(
+        &mut self,
+        queue: &str,
+        ranks: &[(JobId, Option<u64>)],
+        now: Time,
+    ) -> Vec<JobId> {
+        let mut changed = Vec::new();
+        for &(id, rank) in ranks {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if !job.state.is_pending() || job.queue != queue {
+                continue;
+            }
+            let before = pending_key(job);
+            job.rank = rank;
+            let after = pending_key(job);
+            if before == after {
+                continue;
+            }
+            job.mtime = now;
+            if let Some(set) = self.pending.get_mut(queue) {
+                set.remove(&before);
+                set.insert(after);
+            }
+            changed.push(id);
+        }
+        changed
+    }
+
     /// Checks the invariants named in the module comment; for tests and
     /// debug builds.
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -577,7 +669,7 @@ impl State {
             let listed = self
                 .pending
                 .get(&job.queue)
-                .is_some_and(|set| set.contains(&job.id));
+                .is_some_and(|set| set.contains(&pending_key(job)));
             if job.state.is_pending() != listed {
                 return Err(format!("job {} ({}) vs pending set", job.id, job.state));
             }
@@ -609,15 +701,18 @@ impl State {
     }
 }
 
-fn add_pending(pending: &mut BTreeMap<String, BTreeSet<JobId>>, queue: &str, id: JobId) {
-    pending.entry(queue.to_string()).or_default().insert(id);
+fn add_pending(pending: &mut BTreeMap<String, BTreeSet<PendingKey>>, job: &Job) {
+    pending
+        .entry(job.queue.clone())
+        .or_default()
+        .insert(pending_key(job));
 }
 
-fn remove_pending(pending: &mut BTreeMap<String, BTreeSet<JobId>>, queue: &str, id: JobId) {
-    if let Some(set) = pending.get_mut(queue) {
-        set.remove(&id);
+fn remove_pending(pending: &mut BTreeMap<String, BTreeSet<PendingKey>>, job: &Job) {
+    if let Some(set) = pending.get_mut(&job.queue) {
+        set.remove(&pending_key(job));
         if set.is_empty() {
-            pending.remove(queue);
+            pending.remove(&job.queue);
         }
     }
 }

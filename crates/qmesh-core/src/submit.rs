@@ -28,6 +28,11 @@ pub struct Submission {
     pub workdir: String,
     pub submit_host: String,
     pub rerunnable: Option<bool>,
+    /// `-W depend=` as written (`afterok:12:13,afterany:14`); empty for
+    /// none. [`crate::State::prepare`] reads it, knowing the jobs.
+    pub depend: String,
+    /// `-a`: not to start before this.
+    pub start_after: Option<Time>,
 }
 
 /// The longest job name PBS accepts.
@@ -153,6 +158,9 @@ impl Submission {
             exit: None,
             run_count: 0,
             comment: String::new(),
+            depend: Vec::new(),
+            start_after: self.start_after,
+            rank: None,
         })
     }
 }

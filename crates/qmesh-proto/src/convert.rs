@@ -6,7 +6,7 @@ use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
 use qmesh_core::queue::Queue;
 use qmesh_core::scheduler::{Reason, SetFree, Status, WhatPair};
 use qmesh_core::state::StateCounts;
-use qmesh_core::{Submission, Time};
+use qmesh_core::{Reason, Submission, Time};
 
 use crate::v1;
 
@@ -50,6 +50,8 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         workdir: req.workdir,
         submit_host: req.submit_host,
         rerunnable: req.rerunnable,
+        depend: req.depend,
+        start_after: from_unix(req.start_after),
     };
     (submission, payload)
 }
@@ -67,11 +69,17 @@ pub fn job_state(state: JobState) -> v1::JobState {
 }
 
 /// What qstat shows of a job. `reason` is the last pass's reason for a
-/// pending job, with its explanation.
+/// pending job, with its explanation. A queued job waiting for the jobs it
+/// depends on shows as `H`, one waiting for its `-a` time as `W` (PBS).
 pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time) -> v1::JobInfo {
     let comment = match (job.state.is_pending(), reason) {
         (true, Some((_, why))) => format!("Not Running: {why}"),
         _ => job.comment.clone(),
+    };
+    let shown = match (job.state, reason.map(|(r, _)| r)) {
+        (JobState::Queued, Some(r)) if r == Reason::Dependency.as_str() => JobState::Held,
+        (JobState::Queued, Some(r)) if r == Reason::BeginTime.as_str() => JobState::Waiting,
+        (state, _) => state,
     };
     v1::JobInfo {
         id: job.id.full(server),
@@ -80,8 +88,8 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         group: job.owner.group.clone(),
         account: job.account.clone().unwrap_or_default(),
         queue: job.queue.clone(),
-        state: job_state(job.state) as i32,
-        state_letter: job.state.letter().to_string(),
+        state: job_state(shown) as i32,
+        state_letter: shown.letter().to_string(),
         nodes: job.nodes,
         walltime: job.walltime,
         qtime: job.qtime.timestamp(),
@@ -103,6 +111,8 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mtime: job.mtime.timestamp(),
         server_time: now.timestamp(),
         mem: job.mem,
+        depend: qmesh_core::depend::format(&job.depend, server),
+        start_after: unix(job.start_after),
         ..Default::default()
     }
 }
@@ -241,5 +251,64 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
         queue: job.queue.clone(),
         account: job.account.clone().unwrap_or_default(),
         submit_host: job.submit_host.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qmesh_core::{Caller, Config, JobId, Queue, Role};
+
+    fn queued_job() -> Job {
+        let mut config = Config::default();
+        config.queues.insert("batch".into(), Queue::open("batch"));
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            queue: Some("batch".into()),
+            ..Submission::default()
+        };
+        let caller = Caller {
+            uid: 1,
+            gid: 1,
+            user: "u".into(),
+            group: "g".into(),
+            role: Role::User,
+        };
+        let now = chrono::DateTime::from_timestamp(1_000, 0).unwrap();
+        let mut job = sub
+            .into_job(JobId(7), &caller, &config, |_| 4, now)
+            .unwrap();
+        job.depend = qmesh_core::depend::parse("afterok:3,afterany:4", "srv").unwrap();
+        job.start_after = chrono::DateTime::from_timestamp(5_000, 0);
+        job
+    }
+
+    #[test]
+    fn waiting_on_dependencies_shows_h_and_on_the_start_time_w() {
+        let job = queued_job();
+        let now = chrono::DateTime::from_timestamp(2_000, 0).unwrap();
+        let why = |r: Reason| Some((r.as_str(), r.explain()));
+        let info = job_info(&job, "srv", why(Reason::Dependency), now);
+        assert_eq!(info.state_letter, "H");
+        assert_eq!(info.depend, "afterok:3.srv,afterany:4.srv");
+        assert_eq!(info.start_after, 5_000);
+        let info = job_info(&job, "srv", why(Reason::BeginTime), now);
+        assert_eq!(info.state_letter, "W");
+        assert_eq!(info.state, v1::JobState::Waiting as i32);
+        let info = job_info(&job, "srv", why(Reason::Resources), now);
+        assert_eq!(info.state_letter, "Q");
+    }
+
+    #[test]
+    fn submissions_carry_depend_and_start_after() {
+        let req = v1::SubmitRequest {
+            depend: "afterok:3".into(),
+            start_after: 5_000,
+            ..Default::default()
+        };
+        let (sub, _) = submission(req);
+        assert_eq!(sub.depend, "afterok:3");
+        assert_eq!(sub.start_after.map(|t| t.timestamp()), Some(5_000));
     }
 }

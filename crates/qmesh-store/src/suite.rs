@@ -48,6 +48,9 @@ pub fn sample_job(id: u64) -> Job {
         exit: None,
         run_count: 0,
         comment: String::new(),
+        depend: vec![],
+        start_after: None,
+        rank: None,
     }
 }
 

@@ -218,6 +218,12 @@ where
     }
     a.flag("Rerunable", job.rerunnable);
     a.int("run_count", job.run_count);
+    if job.start_after > 0 {
+        a.text("Execution_Time", date(job.start_after));
+    }
+    if !job.depend.is_empty() {
+        a.text("depend", &job.depend);
+    }
     if let Some(status) = job.exit_status.filter(|_| is_finished(job)) {
         a.int("exit_status", status);
     }
@@ -385,6 +391,28 @@ mod tests {
             full(&planned)
         );
         assert!(!text.contains("Output_Path"), "{text}");
+    }
+
+    #[test]
+    fn dependencies_and_start_times_are_shown() {
+        let job = JobInfo {
+            state: JobState::Waiting as i32,
+            state_letter: "W".into(),
+            depend: "afterok:12.server:13.server".into(),
+            start_after: T0 + 3600,
+            ..queued()
+        };
+        let text = full(&job);
+        assert!(text.contains("    job_state = W\n"), "{text}");
+        assert!(
+            text.contains("    Execution_Time = Sun Nov 22 11:00:00 2026\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    depend = afterok:12.server:13.server\n"),
+            "{text}"
+        );
+        assert!(!full(&queued()).contains("depend"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use super::parse::Op;
 use crate::queue::{Queue, QueueType};
+use crate::reorder::TimeOfDay;
 use crate::server::{Backfill, JobOrder, ServerAttrs};
 use crate::time::{format_hms, parse_duration};
 
@@ -21,6 +22,7 @@ pub const QUEUE_ATTRS: &[(&str, &[&str])] = &[
     ("node_sets", &["node_set"]),
     ("enabled", &[]),
     ("started", &[]),
+    ("reorder_times", &[]),
 ];
 
 /// Server attributes in the order list and print show them.
@@ -140,7 +142,7 @@ fn scalar_only(name: &str, op: Op) -> Result<(), String> {
 }
 
 pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
-    if name != "node_sets" {
+    if !matches!(name, "node_sets" | "reorder_times") {
         scalar_only(name, op)?;
     }
     match name {
@@ -169,6 +171,7 @@ pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), S
         "node_sets" => update_list(&mut q.node_sets, name, op, value)?,
         "enabled" => q.enabled = parse_bool(name, value)?,
         "started" => q.started = parse_bool(name, value)?,
+        "reorder_times" => set_reorder_times(q, op, value)?,
         _ => return Err(format!("attribute {name} cannot be set on a queue")),
     }
     Ok(())
@@ -187,6 +190,7 @@ pub fn unset_queue(q: &mut Queue, name: &str) {
         "node_sets" => q.node_sets.clear(),
         "enabled" => q.enabled = fresh.enabled,
         "started" => q.started = fresh.started,
+        "reorder_times" => q.reorder_times.clear(),
         _ => {}
     }
 }
@@ -224,7 +228,30 @@ pub fn queue_values(q: &Queue) -> Vec<(&'static str, String)> {
     if q.started != fresh.started {
         out.push(("started", show_bool(q.started)));
     }
+    if !q.reorder_times.is_empty() {
+        let times: Vec<String> = q.reorder_times.iter().map(ToString::to_string).collect();
+        out.push(("reorder_times", times.join(",")));
+    }
     out
+}
+
+/// `reorder_times = 08:00,20:00` (also += and -=): kept sorted, once each.
+fn set_reorder_times(q: &mut Queue, op: Op, value: &str) -> Result<(), String> {
+    let mut times: Vec<String> = q.reorder_times.iter().map(ToString::to_string).collect();
+    let canonical: Vec<String> = list_items(value)
+        .iter()
+        .map(|item| TimeOfDay::parse(item).map(|t| t.to_string()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("reorder_times: {e}"))?;
+    update_list(&mut times, "reorder_times", op, &canonical.join(","))?;
+    let mut parsed: Vec<TimeOfDay> = times
+        .iter()
+        .map(|t| TimeOfDay::parse(t))
+        .collect::<Result<_, _>>()?;
+    parsed.sort();
+    parsed.dedup();
+    q.reorder_times = parsed;
+    Ok(())
 }
 
 pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Result<(), String> {

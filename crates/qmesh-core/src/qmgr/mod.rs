@@ -26,6 +26,9 @@ pub struct Outcome {
     pub applied: u32,
     /// The script asked to quit (interactive use).
     pub quit: bool,
+    /// Queues to reorder in group cascade order once the script has
+    /// succeeded ([`State::reorder_queue`]); the output already says so.
+    pub reorder: Vec<String>,
 }
 
 /// Runs parsed commands against `config` (a working copy: on error the
@@ -43,7 +46,7 @@ pub fn run(
             line: cmd.line,
             message,
         };
-        if cmd.action.changes() {
+        if cmd.action.changes() || matches!(cmd.action, Action::ReorderQueue(_)) {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
         apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
@@ -189,6 +192,16 @@ fn apply(
             }
         }
         Action::Help(topic) => outcome.output.push_str(&print::help(topic.as_deref())),
+        Action::ReorderQueue(names) => {
+            for name in names {
+                queue_mut(config, name)?;
+                let reordered = state.cascade_order(name);
+                outcome
+                    .output
+                    .push_str(&format!("queue {name}: {reordered}\n"));
+                outcome.reorder.push(name.clone());
+            }
+        }
         Action::Quit => outcome.quit = true,
     }
     Ok(())
@@ -350,6 +363,69 @@ mod tests {
         let mut config = st.config().clone();
         let err = run_as(Role::Manager, "delete queue batch", &mut config, &st).unwrap_err();
         assert!(err.message.contains("still has 1 job"), "{err}");
+    }
+
+    #[test]
+    fn reorder_says_what_it_does_and_needs_operator_rights() {
+        let mut st = state(4);
+        for uid in [1, 1, 2] {
+            submit(&mut st, uid, 1);
+        }
+        let mut config = st.config().clone();
+        let err = run_as(Role::User, "reorder queue batch", &mut config, &st).unwrap_err();
+        assert!(err.message.contains("operator rights"), "{err}");
+        let out = run_as(Role::Operator, "reorder queue batch", &mut config, &st).unwrap();
+        assert_eq!(
+            out.output,
+            "queue batch: 3 jobs reordered across 2 groups\n"
+        );
+        assert_eq!(out.reorder, vec!["batch"]);
+        assert_eq!(out.applied, 0, "the configuration is unchanged");
+        let err = run_as(Role::Operator, "reorder queue nosuch", &mut config, &st).unwrap_err();
+        assert!(err.message.contains("\"nosuch\" does not exist"), "{err}");
+    }
+
+    #[test]
+    fn reorder_times_are_set_sorted_and_checked() {
+        let st = state(1);
+        let mut config = st.config().clone();
+        run_as(
+            Role::Operator,
+            "set queue batch reorder_times = \"20:00,8:00\"\nset queue batch reorder_times += 12:30",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        let times: Vec<String> = config.queues["batch"]
+            .reorder_times
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(times, vec!["08:00", "12:30", "20:00"]);
+        let printed = print_server(&config);
+        assert!(
+            printed.contains("set queue batch reorder_times = \"08:00,12:30,20:00\"\n"),
+            "{printed}"
+        );
+        let err = run_as(
+            Role::Operator,
+            "set queue batch reorder_times = 25:00",
+            &mut config,
+            &st,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("\"25:00\" is not a time of day"),
+            "{err}"
+        );
+        run_as(
+            Role::Operator,
+            "unset queue batch reorder_times",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert!(config.queues["batch"].reorder_times.is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!            | attr {, attr}                          (unset)
 //! op        := = | += | -=
 //! NQS:         set per_request ncpus = N QUEUE
+//! EPCC:        reorder queue NAME {, NAME}      (group cascade; changes jobs)
 //! ```
 
 use super::lex::{Token, tokens};
@@ -52,6 +53,9 @@ pub enum Action {
     PrintQueue(Vec<String>),
     Help(Option<String>),
     Quit,
+    /// Reorders the queues' pending jobs in group cascade order (EPCC): it
+    /// changes jobs, not the configuration.
+    ReorderQueue(Vec<String>),
 }
 
 impl Action {
@@ -123,7 +127,7 @@ pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
     Ok(commands)
 }
 
-const VERBS: &str = "create, delete, set, unset, list, print, help, quit";
+const VERBS: &str = "create, delete, set, unset, list, print, reorder, help, quit";
 
 fn parse_line(line: &str) -> Result<Option<Action>, String> {
     let toks = tokens(line)?;
@@ -142,6 +146,7 @@ fn parse_line(line: &str) -> Result<Option<Action>, String> {
         "c" | "create" | "d" | "delete" | "s" | "set" | "u" | "unset" | "l" | "list" | "p"
         | "print" => p.object_command(&verb)?,
         "h" | "help" | "?" => Action::Help(p.rest_word()),
+        "reorder" => p.reorder_command()?,
         "q" | "quit" | "exit" => Action::Quit,
         other => return Err(format!("unknown command \"{other}\"; commands: {VERBS}")),
     };
@@ -349,6 +354,21 @@ impl Parser {
         })
     }
 
+    /// `reorder queue NAME[,NAME...]`.
+    fn reorder_command(&mut self) -> Result<Action, String> {
+        let object = self.word("queue")?.to_ascii_lowercase();
+        if !matches!(object.as_str(), "q" | "queue") {
+            return Err(format!(
+                "only queues are reordered, not \"{object}\": reorder queue NAME"
+            ));
+        }
+        let names = self.names()?;
+        if names.is_empty() {
+            return Err("name the queue: reorder queue NAME".into());
+        }
+        Ok(Action::ReorderQueue(names))
+    }
+
     /// NQS: `set per_request ncpus = N QUEUE` sets the queue's default nodes.
     fn per_request(&mut self) -> Result<Action, String> {
         let resource = self.word("a resource (ncpus)")?;
@@ -447,6 +467,22 @@ mod tests {
                 vec![a("resources_default.nodes", Op::Assign, "64")]
             )
         );
+    }
+
+    #[test]
+    fn reorder_names_queues() {
+        assert_eq!(
+            one("reorder queue q64,q256"),
+            Action::ReorderQueue(vec!["q64".into(), "q256".into()])
+        );
+        assert_eq!(
+            one("reorder q batch"),
+            Action::ReorderQueue(vec!["batch".into()])
+        );
+        let err = parse_script("reorder server").unwrap_err();
+        assert!(err.message.contains("only queues are reordered"), "{err}");
+        let err = parse_script("reorder queue").unwrap_err();
+        assert!(err.message.contains("name the queue"), "{err}");
     }
 
     #[test]

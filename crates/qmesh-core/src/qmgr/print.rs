@@ -129,6 +129,7 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   unset [u] server attr [, attr ...]\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
+              \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
               \x20   help [h] [queue|server]  quit [q]\n"
             .to_string(),
     }
@@ -153,9 +154,10 @@ mod tests {
             proptest::option::of(3600u64..100_000),
             proptest::option::of(60u64..3600),
             any::<bool>(),
+            proptest::collection::vec((0u8..24, 0u8..60), 0..3),
         )
             .prop_map(
-                move |(priority, enabled, started, max, min, maxw, defw, local)| {
+                move |(priority, enabled, started, max, min, maxw, defw, local, times)| {
                     let mut q = Queue::new(&name);
                     q.priority = priority;
                     q.enabled = enabled;
@@ -168,6 +170,13 @@ mod tests {
                     if local {
                         q.node_sets = vec!["local".into()];
                     }
+                    let mut times: Vec<crate::reorder::TimeOfDay> = times
+                        .into_iter()
+                        .filter_map(|(h, m)| crate::reorder::TimeOfDay::new(h, m))
+                        .collect();
+                    times.sort();
+                    times.dedup();
+                    q.reorder_times = times;
                     q
                 },
             )

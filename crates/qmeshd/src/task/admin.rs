@@ -1,12 +1,14 @@
 //! The daemon's half of qmgr: parse the whole script, run it against a copy
 //! of the configuration, and keep the copy only if every command succeeded.
 
-use qmesh_core::qmgr;
+use chrono::{Offset, Utc};
+use qmesh_core::reorder::reorder_due;
+use qmesh_core::{Time, qmgr};
 use qmesh_proto::v1;
 use tonic::Status;
-use tracing::info;
+use tracing::{info, warn};
 
-use super::SchedulerTask;
+use super::{SchedulerTask, persist};
 use crate::event::Reply;
 use crate::identity::Peer;
 use crate::status;
@@ -49,16 +51,22 @@ impl SchedulerTask {
                 outcome.applied
             },
         };
-        if request.check_only || outcome.applied == 0 || config == *self.state.config() {
+        let config_changed = outcome.applied > 0 && config != *self.state.config();
+        if request.check_only || (!config_changed && outcome.reorder.is_empty()) {
             let _ = reply.send(Ok(answer));
             return;
         }
-        if let Err(e) = self.store.put_config(&config) {
-            let _ = reply.send(Err(status::from_store(&e, "the configuration")));
-            return;
+        if config_changed {
+            if let Err(e) = self.store.put_config(&config) {
+                let _ = reply.send(Err(status::from_store(&e, "the configuration")));
+                return;
+            }
+            info!(user = %caller.user, commands = outcome.applied, "configuration changed by qmgr");
+            self.state.set_config(config);
         }
-        info!(user = %caller.user, commands = outcome.applied, "configuration changed by qmgr");
-        self.state.set_config(config);
+        for queue in &outcome.reorder {
+            self.reorder_jobs(queue, &caller.user);
+        }
         self.dirty = true;
         self.store.on_durable(Box::new(move |result| {
             let _ = reply.send(result.map(|()| answer).map_err(|e| {
@@ -67,5 +75,47 @@ impl SchedulerTask {
                 ))
             }));
         }));
+    }
+}
+
+impl SchedulerTask {
+    /// Reorders a queue's pending jobs in group cascade order (EPCC) and
+    /// stores the jobs that moved; `by` says who or what asked.
+    pub(super) fn reorder_jobs(&mut self, queue: &str, by: &str) {
+        match self.state.reorder_queue(queue, Utc::now()) {
+            Ok(changed) => {
+                for id in &changed {
+                    if let Some(job) = self.state.job(*id) {
+                        persist(self.store.as_ref(), job);
+                    }
+                }
+                info!(
+                    queue,
+                    moved = changed.len(),
+                    by,
+                    "queue reordered in group cascade order"
+                );
+                self.dirty = true;
+            }
+            Err(e) => warn!(queue, by, error = %e, "could not reorder the queue"),
+        }
+    }
+
+    /// Reorders the queues whose `reorder_times` (local time) passed since
+    /// the last look.
+    pub(super) fn reorder_on_time(&mut self, now: Time) {
+        let offset = chrono::Local::now().offset().fix();
+        let last = std::mem::replace(&mut self.last_reorder_check, now);
+        let due: Vec<String> = self
+            .state
+            .config()
+            .queues
+            .values()
+            .filter(|q| reorder_due(&q.reorder_times, last, now, offset))
+            .map(|q| q.name.clone())
+            .collect();
+        for queue in due {
+            self.reorder_jobs(&queue, "reorder_times");
+        }
     }
 }

@@ -35,6 +35,9 @@ impl SchedulerTask {
             return;
         }
         info!(job = %full, user = %job.owner.user, queue = %job.queue, nodes = job.nodes, "queued");
+        if let Some(at) = job.start_after {
+            self.wake_at(at);
+        }
         self.state.admit(job);
         self.dirty = true;
         self.store.on_durable(Box::new(move |result| {
@@ -157,6 +160,9 @@ impl SchedulerTask {
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");
                 self.job_done(id);
+                if outcome == Deleted::Removed {
+                    self.end_dependents(id, now);
+                }
                 if let Deleted::Kill { host } = outcome {
                     match self.launches.get(&id) {
                         // launch() sees it exiting and ends it without a launch.

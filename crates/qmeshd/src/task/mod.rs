@@ -81,6 +81,10 @@ pub struct SchedulerTask {
     /// apart, so a huge queue cannot starve request handling.
     last_pass_cost: Duration,
     last_purge: Instant,
+    /// The earliest `qsub -a` time still ahead: a pass is due when it comes.
+    next_begin: Option<Time>,
+    /// When the queues' `reorder_times` were last looked at.
+    last_reorder_check: Time,
 }
 
 impl SchedulerTask {
@@ -106,7 +110,37 @@ impl SchedulerTask {
             last_pass: Instant::now(),
             last_pass_cost: Duration::ZERO,
             last_purge: Instant::now(),
+            next_begin: None,
+            last_reorder_check: Utc::now(),
         }
+        .with_begin_times()
+    }
+
+    /// Settles the loaded jobs: deletes those whose dependency can no
+    /// longer be met, finds the earliest start-after time.
+    fn with_begin_times(mut self) -> SchedulerTask {
+        let now = Utc::now();
+        for id in self.state.resolve_all_dependents(now) {
+            if let Some(job) = self.state.job(id) {
+                info!(job = %id, comment = %job.comment, "dependency can never be met");
+                persist(self.store.as_ref(), job);
+            }
+        }
+        self.next_begin = self.next_begin_after(now);
+        self
+    }
+
+    fn next_begin_after(&self, now: Time) -> Option<Time> {
+        self.state
+            .pending_jobs()
+            .filter_map(|j| j.start_after)
+            .filter(|t| *t > now)
+            .min()
+    }
+
+    /// A job may start at `at` (qsub -a): make sure a pass comes then.
+    pub(super) fn wake_at(&mut self, at: Time) {
+        self.next_begin = Some(self.next_begin.map_or(at, |t| t.min(at)));
     }
 
     pub async fn run(
@@ -356,6 +390,7 @@ impl SchedulerTask {
                 self.launches.remove(&id);
                 self.dirty = true;
                 self.job_done(id);
+                self.end_dependents(id, end);
                 if let Some(host) = ack_host {
                     self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
                 }
@@ -370,6 +405,18 @@ impl SchedulerTask {
                     );
                 }
             }
+        }
+    }
+
+    /// After `id` ended: deletes the jobs whose dependency on it can never
+    /// be met (and theirs), stores them and answers their waiters.
+    pub(super) fn end_dependents(&mut self, id: JobId, now: Time) {
+        for dependent in self.state.resolve_dependents(id, now) {
+            if let Some(job) = self.state.job(dependent) {
+                info!(job = %dependent, comment = %job.comment, "dependency can never be met");
+                persist(self.store.as_ref(), job);
+            }
+            self.job_done(dependent);
         }
     }
 
@@ -420,6 +467,12 @@ impl SchedulerTask {
                 }
             }
         }
+        let wall = Utc::now();
+        if self.next_begin.is_some_and(|t| t <= wall) {
+            self.dirty = true;
+            self.next_begin = self.next_begin_after(wall);
+        }
+        self.reorder_on_time(wall);
         let iteration = Duration::from_secs(self.state.config().server.scheduler_iteration);
         if now.duration_since(self.last_pass) >= iteration {
             self.dirty = true;
