@@ -14,11 +14,11 @@
 //! Counting nodes is exact for flat node sets; topology-aware placement of
 //! future reservations comes with the allocators of meshes and tori.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use super::order::{Ranked, ranked};
-use super::profile::{FOREVER, Profile, Secs};
+use super::profile::{Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
 use crate::job::{Job, JobId, JobState};
@@ -42,6 +42,12 @@ pub(super) struct Planner<'a> {
     user_running: HashMap<&'a str, u32>,
     group_running: HashMap<String, u32>,
     limits_on: bool,
+    /// Per set, by nodes then wall time, the last reservation's start. A
+    /// pass only ever takes nodes from the profiles, so a job of at least
+    /// as many nodes and as long a wall time cannot start earlier: its
+    /// search begins there. Conservative passes rely on this to stay near
+    /// linear (see `reserve`).
+    hints: Vec<BTreeMap<i64, BTreeMap<Secs, Secs>>>,
     reserved_any: bool,
     /// SDSC blocking without backfill: nothing more starts this pass.
     blocked: bool,
@@ -74,15 +80,15 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let mut profiles: Vec<Profile> = free
-            .iter()
-            .map(|f| Profile::new(now_s, f.len() as i64))
-            .collect();
-        releases.sort_unstable();
-        for group in releases.chunk_by(|a, b| a == b) {
-            let (set, end) = group[0];
-            profiles[set].add(end, FOREVER, group.len() as i64);
+        let mut per_set: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); sets.len()];
+        for (set, end) in releases {
+            per_set[set].push((end, 1));
         }
+        let profiles: Vec<Profile> = free
+            .iter()
+            .zip(per_set.iter_mut())
+            .map(|(f, ends)| Profile::with_releases(now_s, f.len() as i64, ends))
+            .collect();
 
         let config = state.config();
         let sets_of = config
@@ -110,6 +116,7 @@ impl<'a> Planner<'a> {
             user_running: HashMap::new(),
             group_running: HashMap::new(),
             limits_on,
+            hints: vec![BTreeMap::new(); sets.len()],
             reserved_any: false,
             blocked: false,
             considered: 0,
@@ -274,14 +281,29 @@ impl<'a> Planner<'a> {
     /// of the sets; returns its start.
     fn reserve(&mut self, sets: &[usize], n: i64, wall: Secs) -> Option<Time> {
         let now = self.now_s;
-        let best = sets
-            .iter()
-            .filter(|&&s| self.up[s] as i64 >= n)
-            .filter_map(|&s| Some((self.profiles[s].earliest(now, wall, n)?, s)))
-            .min()?;
-        let (start, s) = best;
+        let mut best: Option<(Secs, usize)> = None;
+        for &s in sets.iter().filter(|&&s| self.up[s] as i64 >= n) {
+            let from = self.hint(s, n, wall).max(now);
+            if let Some(t) = self.profiles[s].earliest(from, wall, n)
+                && best.is_none_or(|b| (t, s) < b)
+            {
+                best = Some((t, s));
+            }
+        }
+        let (start, s) = best?;
         self.profiles[s].add(start, start.saturating_add(wall), -n);
+        self.hints[s].entry(n).or_default().insert(wall, start);
         chrono::DateTime::from_timestamp(start, 0)
+    }
+
+    /// The latest start of a reservation made in set `s` for a job no
+    /// larger and no longer: the earliest this one could start.
+    fn hint(&self, s: usize, n: i64, wall: Secs) -> Secs {
+        self.hints[s]
+            .range(..=n)
+            .filter_map(|(_, by_wall)| by_wall.range(..=wall).next_back().map(|(_, &t)| t))
+            .max()
+            .unwrap_or(Secs::MIN)
     }
 
     fn count_running(&mut self, job: &'a Job) {

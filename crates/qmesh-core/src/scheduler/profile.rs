@@ -61,6 +61,72 @@ impl Profile {
         profile
     }
 
+    /// `free` nodes from `start` on, and `more` nodes from each given
+    /// instant on (running jobs ending), built in one go: O(n), where
+    /// adding them one by one costs O(n log n).
+    pub fn with_releases(start: Secs, free: i64, releases: &mut [(Secs, i64)]) -> Profile {
+        releases.sort_unstable();
+        let mut steps: Vec<(Secs, i64)> = vec![(start, free)];
+        let mut value = free;
+        for &(t, more) in releases.iter() {
+            value += more;
+            let t = t.max(start);
+            match steps.last_mut() {
+                Some(last) if last.0 == t => last.1 = value,
+                _ => steps.push((t, value)),
+            }
+        }
+        let mut profile = Profile {
+            points: Vec::with_capacity(steps.len()),
+            root: NIL,
+            start,
+            seed: 0x9e37_79b9,
+        };
+        for &(t, v) in &steps {
+            profile.alloc(t, v);
+        }
+        profile.root = profile.build(0, steps.len());
+        profile
+    }
+
+    /// Links points `[lo, hi)` (in key order) into a balanced subtree and
+    /// restores heap order on the weights by sifting down.
+    fn build(&mut self, lo: usize, hi: usize) -> u32 {
+        if lo >= hi {
+            return NIL;
+        }
+        let mid = (lo + hi) / 2;
+        let left = self.build(lo, mid);
+        let right = self.build(mid + 1, hi);
+        let node = mid as u32;
+        self.points[mid].left = left;
+        self.points[mid].right = right;
+        self.sift_down(node);
+        self.pull(node);
+        node
+    }
+
+    fn sift_down(&mut self, mut node: u32) {
+        loop {
+            let p = &self.points[node as usize];
+            let mut top = node;
+            for child in [p.left, p.right] {
+                if child != NIL
+                    && self.points[child as usize].weight > self.points[top as usize].weight
+                {
+                    top = child;
+                }
+            }
+            if top == node {
+                return;
+            }
+            let w = self.points[node as usize].weight;
+            self.points[node as usize].weight = self.points[top as usize].weight;
+            self.points[top as usize].weight = w;
+            node = top;
+        }
+    }
+
     pub fn start(&self) -> Secs {
         self.start
     }
@@ -120,9 +186,11 @@ impl Profile {
             }
             let end = t.saturating_add(d.max(1));
             let root = self.root;
+            // Jump past the last dip in the window, not the first: one step
+            // skips every dip the window holds.
             match t
                 .checked_add(1)
-                .and_then(|next| self.first_below(root, next, end, n))
+                .and_then(|next| self.last_below(root, next, end, n))
             {
                 None => return Some(t),
                 Some(dip) => t = dip,
@@ -372,8 +440,8 @@ impl Profile {
         self.first_at_least(right, from, n)
     }
 
-    /// The first breakpoint in `[from, to)` with fewer than `n` free.
-    fn first_below(&mut self, node: u32, from: Secs, to: Secs, n: i64) -> Option<Secs> {
+    /// The last breakpoint in `[from, to)` with fewer than `n` free.
+    fn last_below(&mut self, node: u32, from: Secs, to: Secs, n: i64) -> Option<Secs> {
         if node == NIL {
             return None;
         }
@@ -389,18 +457,18 @@ impl Profile {
             let p = &self.points[node as usize];
             (p.left, p.right, p.key, p.value)
         };
-        if key >= from {
-            if let Some(t) = self.first_below(left, from, to, n) {
+        if key < to {
+            if let Some(t) = self.last_below(right, from, to, n) {
                 return Some(t);
             }
-            if key < to && value < n {
+            if key >= from && value < n {
                 return Some(key);
             }
-            if key >= to {
+            if key < from {
                 return None;
             }
         }
-        self.first_below(right, from, to, n)
+        self.last_below(left, from, to, n)
     }
 
     fn collect(&mut self, node: u32, out: &mut Vec<(Secs, i64)>) {
@@ -463,6 +531,22 @@ mod tests {
         );
         assert_eq!(p.earliest(0, 120, 16), Some(60), "E only when B ends");
         assert_eq!(p.steps(), vec![(0, 8), (60, 40), (120, 72), (180, 128)]);
+    }
+
+    #[test]
+    fn built_in_one_go_equals_built_step_by_step() {
+        let mut releases: Vec<(Secs, i64)> =
+            (0..200).map(|i| ((i * 7919) % 500, 1 + i % 3)).collect();
+        let mut one_by_one = Profile::new(0, 5);
+        for &(t, k) in &releases {
+            one_by_one.add(t, FOREVER, k);
+        }
+        let mut built = Profile::with_releases(0, 5, &mut releases);
+        assert_eq!(built.steps(), one_by_one.steps());
+        built.add(100, 300, -7);
+        one_by_one.add(100, 300, -7);
+        assert_eq!(built.steps(), one_by_one.steps());
+        assert_eq!(built.earliest(0, 50, 200), one_by_one.earliest(0, 50, 200));
     }
 
     proptest! {
