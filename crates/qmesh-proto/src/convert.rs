@@ -6,7 +6,7 @@ use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
 use qmesh_core::queue::Queue;
 use qmesh_core::scheduler::{Reason, SetFree, Status, WhatPair};
 use qmesh_core::state::StateCounts;
-use qmesh_core::{Reason, Submission, Time};
+use qmesh_core::{Submission, Time};
 
 use crate::v1;
 
