@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Denied,
     /// It cannot be done in the present state.
     Conflict,
+    /// A limit or an allocation would be passed.
+    Exhausted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,6 +97,40 @@ pub enum CoreError {
     NoSuchNode { node: String },
     #[error("bad node sets: {why}")]
     BadNodeSets { why: String },
+    #[error("account \"{account}\" does not exist; see qmgr list account")]
+    NoSuchAccount { account: String },
+    #[error(
+        "user {user} may not charge account \"{account}\": only the users of account {group} may (see qmgr list account {group}, and spusage for your accounts)"
+    )]
+    NotAccountUser {
+        user: String,
+        account: String,
+        group: String,
+    },
+    #[error("user {user} must name an account with qsub -A ACCOUNT: {why}")]
+    AccountRequired { user: String, why: String },
+    #[error(
+        "account {group}: job needs {need} node-hours ({nodes} nodes × {walltime}) but only {remaining} of {allocation} remain ({used} used, {committed} committed to queued and running jobs); see spusage"
+    )]
+    AllocationExceeded {
+        group: String,
+        need: String,
+        nodes: u32,
+        walltime: String,
+        remaining: String,
+        allocation: u64,
+        used: String,
+        committed: String,
+    },
+    #[error(
+        "{who} {what}, above the limit {limit} = {max}; wait until some of the queued jobs start, or delete some"
+    )]
+    LimitReached {
+        who: String,
+        what: String,
+        limit: String,
+        max: String,
+    },
 }
 
 impl CoreError {
@@ -102,7 +138,11 @@ impl CoreError {
         use CoreError::*;
         match self {
             NoSuchQueue { .. } | NoSuchJob { .. } | NoSuchNode { .. } => ErrorKind::NotFound,
-            NotYourJob { .. } | PermissionDenied { .. } => ErrorKind::Denied,
+            NotYourJob { .. } | PermissionDenied { .. } | NotAccountUser { .. } => {
+                ErrorKind::Denied
+            }
+            NoSuchAccount { .. } => ErrorKind::NotFound,
+            AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
             QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
             BadDuration { .. }
             | BadResource { .. }
@@ -114,7 +154,8 @@ impl CoreError {
             | WalltimeTooLong { .. }
             | ExceedsCapacity { .. }
             | BadJobId { .. }
-            | BadNodeSets { .. } => ErrorKind::Invalid,
+            | BadNodeSets { .. }
+            | AccountRequired { .. } => ErrorKind::Invalid,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::Time;
 use crate::access::Caller;
+use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeSet};
@@ -33,6 +34,9 @@ pub struct State {
     pending: BTreeMap<String, BTreeSet<JobId>>,
     active: BTreeSet<JobId>,
     next_id: u64,
+    /// Usage charged, and counters of what queued and running jobs ask
+    /// for (see `account`).
+    accounting: Accounting,
 }
 
 /// What `delete` did.
@@ -114,7 +118,10 @@ impl State {
                 });
             }
         }
+        let mut accounting = Accounting::default();
+        accounting.configure(&config);
         Ok(State {
+            accounting,
             up_per_set: vec![0; node_sets.len()],
             server_name: server_name.into(),
             config,
@@ -137,8 +144,10 @@ impl State {
             self.next_id = self.next_id.max(id.0 + 1);
             if job.state.is_pending() {
                 self.add_pending(&job.queue, id);
+                self.accounting.tally.enter_pending(&job);
             } else if job.state.is_active() {
                 self.active.insert(id);
+                self.accounting.tally.enter_active(&job);
                 for name in &job.exec_nodes {
                     match self.node_index.get(name) {
                         Some(&idx) => match self.nodes[idx].job {
@@ -169,7 +178,18 @@ impl State {
     }
 
     pub fn set_config(&mut self, config: Config) {
+        self.accounting.configure(&config);
         self.config = config;
+    }
+
+    /// Usage charged and what queued and running jobs ask for.
+    pub fn accounting(&self) -> &Accounting {
+        &self.accounting
+    }
+
+    /// Puts back the usage loaded from the store.
+    pub fn restore_usage(&mut self, usage: Usage) {
+        self.accounting.usage = usage;
     }
 
     pub fn node_sets(&self) -> &[NodeSet] {
@@ -284,7 +304,9 @@ impl State {
         now: Time,
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
-        submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)
+        let mut job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
+        self.check_accounts(&mut job)?;
+        Ok(job)
     }
 
     /// Queues a job made by [`State::prepare`].
@@ -293,6 +315,7 @@ impl State {
         self.next_id = self.next_id.max(id.0 + 1);
         if job.state.is_pending() {
             self.add_pending(&job.queue, id);
+            self.accounting.tally.enter_pending(&job);
         }
         self.jobs.entry(id).or_insert(job)
     }
@@ -330,6 +353,8 @@ impl State {
         }
         let queue = job.queue.clone();
         remove_pending(&mut self.pending, &queue, id);
+        self.accounting.tally.leave_pending(job);
+        self.accounting.tally.enter_active(job);
         self.active.insert(id);
         let job = self
             .jobs
@@ -358,6 +383,7 @@ impl State {
         if !job.state.is_active() {
             return Err(self.wrong_state(job, "finish"));
         }
+        self.accounting.tally.leave_active(job);
         self.release_nodes(id);
         self.active.remove(&id);
         let job = self
@@ -371,12 +397,15 @@ impl State {
             job.stime = None;
             job.exec_nodes.clear();
             add_pending(&mut self.pending, &job.queue, id);
+            self.accounting.tally.enter_pending(job);
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
         job.state = JobState::Finished;
         job.end_time = Some(end);
         job.exit = Some(exit);
+        let half_life = self.config.server.fairshare_half_life;
+        self.accounting.charge(job, half_life);
         Ok((Finished::Finished, job))
     }
 
@@ -404,6 +433,7 @@ impl State {
         match outcome {
             Deleted::Removed => {
                 remove_pending(&mut self.pending, &job.queue, id);
+                self.accounting.tally.leave_pending(job);
                 job.state = JobState::Finished;
                 job.end_time = Some(now);
                 job.exit = Some(JobExit {
@@ -584,6 +614,10 @@ impl State {
             if job.state.is_active() != self.active.contains(&job.id) {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
             }
+        }
+        let recounted = crate::account::Tally::recount(self.pending_jobs(), self.active_jobs());
+        if recounted != self.accounting.tally {
+            return Err("the per-user and per-group job counters are off".into());
         }
         for (set, up) in self.up_per_set.iter().enumerate() {
             let counted = self.nodes.iter().filter(|n| n.set == set && n.up).count();
