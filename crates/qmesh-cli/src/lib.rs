@@ -20,3 +20,4 @@ pub mod qmgr;
 pub mod qrls;
 pub mod qstat;
 pub mod qsub;
+pub mod spusage;

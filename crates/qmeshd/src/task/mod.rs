@@ -13,6 +13,7 @@
 mod admin;
 mod agents;
 mod jobs;
+mod usage;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use qmesh_core::job::{Job, JobExit};
 use qmesh_core::scheduler::{Reason, Scheduler};
+use qmesh_core::state::Finished;
 use qmesh_core::{Caller, JobId, State, Time};
 use qmesh_proto::v1;
 use qmesh_store::Store;
@@ -180,6 +182,13 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.qmgr(&peer, request, reply),
+            Event::Usage {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.usage(&peer, &request));
+            }
             Event::AgentHello {
                 session,
                 hello,
@@ -342,6 +351,9 @@ impl SchedulerTask {
             Ok((how, job)) => {
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
+                if how == Finished::Finished && qmesh_core::account::charge_of(job).is_some() {
+                    self.persist_usage();
+                }
                 self.launches.remove(&id);
                 self.dirty = true;
                 self.job_done(id);
