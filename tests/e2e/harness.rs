@@ -31,6 +31,7 @@ pub fn bin(name: &str) -> &'static str {
         "qhold" => env!("CARGO_BIN_EXE_qhold"),
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
+        "spusage" => env!("CARGO_BIN_EXE_spusage"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),
         other => panic!("no binary {other}"),

@@ -178,7 +178,8 @@ impl Accounting {
 }
 
 /// The group a finished job charges and the node-hours: nodes × the
-/// wall-clock seconds from its start to its end. A job that never ran
+/// wall-clock seconds from its start to its end, in whole seconds as
+/// qstat shows them (`stime`, the end; resources_used.walltime). A job that never ran
 /// (its launch failed, or it was deleted before the launch left) charges
 /// nothing, nor does one without an account.
 pub fn charge_of(job: &Job) -> Option<(&str, f64)> {
@@ -192,7 +193,7 @@ pub fn charge_of(job: &Job) -> Option<(&str, f64)> {
     if never_ran {
         return None;
     }
-    let seconds = (end - start).num_milliseconds().max(0) as f64 / 1000.0;
+    let seconds = (end.timestamp() - start.timestamp()).max(0) as f64;
     Some((group_of(account), f64::from(job.nodes) * seconds / 3600.0))
 }
 

@@ -109,18 +109,13 @@ pub enum CoreError {
     },
     #[error("user {user} must name an account with qsub -A ACCOUNT: {why}")]
     AccountRequired { user: String, why: String },
-    #[error(
-        "account {group}: job needs {need} node-hours ({nodes} nodes × {walltime}) but only {remaining} of {allocation} remain ({used} used, {committed} committed to queued and running jobs); see spusage"
-    )]
+    /// `need`: "128.0 node-hours (64 nodes × 02:00:00)"; `left`: "100.5 of
+    /// 5000 remain (4800.0 used, 99.5 committed to queued and running jobs)".
+    #[error("account {group}: job needs {need} but only {left}; see spusage")]
     AllocationExceeded {
         group: String,
         need: String,
-        nodes: u32,
-        walltime: String,
-        remaining: String,
-        allocation: u64,
-        used: String,
-        committed: String,
+        left: String,
     },
     #[error(
         "{who} {what}, above the limit {limit} = {max}; wait until some of the queued jobs start, or delete some"

@@ -85,13 +85,18 @@ impl State {
         if need > remaining {
             return Err(CoreError::AllocationExceeded {
                 group: account.name.clone(),
-                need: one_decimal(need),
-                nodes: job.nodes,
-                walltime: format_hms(job.walltime),
-                remaining: one_decimal(remaining.max(0.0)),
-                allocation,
-                used: one_decimal(used),
-                committed: one_decimal(committed),
+                need: format!(
+                    "{} node-hours ({} nodes × {})",
+                    one_decimal(need),
+                    job.nodes,
+                    format_hms(job.walltime)
+                ),
+                left: format!(
+                    "{} of {allocation} remain ({} used, {} committed to queued and running jobs)",
+                    one_decimal(remaining.max(0.0)),
+                    one_decimal(used),
+                    one_decimal(committed)
+                ),
             });
         }
         Ok(())
