@@ -154,6 +154,9 @@ pub struct Accounting {
     pub(crate) tally: Tally,
     /// Shares of all configured accounts, kept with the configuration.
     pub(crate) total_shares: u64,
+    /// Every group's decayed usage, kept with the usage: fair share reads
+    /// it once per pending job and pass.
+    pub(crate) total_decayed: f64,
 }
 
 impl Accounting {
@@ -173,7 +176,13 @@ impl Accounting {
     pub(crate) fn charge(&mut self, job: &Job, half_life: u64) {
         if let (Some((group, node_hours)), Some(end)) = (charge_of(job), job.end_time) {
             self.usage.charge(group, node_hours, end, half_life);
+            self.total_decayed = self.usage.total_decayed();
         }
+    }
+
+    pub(crate) fn restore(&mut self, usage: Usage) {
+        self.total_decayed = usage.total_decayed();
+        self.usage = usage;
     }
 }
 
@@ -224,7 +233,7 @@ impl State {
     /// same rate, so the parts stay the same between charges.
     pub fn fair_share(&self, job: &Job, _now: Time) -> f64 {
         let ledger = self.accounting();
-        let total = ledger.usage.total_decayed();
+        let total = ledger.total_decayed;
         let Some(account) = self.config().account_of(job) else {
             return 1.0;
         };

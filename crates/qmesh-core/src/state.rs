@@ -189,7 +189,7 @@ impl State {
 
     /// Puts back the usage loaded from the store.
     pub fn restore_usage(&mut self, usage: Usage) {
-        self.accounting.usage = usage;
+        self.accounting.restore(usage);
     }
 
     pub fn node_sets(&self) -> &[NodeSet] {

@@ -102,19 +102,20 @@ impl State {
         Ok(())
     }
 
+    /// Nothing is formatted unless a limit is passed: this runs on every
+    /// submission.
     fn check_limits(&self, job: &Job) -> Result<(), CoreError> {
         let server = &self.config().server;
         let tally = &self.accounting().tally;
         let need = node_seconds(job);
         let user = tally.user(&job.owner.user);
-        let who = format!("user {}", job.owner.user);
-        queued_limit(&who, user.queued, server.max_user_queued, "max_user_queued")?;
+        let whose = Whose::User(&job.owner.user);
+        queued_limit(whose, user.queued, server.max_user_queued)?;
         hours_limit(
-            &who,
+            whose,
             user.queued_node_secs,
             need,
             server.max_user_node_hours,
-            "max_user_node_hours",
         )?;
         let Some(account) = &job.account else {
             return Ok(());
@@ -122,29 +123,52 @@ impl State {
         let group = group_of(account);
         let count = tally.group(group);
         let own = self.config().accounts.get(group);
-        let who = format!("account {group}");
-        let (max, limit) = match own.and_then(|a| a.max_queued) {
-            Some(max) => (Some(max), format!("max_queued of account {group}")),
-            None => (server.max_group_queued, "max_group_queued".to_string()),
+        let (whose, max) = match own.and_then(|a| a.max_queued) {
+            Some(max) => (Whose::Account(group), Some(max)),
+            None => (Whose::Group(group), server.max_group_queued),
         };
-        queued_limit(&who, count.queued, max, &limit)?;
-        let (max, limit) = match own.and_then(|a| a.max_node_hours) {
-            Some(max) => (Some(max), format!("max_node_hours of account {group}")),
-            None => (
-                server.max_group_node_hours,
-                "max_group_node_hours".to_string(),
-            ),
+        queued_limit(whose, count.queued, max)?;
+        let (whose, max) = match own.and_then(|a| a.max_node_hours) {
+            Some(max) => (Whose::Account(group), Some(max)),
+            None => (Whose::Group(group), server.max_group_node_hours),
         };
-        hours_limit(&who, count.queued_node_secs, need, max, &limit)
+        hours_limit(whose, count.queued_node_secs, need, max)
     }
 }
 
-fn queued_limit(who: &str, queued: u32, max: Option<u32>, limit: &str) -> Result<(), CoreError> {
+/// Whose limit applies: a user's or a group's from the server's
+/// attributes, or the group's own account override.
+#[derive(Clone, Copy)]
+enum Whose<'a> {
+    User(&'a str),
+    Group(&'a str),
+    Account(&'a str),
+}
+
+impl Whose<'_> {
+    fn who(self) -> String {
+        match self {
+            Whose::User(user) => format!("user {user}"),
+            Whose::Group(group) | Whose::Account(group) => format!("account {group}"),
+        }
+    }
+
+    /// The attribute's name, e.g. max_user_queued or max_queued of account c1.
+    fn limit(self, what: &str) -> String {
+        match self {
+            Whose::User(_) => format!("max_user_{what}"),
+            Whose::Group(_) => format!("max_group_{what}"),
+            Whose::Account(group) => format!("max_{what} of account {group}"),
+        }
+    }
+}
+
+fn queued_limit(whose: Whose, queued: u32, max: Option<u32>) -> Result<(), CoreError> {
     match max {
         Some(max) if queued >= max => Err(CoreError::LimitReached {
-            who: who.to_string(),
+            who: whose.who(),
             what: format!("already has {queued} queued jobs and this would be one more"),
-            limit: limit.to_string(),
+            limit: whose.limit("queued"),
             max: max.to_string(),
         }),
         _ => Ok(()),
@@ -152,22 +176,21 @@ fn queued_limit(who: &str, queued: u32, max: Option<u32>, limit: &str) -> Result
 }
 
 fn hours_limit(
-    who: &str,
+    whose: Whose,
     queued_secs: u64,
     need_secs: u64,
     max: Option<u64>,
-    limit: &str,
 ) -> Result<(), CoreError> {
     match max {
         Some(max) if queued_secs + need_secs > max.saturating_mul(3600) => {
             Err(CoreError::LimitReached {
-                who: who.to_string(),
+                who: whose.who(),
                 what: format!(
                     "has queued jobs asking for {} node-hours and this one asks for {} more",
                     one_decimal(hours(queued_secs)),
                     one_decimal(hours(need_secs))
                 ),
-                limit: limit.to_string(),
+                limit: whose.limit("node_hours"),
                 max: max.to_string(),
             })
         }

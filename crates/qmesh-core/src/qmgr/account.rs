@@ -271,6 +271,21 @@ mod tests {
     }
 
     #[test]
+    fn the_grammar_takes_pbs_abbreviations() {
+        let action = |line: &str| parse_script(line).unwrap().remove(0).action;
+        assert_eq!(action("l a"), Action::ListAccount(vec![]));
+        assert_eq!(
+            action("d account c1,c2"),
+            Action::DeleteAccount(vec!["c1".into(), "c2".into()])
+        );
+        assert!(
+            matches!(action("c a c1 allocation=5"), Action::CreateAccount(n, a) if n == ["c1"] && a.len() == 1)
+        );
+        assert!(parse_script("set account c1").is_err(), "no attributes");
+        assert!(parse_script("create account").is_err(), "no name");
+    }
+
+    #[test]
     fn sub_account_names_are_refused_with_the_reason() {
         let st = state(1);
         let mut config = st.config().clone();
