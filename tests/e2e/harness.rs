@@ -41,6 +41,7 @@ pub fn bin(name: &str) -> &'static str {
         "sprelease" => env!("CARGO_BIN_EXE_sprelease"),
         "sphelp" => env!("CARGO_BIN_EXE_sphelp"),
         "getjid" => env!("CARGO_BIN_EXE_getjid"),
+        "spusage" => env!("CARGO_BIN_EXE_spusage"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),
         other => panic!("no binary {other}"),

@@ -2,6 +2,7 @@
 //! the commands as users run them. One test binary (link time), one module
 //! per theme.
 
+mod accounts;
 mod agents;
 mod bad_input;
 mod depend;

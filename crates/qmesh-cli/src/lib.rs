@@ -29,6 +29,7 @@ pub mod sppause;
 pub mod spq;
 pub mod sprelease;
 pub mod spunpause;
+pub mod spusage;
 pub mod spwait;
 pub mod spwhat;
 pub mod spwhen;

@@ -39,6 +39,8 @@ pub fn emit(out: &dyn Output, json: bool) -> std::io::Result<()> {
 pub enum Value {
     Text(String),
     Int(i64),
+    /// Node-hours and other measures: bare in JSON, exact.
+    Float(f64),
 }
 
 impl std::fmt::Display for Value {
@@ -46,6 +48,7 @@ impl std::fmt::Display for Value {
         match self {
             Value::Text(s) => f.write_str(s),
             Value::Int(n) => write!(f, "{n}"),
+            Value::Float(x) => write!(f, "{x}"),
         }
     }
 }
@@ -86,6 +89,7 @@ impl Serialize for Tree {
         match self {
             Tree::Leaf(Value::Text(t)) => s.serialize_str(t),
             Tree::Leaf(Value::Int(n)) => s.serialize_i64(*n),
+            Tree::Leaf(Value::Float(x)) => s.serialize_f64(*x),
             Tree::Bool(b) => s.serialize_bool(*b),
             Tree::Float(x) => s.serialize_f64(*x),
             Tree::Null => s.serialize_unit(),
@@ -133,6 +137,11 @@ impl Attrs {
     pub fn int(&mut self, name: &str, value: impl Into<i64>) -> &mut Attrs {
         self.items
             .push((name.to_string(), Value::Int(value.into())));
+        self
+    }
+
+    pub fn float(&mut self, name: &str, value: f64) -> &mut Attrs {
+        self.items.push((name.to_string(), Value::Float(value)));
         self
     }
 

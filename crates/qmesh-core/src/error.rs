@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Denied,
     /// It cannot be done in the present state.
     Conflict,
+    /// A limit or an allocation would be passed.
+    Exhausted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +109,35 @@ pub enum CoreError {
         id: String,
         how: String,
     },
+    #[error("account \"{account}\" does not exist; see qmgr list account")]
+    NoSuchAccount { account: String },
+    #[error(
+        "user {user} may not charge account \"{account}\": only the users of account {group} may (see qmgr list account {group}, and spusage for your accounts)"
+    )]
+    NotAccountUser {
+        user: String,
+        account: String,
+        group: String,
+    },
+    #[error("user {user} must name an account with qsub -A ACCOUNT: {why}")]
+    AccountRequired { user: String, why: String },
+    /// `need`: "128.0 node-hours (64 nodes × 02:00:00)"; `left`: "100.5 of
+    /// 5000 remain (4800.0 used, 99.5 committed to queued and running jobs)".
+    #[error("account {group}: job needs {need} but only {left}; see spusage")]
+    AllocationExceeded {
+        group: String,
+        need: String,
+        left: String,
+    },
+    #[error(
+        "{who} {what}, above the limit {limit} = {max}; wait until some of the queued jobs start, or delete some"
+    )]
+    LimitReached {
+        who: String,
+        what: String,
+        limit: String,
+        max: String,
+    },
 }
 
 impl CoreError {
@@ -116,8 +147,12 @@ impl CoreError {
             NoSuchQueue { .. }
             | NoSuchJob { .. }
             | NoSuchNode { .. }
-            | NoSuchPredecessor { .. } => ErrorKind::NotFound,
-            NotYourJob { .. } | PermissionDenied { .. } => ErrorKind::Denied,
+            | NoSuchPredecessor { .. }
+            | NoSuchAccount { .. } => ErrorKind::NotFound,
+            NotYourJob { .. } | PermissionDenied { .. } | NotAccountUser { .. } => {
+                ErrorKind::Denied
+            }
+            AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
             QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
             BadDuration { .. }
             | BadResource { .. }
@@ -131,7 +166,8 @@ impl CoreError {
             | BadJobId { .. }
             | BadNodeSets { .. }
             | BadDependency { .. }
-            | DependencyUnsatisfiable { .. } => ErrorKind::Invalid,
+            | DependencyUnsatisfiable { .. }
+            | AccountRequired { .. } => ErrorKind::Invalid,
         }
     }
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use crate::account::Account;
 use crate::queue::Queue;
 
 /// Server attributes (`qmgr -c "list server"`).
@@ -157,6 +158,9 @@ pub struct Config {
     pub server: ServerAttrs,
     #[serde(default)]
     pub queues: BTreeMap<String, Queue>,
+    /// Accounts by group name (`qmgr -c "create account c1"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accounts: BTreeMap<String, Account>,
 }
 
 impl Config {

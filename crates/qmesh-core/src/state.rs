@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::Time;
 use crate::access::Caller;
+use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeSet};
@@ -37,6 +38,9 @@ pub struct State {
     /// entries go when the named job ends ([`State::take_dependents`]).
     dependents: HashMap<JobId, Vec<JobId>>,
     next_id: u64,
+    /// Usage charged, and counters of what queued and running jobs ask
+    /// for (see `account`).
+    accounting: Accounting,
 }
 
 /// Where a pending job stands in its queue: its rank, then its id.
@@ -125,7 +129,10 @@ impl State {
                 });
             }
         }
+        let mut accounting = Accounting::default();
+        accounting.configure(&config);
         Ok(State {
+            accounting,
             up_per_set: vec![0; node_sets.len()],
             server_name: server_name.into(),
             config,
@@ -150,8 +157,10 @@ impl State {
             if job.state.is_pending() {
                 add_pending(&mut self.pending, &job);
                 self.note_dependencies(&job);
+                self.accounting.tally.enter_pending(&job);
             } else if job.state.is_active() {
                 self.active.insert(id);
+                self.accounting.tally.enter_active(&job);
                 for name in &job.exec_nodes {
                     match self.node_index.get(name) {
                         Some(&idx) => match self.nodes[idx].job {
@@ -182,7 +191,18 @@ impl State {
     }
 
     pub fn set_config(&mut self, config: Config) {
+        self.accounting.configure(&config);
         self.config = config;
+    }
+
+    /// Usage charged and what queued and running jobs ask for.
+    pub fn accounting(&self) -> &Accounting {
+        &self.accounting
+    }
+
+    /// Puts back the usage loaded from the store.
+    pub fn restore_usage(&mut self, usage: Usage) {
+        self.accounting.restore(usage);
     }
 
     pub fn node_sets(&self) -> &[NodeSet] {
@@ -297,6 +317,7 @@ impl State {
         let depend = self.dependencies_for(&submission.depend)?;
         let mut job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
         job.depend = depend;
+        self.check_accounts(&mut job)?;
         Ok(job)
     }
 
@@ -307,6 +328,7 @@ impl State {
         if job.state.is_pending() {
             add_pending(&mut self.pending, &job);
             self.note_dependencies(&job);
+            self.accounting.tally.enter_pending(&job);
         }
         self.jobs.entry(id).or_insert(job)
     }
@@ -343,6 +365,8 @@ impl State {
         for &i in nodes {
             self.nodes[i].job = Some(id);
         }
+        self.accounting.tally.leave_pending(job);
+        self.accounting.tally.enter_active(job);
         self.active.insert(id);
         let job = self
             .jobs
@@ -371,6 +395,7 @@ impl State {
         if !job.state.is_active() {
             return Err(self.wrong_state(job, "finish"));
         }
+        self.accounting.tally.leave_active(job);
         self.release_nodes(id);
         self.active.remove(&id);
         let job = self
@@ -384,12 +409,15 @@ impl State {
             job.stime = None;
             job.exec_nodes.clear();
             add_pending(&mut self.pending, job);
+            self.accounting.tally.enter_pending(job);
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
         job.state = JobState::Finished;
         job.end_time = Some(end);
         job.exit = Some(exit);
+        let half_life = self.config.server.fairshare_half_life;
+        self.accounting.charge(job, half_life);
         Ok((Finished::Finished, job))
     }
 
@@ -417,6 +445,7 @@ impl State {
         match outcome {
             Deleted::Removed => {
                 remove_pending(&mut self.pending, job);
+                self.accounting.tally.leave_pending(job);
                 job.state = JobState::Finished;
                 job.end_time = Some(now);
                 job.exit = Some(JobExit {
@@ -676,6 +705,10 @@ impl State {
             if job.state.is_active() != self.active.contains(&job.id) {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
             }
+        }
+        let recounted = crate::account::Tally::recount(self.pending_jobs(), self.active_jobs());
+        if recounted != self.accounting.tally {
+            return Err("the per-user and per-group job counters are off".into());
         }
         for (set, up) in self.up_per_set.iter().enumerate() {
             let counted = self.nodes.iter().filter(|n| n.set == set && n.up).count();

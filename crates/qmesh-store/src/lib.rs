@@ -22,6 +22,7 @@ mod writer;
 pub use record::{SCHEMA_VERSION, decode, encode};
 pub use sled_store::SledStore;
 
+use qmesh_core::account::Usage;
 use qmesh_core::job::{Job, JobId, JobPayload};
 use qmesh_core::server::Config;
 
@@ -50,6 +51,8 @@ pub struct Loaded {
     /// Above every id the store ever held (purged jobs included): the
     /// next id is at least this, and above every loaded job's.
     pub next_id: u64,
+    /// The node-hours charged to each group; `None` before the first charge.
+    pub usage: Option<Usage>,
 }
 
 /// Called once the changes queued before it are durable.
@@ -69,6 +72,8 @@ pub enum Change {
     },
     Remove(Vec<JobId>),
     Config(Vec<u8>),
+    /// The whole usage map, replacing the stored one.
+    Usage(Vec<u8>),
 }
 
 impl Change {
@@ -89,6 +94,10 @@ impl Change {
 
     pub fn config(config: &Config) -> Result<Change, StoreError> {
         Ok(Change::Config(encode(config)?))
+    }
+
+    pub fn usage(usage: &Usage) -> Result<Change, StoreError> {
+        Ok(Change::Usage(encode(usage)?))
     }
 }
 
@@ -125,6 +134,11 @@ pub trait Store: Send + Sync + 'static {
     }
     fn put_config(&self, config: &Config) -> Result<(), StoreError> {
         self.write(vec![Change::config(config)?], None);
+        Ok(())
+    }
+    /// The usage charged to the groups (written after a job's charge).
+    fn put_usage(&self, usage: &Usage) -> Result<(), StoreError> {
+        self.write(vec![Change::usage(usage)?], None);
         Ok(())
     }
     /// Runs `done` once every change queued so far is durable.

@@ -1,4 +1,5 @@
-//! The sled engine. Trees: `meta` (schema version), `config` (the qmgr
+//! The sled engine. Trees: `meta` (schema version, and `usage`: the
+//! node-hours charged to each group, one record), `config` (the qmgr
 //! configuration, one record), `jobs` (key `J`+id, and `N` for the next id
 //! after a purge).
 //!
@@ -11,6 +12,7 @@
 
 use std::path::Path;
 
+use qmesh_core::account::Usage;
 use qmesh_core::job::{Job, JobId, JobPayload};
 use qmesh_core::server::Config;
 
@@ -22,6 +24,7 @@ const JOB: u8 = b'J';
 const NEXT_ID: &[u8] = b"N";
 const CONFIG: &[u8] = b"server";
 const SCHEMA: &[u8] = b"schema";
+const USAGE: &[u8] = b"usage";
 
 pub struct SledStore {
     db: sled::Db,
@@ -84,9 +87,13 @@ impl SledStore {
             }
         }
         let flush_db = db.clone();
-        let (jobs_tree, config_tree) = (jobs.clone(), config.clone());
+        let trees = Trees {
+            jobs: jobs.clone(),
+            config: config.clone(),
+            meta: meta.clone(),
+        };
         let writer = Writer::start(
-            move |changes| apply(&jobs_tree, &config_tree, changes),
+            move |changes| apply(&trees, changes),
             move || flush_db.flush().map(|_| ()).map_err(io("flush the store")),
         )?;
         Ok(SledStore {
@@ -112,7 +119,6 @@ impl Drop for SledStore {
     fn drop(&mut self) {
         self.writer.close();
         let _ = self.db.flush();
-        let _ = &self.meta;
     }
 }
 
@@ -135,6 +141,10 @@ impl Store for SledStore {
             };
             jobs.push(decode::<Job>(&label, split(&v).0)?);
         }
+        let usage = match self.meta.get(USAGE).map_err(io("read the usage"))? {
+            Some(bytes) => Some(decode::<Usage>("meta/usage", &bytes)?),
+            None => None,
+        };
         let stored_next = self.stored_next_id()?;
         let next_id = jobs
             .iter()
@@ -146,6 +156,7 @@ impl Store for SledStore {
             config,
             jobs,
             next_id,
+            usage,
         })
     }
 
@@ -172,12 +183,21 @@ fn stored_next_id(jobs: &sled::Tree) -> Result<u64, StoreError> {
     }
 }
 
+/// The trees the writer changes.
+struct Trees {
+    jobs: sled::Tree,
+    config: sled::Tree,
+    meta: sled::Tree,
+}
+
 /// Applies one batch of changes: the jobs tree atomically, then the
-/// configuration (rare; its own record).
-fn apply(jobs: &sled::Tree, config: &sled::Tree, changes: Vec<Change>) -> Result<(), StoreError> {
+/// configuration and the usage (rare; one record each, the last wins).
+fn apply(trees: &Trees, changes: Vec<Change>) -> Result<(), StoreError> {
+    let Trees { jobs, config, meta } = trees;
     let mut batch = sled::Batch::default();
     let mut any = false;
     let mut new_config = None;
+    let mut new_usage = None;
     // Values written earlier in this batch, by job (not yet in the tree).
     let mut pending: std::collections::HashMap<JobId, Vec<u8>> = Default::default();
     for change in changes {
@@ -214,6 +234,7 @@ fn apply(jobs: &sled::Tree, config: &sled::Tree, changes: Vec<Change>) -> Result
                 any = true;
             }
             Change::Config(record) => new_config = Some(record),
+            Change::Usage(record) => new_usage = Some(record),
         }
     }
     if any {
@@ -223,6 +244,9 @@ fn apply(jobs: &sled::Tree, config: &sled::Tree, changes: Vec<Change>) -> Result
         config
             .insert(CONFIG, record)
             .map_err(io("store the configuration"))?;
+    }
+    if let Some(record) = new_usage {
+        meta.insert(USAGE, record).map_err(io("store the usage"))?;
     }
     Ok(())
 }

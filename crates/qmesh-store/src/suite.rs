@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use chrono::TimeZone;
+use qmesh_core::account::Usage;
 use qmesh_core::job::{Holds, Job, JobId, JobPayload, JobState, Owner};
 use qmesh_core::queue::Queue;
 use qmesh_core::server::Config;
@@ -91,6 +92,31 @@ pub fn round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) -> Result<(),
     Ok(())
 }
 
+/// The usage map survives a reopen; the last one written wins, also
+/// within one batch, and it does not disturb the jobs.
+pub fn usage_round_trip<S: Store>(store: S, reopen: impl FnOnce(S) -> S) -> Result<(), StoreError> {
+    let t = chrono::Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default();
+    let mut usage = Usage::default();
+    usage.charge("c1", 12.5, t, 3600);
+    store.put_new_job(&sample_job(1), &sample_payload(1))?;
+    store.put_usage(&Usage::default())?;
+    let first = usage.clone();
+    usage.charge("c2", 1.0, t + chrono::Duration::hours(1), 3600);
+    store.write(
+        vec![crate::Change::usage(&first)?, crate::Change::usage(&usage)?],
+        None,
+    );
+    store.sync()?;
+    let store = reopen(store);
+    let loaded = store.load()?;
+    assert_eq!(loaded.usage, Some(usage));
+    assert_eq!(loaded.jobs, vec![sample_job(1)]);
+    Ok(())
+}
+
 /// A job created and changed in one batch keeps both the change and its
 /// payload, in the order they were queued.
 pub fn changes_in_one_batch_apply_in_order<S: Store>(store: S) -> Result<(), StoreError> {
@@ -115,6 +141,7 @@ pub fn empty<S: Store>(store: S) -> Result<(), StoreError> {
     assert!(loaded.config.is_none());
     assert!(loaded.jobs.is_empty());
     assert_eq!(loaded.next_id, 1);
+    assert!(loaded.usage.is_none());
     Ok(())
 }
 

@@ -18,6 +18,17 @@ fn sled_round_trip() {
 }
 
 #[test]
+fn sled_usage_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    suite::usage_round_trip(open(&path), |s| {
+        drop(s);
+        open(&path)
+    })
+    .unwrap();
+}
+
+#[test]
 fn sled_empty() {
     let dir = tempfile::tempdir().unwrap();
     suite::empty(open(&dir.path().join("db"))).unwrap();
@@ -43,6 +54,16 @@ fn schema_1_job_record_loads() {
     assert_eq!(job.id, qmesh_core::JobId(17));
     assert_eq!(job.exec_nodes, vec!["local00", "local01"]);
     assert_eq!(job.exit.unwrap().exit_status(), 271);
+}
+
+/// The usage record as schema 1 wrote it must always load.
+#[test]
+fn schema_1_usage_record_loads() {
+    let bytes = include_bytes!("fixtures/usage-v1.json");
+    let usage: qmesh_core::account::Usage = decode("fixture", bytes).unwrap();
+    assert_eq!(usage.groups["c1"].used, 4800.0);
+    assert_eq!(usage.groups["c2"].decayed, 0.75);
+    assert_eq!(usage.decayed_at.unwrap().timestamp(), 1_700_000_000);
 }
 
 #[test]

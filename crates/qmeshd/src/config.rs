@@ -272,9 +272,11 @@ impl Settings {
             ));
         }
 
+        // Accounts are made with qmgr, not in the file.
         let mut config = Config {
             server,
             queues: Default::default(),
+            accounts: Default::default(),
         };
         for q in &file.queues {
             let key = format!("queue \"{}\"", q.name);

@@ -77,6 +77,11 @@ pub enum Event {
         request: v1::QmgrRequest,
         reply: Reply<v1::QmgrReply>,
     },
+    Usage {
+        peer: Peer,
+        request: v1::UsageRequest,
+        reply: Reply<v1::UsageReply>,
+    },
     AgentHello {
         session: u64,
         hello: v1::AgentHello,

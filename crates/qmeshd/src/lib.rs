@@ -143,6 +143,9 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
         .context("build the node sets")?;
     let job_count = loaded.jobs.len();
     let warnings = state.restore(loaded.jobs, loaded.next_id);
+    if let Some(usage) = loaded.usage {
+        state.restore_usage(usage);
+    }
     task::log_restore_warnings(&warnings);
     store.sync().context("flush the store")?;
     info!(

@@ -12,6 +12,7 @@ pub fn from_core(e: &CoreError) -> Status {
         ErrorKind::NotFound => Status::not_found(msg),
         ErrorKind::Denied => Status::permission_denied(msg),
         ErrorKind::Conflict => Status::failed_precondition(msg),
+        ErrorKind::Exhausted => Status::resource_exhausted(msg),
     }
 }
 

@@ -84,7 +84,7 @@ fn show_bool(b: bool) -> String {
     if b { "True" } else { "False" }.to_string()
 }
 
-fn parse_count(name: &str, value: &str) -> Result<u32, String> {
+pub(super) fn parse_count(name: &str, value: &str) -> Result<u32, String> {
     match value.parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!(
@@ -106,7 +106,12 @@ fn list_items(value: &str) -> Vec<String> {
 }
 
 /// Applies `op value` to a list attribute.
-fn update_list(list: &mut Vec<String>, name: &str, op: Op, value: &str) -> Result<(), String> {
+pub(super) fn update_list(
+    list: &mut Vec<String>,
+    name: &str,
+    op: Op,
+    value: &str,
+) -> Result<(), String> {
     let items = list_items(value);
     match op {
         Op::Assign => *list = items,
@@ -130,7 +135,7 @@ fn update_list(list: &mut Vec<String>, name: &str, op: Op, value: &str) -> Resul
     Ok(())
 }
 
-fn scalar_only(name: &str, op: Op) -> Result<(), String> {
+pub(super) fn scalar_only(name: &str, op: Op) -> Result<(), String> {
     if op == Op::Assign {
         Ok(())
     } else {

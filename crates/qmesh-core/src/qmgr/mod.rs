@@ -4,6 +4,7 @@
 //! the configuration; the first error stops it and names the line, and the
 //! caller keeps the old configuration. So a script applies all or nothing.
 
+mod account;
 mod attrs;
 mod lex;
 mod parse;
@@ -64,6 +65,10 @@ pub fn run(
 fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
     let need = match action {
         Action::CreateQueue(..) | Action::DeleteQueue(..) => Role::Manager,
+        Action::CreateAccount(..)
+        | Action::DeleteAccount(..)
+        | Action::SetAccount(..)
+        | Action::UnsetAccount(..) => Role::Manager,
         Action::SetServer(list)
             if list
                 .iter()
@@ -201,6 +206,13 @@ fn apply(
                     .push_str(&format!("queue {name}: {reordered}\n"));
                 outcome.reorder.push(name.clone());
             }
+        }
+        Action::CreateAccount(..)
+        | Action::DeleteAccount(..)
+        | Action::SetAccount(..)
+        | Action::UnsetAccount(..)
+        | Action::ListAccount(..) => {
+            account::apply(action, config, state, outcome)?;
         }
         Action::Quit => outcome.quit = true,
     }

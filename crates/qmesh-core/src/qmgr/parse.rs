@@ -51,6 +51,12 @@ pub enum Action {
     ListServer,
     PrintServer,
     PrintQueue(Vec<String>),
+    CreateAccount(Vec<String>, Vec<Assignment>),
+    DeleteAccount(Vec<String>),
+    SetAccount(Vec<String>, Vec<Assignment>),
+    UnsetAccount(Vec<String>, Vec<String>),
+    /// Empty: all accounts.
+    ListAccount(Vec<String>),
     Help(Option<String>),
     Quit,
     /// Reorders the queues' pending jobs in group cascade order (EPCC): it
@@ -69,6 +75,10 @@ impl Action {
                 | Action::UnsetQueue(..)
                 | Action::SetServer(..)
                 | Action::UnsetServer(..)
+                | Action::CreateAccount(..)
+                | Action::DeleteAccount(..)
+                | Action::SetAccount(..)
+                | Action::UnsetAccount(..)
         )
     }
 }
@@ -198,13 +208,14 @@ impl Parser {
         match object.as_str() {
             "q" | "queue" | "queues" => self.queue_command(verb),
             "s" | "server" => self.server_command(verb),
+            "a" | "account" | "accounts" => self.account_command(verb),
             "per_request" if matches!(verb, "s" | "set") => self.per_request(),
             "n" | "node" | "nodes" => Err(
                 "nodes are configured in the daemon's node sets (the TOML file), not with qmgr yet"
                     .into(),
             ),
             other => Err(format!(
-                "unknown object \"{other}\"; objects: server, queue (and set per_request)"
+                "unknown object \"{other}\"; objects: server, queue, account (and set per_request)"
             )),
         }
     }
@@ -320,6 +331,31 @@ impl Parser {
             }
             "l" | "list" => Action::ListQueue(names),
             _ => Action::PrintQueue(names),
+        })
+    }
+
+    fn account_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list") {
+            return Err("name the account".into());
+        }
+        Ok(match verb {
+            "c" | "create" => Action::CreateAccount(names, self.assignments()?),
+            "d" | "delete" => Action::DeleteAccount(names),
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set account NAME attr = value".into());
+                }
+                Action::SetAccount(names, attrs)
+            }
+            "u" | "unset" => Action::UnsetAccount(names, self.attribute_names()?),
+            "l" | "list" => Action::ListAccount(names),
+            _ => {
+                return Err(
+                    "accounts are printed by print server; use list account to see one".into(),
+                );
+            }
         })
     }
 

@@ -8,7 +8,7 @@ use crate::server::Config;
 use crate::state::State;
 
 /// Quotes values that hold spaces or commas, as PBS does.
-fn quoted(value: &str) -> String {
+pub(super) fn quoted(value: &str) -> String {
     if value.is_empty() || value.contains([' ', ',', '#', '\t']) {
         format!("\"{value}\"")
     } else {
@@ -103,6 +103,7 @@ pub fn print_server(config: &Config) -> String {
             out.push_str(&format!("set server {name} = {}\n", quoted(&value)));
         }
     }
+    out.push_str(&super::account::print(config));
     out
 }
 
@@ -112,6 +113,17 @@ pub fn help(topic: Option<&str>) -> String {
             let names: Vec<&str> = attrs::QUEUE_ATTRS.iter().map(|(n, _)| *n).collect();
             format!(
                 "Queue attributes: {}.\nShort names: max_nodes, min_nodes, max_walltime, default_nodes, default_walltime.\n",
+                names.join(", ")
+            )
+        }
+        Some(t) if t.starts_with('a') => {
+            let names: Vec<&str> = super::account::ACCOUNT_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
+            format!(
+                "Account attributes: {}.\nAllocations and max_node_hours are in node-hours; \
+                 c1-prod and c1-dev charge account c1.\n",
                 names.join(", ")
             )
         }
@@ -127,6 +139,9 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   set per_request ncpus = N QUEUE      (NQS: default nodes of QUEUE)\n\
               \x20   unset [u] queue NAME attr [, attr ...]\n\
               \x20   unset [u] server attr [, attr ...]\n\
+              \x20   create [c] account NAME [allocation = H, shares = N, users = \"a,b\", ...]\n\
+              \x20   set [s] account NAME attr = value    unset [u] account NAME attr\n\
+              \x20   delete [d] account NAME  list [l] account [NAME]\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
@@ -140,6 +155,7 @@ mod tests {
     use super::super::{parse_script, run};
     use super::*;
     use crate::access::Role;
+    use crate::account::Account;
     use crate::queue::Queue;
     use crate::state::tests::{caller, state};
     use proptest::prelude::*;
@@ -182,6 +198,29 @@ mod tests {
             )
     }
 
+    fn arb_account() -> impl Strategy<Value = Account> {
+        (
+            "[a-z][a-z0-9_]{0,7}",
+            proptest::option::of(0u64..1_000_000),
+            1u32..100,
+            proptest::collection::vec("[a-z]{1,8}", 0..3),
+            proptest::option::of(1u32..500),
+            proptest::option::of(1u32..50),
+            proptest::option::of(0u64..10_000),
+        )
+            .prop_map(
+                |(name, allocation, shares, users, max_queued, max_run, max_node_hours)| Account {
+                    name,
+                    allocation,
+                    shares,
+                    users,
+                    max_queued,
+                    max_run,
+                    max_node_hours,
+                },
+            )
+    }
+
     fn arb_config() -> impl Strategy<Value = Config> {
         (
             arb_queue("batch".into()),
@@ -190,19 +229,25 @@ mod tests {
             proptest::collection::vec("[a-z]{1,8}(@\\*)?", 0..3),
             1u64..100,
             any::<bool>(),
+            proptest::collection::vec(arb_account(), 0..3),
         )
-            .prop_map(|(a, b, scheduling, managers, kill_delay, default)| {
-                let mut config = Config::default();
-                config.queues.insert(a.name.clone(), a);
-                config.queues.insert(b.name.clone(), b);
-                config.server.scheduling = scheduling;
-                config.server.managers = managers;
-                config.server.kill_delay = kill_delay;
-                if default {
-                    config.server.default_queue = Some("q64l".into());
-                }
-                config
-            })
+            .prop_map(
+                |(a, b, scheduling, managers, kill_delay, default, accounts)| {
+                    let mut config = Config::default();
+                    config.queues.insert(a.name.clone(), a);
+                    config.queues.insert(b.name.clone(), b);
+                    config.server.scheduling = scheduling;
+                    config.server.managers = managers;
+                    config.server.kill_delay = kill_delay;
+                    if default {
+                        config.server.default_queue = Some("q64l".into());
+                    }
+                    for account in accounts {
+                        config.accounts.insert(account.name.clone(), account);
+                    }
+                    config
+                },
+            )
     }
 
     proptest! {

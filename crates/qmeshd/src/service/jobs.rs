@@ -143,9 +143,18 @@ impl Jobs for JobsService {
 
     async fn usage(
         &self,
-        _request: Request<v1::UsageRequest>,
+        request: Request<v1::UsageRequest>,
     ) -> Result<Response<v1::UsageReply>, Status> {
-        Err(Status::unimplemented("spusage is not served yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Usage {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn nodes(

@@ -14,6 +14,7 @@ mod admin;
 mod agents;
 mod jobs;
 mod plan;
+mod usage;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use qmesh_core::job::{Job, JobExit};
 use qmesh_core::scheduler::Scheduler;
+use qmesh_core::state::Finished;
 use qmesh_core::{Caller, JobId, State, Time};
 use qmesh_proto::v1;
 use qmesh_store::Store;
@@ -225,6 +227,13 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.qmgr(&peer, request, reply),
+            Event::Usage {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.usage(&peer, &request));
+            }
             Event::AgentHello {
                 session,
                 hello,
@@ -387,6 +396,9 @@ impl SchedulerTask {
             Ok((how, job)) => {
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
+                if how == Finished::Finished && qmesh_core::account::charge_of(job).is_some() {
+                    self.persist_usage();
+                }
                 self.launches.remove(&id);
                 self.dirty = true;
                 self.job_done(id);

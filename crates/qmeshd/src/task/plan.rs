@@ -86,7 +86,7 @@ impl SchedulerTask {
                 priority: e.priority,
             },
             _ => {
-                let reason = self.scheduler.reason(&self.state, job);
+                let reason = self.scheduler.reason_at(&self.state, job, Utc::now());
                 Place {
                     status: status_without_plan(job, reason),
                     reason: Some(reason),
@@ -101,7 +101,7 @@ impl SchedulerTask {
     pub(super) fn pending_reason(&self, job: &Job) -> Reason {
         self.place(job)
             .reason
-            .unwrap_or_else(|| self.scheduler.reason(&self.state, job))
+            .unwrap_or_else(|| self.scheduler.reason_at(&self.state, job, Utc::now()))
     }
 
     /// qstat's expected start and priority of a pending job.
@@ -226,7 +226,7 @@ impl SchedulerTask {
                 ..
             } => (
                 Some(start),
-                reason.unwrap_or_else(|| self.scheduler.reason(state, job)),
+                reason.unwrap_or_else(|| self.scheduler.reason_at(state, job, now)),
             ),
             _ => {
                 let when = self.scheduler.when(state, job, now);

@@ -1,0 +1,116 @@
+//! Counters of what queued and running jobs ask for, per user and per
+//! group, so the limits and the allocation check at submit cost a lookup
+//! (qsub takes thousands of jobs a second) and never a scan of the queue.
+//!
+//! [`State`](crate::state::State) updates them wherever a job enters or
+//! leaves the pending or the active set; `check_invariants` recounts them.
+
+use std::collections::HashMap;
+
+use super::group_of;
+use crate::job::Job;
+
+/// What a job asks for: nodes × wall time, in node-seconds.
+pub fn node_seconds(job: &Job) -> u64 {
+    u64::from(job.nodes) * job.walltime
+}
+
+/// One user's or group's jobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count {
+    /// Pending jobs (queued, held, waiting).
+    pub queued: u32,
+    pub queued_node_secs: u64,
+    /// Running and exiting jobs.
+    pub running: u32,
+    pub running_node_secs: u64,
+}
+
+impl Count {
+    fn is_zero(&self) -> bool {
+        *self == Count::default()
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    users: HashMap<String, Count>,
+    groups: HashMap<String, Count>,
+}
+
+#[derive(Clone, Copy)]
+enum Set {
+    Pending,
+    Active,
+}
+
+impl Tally {
+    pub fn user(&self, user: &str) -> Count {
+        self.users.get(user).copied().unwrap_or_default()
+    }
+
+    pub fn group(&self, group: &str) -> Count {
+        self.groups.get(group).copied().unwrap_or_default()
+    }
+
+    pub(crate) fn enter_pending(&mut self, job: &Job) {
+        self.change(job, Set::Pending, true);
+    }
+
+    pub(crate) fn leave_pending(&mut self, job: &Job) {
+        self.change(job, Set::Pending, false);
+    }
+
+    pub(crate) fn enter_active(&mut self, job: &Job) {
+        self.change(job, Set::Active, true);
+    }
+
+    pub(crate) fn leave_active(&mut self, job: &Job) {
+        self.change(job, Set::Active, false);
+    }
+
+    fn change(&mut self, job: &Job, set: Set, enter: bool) {
+        let secs = node_seconds(job);
+        bump(&mut self.users, &job.owner.user, set, enter, secs);
+        if let Some(account) = &job.account {
+            bump(&mut self.groups, group_of(account), set, enter, secs);
+        }
+    }
+
+    /// The counters made from scratch, for the invariant check.
+    pub(crate) fn recount<'a>(
+        pending: impl Iterator<Item = &'a Job>,
+        active: impl Iterator<Item = &'a Job>,
+    ) -> Tally {
+        let mut tally = Tally::default();
+        for job in pending {
+            tally.enter_pending(job);
+        }
+        for job in active {
+            tally.enter_active(job);
+        }
+        tally
+    }
+}
+
+fn bump(map: &mut HashMap<String, Count>, key: &str, set: Set, enter: bool, secs: u64) {
+    let count = match map.get_mut(key) {
+        Some(count) => count,
+        None if enter => map.entry(key.to_string()).or_default(),
+        None => return,
+    };
+    let (jobs, node_secs) = match set {
+        Set::Pending => (&mut count.queued, &mut count.queued_node_secs),
+        Set::Active => (&mut count.running, &mut count.running_node_secs),
+    };
+    if enter {
+        *jobs += 1;
+        *node_secs += secs;
+    } else {
+        *jobs = jobs.saturating_sub(1);
+        *node_secs = node_secs.saturating_sub(secs);
+    }
+    if count.is_zero() {
+        map.remove(key);
+    }
+}
