@@ -647,6 +647,7 @@ impl State {
             return Err(self.wrong_state(job, "end"));
         }
         remove_pending(&mut self.pending, job);
+        self.accounting.tally.leave_pending(job);
         let job = self
             .jobs
             .get_mut(&id)

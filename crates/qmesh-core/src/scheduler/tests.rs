@@ -463,3 +463,46 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn fairshare_moves_light_accounts_forward() {
+    let mut s = state(4);
+    let mut config = s.config().clone();
+    for name in ["heavy", "light"] {
+        config
+            .accounts
+            .insert(name.into(), crate::account::Account::new(name));
+    }
+    config.server.job_order = JobOrder::Fairshare;
+    s.set_config(config);
+    let with_account = |s: &mut State, uid: u32, account: &str, at: i64| {
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            account: Some(account.into()),
+            resources: vec![
+                ("nodes".into(), "4".into()),
+                ("walltime".into(), "3600".into()),
+            ],
+            ..Submission::default()
+        };
+        s.submit(sub, &caller(uid, Role::User), t(at)).unwrap().id
+    };
+    // heavy has used the machine for an hour.
+    let used = with_account(&mut s, 1, "heavy", 0);
+    s.start(used, &[0, 1, 2, 3], t(0)).unwrap();
+    let exit = crate::job::JobExit {
+        code: Some(0),
+        signal: None,
+        cause: crate::job::ExitCause::Exited,
+        message: String::new(),
+    };
+    s.finish(used, exit, t(3600)).unwrap();
+    // heavy submits first; light's later job still goes first.
+    let early = with_account(&mut s, 1, "heavy", 3600);
+    let late = with_account(&mut s, 2, "light", 3700);
+    let plan = Scheduler.pass(&s, t(3800));
+    assert_eq!(started(&plan), vec![late]);
+    assert_eq!(plan.queue[1].job, early);
+    assert!(plan.queue[0].priority > plan.queue[1].priority);
+}
