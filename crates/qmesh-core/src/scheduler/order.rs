@@ -26,6 +26,9 @@ pub(super) struct Ranked<'a> {
     /// The job order's measure (higher first); for fifo, the queue priority.
     pub priority: f64,
     queue_priority: i32,
+    /// Its queue, as an index into the configuration's queues (in name
+    /// order).
+    pub queue: usize,
     /// Its position in its queue's own order.
     position: usize,
 }
@@ -34,8 +37,17 @@ pub(super) struct Ranked<'a> {
 pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked<'_>> {
     let config = state.config();
     let attrs = &config.server;
+    let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
+    let fifo = attrs.job_order == JobOrder::Fifo;
+    let mut queues: Vec<(usize, &crate::queue::Queue)> =
+        config.queues.values().enumerate().collect();
+    if fifo && by_queue {
+        // Each queue is already in order: take the queues by priority (then
+        // name, as NQS walked them) and nothing needs sorting.
+        queues.sort_by(|a, b| b.1.priority.cmp(&a.1.priority).then(a.0.cmp(&b.0)));
+    }
     let mut out = Vec::with_capacity(state.pending_count());
-    for queue in config.queues.values() {
+    for (index, queue) in queues {
         for (position, job) in state.pending_in(&queue.name).enumerate() {
             let waited_hours = (now - job.qtime).num_seconds().max(0) as f64 / 3600.0;
             let priority = match attrs.job_order {
@@ -53,13 +65,14 @@ pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked<'_>> {
                 job,
                 priority,
                 queue_priority: queue.priority,
+                queue: index,
                 position,
             });
         }
     }
-    let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
-    let fifo = attrs.job_order == JobOrder::Fifo;
-    out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
+    if !(fifo && by_queue) {
+        out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
+    }
     out
 }
 
@@ -77,10 +90,7 @@ fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {
     // Within a queue its own order (queues of one priority by name, as
     // NQS walked them); without by_queue, submission order.
     let within = if by_queue {
-        a.job
-            .queue
-            .cmp(&b.job.queue)
-            .then(a.position.cmp(&b.position))
+        a.queue.cmp(&b.queue).then(a.position.cmp(&b.position))
     } else {
         Ordering::Equal
     };

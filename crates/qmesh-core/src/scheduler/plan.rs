@@ -37,8 +37,9 @@ pub(super) struct Planner<'a> {
     /// Free node indices now, per set, in set order.
     free: Vec<Vec<usize>>,
     up: Vec<usize>,
-    /// Allowed set indices per queue name.
-    sets_of: HashMap<&'a str, Rc<[usize]>>,
+    /// Per queue (in the configuration's name order): whether it is
+    /// started, and the sets it may use.
+    queues: Vec<(bool, Rc<[usize]>)>,
     user_running: HashMap<&'a str, u32>,
     group_running: HashMap<String, u32>,
     limits_on: bool,
@@ -91,14 +92,14 @@ impl<'a> Planner<'a> {
             .collect();
 
         let config = state.config();
-        let sets_of = config
+        let queues = config
             .queues
             .values()
             .map(|q| {
                 let allowed: Rc<[usize]> = (0..sets.len())
                     .filter(|&s| q.uses_set(&sets[s].name))
                     .collect();
-                (q.name.as_str(), allowed)
+                (q.started, allowed)
             })
             .collect();
         let limits_on = config.has_run_limits();
@@ -112,7 +113,7 @@ impl<'a> Planner<'a> {
             profiles,
             free,
             up,
-            sets_of,
+            queues,
             user_running: HashMap::new(),
             group_running: HashMap::new(),
             limits_on,
@@ -164,18 +165,13 @@ impl<'a> Planner<'a> {
         if let Some(reason) = self.state.waits_for(job, self.now) {
             return entry(Status::Held, Some(reason), None);
         }
-        let config = self.state.config();
-        if !config.queue(&job.queue).is_some_and(|q| q.started) {
+        let (started, sets) = self.queues[ranked.queue].clone();
+        if !started {
             return entry(Status::Waiting, Some(Reason::QueueStopped), None);
         }
         if self.state.allocation_short(job) {
             return entry(Status::Waiting, Some(Reason::Allocation), None);
         }
-        let sets = self
-            .sets_of
-            .get(job.queue.as_str())
-            .cloned()
-            .unwrap_or_else(|| Rc::from([]));
         let sets = &sets[..];
         let n = job.nodes as usize;
         let reachable: usize = sets.iter().map(|&s| self.up[s]).sum();
