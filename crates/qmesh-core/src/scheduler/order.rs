@@ -16,13 +16,13 @@
 use std::cmp::Ordering;
 
 use crate::Time;
-use crate::job::Job;
 use crate::server::JobOrder;
-use crate::state::State;
+use crate::state::{PendingView, State};
 
-/// A pending job with its place in the order.
-pub(super) struct Ranked<'a> {
-    pub job: &'a Job,
+/// A pending job with its place in the order. The pass reads the state's
+/// compact [`PendingView`]s, not the job records, for every job.
+pub(super) struct Ranked {
+    pub view: PendingView,
     /// The job order's measure (higher first); for fifo, the queue priority.
     pub priority: f64,
     queue_priority: i32,
@@ -34,7 +34,7 @@ pub(super) struct Ranked<'a> {
 }
 
 /// Every pending job of the configured queues, in the order a pass takes them.
-pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked<'_>> {
+pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked> {
     let config = state.config();
     let attrs = &config.server;
     let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
@@ -48,21 +48,24 @@ pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked<'_>> {
     }
     let mut out = Vec::with_capacity(state.pending_count());
     for (index, queue) in queues {
-        for (position, job) in state.pending_in(&queue.name).enumerate() {
-            let waited_hours = (now - job.qtime).num_seconds().max(0) as f64 / 3600.0;
+        for (position, view) in state.pending_views(&queue.name).enumerate() {
+            let waited_hours = (now - view.qtime).num_seconds().max(0) as f64 / 3600.0;
             let priority = match attrs.job_order {
                 JobOrder::Fifo => f64::from(queue.priority),
                 JobOrder::PriorityAging => {
                     f64::from(queue.priority) + attrs.age_factor * waited_hours
                 }
                 JobOrder::Hrn => {
-                    let wall = job.walltime.max(1) as f64;
+                    let wall = view.walltime.max(1) as f64;
                     (waited_hours * 3600.0 + wall) / wall
                 }
-                JobOrder::Fairshare => state.fair_share(job, now),
+                JobOrder::Fairshare => match state.job(view.id) {
+                    Some(job) if view.has_account => state.fair_share(job, now),
+                    _ => 1.0,
+                },
             };
             out.push(Ranked {
-                job,
+                view: *view,
                 priority,
                 queue_priority: queue.priority,
                 queue: index,
@@ -97,5 +100,5 @@ fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {
     queue
         .then(measure)
         .then(within)
-        .then(a.job.id.cmp(&b.job.id))
+        .then(a.view.id.cmp(&b.view.id))
 }

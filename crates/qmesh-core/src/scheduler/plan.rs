@@ -150,30 +150,36 @@ impl<'a> Planner<'a> {
         plan
     }
 
-    fn plan_job(&mut self, ranked: &Ranked<'a>, starts: &mut Vec<Start>) -> Entry {
-        let job = ranked.job;
+    fn plan_job(&mut self, ranked: &Ranked, starts: &mut Vec<Start>) -> Entry {
+        let view = &ranked.view;
         let entry = |status, reason, expected_start| Entry {
-            job: job.id,
+            job: view.id,
             status,
             reason,
             expected_start,
             priority: ranked.priority,
         };
-        if job.state != JobState::Queued {
-            return entry(Status::of_pending(job), Some(Reason::Held), None);
+        // The record itself only when a rule needs more than the view.
+        let state = self.state;
+        let job = || state.job(view.id);
+        if !view.queued {
+            let status = job().map_or(Status::Held, Status::of_pending);
+            return entry(status, Some(Reason::Held), None);
         }
-        if let Some(reason) = self.state.waits_for(job, self.now) {
+        if view.conditional
+            && let Some(reason) = job().and_then(|job| state.waits_for(job, self.now))
+        {
             return entry(Status::Held, Some(reason), None);
         }
         let (started, sets) = self.queues[ranked.queue].clone();
         if !started {
             return entry(Status::Waiting, Some(Reason::QueueStopped), None);
         }
-        if self.state.allocation_short(job) {
+        if view.has_account && job().is_some_and(|job| state.allocation_short(job)) {
             return entry(Status::Waiting, Some(Reason::Allocation), None);
         }
         let sets = &sets[..];
-        let n = job.nodes as usize;
+        let n = view.nodes as usize;
         let reachable: usize = sets.iter().map(|&s| self.up[s]).sum();
         if reachable < n {
             return entry(Status::Waiting, Some(Reason::NodesDown), None);
@@ -183,7 +189,7 @@ impl<'a> Planner<'a> {
         }
         self.considered += 1;
         if self.limits_on
-            && let Some(reason) = self.over_run_limit(job)
+            && let Some(reason) = job().and_then(|job| self.over_run_limit(job))
         {
             return entry(Status::Waiting, Some(reason), None);
         }
@@ -191,16 +197,21 @@ impl<'a> Planner<'a> {
             return entry(Status::Waiting, Some(Reason::Blocked), None);
         }
 
-        let wall = job.walltime.max(1) as Secs;
+        let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
         let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
         if free_now >= n
             && let Some(nodes) = self.start_now(sets, n, end)
         {
-            if self.limits_on {
+            if self.limits_on
+                && let Some(job) = job()
+            {
                 self.count_running(job);
             }
-            starts.push(Start { job: job.id, nodes });
+            starts.push(Start {
+                job: view.id,
+                nodes,
+            });
             return entry(Status::Startable, None, Some(self.now));
         }
 
