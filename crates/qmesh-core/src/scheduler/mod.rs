@@ -298,21 +298,13 @@ impl Scheduler {
     pub fn pass(&self, state: &State, now: Time) -> Plan {
         let attrs = &state.config().server;
         if !attrs.scheduling {
-            let mut plan = Plan {
+            // Nothing is planned: every pending job waits for the same
+            // reason, which `reason` gives from the state. Listing them
+            // here would cost O(jobs) per pass while submissions pour in.
+            return Plan {
                 now: Some(now),
                 ..Plan::default()
             };
-            plan.queue = state
-                .pending_jobs()
-                .map(|job| Entry {
-                    job: job.id,
-                    status: Status::of_pending(job),
-                    reason: Some(self.reason_at(state, job, now)),
-                    expected_start: None,
-                    priority: 0.0,
-                })
-                .collect();
-            return plan;
         }
         Planner::new(state, now, attrs.backfill).run(None)
     }
