@@ -64,11 +64,12 @@ pub struct Reordered {
 
 impl fmt::Display for Reordered {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
         write!(
             f,
-            "{} jobs reordered across {} groups",
-            self.order.len(),
-            self.groups
+            "{} reordered across {}",
+            plural(self.order.len(), "job"),
+            plural(self.groups, "group")
         )
     }
 }
