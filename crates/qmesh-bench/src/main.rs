@@ -79,40 +79,35 @@ enum What {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let What::Pass {
-        nodes,
-        queued,
-        runs,
-    } = &args.what
-    {
-        return finish(pass::run(*nodes, queued, *runs).map(|r| vec![r]), args.json);
-    }
-    let qmeshd = match daemon::find_qmeshd(args.qmeshd.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("qmesh-bench: {e:#}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = match args.what {
+    // Only the daemon benchmarks need qmeshd.
+    let qmeshd = || daemon::find_qmeshd(args.qmeshd.as_deref());
+    let result = match &args.what {
+        What::Pass {
+            nodes,
+            queued,
+            runs,
+        } => pass::run(*nodes, queued, *runs).map(|r| vec![r]),
         What::Submit {
             clients,
             jobs,
             socket,
             runs,
-        } => submit::run(&qmeshd, clients, jobs, runs, socket.as_deref()).map(|r| vec![r]),
-        What::Restart { jobs, runs } => restart::run(&qmeshd, jobs, runs).map(|r| vec![r]),
-        What::Disk { flushes } => disk::run(flushes).map(|r| vec![r]),
-        What::All => (|| {
+        } => qmeshd().and_then(|q| {
+            submit::run(&q, *clients, *jobs, *runs, socket.as_deref()).map(|r| vec![r])
+        }),
+        What::Restart { jobs, runs } => {
+            qmeshd().and_then(|q| restart::run(&q, *jobs, *runs).map(|r| vec![r]))
+        }
+        What::Disk { flushes } => disk::run(*flushes).map(|r| vec![r]),
+        What::All => qmeshd().and_then(|q| {
             Ok(vec![
                 disk::run(200)?,
-                submit::run(&qmeshd, 1, 5_000, 5, None)?,
-                submit::run(&qmeshd, 16, 20_000, 5, None)?,
-                restart::run(&qmeshd, 100_000, 3)?,
+                submit::run(&q, 1, 5_000, 5, None)?,
+                submit::run(&q, 16, 20_000, 5, None)?,
+                restart::run(&q, 100_000, 3)?,
                 pass::run(10_000, &[1_000, 10_000, 100_000], 5)?,
             ])
-        })(),
-        What::Pass { .. } => unreachable!("handled above"),
+        }),
     };
     finish(result, args.json)
 }
