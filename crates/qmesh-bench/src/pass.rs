@@ -51,7 +51,7 @@ pub fn workload(nodes: usize, queued: usize, mode: Backfill) -> anyhow::Result<S
     };
     let mut state = State::new("bench", config, vec![set])?;
     state.set_host_up("h", true);
-    let epoch = chrono::Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+    let epoch = bench_epoch()?;
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
     let callers: Vec<Caller> = (0..50)
         .map(|uid| Caller {
@@ -95,6 +95,14 @@ pub fn workload(nodes: usize, queued: usize, mode: Backfill) -> anyhow::Result<S
     Ok(state)
 }
 
+/// The instant the workload is built around (any fixed one will do).
+fn bench_epoch() -> anyhow::Result<qmesh_core::Time> {
+    chrono::Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .ok_or_else(|| anyhow::anyhow!("the benchmark's epoch is not a valid time"))
+}
+
 /// Times `runs` passes at each queue length; reports the medians.
 pub fn run(nodes: usize, lengths: &[usize], runs: usize) -> anyhow::Result<Report> {
     let mut text = format!(
@@ -104,7 +112,7 @@ pub fn run(nodes: usize, lengths: &[usize], runs: usize) -> anyhow::Result<Repor
     for &queued in lengths {
         for mode in [Backfill::Easy, Backfill::Conservative] {
             let state = workload(nodes, queued, mode)?;
-            let now = chrono::Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+            let now = bench_epoch()?;
             let mut times: Vec<Duration> = Vec::with_capacity(runs);
             let mut reserved = 0;
             for _ in 0..runs.max(1) {
