@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use chrono::{Local, TimeZone};
 use clap::Parser;
-use qmesh_proto::{PlanReply, PlanRequest};
+use qmesh_proto::PlanReply;
 
-use crate::client::{self, CliError};
+use crate::client;
 use crate::output::{self, Column, Output, Tree};
 use crate::spview;
 
@@ -27,21 +27,11 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    let reply = client::block_on(async {
-        let mut jobs = client::jobs().await?;
-        Ok(jobs.plan(PlanRequest {}).await?.into_inner())
-    });
-    let reply = match reply {
+    let reply = match spview::fetch_plan("spfree") {
         Ok(reply) => reply,
-        Err(err) => return client::fail("spfree", &err),
+        Err(code) => return code,
     };
-    match output::emit(&Free { reply, tz: Local }, args.json) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => client::fail(
-            "spfree",
-            &CliError::msg(format!("cannot write the listing: {e}")),
-        ),
-    }
+    spview::print("spfree", &Free { reply, tz: Local }, args.json)
 }
 
 /// The free nodes of a plan, ready to print; times in zone `tz`.

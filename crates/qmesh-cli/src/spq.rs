@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use chrono::{Local, TimeZone};
 use clap::Parser;
-use qmesh_proto::{PlanEntry, PlanReply, PlanRequest};
+use qmesh_proto::{PlanEntry, PlanReply};
 
-use crate::client::{self, CliError};
+use crate::client;
 use crate::output::{self, Column, Output, Tree};
 use crate::spview;
 
@@ -35,26 +35,16 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    let reply = client::block_on(async {
-        let mut jobs = client::jobs().await?;
-        Ok(jobs.plan(PlanRequest {}).await?.into_inner())
-    });
-    let mut reply = match reply {
+    let mut reply = match spview::fetch_plan("spq") {
         Ok(reply) => reply,
-        Err(err) => return client::fail("spq", &err),
+        Err(code) => return code,
     };
     if let Some(user) = &args.user {
         reply.running.retain(|e| &e.owner == user);
         reply.queued.retain(|e| &e.owner == user);
     }
     let listing = Listing { reply, tz: Local };
-    match output::emit(&listing, args.json) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => client::fail(
-            "spq",
-            &CliError::msg(format!("cannot write the listing: {e}")),
-        ),
-    }
+    spview::print("spq", &listing, args.json)
 }
 
 /// The plan, ready to print; times in zone `tz`.

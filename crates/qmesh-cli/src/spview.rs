@@ -1,14 +1,35 @@
-//! What the sp commands (spq, spwhen, spfree, spwhat) share: a plan entry
-//! as JSON, and times and durations as people read them at a terminal
-//! ("15:05 (in 60 min)"), in the ANL commands' plain style.
+//! What the sp commands (spq, spwhen, spfree, spwhat) share: fetching the
+//! plan and printing an answer, a plan entry as JSON, and times and
+//! durations as people read them at a terminal ("15:05 (in 60 min)"), in
+//! the ANL commands' plain style.
 //!
 //! Times are computed against the server's clock (`now` from its reply),
 //! so "in N minutes" does not depend on the client's clock being right.
 
-use chrono::{Datelike, TimeZone};
-use qmesh_proto::PlanEntry;
+use std::process::ExitCode;
 
-use crate::output::Tree;
+use chrono::{Datelike, TimeZone};
+use qmesh_proto::{PlanEntry, PlanReply, PlanRequest};
+
+use crate::client::{self, CliError};
+use crate::output::{self, Output, Tree};
+
+/// The daemon's last plan; on failure, the command's error exit.
+pub fn fetch_plan(cmd: &str) -> Result<PlanReply, ExitCode> {
+    client::block_on(async {
+        let mut jobs = client::jobs().await?;
+        Ok(jobs.plan(PlanRequest {}).await?.into_inner())
+    })
+    .map_err(|err| client::fail(cmd, &err))
+}
+
+/// Prints an answer as text or JSON; a failed write is the command's error.
+pub fn print(cmd: &str, out: &dyn Output, json: bool) -> ExitCode {
+    match output::emit(out, json) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => client::fail(cmd, &CliError::msg(format!("cannot write the answer: {e}"))),
+    }
+}
 
 /// Whole minutes of a wall time, rounded up: a job of 61 s needs 2 minutes.
 pub fn minutes_up(secs: u64) -> u64 {

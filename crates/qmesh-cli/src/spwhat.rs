@@ -6,10 +6,11 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use qmesh_proto::{PlanReply, PlanRequest, WhatPair};
+use qmesh_proto::{PlanReply, WhatPair};
 
-use crate::client::{self, CliError};
-use crate::output::{self, Output, Tree};
+use crate::client;
+use crate::output::{Output, Tree};
+use crate::spview;
 
 /// Show the largest jobs that would start right now, as nodes × minutes.
 ///
@@ -27,21 +28,11 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    let reply = client::block_on(async {
-        let mut jobs = client::jobs().await?;
-        Ok(jobs.plan(PlanRequest {}).await?.into_inner())
-    });
-    let reply = match reply {
+    let reply = match spview::fetch_plan("spwhat") {
         Ok(reply) => reply,
-        Err(err) => return client::fail("spwhat", &err),
+        Err(code) => return code,
     };
-    match output::emit(&What(reply), args.json) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => client::fail(
-            "spwhat",
-            &CliError::msg(format!("cannot write the answer: {e}")),
-        ),
-    }
+    spview::print("spwhat", &What(reply), args.json)
 }
 
 /// Whole minutes a job may ask for within `secs`: rounded down, so it fits.
