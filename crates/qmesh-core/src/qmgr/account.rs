@@ -229,20 +229,12 @@ pub fn print(config: &Config) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{QmgrError, parse_script, run};
+    use super::super::parse_script;
+    use super::super::tests::run_as;
     use super::*;
     use crate::access::Role;
     use crate::state::tests::{caller, state, t};
     use crate::submit::Submission;
-
-    fn run_as(
-        role: Role,
-        script: &str,
-        config: &mut Config,
-        st: &State,
-    ) -> Result<Outcome, QmgrError> {
-        run(&parse_script(script)?, config, st, &caller(7, role))
-    }
 
     #[test]
     fn create_set_unset_and_list() {

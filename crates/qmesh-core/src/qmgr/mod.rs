@@ -272,7 +272,7 @@ mod tests {
     use super::*;
     use crate::state::tests::{caller, state, submit};
 
-    fn run_as(
+    pub(super) fn run_as(
         role: Role,
         script: &str,
         config: &mut Config,
