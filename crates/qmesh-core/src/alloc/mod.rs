@@ -1,0 +1,239 @@
+//! Choosing nodes for a job.
+//!
+//! Here: the flat allocator, which treats every node of a set alike, with the
+//! SDSC selection rule across sets (seed 2.2): first the set with the fewest
+//! free nodes that holds the whole request (keeping big holes for big jobs),
+//! else spill across the sets in order. Topology-aware allocators (M2DB,
+//! subtori, T3D shapes) plug in per set later; they answer the same question.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A job's place in one node set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The nodes, as indices into the set's node list (its topology order:
+    /// for a mesh W wide, node `y * W + x`; for a torus d1×…×dk, node
+    /// `c1 + d1 * (c2 + d2 * (c3 + …))`, the first dimension fastest).
+    pub nodes: Vec<u32>,
+    /// How the topology sees them, for qstat and the map.
+    pub parts: Vec<Part>,
+}
+
+/// One piece of a placement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Part {
+    /// A rectangle of a mesh: upper-left corner `(x, y)`, `w` wide, `h` high.
+    Block { x: u32, y: u32, w: u32, h: u32 },
+    /// A box of a torus: its origin and its extent in every dimension
+    /// (coordinates wrap around).
+    Box { origin: Vec<u32>, extent: Vec<u32> },
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let join = |v: &[u32], sep: &str| {
+            v.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        match self {
+            Part::Block { x, y, w, h } => write!(f, "{x},{y},{w},{h}"),
+            Part::Box { origin, extent } => {
+                write!(f, "({})+{}", join(origin, ","), join(extent, "x"))
+            }
+        }
+    }
+}
+
+/// Why nodes could not be taken as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    #[error("node {node} is outside the node set ({size} nodes)")]
+    OutOfRange { node: u32, size: u32 },
+    #[error("node {node} is already taken")]
+    Taken { node: u32 },
+}
+
+/// What every topology's allocator answers. One instance per node set; it
+/// holds which nodes are free. The scheduler rebuilds it from the state at
+/// each pass (`occupy` the nodes of running jobs and the nodes down), then
+/// asks it for placements: a job starts only with a placement in hand.
+pub trait Allocator: fmt::Debug + Send {
+    /// How many nodes a request for `n` takes here: `n`, or more where the
+    /// topology rounds requests up (a torus: the next power of two); `None`
+    /// if no request of `n` can ever be placed in this set.
+    fn size_for(&self, n: u32) -> Option<u32>;
+
+    /// Places a request for `n` nodes among the free ones, or `None`.
+    fn allocate(&mut self, n: u32) -> Option<Placement>;
+
+    /// Gives nodes back (those of a placement, or any taken by `occupy`),
+    /// merging free pieces back into their parents where the topology does.
+    fn release(&mut self, nodes: &[u32]);
+
+    /// Takes exactly these nodes (a running job after a restart, a node
+    /// that is down). Nothing changes on error.
+    fn occupy(&mut self, nodes: &[u32]) -> Result<(), AllocError>;
+
+    /// Nodes free now.
+    fn free_count(&self) -> u32;
+
+    /// Nodes in the set.
+    fn capacity(&self) -> u32;
+
+    /// A copy, for planning on a scratch state.
+    fn boxed_clone(&self) -> Box<dyn Allocator>;
+}
+
+/// Free nodes of one node set, as indices into `State::nodes`, in set order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FreeSet {
+    pub set: usize,
+    pub free: Vec<usize>,
+}
+
+/// Picks `n` nodes from the sets the job may use (`allowed` holds set
+/// indices). Returns node indices, or `None` when there are too few.
+pub fn flat(free: &[FreeSet], allowed: impl Fn(usize) -> bool, n: usize) -> Option<Vec<usize>> {
+    if n == 0 {
+        return None;
+    }
+    let usable: Vec<&FreeSet> = free.iter().filter(|fs| allowed(fs.set)).collect();
+    let best_fit = usable
+        .iter()
+        .filter(|fs| fs.free.len() >= n)
+        .min_by_key(|fs| (fs.free.len(), fs.set));
+    if let Some(fs) = best_fit {
+        let picked = fs.free[..n].to_vec();
+        debug_assert_eq!(picked.len(), n);
+        return Some(picked);
+    }
+    let total: usize = usable.iter().map(|fs| fs.free.len()).sum();
+    if total < n {
+        return None;
+    }
+    let picked: Vec<usize> = usable
+        .iter()
+        .flat_map(|fs| fs.free.iter().copied())
+        .take(n)
+        .collect();
+    debug_assert_eq!(picked.len(), n);
+    Some(picked)
+}
+
+/// The promises every allocator keeps, checked over a sequence of
+/// requests: `(true, n)` asks for `n` nodes, `(false, k)` frees the
+/// `k`-th live placement (modulo how many there are). Every allocator's
+/// property test calls this with its own random sequences.
+#[cfg(test)]
+pub(crate) fn check_allocator<A>(fresh: &A, ops: &[(bool, u32)]) -> Result<(), String>
+where
+    A: Allocator + Clone + PartialEq,
+{
+    let mut a = fresh.clone();
+    let mut live: Vec<Placement> = Vec::new();
+    let mut taken = vec![false; a.capacity() as usize];
+    for &(alloc, n) in ops {
+        if alloc {
+            let Some(p) = a.allocate(n) else { continue };
+            let want = a
+                .size_for(n)
+                .ok_or(format!("placed {n} nodes that size_for says never fit"))?;
+            if p.nodes.len() as u32 != want {
+                return Err(format!("asked {n}, size_for {want}, got {}", p.nodes.len()));
+            }
+            for &node in &p.nodes {
+                let slot = taken
+                    .get_mut(node as usize)
+                    .ok_or(format!("node {node} out of range"))?;
+                if *slot {
+                    return Err(format!("node {node} given twice"));
+                }
+                *slot = true;
+            }
+            live.push(p);
+        } else if !live.is_empty() {
+            let p = live.remove(n as usize % live.len());
+            for &node in &p.nodes {
+                taken[node as usize] = false;
+            }
+            a.release(&p.nodes);
+        }
+        let busy = taken.iter().filter(|&&t| t).count() as u32;
+        if a.free_count() != a.capacity() - busy {
+            return Err(format!(
+                "free_count {} but {} of {} are taken",
+                a.free_count(),
+                busy,
+                a.capacity()
+            ));
+        }
+    }
+    for p in live.drain(..) {
+        a.release(&p.nodes);
+    }
+    if a != *fresh {
+        return Err("after freeing everything the allocator is not as new".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn sets(sizes: &[usize]) -> Vec<FreeSet> {
+        let mut next = 0;
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(set, &size)| {
+                let free = (next..next + size).collect();
+                next += size;
+                FreeSet { set, free }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn prefers_the_fullest_set_that_holds_the_job() {
+        let free = sets(&[8, 3, 5]);
+        assert_eq!(flat(&free, |_| true, 3).unwrap(), vec![8, 9, 10]);
+        assert_eq!(flat(&free, |_| true, 4).unwrap(), vec![11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn spills_across_sets_in_order_when_none_holds_it() {
+        let free = sets(&[2, 3]);
+        assert_eq!(flat(&free, |_| true, 4).unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(flat(&free, |_| true, 6), None);
+        assert_eq!(flat(&free, |s| s == 1, 3).unwrap(), vec![2, 3, 4]);
+        assert_eq!(flat(&free, |s| s == 0, 3), None);
+    }
+
+    proptest! {
+        #[test]
+        fn gives_exactly_n_distinct_free_nodes_or_none(
+            sizes in proptest::collection::vec(0usize..6, 1..5),
+            n in 1usize..20,
+        ) {
+            let free = sets(&sizes);
+            let total: usize = sizes.iter().sum();
+            match flat(&free, |_| true, n) {
+                Some(picked) => {
+                    prop_assert_eq!(picked.len(), n);
+                    let distinct: BTreeSet<usize> = picked.iter().copied().collect();
+                    prop_assert_eq!(distinct.len(), n);
+                    prop_assert!(picked.iter().all(|&i| i < total));
+                }
+                None => prop_assert!(total < n),
+            }
+        }
+    }
+}
