@@ -297,6 +297,9 @@ pub struct Job {
     pub end_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exec_nodes: Vec<String>,
+    /// How its node set's topology placed it: mesh blocks, a subtorus.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<crate::alloc::Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<JobExit>,
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -5,6 +5,8 @@
 //! the daemon's TOML file); whether a node is up and which job holds it is
 //! run-time state, kept in [`Node`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::job::JobId;
@@ -16,9 +18,54 @@ pub enum Topology {
     /// Any n nodes will do.
     Flat,
     /// A W×H mesh (the Paragon); node i sits at (i mod W, i div W).
-    Mesh2d { width: u32, height: u32 },
-    /// A d1×…×dk torus.
-    Torus { dims: Vec<u32> },
+    /// Allocated by M2DB (SDSC): rectangles, several if need be, unless
+    /// `contiguous` asks for one rectangle only.
+    Mesh2d {
+        width: u32,
+        height: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        contiguous: bool,
+    },
+    /// A d1×…×dk torus, all dimensions but one powers of two, allocated in
+    /// power-of-two subtori by Equal or Non-Equal Partition.
+    Torus {
+        dims: Vec<u32>,
+        #[serde(default)]
+        partition: TorusPartition,
+        #[serde(default)]
+        conversion: TorusConversion,
+    },
+    /// A 3-D torus where each job size has a fixed shape (EPCC's T3D):
+    /// `shapes` maps a size to its extent in each dimension.
+    Torus3dShapes {
+        dims: [u32; 3],
+        shapes: BTreeMap<u32, [u32; 3]>,
+    },
+}
+
+/// How a torus's free semitori are split for a job (the torus seed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TorusPartition {
+    /// Equal Partition: the semitorus splits into equal pieces.
+    Ep,
+    /// Non-Equal Partition: 1 + log p pieces of halving sizes; less
+    /// fragmentation.
+    #[default]
+    Nep,
+}
+
+/// How the semitorus given to a job is turned into a torus (the seed's
+/// two ways).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TorusConversion {
+    /// Every dimension missing its wrap-around edge merges into one ring:
+    /// more dimensions.
+    #[default]
+    Merge,
+    /// Each such dimension pairs with a complete one: a more cube-like torus.
+    Pair,
 }
 
 impl Topology {
@@ -26,22 +73,34 @@ impl Topology {
     pub fn size(&self) -> Option<u32> {
         match self {
             Topology::Flat => None,
-            Topology::Mesh2d { width, height } => Some(width * height),
-            Topology::Torus { dims } => Some(dims.iter().product()),
+            Topology::Mesh2d { width, height, .. } => Some(width * height),
+            Topology::Torus { dims, .. } => Some(dims.iter().product()),
+            Topology::Torus3dShapes { dims, .. } => Some(dims.iter().product()),
+        }
+    }
+
+    /// The dimensions to draw a map with (a flat set: one row).
+    pub fn dims(&self, nodes: usize) -> Vec<u32> {
+        match self {
+            Topology::Flat => vec![nodes as u32],
+            Topology::Mesh2d { width, height, .. } => vec![*width, *height],
+            Topology::Torus { dims, .. } => dims.clone(),
+            Topology::Torus3dShapes { dims, .. } => dims.to_vec(),
         }
     }
 
     pub fn describe(&self) -> String {
+        let join = |dims: &[u32]| {
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x")
+        };
         match self {
             Topology::Flat => "flat".to_string(),
-            Topology::Mesh2d { width, height } => format!("mesh2d {width}x{height}"),
-            Topology::Torus { dims } => format!(
-                "torus {}",
-                dims.iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join("x")
-            ),
+            Topology::Mesh2d { width, height, .. } => format!("mesh2d {width}x{height}"),
+            Topology::Torus { dims, .. } => format!("torus {}", join(dims)),
+            Topology::Torus3dShapes { dims, .. } => format!("torus3d-shapes {}", join(dims)),
         }
     }
 }

@@ -389,6 +389,19 @@ impl State {
 
     /// Starts a pending job on the given nodes (indices into [`State::nodes`]).
     pub fn start(&mut self, id: JobId, nodes: &[usize], now: Time) -> Result<&Job, CoreError> {
+        self.start_placed(id, nodes, &[], now)
+    }
+
+    /// Starts a job on nodes its topology placed (`parts`: mesh blocks, a
+    /// subtorus), which may be more than it asked for when the topology
+    /// rounds requests up.
+    pub fn start_placed(
+        &mut self,
+        id: JobId,
+        nodes: &[usize],
+        parts: &[crate::alloc::Part],
+        now: Time,
+    ) -> Result<&Job, CoreError> {
         let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if job.state != JobState::Queued {
             return Err(self.wrong_state(job, "start"));
@@ -421,8 +434,17 @@ impl State {
         job.end_time = None;
         job.exit = None;
         job.exec_nodes = names;
+        job.placement = parts.to_vec();
         job.run_count += 1;
-        job.comment = format!("job started on {} node(s)", nodes.len());
+        job.comment = if nodes.len() as u32 > job.nodes {
+            format!(
+                "job started on {} node(s): {} asked for, rounded up by the node set's topology",
+                nodes.len(),
+                job.nodes
+            )
+        } else {
+            format!("job started on {} node(s)", nodes.len())
+        };
         Ok(job)
     }
 
@@ -451,6 +473,7 @@ impl State {
             job.comment = format!("requeued: {}", exit.describe(job.walltime));
             job.stime = None;
             job.exec_nodes.clear();
+            job.placement.clear();
             add_pending(&mut self.pending, job);
             self.accounting.tally.enter_pending(job);
             return Ok((Finished::Requeued, job));
@@ -980,6 +1003,7 @@ pub(crate) mod tests {
             topology: Topology::Mesh2d {
                 width: 2,
                 height: 2,
+                contiguous: false,
             },
             nodes: vec![NodeDef {
                 name: "a".into(),

@@ -155,6 +155,7 @@ impl Submission {
             stime: None,
             end_time: None,
             exec_nodes: Vec::new(),
+            placement: Vec::new(),
             exit: None,
             run_count: 0,
             comment: String::new(),

@@ -46,6 +46,7 @@ pub fn sample_job(id: u64) -> Job {
         stime: None,
         end_time: None,
         exec_nodes: vec![],
+        placement: vec![],
         exit: None,
         run_count: 0,
         comment: String::new(),

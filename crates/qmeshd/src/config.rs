@@ -7,11 +7,12 @@
 //! store and are otherwise reported when they differ. Node sets always come
 //! from the file.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use qmesh_core::node::{NodeDef, NodeSet, Topology};
+use qmesh_core::node::{NodeDef, NodeSet, Topology, TorusConversion, TorusPartition};
 use qmesh_core::queue::Queue;
 use qmesh_core::server::{Config, ServerAttrs};
 use qmesh_core::time::parse_duration;
@@ -162,12 +163,22 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct NodeSetSection {
     pub name: String,
-    /// flat, mesh2d or torus.
+    /// flat, mesh2d, torus or torus3d-shapes.
     #[serde(default = "flat")]
     pub topology: String,
     /// Mesh or torus shape, e.g. [4, 4].
     #[serde(default)]
     pub dims: Vec<u32>,
+    /// mesh2d: one rectangle per job only (M2DB otherwise gives several).
+    #[serde(default)]
+    pub contiguous: bool,
+    /// torus: "nep" (Non-Equal Partition, default) or "ep".
+    pub partition: Option<String>,
+    /// torus: how a job's semitorus becomes a torus: "merge" (default) or "pair".
+    pub conversion: Option<String>,
+    /// torus3d-shapes: the shape of each job size, e.g. { 64 = [16, 4, 1] }.
+    #[serde(default)]
+    pub shapes: BTreeMap<String, [u32; 3]>,
     /// Number of nodes of a flat set named by prefix.
     pub count: Option<u32>,
     /// Host of every node, unless `nodes` names hosts one by one.
@@ -354,6 +365,7 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             [w, h] if *w > 0 && *h > 0 => Topology::Mesh2d {
                 width: *w,
                 height: *h,
+                contiguous: spec.contiguous,
             },
             _ => return Err("a mesh2d needs dims = [width, height], both above 0".into()),
         },
@@ -361,13 +373,50 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             if spec.dims.is_empty() || spec.dims.contains(&0) {
                 return Err("a torus needs dims = [d1, d2, ...], each above 0".into());
             }
+            let partition = match spec.partition.as_deref() {
+                None | Some("nep") => TorusPartition::Nep,
+                Some("ep") => TorusPartition::Ep,
+                Some(other) => {
+                    return Err(format!("partition \"{other}\" is not known; use nep or ep"));
+                }
+            };
+            let conversion = match spec.conversion.as_deref() {
+                None | Some("merge") => TorusConversion::Merge,
+                Some("pair") => TorusConversion::Pair,
+                Some(other) => {
+                    return Err(format!(
+                        "conversion \"{other}\" is not known; use merge or pair"
+                    ));
+                }
+            };
             Topology::Torus {
                 dims: spec.dims.clone(),
+                partition,
+                conversion,
             }
+        }
+        "torus3d-shapes" => {
+            let dims: [u32; 3] = match spec.dims.as_slice() {
+                [x, y, z] if *x > 0 && *y > 0 && *z > 0 => [*x, *y, *z],
+                _ => return Err("a torus3d-shapes needs dims = [x, y, z], each above 0".into()),
+            };
+            if spec.shapes.is_empty() {
+                return Err(
+                    "a torus3d-shapes needs shapes, e.g. shapes = { 64 = [16, 4, 1] }".into(),
+                );
+            }
+            let mut shapes = BTreeMap::new();
+            for (size, shape) in &spec.shapes {
+                let n: u32 = size
+                    .parse()
+                    .map_err(|_| format!("shape size \"{size}\" is not a whole number"))?;
+                shapes.insert(n, *shape);
+            }
+            Topology::Torus3dShapes { dims, shapes }
         }
         other => {
             return Err(format!(
-                "unknown topology \"{other}\"; use flat, mesh2d or torus"
+                "unknown topology \"{other}\"; use flat, mesh2d, torus or torus3d-shapes"
             ));
         }
     };
@@ -430,7 +479,8 @@ mod tests {
             set.topology,
             Topology::Mesh2d {
                 width: 4,
-                height: 4
+                height: 4,
+                contiguous: false
             }
         );
         assert_eq!(set.nodes.len(), 16);

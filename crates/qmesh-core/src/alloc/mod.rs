@@ -6,6 +6,8 @@
 //! else spill across the sets in order. Topology-aware allocators (M2DB,
 //! subtori, T3D shapes) plug in per set later; they answer the same question.
 
+pub mod flat;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -87,6 +89,19 @@ pub trait Allocator: fmt::Debug + Send {
 
     /// A copy, for planning on a scratch state.
     fn boxed_clone(&self) -> Box<dyn Allocator>;
+}
+
+/// The allocator of a node set's topology; `None` for a flat set, whose
+/// nodes the scheduler counts without one (any n free nodes will do).
+pub fn for_topology(
+    topology: &crate::node::Topology,
+) -> Result<Option<Box<dyn Allocator>>, String> {
+    use crate::node::Topology;
+    match topology {
+        Topology::Flat => Ok(None),
+        // The topology-aware allocators plug in here.
+        _ => Ok(None),
+    }
 }
 
 /// Free nodes of one node set, as indices into `State::nodes`, in set order.

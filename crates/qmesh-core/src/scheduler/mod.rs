@@ -52,6 +52,9 @@ pub enum Reason {
     BeginTime,
     /// Not enough nodes are up, even if every running job ended.
     NodesDown,
+    /// Enough nodes are free, but not in a shape the topology can give
+    /// (a mesh's or torus's free nodes are scattered).
+    Placement,
 }
 
 impl Reason {
@@ -71,6 +74,7 @@ impl Reason {
             Reason::Dependency => "Dependency",
             Reason::BeginTime => "BeginTime",
             Reason::NodesDown => "NodesDown",
+            Reason::Placement => "Placement",
         }
     }
 
@@ -90,6 +94,9 @@ impl Reason {
             Reason::Dependency => "it waits for the jobs it depends on",
             Reason::BeginTime => "it may not start before its qsub -a time",
             Reason::NodesDown => "not enough nodes are up to run it",
+            Reason::Placement => {
+                "enough nodes are free, but not in a shape the node set's topology can give"
+            }
         }
     }
 }
@@ -186,6 +193,9 @@ pub struct When {
 pub struct Start {
     pub job: JobId,
     pub nodes: Vec<usize>,
+    /// How the topology placed them (mesh blocks, a subtorus); empty on a
+    /// flat set.
+    pub parts: Vec<crate::alloc::Part>,
 }
 
 /// What one pass decided.

@@ -21,6 +21,7 @@ use super::order::{Ranked, ranked};
 use super::profile::{Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
+use crate::alloc::{self, Allocator, Part};
 use crate::job::{Job, JobId, JobState};
 use crate::server::Backfill;
 use crate::state::State;
@@ -37,6 +38,11 @@ pub(super) struct Planner<'a> {
     /// Free node indices now, per set, in set order.
     free: Vec<Vec<usize>>,
     up: Vec<usize>,
+    /// Per set, its topology's allocator holding what is taken now; `None`
+    /// for a flat set, whose free nodes are simply counted.
+    allocators: Vec<Option<Box<dyn Allocator>>>,
+    /// Index in `State::nodes` of each set's first node.
+    base: Vec<usize>,
     /// Per queue (in the configuration's name order): whether it is
     /// started, and the sets it may use.
     queues: Vec<(bool, Rc<[usize]>)>,
@@ -81,6 +87,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        let (allocators, base) = allocators_of(state);
         let mut per_set: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); sets.len()];
         for (set, end) in releases {
             per_set[set].push((end, 1));
@@ -113,6 +120,8 @@ impl<'a> Planner<'a> {
             profiles,
             free,
             up,
+            allocators,
+            base,
             queues,
             user_running: HashMap::new(),
             group_running: HashMap::new(),
@@ -200,19 +209,25 @@ impl<'a> Planner<'a> {
         let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
         let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
-        if free_now >= n
-            && let Some(nodes) = self.start_now(sets, n, end)
-        {
-            if self.limits_on
-                && let Some(job) = job()
-            {
-                self.count_running(job);
+        let mut unplaceable = false;
+        if free_now >= n {
+            match self.start_now(sets, n, end) {
+                Now::Started(nodes, parts) => {
+                    if self.limits_on
+                        && let Some(job) = job()
+                    {
+                        self.count_running(job);
+                    }
+                    starts.push(Start {
+                        job: view.id,
+                        nodes,
+                        parts,
+                    });
+                    return entry(Status::Startable, None, Some(self.now));
+                }
+                Now::NoPlacement => unplaceable = true,
+                Now::NoRoom => {}
             }
-            starts.push(Start {
-                job: view.id,
-                nodes,
-            });
-            return entry(Status::Startable, None, Some(self.now));
         }
 
         let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
@@ -226,15 +241,22 @@ impl<'a> Planner<'a> {
             if self.mode == Backfill::None {
                 self.blocked = true;
             }
-            let start = self.reserve(sets, n as i64, wall);
-            return entry(Status::Blocked, Some(Reason::Resources), start);
+            let start = self.reserve(sets, n as u32, wall);
+            let reason = if unplaceable {
+                Reason::Placement
+            } else {
+                Reason::Resources
+            };
+            return entry(Status::Blocked, Some(reason), start);
         }
         let status = if free_now > 0 {
             Status::CannotBackfill
         } else {
             Status::Waiting
         };
-        let reason = if n <= free_now {
+        let reason = if unplaceable {
+            Reason::Placement
+        } else if n <= free_now {
             Reason::Reservation
         } else {
             Reason::Resources
@@ -242,22 +264,62 @@ impl<'a> Planner<'a> {
         entry(status, Some(reason), None)
     }
 
-    /// Takes `n` nodes now if they stay free until `end` in the profiles:
-    /// the set with the fewest free nodes that holds the whole job (SDSC's
-    /// rule, keeping big holes for big jobs), else spread over the sets in
-    /// order.
-    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Option<Vec<usize>> {
+    /// Takes `n` nodes now if they stay free until `end` in the profiles.
+    /// A set with a topology must place the job as a whole (its allocator
+    /// gives a concrete placement or nothing); flat sets are tried by
+    /// SDSC's rule: the set with the fewest free nodes that holds the whole
+    /// job (keeping big holes for big jobs), else spread over the flat sets
+    /// in order.
+    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Now {
         let now = self.now_s;
+        let mut unplaceable = false;
+        let mut shaped: Vec<usize> = sets
+            .iter()
+            .copied()
+            .filter(|&s| self.allocators[s].is_some() && !self.free[s].is_empty())
+            .collect();
+        shaped.sort_by_key(|&s| (self.free[s].len(), s));
+        for s in shaped {
+            let Some(size) = self.allocators[s]
+                .as_ref()
+                .and_then(|a| a.size_for(n as u32))
+            else {
+                continue;
+            };
+            let size = size as usize;
+            if self.free[s].len() < size || self.profiles[s].min_over(now, end) < size as i64 {
+                continue;
+            }
+            let Some(placement) = self.allocators[s]
+                .as_mut()
+                .and_then(|a| a.allocate(n as u32))
+            else {
+                unplaceable = true;
+                continue;
+            };
+            let base = self.base[s];
+            let mut nodes: Vec<usize> =
+                placement.nodes.iter().map(|&i| base + i as usize).collect();
+            nodes.sort_unstable();
+            self.free[s].retain(|i| nodes.binary_search(i).is_err());
+            self.profiles[s].add(now, end, -(nodes.len() as i64));
+            return Now::Started(nodes, placement.parts);
+        }
+
         let caps: Vec<(usize, usize)> = sets
             .iter()
-            .filter(|&&s| !self.free[s].is_empty())
+            .filter(|&&s| self.allocators[s].is_none() && !self.free[s].is_empty())
             .map(|&s| {
                 let window = self.profiles[s].min_over(now, end).max(0) as usize;
                 (s, window.min(self.free[s].len()))
             })
             .collect();
         if caps.iter().map(|(_, c)| c).sum::<usize>() < n {
-            return None;
+            return if unplaceable {
+                Now::NoPlacement
+            } else {
+                Now::NoRoom
+            };
         }
         let take: Vec<(usize, usize)> = match caps
             .iter()
@@ -281,23 +343,34 @@ impl<'a> Planner<'a> {
             nodes.extend(self.free[s].drain(..k));
             self.profiles[s].add(now, end, -(k as i64));
         }
-        Some(nodes)
+        Now::Started(nodes, Vec::new())
     }
 
     /// Reserves the earliest window of `n` nodes for `wall` seconds in one
     /// of the sets; returns its start.
-    fn reserve(&mut self, sets: &[usize], n: i64, wall: Secs) -> Option<Time> {
+    fn reserve(&mut self, sets: &[usize], n: u32, wall: Secs) -> Option<Time> {
         let now = self.now_s;
-        let mut best: Option<(Secs, usize)> = None;
-        for &s in sets.iter().filter(|&&s| self.up[s] as i64 >= n) {
-            let from = self.hint(s, n, wall).max(now);
-            if let Some(t) = self.profiles[s].earliest(from, wall, n)
-                && best.is_none_or(|b| (t, s) < b)
+        let mut best: Option<(Secs, usize, i64)> = None;
+        for &s in sets {
+            // A topology may round the request up (a torus: a power of two).
+            let size = match &self.allocators[s] {
+                Some(a) => match a.size_for(n) {
+                    Some(size) => i64::from(size),
+                    None => continue,
+                },
+                None => i64::from(n),
+            };
+            if (self.up[s] as i64) < size {
+                continue;
+            }
+            let from = self.hint(s, size, wall).max(now);
+            if let Some(t) = self.profiles[s].earliest(from, wall, size)
+                && best.is_none_or(|b| (t, s) < (b.0, b.1))
             {
-                best = Some((t, s));
+                best = Some((t, s, size));
             }
         }
-        let (start, s) = best?;
+        let (start, s, n) = best?;
         self.profiles[s].add(start, start.saturating_add(wall), -n);
         self.hints[s].entry(n).or_default().insert(wall, start);
         chrono::DateTime::from_timestamp(start, 0)
@@ -349,4 +422,60 @@ fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
         (_, None) => now.saturating_add(job.walltime as Secs),
     };
     end.max(now + 1)
+}
+
+/// What `start_now` found.
+enum Now {
+    Started(Vec<usize>, Vec<Part>),
+    /// Not enough nodes free for long enough.
+    NoRoom,
+    /// Enough nodes free, but no topology could place the job.
+    NoPlacement,
+}
+
+/// Each set's allocator, holding the nodes of running jobs and the nodes
+/// down; and the index of each set's first node.
+fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>) {
+    let sets = state.node_sets();
+    let mut base = Vec::with_capacity(sets.len());
+    let mut next = 0;
+    for set in sets {
+        base.push(next);
+        next += set.nodes.len();
+    }
+    let mut allocators: Vec<Option<Box<dyn Allocator>>> = sets
+        .iter()
+        .map(|set| alloc::for_topology(&set.topology).ok().flatten())
+        .collect();
+    if allocators.iter().all(Option::is_none) {
+        return (allocators, base);
+    }
+    // Taken nodes per set, grouped by job (a job's nodes are occupied
+    // together, the way they were placed).
+    let mut taken: Vec<BTreeMap<Option<JobId>, Vec<u32>>> = vec![BTreeMap::new(); sets.len()];
+    for (idx, node) in state.nodes().iter().enumerate() {
+        if allocators[node.set].is_none() || node.is_free() {
+            continue;
+        }
+        let owner = if node.up { node.job } else { None };
+        taken[node.set]
+            .entry(owner)
+            .or_default()
+            .push((idx - base[node.set]) as u32);
+    }
+    for (s, groups) in taken.into_iter().enumerate() {
+        let Some(allocator) = allocators[s].as_mut() else {
+            continue;
+        };
+        for (owner, nodes) in groups {
+            if owner.is_none() || allocator.occupy(&nodes).is_err() {
+                // Down nodes, or a job placed before this allocator knew
+                // the set: take them one by one.
+                for node in nodes {
+                    let _ = allocator.occupy(&[node]);
+                }
+            }
+        }
+    }
+    (allocators, base)
 }

@@ -268,7 +268,10 @@ impl SchedulerTask {
         let plan = self.scheduler.pass(&self.state, now);
         let mut launches = Vec::new();
         for start in &plan.starts {
-            match self.state.start(start.job, &start.nodes, now) {
+            match self
+                .state
+                .start_placed(start.job, &start.nodes, &start.parts, now)
+            {
                 Ok(job) => {
                     info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
                     persist(self.store.as_ref(), job);
