@@ -176,6 +176,7 @@ mod tests {
                 node("sp03", "4.srv"),
             ],
             server: "srv".into(),
+            sets: vec![],
         };
         assert_eq!(Holders(reply.clone()).text(), "3.srv\n4.srv\n");
         let doc: serde_json::Value =

@@ -25,6 +25,7 @@ pub mod qstat;
 pub mod qsub;
 pub mod spfree;
 pub mod sphelp;
+pub mod spmap;
 pub mod sppause;
 pub mod spq;
 pub mod sprelease;

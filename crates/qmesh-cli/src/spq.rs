@@ -30,11 +30,18 @@ pub struct Args {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Draw the occupancy of node set SET instead: one cell per node, a
+    /// letter per job, `.` free, `x` down.
+    #[arg(long, value_name = "SET")]
+    pub map: Option<String>,
 }
 
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
+    if let Some(set) = &args.map {
+        return crate::spmap::run(set);
+    }
     let mut reply = match spview::fetch_plan("spq") {
         Ok(reply) => reply,
         Err(code) => return code,

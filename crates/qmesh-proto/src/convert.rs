@@ -113,6 +113,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mem: job.mem,
         depend: qmesh_core::depend::format(&job.depend, server),
         start_after: unix(job.start_after),
+        placement: job.placement.iter().map(ToString::to_string).collect(),
         ..Default::default()
     }
 }

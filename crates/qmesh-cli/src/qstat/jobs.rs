@@ -193,6 +193,9 @@ where
     if !job.exec_nodes.is_empty() {
         a.text("exec_host", job.exec_nodes.join("+"));
     }
+    if !job.placement.is_empty() {
+        a.text("placement", job.placement.join(" "));
+    }
     a.int("Resource_List.nodes", job.nodes);
     a.text("Resource_List.walltime", format_hms(job.walltime));
     if let Some(mem) = job.mem {

@@ -283,7 +283,17 @@ impl SchedulerTask {
             }
             nodes
         };
+        let sets = state
+            .node_sets()
+            .iter()
+            .map(|set| v1::NodeSetInfo {
+                name: set.name.clone(),
+                topology: set.topology.describe(),
+                dims: set.topology.dims(set.nodes.len()),
+            })
+            .collect();
         Ok(v1::NodesReply {
+            sets,
             nodes,
             server: server.to_string(),
         })
