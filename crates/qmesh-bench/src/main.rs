@@ -7,6 +7,7 @@
 //! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
 //!   store (the store is filled directly, then the daemon is started).
 
+mod alloc;
 mod daemon;
 mod disk;
 mod pass;
@@ -72,6 +73,11 @@ enum What {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Allocate+free pairs per second for each topology's allocator.
+    Alloc {
+        #[arg(long, default_value_t = 1_000_000)]
+        pairs: usize,
+    },
     /// The figures of docs/PERFORMANCE.md: the disk, submit with 1 and 16
     /// clients, restart with 100,000 jobs.
     All,
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
             qmeshd().and_then(|q| restart::run(&q, *jobs, *runs).map(|r| vec![r]))
         }
         What::Disk { flushes } => disk::run(*flushes).map(|r| vec![r]),
+        What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
             Ok(vec![
                 disk::run(200)?,
@@ -106,6 +113,7 @@ fn main() -> ExitCode {
                 submit::run(&q, 16, 20_000, 5, None)?,
                 restart::run(&q, 100_000, 3)?,
                 pass::run(10_000, &[1_000, 10_000, 100_000], 5)?,
+                alloc::run(1_000_000)?,
             ])
         }),
     };
