@@ -241,7 +241,7 @@ impl<'a> Planner<'a> {
             if self.mode == Backfill::None {
                 self.blocked = true;
             }
-            let start = self.reserve(sets, n as u32, wall);
+            let start = self.reserve(sets, n as u32, wall, unplaceable);
             let reason = if unplaceable {
                 Reason::Placement
             } else {
@@ -347,8 +347,9 @@ impl<'a> Planner<'a> {
     }
 
     /// Reserves the earliest window of `n` nodes for `wall` seconds in one
-    /// of the sets; returns its start.
-    fn reserve(&mut self, sets: &[usize], n: u32, wall: Secs) -> Option<Time> {
+    /// of the sets; returns its start. A job that could not be placed now is not reserved before the free
+    /// nodes next change (`later`): its count fits now, its shape does not.
+    fn reserve(&mut self, sets: &[usize], n: u32, wall: Secs, later: bool) -> Option<Time> {
         let now = self.now_s;
         let mut best: Option<(Secs, usize, i64)> = None;
         for &s in sets {
@@ -363,7 +364,13 @@ impl<'a> Planner<'a> {
             if (self.up[s] as i64) < size {
                 continue;
             }
-            let from = self.hint(s, size, wall).max(now);
+            let mut from = self.hint(s, size, wall).max(now);
+            if later {
+                match self.profiles[s].next_after(now) {
+                    Some(next) => from = from.max(next),
+                    None => continue,
+                }
+            }
             if let Some(t) = self.profiles[s].earliest(from, wall, size)
                 && best.is_none_or(|b| (t, s) < (b.0, b.1))
             {
@@ -372,7 +379,10 @@ impl<'a> Planner<'a> {
         }
         let (start, s, n) = best?;
         self.profiles[s].add(start, start.saturating_add(wall), -n);
-        self.hints[s].entry(n).or_default().insert(wall, start);
+        if !later {
+            // Not a lower bound for others when it was pushed past `now`.
+            self.hints[s].entry(n).or_default().insert(wall, start);
+        }
         chrono::DateTime::from_timestamp(start, 0)
     }
 

@@ -198,6 +198,12 @@ impl Profile {
         }
     }
 
+    /// The first breakpoint after `t`: when the free count next changes.
+    pub fn next_after(&mut self, t: Secs) -> Option<Secs> {
+        let root = self.root;
+        self.first_at_least(root, t.checked_add(1)?, i64::MIN)
+    }
+
     /// Breakpoints `(t, free)` in time order.
     pub fn steps(&mut self) -> Vec<(Secs, i64)> {
         let mut out = Vec::with_capacity(self.points.len());
