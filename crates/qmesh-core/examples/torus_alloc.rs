@@ -53,7 +53,7 @@ fn pairs_per_second(dims: &[u32], scheme: Partition, rounds: u32) -> (f64, f64) 
     let mut rng = Lcg(42);
     let mut live: Vec<Placement> = Vec::new();
     let target = t.capacity() / 4;
-    let mut fill = |t: &mut Torus, rng: &mut Lcg, live: &mut Vec<Placement>| {
+    let fill = |t: &mut Torus, rng: &mut Lcg, live: &mut Vec<Placement>| {
         let mut placed = 0u64;
         while t.free_count() > target {
             match t.allocate(rng.size()) {

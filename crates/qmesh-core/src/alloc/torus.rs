@@ -305,12 +305,12 @@ impl Torus {
                     lower[d] += (off[d] < (1 << s.exps[d]) >> 1) as u32;
                 }
             }
-            for d in 0..n {
-                off[d] += 1;
-                if off[d] < 1 << s.exps[d] {
+            for (o, &e) in off.iter_mut().zip(&s.exps).take(n) {
+                *o += 1;
+                if *o < 1 << e {
                     break;
                 }
-                off[d] = 0;
+                *o = 0;
             }
         });
         if count == 0 {
