@@ -7,6 +7,7 @@
 //! subtori, T3D shapes) plug in per set later; they answer the same question.
 
 pub mod flat;
+pub mod torus;
 
 use std::fmt;
 
@@ -99,6 +100,23 @@ pub fn for_topology(
     use crate::node::Topology;
     match topology {
         Topology::Flat => Ok(None),
+        Topology::Torus {
+            dims,
+            partition,
+            conversion,
+        } => {
+            use crate::node::{TorusConversion, TorusPartition};
+            let partition = match partition {
+                TorusPartition::Ep => torus::Partition::Ep,
+                TorusPartition::Nep => torus::Partition::Nep,
+            };
+            let conversion = match conversion {
+                TorusConversion::Merge => torus::Conversion::Collapse,
+                TorusConversion::Pair => torus::Conversion::Pair,
+            };
+            let t = torus::Torus::new(dims, partition, conversion).map_err(|e| e.to_string())?;
+            Ok(Some(Box::new(t)))
+        }
         // The topology-aware allocators plug in here.
         _ => Ok(None),
     }
