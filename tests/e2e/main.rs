@@ -11,3 +11,4 @@ mod jobs;
 mod qmgr;
 mod restart;
 mod sp;
+mod topology;
