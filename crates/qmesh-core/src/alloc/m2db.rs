@@ -42,6 +42,8 @@
 mod tests;
 mod tree;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -79,6 +81,9 @@ pub struct M2db {
     /// to merge back those none of whose buddies were taken. Empty between
     /// calls.
     split_near: Vec<u32>,
+    /// Scratch for `allocate`: the heap of free blocks by distance to the
+    /// anchor. Empty between calls.
+    near: Vec<Reverse<(u64, u32)>>,
 }
 
 impl M2db {
@@ -93,6 +98,7 @@ impl M2db {
             free: width * height,
             mark: vec![0; ((width * height) as usize).div_ceil(64)],
             split_near: Vec::new(),
+            near: Vec::new(),
             contiguous,
             tree: Arc::new(tree),
         };
@@ -176,32 +182,30 @@ impl M2db {
             .and_then(|c| self.first_free_in(c, 0))
     }
 
-    /// The free block closest to `anchor` (seed 2.4.1 step 5).
-    fn closest_free(&self, anchor: u32) -> Option<u32> {
-        let a = self.tree.rect[anchor as usize];
-        let mut best: Option<(u64, u32)> = None;
+    /// Fills `near` with every free block, nearest to `anchor` on top (seed
+    /// 2.4.1 step 5; ties: first in the tree's order). Blocks do not move
+    /// while one job is placed, so one heap serves the whole of step 5: a
+    /// block split pushes its buddies.
+    fn free_by_distance(&mut self, anchor: u32) -> BinaryHeap<Reverse<(u64, u32)>> {
+        let mut near = std::mem::take(&mut self.near);
+        let tree = &self.tree;
+        let a = tree.rect[anchor as usize];
         for c in 0..self.class_free.len() {
             if self.class_free[c] == 0 {
                 continue;
             }
-            let (start, stop) = (
-                self.tree.class_word[c] as usize,
-                self.tree.class_word[c + 1] as usize,
-            );
+            let (start, stop) = (tree.class_word[c] as usize, tree.class_word[c + 1] as usize);
             for w in start..stop {
                 let mut word = self.free_bits[w];
                 while word != 0 {
                     let rank = (w - start) * 64 + word.trailing_zeros() as usize;
                     word &= word - 1;
-                    let t = self.tree.class_members[c][rank];
-                    let d = corner_distance(a, self.tree.rect[t as usize]);
-                    if best.is_none_or(|(bd, bt)| (d, t) < (bd, bt)) {
-                        best = Some((d, t));
-                    }
+                    let t = tree.class_members[c][rank];
+                    near.push(Reverse((corner_distance(a, tree.rect[t as usize]), t)));
                 }
             }
         }
-        best.map(|(_, t)| t)
+        BinaryHeap::from(near)
     }
 
     /// Splits a free block into its buddies, all free.
@@ -339,8 +343,13 @@ impl M2db {
         let Some(anchor) = anchor else { return p };
         self.take(anchor, &mut p);
         let mut left = n - area(anchor);
+        if left == 0 {
+            return p;
+        }
+        let a = tree.rect[anchor as usize];
+        let mut near = self.free_by_distance(anchor);
         while left > 0 {
-            let Some(t) = self.closest_free(anchor) else {
+            let Some(Reverse((_, t))) = near.pop() else {
                 break;
             };
             if area(t) <= left {
@@ -349,8 +358,14 @@ impl M2db {
             } else {
                 self.split(t);
                 self.split_near.push(t);
+                for k in tree.kids(t) {
+                    near.push(Reverse((corner_distance(a, tree.rect[k as usize]), k)));
+                }
             }
         }
+        let mut near = near.into_vec();
+        near.clear();
+        self.near = near;
         // Free blocks stay whole: a block split in step 5 whose buddies all
         // went unused is merged back.
         while let Some(t) = self.split_near.pop() {
