@@ -267,6 +267,36 @@ proptest! {
     }
 
     #[test]
+    fn free_blocks_stay_whole_after_every_step(
+        (w, h) in prop_oneof![Just((8, 8)), Just((6, 5)), Just((14, 16))],
+        contiguous in any::<bool>(),
+        ops in ops(),
+        down in proptest::collection::vec(0u32..30, 0..4),
+    ) {
+        let mut m = M2db::new(w, h, contiguous);
+        let mut down = down;
+        down.sort_unstable();
+        down.dedup();
+        m.occupy(&down).unwrap();
+        prop_assert!(m.free_blocks_are_whole());
+        let mut live: Vec<Placement> = Vec::new();
+        for (alloc, n) in ops {
+            if alloc {
+                live.extend(m.allocate(n));
+            } else if !live.is_empty() {
+                let p = live.remove(n as usize % live.len());
+                m.release(&p.nodes);
+            }
+            prop_assert!(m.free_blocks_are_whole(), "{:?}", m);
+        }
+        for p in live {
+            m.release(&p.nodes);
+        }
+        m.release(&down);
+        prop_assert_eq!(m, M2db::new(w, h, contiguous));
+    }
+
+    #[test]
     fn non_contiguous_places_any_request_up_to_the_free_count(
         (w, h) in prop_oneof![Just((8, 8)), Just((6, 5)), Just((7, 3))],
         sizes in proptest::collection::vec(1u32..20, 1..20),
