@@ -226,22 +226,40 @@ impl Allocator for M2db {
     fn release(&mut self, nodes: &[u32]) {
         let (tree, pool) = (&*self.tree, &mut self.pool);
         let cap = tree.width * tree.height;
-        for &v in nodes.iter().filter(|&&v| v < cap) {
-            pool.set_mark(v, true);
-        }
-        // Placements list their nodes block by block: the rest of a block
-        // just freed needs no look-up.
-        let mut freed: Option<Rect> = None;
-        for &v in nodes.iter().filter(|&&v| v < cap) {
-            if freed.is_some_and(|r| r.contains(v % tree.width, v / tree.width)) {
-                continue;
+        // Placements list their nodes block by block, row by row: while the
+        // list goes on like that, each taken block is freed whole at once.
+        let mut i = 0;
+        while let Some(&v) = nodes.get(i) {
+            if v >= cap {
+                break;
             }
             let t = pool.holder(tree, v);
-            if pool.state[t as usize] == State::Taken && pool.release_marked(tree, t) {
-                freed = Some(tree.rect[t as usize]);
+            if pool.state[t as usize] != State::Taken {
+                break;
+            }
+            let r = tree.rect[t as usize];
+            let rows = (r.y..r.y + r.h).map(|y| y * tree.width + r.x);
+            let block_nodes = rows.flat_map(|first| first..first + r.w);
+            let run = &nodes[i..nodes.len().min(i + r.area() as usize)];
+            if run.len() != r.area() as usize || !run.iter().copied().eq(block_nodes) {
+                break;
+            }
+            pool.give_back(tree, t);
+            i += run.len();
+        }
+        // Any other list: mark the nodes, free each taken block whose nodes
+        // are all marked, split those only partly marked.
+        let rest = &nodes[i..];
+        for &v in rest.iter().filter(|&&v| v < cap) {
+            pool.set_mark(v, true);
+        }
+        for &v in rest.iter().filter(|&&v| v < cap) {
+            let t = pool.holder(tree, v);
+            if pool.state[t as usize] == State::Taken {
+                pool.release_marked(tree, t);
             }
         }
-        for &v in nodes.iter().filter(|&&v| v < cap) {
+        for &v in rest.iter().filter(|&&v| v < cap) {
             pool.set_mark(v, false);
         }
     }

@@ -197,7 +197,7 @@ impl Pool {
     }
 
     /// Frees a taken block, merging buddies up while all of them are free.
-    fn give_back(&mut self, tree: &Tree, t: u32) {
+    pub fn give_back(&mut self, tree: &Tree, t: u32) {
         debug_assert_eq!(self.state[t as usize], State::Taken);
         self.free += tree.rect[t as usize].area();
         self.set_free(tree, t);
@@ -257,18 +257,15 @@ impl Pool {
     }
 
     /// Frees the marked nodes of taken block `t`: the whole block if all
-    /// are marked, else its buddies, taken, freed in turn. Returns whether
-    /// the whole block was freed.
-    pub fn release_marked(&mut self, tree: &Tree, t: u32) -> bool {
+    /// are marked, else its buddies, taken, freed in turn.
+    pub fn release_marked(&mut self, tree: &Tree, t: u32) {
         let r = tree.rect[t as usize];
         let marked: u32 = (r.y..r.y + r.h)
             .map(|y| self.marked_range(y * tree.width + r.x, y * tree.width + r.x + r.w))
             .sum();
         if marked == r.area() {
             self.give_back(tree, t);
-            return true;
-        }
-        if marked > 0 {
+        } else if marked > 0 {
             self.state[t as usize] = State::Split;
             for c in tree.kids(t) {
                 self.state[c as usize] = State::Taken;
@@ -277,7 +274,6 @@ impl Pool {
                 self.release_marked(tree, c);
             }
         }
-        false
     }
 
     /// Splits down from the free block holding node `v` and takes `v`.
