@@ -6,6 +6,8 @@
 //! else spill across the sets in order. Topology-aware allocators (M2DB,
 //! subtori, T3D shapes) plug in per set later; they answer the same question.
 
+pub mod shapes;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
