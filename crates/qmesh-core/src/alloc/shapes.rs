@@ -44,15 +44,17 @@ pub struct Shapes {
 /// path besides the placement itself).
 #[derive(Clone, Debug, Default)]
 struct Scratch {
+    /// Free on every / some line of the z window.
+    z_all: Vec<u64>,
+    z_any: Vec<u64>,
+    /// Free on every / some line of the y window.
+    y_all: Vec<u64>,
+    y_any: Vec<u64>,
+    /// Free on every / some line of the y × z window.
+    box_all: Vec<u64>,
+    box_any: Vec<u64>,
+    /// Origins where the box fits.
     fit: Vec<u64>,
-    busy_all: Vec<u64>,
-    busy_any: Vec<u64>,
-    tmp: Vec<u64>,
-    closed: Vec<u64>,
-    touch: Vec<u64>,
-    and_along: Vec<u64>,
-    or_along: Vec<u64>,
-    score: Vec<[u64; 4]>,
 }
 
 impl PartialEq for Shapes {
@@ -107,15 +109,13 @@ impl Shapes {
         }
         let lines = (y * z) as usize;
         let scratch = Scratch {
+            z_all: vec![0; lines],
+            z_any: vec![0; lines],
+            y_all: vec![0; lines],
+            y_any: vec![0; lines],
+            box_all: vec![0; lines],
+            box_any: vec![0; lines],
             fit: vec![0; lines],
-            busy_all: vec![0; lines],
-            busy_any: vec![0; lines],
-            tmp: vec![0; lines],
-            closed: vec![0; lines],
-            touch: vec![0; lines],
-            and_along: vec![0; lines],
-            or_along: vec![0; lines],
-            score: vec![[0; 4]; lines],
         };
         Ok(Shapes {
             dims,
@@ -149,23 +149,73 @@ impl Shapes {
         let [nx, ny, nz] = self.dims;
         let all = full(nx);
         let s = &mut self.scratch;
-        // Where the box fits: a run of `a` free bits from x, on every line
-        // of the b × c window.
-        for (line, out) in self.free.iter().zip(s.tmp.iter_mut()) {
-            *out = run_and(*line, a, nx);
+        // Free on every line of the b × c window, then a run of `a` of
+        // those from x: the box fits at x.
+        window_z::<true>(&mut s.z_all, &self.free, ny, nz, c);
+        window_y::<true>(&mut s.box_all, &s.z_all, ny, nz, b);
+        let mut candidates = 0;
+        for (fit, line) in s.fit.iter_mut().zip(&s.box_all) {
+            *fit = run_and(*line, a, nx);
+            candidates += fit.count_ones();
         }
-        window(&mut s.fit, &s.tmp, &mut s.and_along, ny, nz, b, c, true);
-        let candidates: u32 = s.fit.iter().map(|m| m.count_ones()).sum();
         if candidates == 0 {
             return None;
         }
-        if candidates > 1 {
-            score_faces(s, &self.free, self.dims, [a, b, c], all);
-            keep_highest(&mut s.fit, &s.score);
+        if candidates == 1 {
+            let line = s.fit.iter().position(|&m| m != 0)? as u32;
+            return Some([s.fit[line as usize].trailing_zeros(), line % ny, line / ny]);
         }
-        let line = s.fit.iter().position(|&m| m != 0)? as u32;
-        let x = s.fit[line as usize].trailing_zeros();
-        Some([x, line % ny, line / ny])
+        // Busy across a face = not free; "all busy" is the complement of
+        // "some free" (an OR window), "some busy" of "all free".
+        window_z::<false>(&mut s.z_any, &self.free, ny, nz, c);
+        window_y::<false>(&mut s.box_any, &s.z_any, ny, nz, b);
+        window_y::<true>(&mut s.y_all, &self.free, ny, nz, b);
+        window_y::<false>(&mut s.y_any, &self.free, ny, nz, b);
+        let mut best: Option<(u32, [u32; 3])> = None;
+        for z in 0..nz {
+            for y in 0..ny {
+                let line = (y + ny * z) as usize;
+                let fit = s.fit[line];
+                if fit == 0 {
+                    continue;
+                }
+                let mut score = [0u64; 4];
+                // x faces: node x-1 and node x+a on every line of the window.
+                if a == nx {
+                    add_wall(&mut score);
+                } else {
+                    let all_busy = !s.box_any[line] & all;
+                    let any_busy = !s.box_all[line] & all;
+                    add_face(&mut score, rotl(all_busy, 1, nx), rotl(any_busy, 1, nx));
+                    add_face(&mut score, rotr(all_busy, a, nx), rotr(any_busy, a, nx));
+                }
+                // y faces: `a` nodes on lines y-1 and y+b, over the z window.
+                if b == ny {
+                    add_wall(&mut score);
+                } else {
+                    for yy in [(y + ny - 1) % ny, (y + b) % ny] {
+                        let face = (yy + ny * z) as usize;
+                        let (free_all, free_any) = (s.z_all[face], s.z_any[face]);
+                        add_run_face(&mut score, free_all, free_any, a, nx);
+                    }
+                }
+                // z faces: `a` nodes on lines z-1 and z+c, over the y window.
+                if c == nz {
+                    add_wall(&mut score);
+                } else {
+                    for zz in [(z + nz - 1) % nz, (z + c) % nz] {
+                        let face = (y + ny * zz) as usize;
+                        let (free_all, free_any) = (s.y_all[face], s.y_any[face]);
+                        add_run_face(&mut score, free_all, free_any, a, nx);
+                    }
+                }
+                let (value, at) = highest(fit, &score);
+                if best.is_none_or(|(top, _)| value > top) {
+                    best = Some((value, [at.trailing_zeros(), y, z]));
+                }
+            }
+        }
+        best.map(|(_, origin)| origin)
     }
 
     /// Marks the box at `origin` busy and lists its nodes, first dimension
@@ -262,91 +312,28 @@ impl Allocator for Shapes {
     }
 }
 
-/// Adds every face's score (0, 1 or 2) into the bit-sliced counters
-/// `s.score` for every origin.
-fn score_faces(s: &mut Scratch, free: &[u64], dims: [u32; 3], [a, b, c]: [u32; 3], all: u64) {
-    let [nx, ny, nz] = dims;
-    for counter in s.score.iter_mut() {
-        *counter = [0; 4];
-    }
-    // Across the two x faces: node x-1 and node x+a on every line of the
-    // b × c window.
-    if a == nx {
-        add_wall(&mut s.score, 2);
-    } else {
-        for shift in [Shift::Left(1), Shift::Right(a)] {
-            for (line, out) in free.iter().zip(s.tmp.iter_mut()) {
-                let busy = !line & all;
-                *out = match shift {
-                    Shift::Left(k) => rotl(busy, k, nx),
-                    Shift::Right(k) => rotr(busy, k, nx),
-                };
-            }
-            window(&mut s.closed, &s.tmp, &mut s.and_along, ny, nz, b, c, true);
-            window(&mut s.touch, &s.tmp, &mut s.and_along, ny, nz, b, c, false);
-            add_face(&mut s.score, &s.closed, &s.touch, |line| line);
-        }
-    }
-    // The y and z faces are runs of `a` nodes on neighbouring lines.
-    for (line, (all_busy, any_busy)) in free
-        .iter()
-        .zip(s.busy_all.iter_mut().zip(s.busy_any.iter_mut()))
-    {
-        *all_busy = run_and(!line & all, a, nx);
-        *any_busy = !run_and(*line, a, nx) & all;
-    }
-    // y faces: lines y-1 and y+b, over the c lines of the z window.
-    if b == ny {
-        add_wall(&mut s.score, 2);
-    } else {
-        window_z(&mut s.and_along, &s.busy_all, ny, nz, c, true);
-        window_z(&mut s.or_along, &s.busy_any, ny, nz, c, false);
-        for offset in [ny - 1, b] {
-            let at = |line: usize| {
-                let (y, z) = (line as u32 % ny, line as u32 / ny);
-                ((y + offset) % ny + ny * z) as usize
-            };
-            add_face(&mut s.score, &s.and_along, &s.or_along, at);
-        }
-    }
-    // z faces: lines z-1 and z+c, over the b lines of the y window.
-    if c == nz {
-        add_wall(&mut s.score, 2);
-    } else {
-        window_y(&mut s.and_along, &s.busy_all, ny, nz, b, true);
-        window_y(&mut s.or_along, &s.busy_any, ny, nz, b, false);
-        for offset in [nz - 1, c] {
-            let at = |line: usize| {
-                let (y, z) = (line as u32 % ny, line as u32 / ny);
-                (y + ny * ((z + offset) % nz)) as usize
-            };
-            add_face(&mut s.score, &s.and_along, &s.or_along, at);
-        }
-    }
-}
-
-enum Shift {
-    Left(u32),
-    Right(u32),
-}
-
 /// Adds one face: 1 where some node across it is busy, 1 more where all
-/// are. `at` maps an origin's line to the line holding its face.
-fn add_face(score: &mut [[u64; 4]], closed: &[u64], touch: &[u64], at: impl Fn(usize) -> usize) {
-    for (line, counter) in score.iter_mut().enumerate() {
-        let from = at(line);
-        add_bits(counter, touch[from]);
-        add_bits(counter, closed[from]);
-    }
+/// are (both given as masks over origins x).
+fn add_face(score: &mut [u64; 4], all_busy: u64, any_busy: u64) {
+    add_bits(score, any_busy);
+    add_bits(score, all_busy);
 }
 
-/// Adds `value` (a face spanning its whole dimension) to every origin.
-fn add_wall(score: &mut [[u64; 4]], value: u32) {
-    for counter in score.iter_mut() {
-        for _ in 0..value {
-            add_bits(counter, u64::MAX);
-        }
-    }
+/// Adds a face of `a` nodes on one neighbouring line, from that line's
+/// "all free" and "some free" masks over the window.
+fn add_run_face(score: &mut [u64; 4], free_all: u64, free_any: u64, a: u32, nx: u32) {
+    let all = full(nx);
+    // All busy along x..x+a: no bit of the run is free anywhere in the window.
+    let all_busy = run_and(!free_any & all, a, nx);
+    // Some busy: not every bit of the run is free everywhere.
+    let any_busy = !run_and(free_all, a, nx) & all;
+    add_face(score, all_busy, any_busy);
+}
+
+/// A face spanning its whole dimension: nothing lies across it (2).
+fn add_wall(score: &mut [u64; 4]) {
+    add_bits(score, u64::MAX);
+    add_bits(score, u64::MAX);
 }
 
 /// Bit-sliced increment: adds 1 to the 4-bit counter of every set bit.
@@ -361,65 +348,55 @@ fn add_bits(counter: &mut [u64; 4], mut carry: u64) {
     }
 }
 
-/// Narrows `fit` to the origins with the highest score.
-fn keep_highest(fit: &mut [u64], score: &[[u64; 4]]) {
+/// The highest score among the origins in `fit`, and the origins having it.
+fn highest(fit: u64, score: &[u64; 4]) -> (u32, u64) {
+    let (mut value, mut at) = (0, fit);
     for plane in (0..4).rev() {
-        let any = fit
-            .iter()
-            .zip(score)
-            .any(|(m, counter)| m & counter[plane] != 0);
-        if any {
-            for (m, counter) in fit.iter_mut().zip(score) {
-                *m &= counter[plane];
-            }
+        if at & score[plane] != 0 {
+            at &= score[plane];
+            value |= 1 << plane;
         }
     }
+    (value, at)
 }
 
-/// `out[y, z]` = AND (or OR) of `src` over lines `y..y+b` × `z..z+c`,
-/// wrapping around.
-#[allow(clippy::too_many_arguments)]
-fn window(
-    out: &mut [u64],
-    src: &[u64],
-    tmp: &mut [u64],
-    ny: u32,
-    nz: u32,
-    b: u32,
-    c: u32,
-    and: bool,
-) {
-    window_y(tmp, src, ny, nz, b, and);
-    window_z(out, tmp, ny, nz, c, and);
-}
-
-/// `out[y, z]` = AND (or OR) of `src[y..y+b, z]`, wrapping in y.
-fn window_y(out: &mut [u64], src: &[u64], ny: u32, nz: u32, b: u32, and: bool) {
+/// `out[y, z]` = AND (OR when not `AND`) of `src[y..y+w, z]`, wrapping in y.
+fn window_y<const AND: bool>(out: &mut [u64], src: &[u64], ny: u32, nz: u32, w: u32) {
     let ny = ny as usize;
     for z in 0..nz as usize {
         let row = &src[z * ny..(z + 1) * ny];
+        let to = &mut out[z * ny..(z + 1) * ny];
         for y in 0..ny {
             let mut acc = row[y];
-            for k in 1..b as usize {
-                let v = row[(y + k) % ny];
-                acc = if and { acc & v } else { acc | v };
+            let mut k = y;
+            for _ in 1..w {
+                k += 1;
+                if k == ny {
+                    k = 0;
+                }
+                acc = if AND { acc & row[k] } else { acc | row[k] };
             }
-            out[z * ny + y] = acc;
+            to[y] = acc;
         }
     }
 }
 
-/// `out[y, z]` = AND (or OR) of `src[y, z..z+c]`, wrapping in z.
-fn window_z(out: &mut [u64], src: &[u64], ny: u32, nz: u32, c: u32, and: bool) {
+/// `out[y, z]` = AND (OR when not `AND`) of `src[y, z..z+w]`, wrapping in z.
+fn window_z<const AND: bool>(out: &mut [u64], src: &[u64], ny: u32, nz: u32, w: u32) {
     let (ny, nz) = (ny as usize, nz as usize);
     for z in 0..nz {
-        for y in 0..ny {
-            let mut acc = src[z * ny + y];
-            for k in 1..c as usize {
-                let v = src[((z + k) % nz) * ny + y];
-                acc = if and { acc & v } else { acc | v };
+        let to = &mut out[z * ny..(z + 1) * ny];
+        to.copy_from_slice(&src[z * ny..(z + 1) * ny]);
+        let mut k = z;
+        for _ in 1..w {
+            k += 1;
+            if k == nz {
+                k = 0;
             }
-            out[z * ny + y] = acc;
+            let from = &src[k * ny..(k + 1) * ny];
+            for (acc, v) in to.iter_mut().zip(from) {
+                *acc = if AND { *acc & v } else { *acc | v };
+            }
         }
     }
 }
@@ -434,18 +411,17 @@ fn run_bits(a: u32) -> u64 {
     full(a)
 }
 
-/// Rotates a line of `n` bits so bit `i` moves to `i + k`.
+/// Rotates a line of `n` bits so bit `i` moves to `i + k` (`k < n`).
 fn rotl(m: u64, k: u32, n: u32) -> u64 {
-    let k = k % n;
     if k == 0 {
         return m;
     }
     ((m << k) | (m >> (n - k))) & full(n)
 }
 
-/// Rotates a line of `n` bits so bit `i + k` moves to `i`.
+/// Rotates a line of `n` bits so bit `i + k` moves to `i` (`0 < k < n`).
 fn rotr(m: u64, k: u32, n: u32) -> u64 {
-    rotl(m, n - k % n, n)
+    ((m >> k) | (m << (n - k))) & full(n)
 }
 
 /// Bit `x` set when bits `x..x+a` (wrapping in a line of `n`) are all set.

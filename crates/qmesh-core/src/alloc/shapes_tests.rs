@@ -275,3 +275,115 @@ fn shapes_pairs_per_second() {
         t.free_count()
     );
 }
+
+/// The measure computed node by node: the best origin and its score.
+fn oracle(t: &Shapes, [a, b, c]: [u32; 3]) -> Option<([u32; 3], u32)> {
+    let [nx, ny, nz] = t.dims();
+    let at = |x: u32, y: u32, z: u32| node(t, [x % nx, y % ny, z % nz]);
+    let mut best: Option<([u32; 3], u32)> = None;
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let fits = (0..a)
+                    .all(|i| (0..b).all(|j| (0..c).all(|k| t.is_free(at(x + i, y + j, z + k)))));
+                if !fits {
+                    continue;
+                }
+                // Each face: its nodes, or None when the box spans the dimension.
+                let faces: [Option<Vec<u32>>; 6] = [
+                    (a < nx).then(|| {
+                        let mut v = Vec::new();
+                        for j in 0..b {
+                            for k in 0..c {
+                                v.push(at(x + nx - 1, y + j, z + k));
+                            }
+                        }
+                        v
+                    }),
+                    (a < nx).then(|| {
+                        let mut v = Vec::new();
+                        for j in 0..b {
+                            for k in 0..c {
+                                v.push(at(x + a, y + j, z + k));
+                            }
+                        }
+                        v
+                    }),
+                    (b < ny).then(|| {
+                        let mut v = Vec::new();
+                        for i in 0..a {
+                            for k in 0..c {
+                                v.push(at(x + i, y + ny - 1, z + k));
+                            }
+                        }
+                        v
+                    }),
+                    (b < ny).then(|| {
+                        let mut v = Vec::new();
+                        for i in 0..a {
+                            for k in 0..c {
+                                v.push(at(x + i, y + b, z + k));
+                            }
+                        }
+                        v
+                    }),
+                    (c < nz).then(|| {
+                        let mut v = Vec::new();
+                        for i in 0..a {
+                            for j in 0..b {
+                                v.push(at(x + i, y + j, z + nz - 1));
+                            }
+                        }
+                        v
+                    }),
+                    (c < nz).then(|| {
+                        let mut v = Vec::new();
+                        for i in 0..a {
+                            for j in 0..b {
+                                v.push(at(x + i, y + j, z + c));
+                            }
+                        }
+                        v
+                    }),
+                ];
+                let score: u32 = faces
+                    .iter()
+                    .map(|face| match face {
+                        None => 2,
+                        Some(nodes) => {
+                            let busy = nodes.iter().filter(|&&n| !t.is_free(n)).count();
+                            u32::from(busy > 0) + u32::from(busy == nodes.len())
+                        }
+                    })
+                    .sum();
+                if best.is_none_or(|(_, top)| score > top) {
+                    best = Some(([x, y, z], score));
+                }
+            }
+        }
+    }
+    best
+}
+
+proptest! {
+    #[test]
+    fn best_fit_is_the_highest_contact_origin_node_by_node(
+        dims in (1u32..7, 1u32..6, 1u32..5),
+        extent in (1u32..7, 1u32..6, 1u32..5),
+        density in 0u32..4,
+        draws in proptest::collection::vec(0u32..4, 6 * 5 * 4),
+    ) {
+        let dims = [dims.0, dims.1, dims.2];
+        let extent = [extent.0.min(dims[0]), extent.1.min(dims[1]), extent.2.min(dims[2])];
+        let size = extent.iter().product::<u32>();
+        let mut t = Shapes::new(dims, BTreeMap::from([(size, extent)])).unwrap();
+        let taken: Vec<u32> = (0..t.capacity()).filter(|&i| draws[i as usize] < density).collect();
+        t.occupy(&taken).unwrap();
+        let want = oracle(&t, extent);
+        let got = t.allocate(size).map(|p| match &p.parts[0] {
+            Part::Box { origin, .. } => [origin[0], origin[1], origin[2]],
+            other => panic!("not a box: {other:?}"),
+        });
+        prop_assert_eq!(got, want.map(|(origin, _)| origin));
+    }
+}
