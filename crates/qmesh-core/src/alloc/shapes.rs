@@ -153,15 +153,17 @@ impl Shapes {
         // those from x: the box fits at x.
         window_z::<true>(&mut s.z_all, &self.free, ny, nz, c);
         window_y::<true>(&mut s.box_all, &s.z_all, ny, nz, b);
-        let mut candidates = 0;
+        // How many lines hold origins, and whether one holds several.
+        let (mut lines, mut several) = (0, false);
         for (fit, line) in s.fit.iter_mut().zip(&s.box_all) {
             *fit = run_and(*line, a, nx);
-            candidates += fit.count_ones();
+            lines += u32::from(*fit != 0);
+            several |= *fit & fit.wrapping_sub(1) != 0;
         }
-        if candidates == 0 {
+        if lines == 0 {
             return None;
         }
-        if candidates == 1 {
+        if lines == 1 && !several {
             let line = s.fit.iter().position(|&m| m != 0)? as u32;
             return Some([s.fit[line as usize].trailing_zeros(), line % ny, line / ny]);
         }
@@ -230,9 +232,10 @@ impl Shapes {
                 let y = (origin[1] + dy) % ny;
                 let line = y + ny * z;
                 self.free[line as usize] &= !row;
-                for dx in 0..a {
-                    nodes.push((origin[0] + dx) % nx + nx * line);
-                }
+                let first = nx * line;
+                let wrap = (nx - origin[0]).min(a);
+                nodes.extend(first + origin[0]..first + origin[0] + wrap);
+                nodes.extend(first..first + (a - wrap));
             }
         }
         self.free_count -= a * b * c;
@@ -362,42 +365,36 @@ fn highest(fit: u64, score: &[u64; 4]) -> (u32, u64) {
 
 /// `out[y, z]` = AND (OR when not `AND`) of `src[y..y+w, z]`, wrapping in y.
 fn window_y<const AND: bool>(out: &mut [u64], src: &[u64], ny: u32, nz: u32, w: u32) {
+    out.copy_from_slice(src);
     let ny = ny as usize;
     for z in 0..nz as usize {
         let row = &src[z * ny..(z + 1) * ny];
         let to = &mut out[z * ny..(z + 1) * ny];
-        for y in 0..ny {
-            let mut acc = row[y];
-            let mut k = y;
-            for _ in 1..w {
-                k += 1;
-                if k == ny {
-                    k = 0;
-                }
-                acc = if AND { acc & row[k] } else { acc | row[k] };
-            }
-            to[y] = acc;
+        for k in 1..w as usize {
+            // Line y takes line y+k: the row shifted by k, wrapping.
+            let (head, tail) = to.split_at_mut(ny - k);
+            combine::<AND>(head, &row[k..]);
+            combine::<AND>(tail, &row[..k]);
         }
     }
 }
 
 /// `out[y, z]` = AND (OR when not `AND`) of `src[y, z..z+w]`, wrapping in z.
 fn window_z<const AND: bool>(out: &mut [u64], src: &[u64], ny: u32, nz: u32, w: u32) {
+    out.copy_from_slice(src);
     let (ny, nz) = (ny as usize, nz as usize);
-    for z in 0..nz {
-        let to = &mut out[z * ny..(z + 1) * ny];
-        to.copy_from_slice(&src[z * ny..(z + 1) * ny]);
-        let mut k = z;
-        for _ in 1..w {
-            k += 1;
-            if k == nz {
-                k = 0;
-            }
-            let from = &src[k * ny..(k + 1) * ny];
-            for (acc, v) in to.iter_mut().zip(from) {
-                *acc = if AND { *acc & v } else { *acc | v };
-            }
-        }
+    for k in 1..w as usize {
+        // Plane z takes plane z+k: the whole array shifted by k planes.
+        let (head, tail) = out.split_at_mut((nz - k) * ny);
+        combine::<AND>(head, &src[k * ny..]);
+        combine::<AND>(tail, &src[..k * ny]);
+    }
+}
+
+/// `acc[i] &= v[i]` (or `|=`), element by element.
+fn combine<const AND: bool>(acc: &mut [u64], v: &[u64]) {
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a = if AND { *a & b } else { *a | b };
     }
 }
 

@@ -240,6 +240,9 @@ fn shapes_pairs_per_second() {
         seed
     };
     let mut pairs = 0u64;
+    let mut refusals = 0u64;
+    let zero = std::time::Duration::ZERO;
+    let (mut placing, mut refusing, mut releasing) = (zero, zero, zero);
     let start = std::time::Instant::now();
     while pairs < 2_000_000 {
         let mut pick = (next() % u64::from(total)) as u32;
@@ -252,16 +255,24 @@ fn shapes_pairs_per_second() {
                 hit
             })
             .map_or(1, |(s, _)| *s);
-        match t.allocate(size) {
+        let asked = std::time::Instant::now();
+        let placed = t.allocate(size);
+        let took = asked.elapsed();
+        match placed {
             Some(p) => {
                 live.push(p.nodes);
                 pairs += 1;
+                placing += took;
             }
             None => {
+                refusing += took;
+                refusals += 1;
                 let k = (next() % live.len().max(1) as u64) as usize;
                 if k < live.len() {
                     let nodes = live.swap_remove(k);
+                    let freeing = std::time::Instant::now();
                     t.release(&nodes);
+                    releasing += freeing.elapsed();
                 }
             }
         }
@@ -273,6 +284,15 @@ fn shapes_pairs_per_second() {
         pairs as f64 / secs,
         live.len(),
         t.free_count()
+    );
+    let per = |d: std::time::Duration, n: u64| d.as_nanos() as f64 / n.max(1) as f64;
+    println!(
+        "  placing {:.0} ns, refusing {:.0} ns ({refusals} refusals), releasing {:.0} ns; \
+         placing+releasing alone {:.0} pairs/s",
+        per(placing, pairs),
+        per(refusing, refusals),
+        per(releasing, pairs),
+        pairs as f64 / (placing + releasing).as_secs_f64()
     );
 }
 
