@@ -7,13 +7,13 @@
 //! subtori, T3D shapes) plug in per set later; they answer the same question.
 
 pub mod flat;
+pub mod m2db;
+pub mod shapes;
 pub mod torus;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-
-pub mod m2db;
 
 /// A job's place in one node set.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,8 +119,22 @@ pub fn for_topology(
             let t = torus::Torus::new(dims, partition, conversion).map_err(|e| e.to_string())?;
             Ok(Some(Box::new(t)))
         }
-        // The topology-aware allocators plug in here.
-        _ => Ok(None),
+        Topology::Mesh2d {
+            width,
+            height,
+            contiguous,
+        } => Ok(Some(Box::new(m2db::M2db::new(
+            *width,
+            *height,
+            *contiguous,
+        )))),
+        Topology::Torus3dShapes {
+            dims,
+            shapes: sizes,
+        } => {
+            let t = shapes::Shapes::new(*dims, sizes.clone())?;
+            Ok(Some(Box::new(t)))
+        }
     }
 }
 
