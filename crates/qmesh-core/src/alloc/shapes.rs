@@ -195,7 +195,7 @@ impl Shapes {
                 if b == ny {
                     add_wall(&mut score);
                 } else {
-                    for yy in [(y + ny - 1) % ny, (y + b) % ny] {
+                    for yy in [wrap(y + ny - 1, ny), wrap(y + b, ny)] {
                         let face = (yy + ny * z) as usize;
                         let (free_all, free_any) = (s.z_all[face], s.z_any[face]);
                         add_run_face(&mut score, free_all, free_any, a, nx);
@@ -205,7 +205,7 @@ impl Shapes {
                 if c == nz {
                     add_wall(&mut score);
                 } else {
-                    for zz in [(z + nz - 1) % nz, (z + c) % nz] {
+                    for zz in [wrap(z + nz - 1, nz), wrap(z + c, nz)] {
                         let face = (y + ny * zz) as usize;
                         let (free_all, free_any) = (s.y_all[face], s.y_any[face]);
                         add_run_face(&mut score, free_all, free_any, a, nx);
@@ -396,6 +396,11 @@ fn combine<const AND: bool>(acc: &mut [u64], v: &[u64]) {
     for (a, b) in acc.iter_mut().zip(v) {
         *a = if AND { *a & b } else { *a | b };
     }
+}
+
+/// `i` modulo `n` for `i < 2n`, without a division.
+fn wrap(i: u32, n: u32) -> u32 {
+    if i >= n { i - n } else { i }
 }
 
 /// The `n` low bits set.
