@@ -56,18 +56,14 @@ pub(super) fn block(r: Rect) -> Part {
 }
 
 /// The seed's closeness: over the four corners, the squared distance
-/// between the anchor's corner and the candidate's.
+/// between the anchor's corner and the candidate's. Each corner shares
+/// its x with one other corner and its y with another, so the sum is
+/// twice the squared differences of the two x and the two y edges.
 pub(super) fn corner_distance(a: Rect, b: Rect) -> u64 {
-    let corners = |r: Rect| {
-        let (x0, y0) = (r.x as i64, r.y as i64);
-        let (x1, y1) = (x0 + r.w as i64 - 1, y0 + r.h as i64 - 1);
-        [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
-    };
-    corners(a)
-        .iter()
-        .zip(corners(b).iter())
-        .map(|(&(ax, ay), &(bx, by))| ((ax - bx).pow(2) + (ay - by).pow(2)) as u64)
-        .sum()
+    let sq = |u: u32, v: u32| u64::from(u.abs_diff(v)).pow(2);
+    let (ax1, ay1) = (a.x + a.w - 1, a.y + a.h - 1);
+    let (bx1, by1) = (b.x + b.w - 1, b.y + b.h - 1);
+    2 * (sq(a.x, b.x) + sq(ax1, bx1) + sq(a.y, b.y) + sq(ay1, by1))
 }
 
 impl Pool {
