@@ -16,17 +16,7 @@ use qmesh_core::node::{Topology, TorusConversion, TorusPartition};
 
 use crate::Report;
 
-const MIX: [(u32, u32); 9] = [
-    (1, 4987),
-    (2, 653),
-    (4, 785),
-    (8, 1267),
-    (16, 1642),
-    (32, 2095),
-    (64, 3477),
-    (128, 629),
-    (256, 122),
-];
+const MIX: [(u32, u32); 9] = qmesh_core::alloc::m2db::SDSC_TABLE3_BATCH_JOBS;
 
 struct XorShift(u64);
 

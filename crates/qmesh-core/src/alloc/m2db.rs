@@ -321,10 +321,12 @@ impl fmt::Debug for M2db {
 
 /// Seed Table 3: request sizes and how many batch jobs asked for each
 /// (SDSC Paragon, April to September 1995), for benchmarks and the
-/// simulator as a realistic mix.
+/// simulator as a realistic mix. The size-2 row reads "653391" run
+/// together: 653 batch and 391 interactive jobs (its usage share matches
+/// 653, the rate per node-job of the 1-node row).
 pub const SDSC_TABLE3_BATCH_JOBS: [(u32, u32); 9] = [
     (1, 4987),
-    (2, 65),
+    (2, 653),
     (4, 785),
     (8, 1267),
     (16, 1642),
