@@ -169,12 +169,20 @@ impl Shapes {
         }
         // Busy across a face = not free; "all busy" is the complement of
         // "some free" (an OR window), "some busy" of "all free".
-        window_z::<false>(&mut s.z_any, &self.free, ny, nz, c);
-        window_y::<false>(&mut s.box_any, &s.z_any, ny, nz, b);
-        window_y::<true>(&mut s.y_all, &self.free, ny, nz, b);
-        window_y::<false>(&mut s.y_any, &self.free, ny, nz, b);
+        // Only the windows some face reads: a face spanning its dimension
+        // is a wall and reads none.
+        if a != nx || b != ny {
+            window_z::<false>(&mut s.z_any, &self.free, ny, nz, c);
+        }
+        if a != nx {
+            window_y::<false>(&mut s.box_any, &s.z_any, ny, nz, b);
+        }
+        if c != nz {
+            window_y::<true>(&mut s.y_all, &self.free, ny, nz, b);
+            window_y::<false>(&mut s.y_any, &self.free, ny, nz, b);
+        }
         let mut best: Option<(u32, [u32; 3])> = None;
-        for z in 0..nz {
+        'planes: for z in 0..nz {
             for y in 0..ny {
                 let line = (y + ny * z) as usize;
                 let fit = s.fit[line];
@@ -214,6 +222,11 @@ impl Shapes {
                 let (value, at) = highest(fit, &score);
                 if best.is_none_or(|(top, _)| value > top) {
                     best = Some((value, [at.trailing_zeros(), y, z]));
+                    // Nothing scores above 12, and later lines hold only
+                    // higher origin nodes, so the first 12 is the answer.
+                    if value == PERFECT {
+                        break 'planes;
+                    }
                 }
             }
         }
@@ -314,6 +327,9 @@ impl Allocator for Shapes {
         Box::new(self.clone())
     }
 }
+
+/// The highest score: all six faces against busy nodes or walls.
+const PERFECT: u32 = 12;
 
 /// Adds one face: 1 where some node across it is busy, 1 more where all
 /// are (both given as masks over origins x).
