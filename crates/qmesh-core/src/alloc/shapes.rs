@@ -21,8 +21,8 @@
 //! is busy" are runs of bits within a line, combined across lines by AND /
 //! OR windows over the other two dimensions, so one allocation evaluates
 //! every origin with a few word operations per line and a bit-sliced adder
-//! (one ripple of carries per face)
-//! for the scores; no per-node work except marking the chosen box.
+//! for the scores (one ripple of carries per face); no per-node work except
+//! marking the chosen box.
 
 use std::collections::BTreeMap;
 
