@@ -21,7 +21,8 @@
 //! is busy" are runs of bits within a line, combined across lines by AND /
 //! OR windows over the other two dimensions, so one allocation evaluates
 //! every origin with a few word operations per line and a bit-sliced adder
-//! for the scores; no per-node work except marking the chosen box.
+//! for the scores (one ripple of carries per face); no per-node work except
+//! marking the chosen box.
 
 use std::collections::BTreeMap;
 
@@ -169,12 +170,20 @@ impl Shapes {
         }
         // Busy across a face = not free; "all busy" is the complement of
         // "some free" (an OR window), "some busy" of "all free".
-        window_z::<false>(&mut s.z_any, &self.free, ny, nz, c);
-        window_y::<false>(&mut s.box_any, &s.z_any, ny, nz, b);
-        window_y::<true>(&mut s.y_all, &self.free, ny, nz, b);
-        window_y::<false>(&mut s.y_any, &self.free, ny, nz, b);
+        // Only the windows some face reads: a face spanning its dimension
+        // is a wall and reads none.
+        if a != nx || b != ny {
+            window_z::<false>(&mut s.z_any, &self.free, ny, nz, c);
+        }
+        if a != nx {
+            window_y::<false>(&mut s.box_any, &s.z_any, ny, nz, b);
+        }
+        if c != nz {
+            window_y::<true>(&mut s.y_all, &self.free, ny, nz, b);
+            window_y::<false>(&mut s.y_any, &self.free, ny, nz, b);
+        }
         let mut best: Option<(u32, [u32; 3])> = None;
-        for z in 0..nz {
+        'planes: for z in 0..nz {
             for y in 0..ny {
                 let line = (y + ny * z) as usize;
                 let fit = s.fit[line];
@@ -214,6 +223,11 @@ impl Shapes {
                 let (value, at) = highest(fit, &score);
                 if best.is_none_or(|(top, _)| value > top) {
                     best = Some((value, [at.trailing_zeros(), y, z]));
+                    // Nothing scores above 12, and later lines hold only
+                    // higher origin nodes, so the first 12 is the answer.
+                    if value == PERFECT {
+                        break 'planes;
+                    }
                 }
             }
         }
@@ -315,11 +329,26 @@ impl Allocator for Shapes {
     }
 }
 
+/// The highest score: all six faces against busy nodes or walls.
+const PERFECT: u32 = 12;
+
 /// Adds one face: 1 where some node across it is busy, 1 more where all
 /// are (both given as masks over origins x).
+///
+/// "All busy" implies "some busy", so the face is the 2-bit number
+/// `all_busy`:`any_busy ^ all_busy`, added to the counters with one ripple
+/// of carries instead of two increments.
 fn add_face(score: &mut [u64; 4], all_busy: u64, any_busy: u64) {
-    add_bits(score, any_busy);
-    add_bits(score, all_busy);
+    debug_assert_eq!(all_busy & !any_busy, 0, "all busy without some busy");
+    let (high, low) = (all_busy, any_busy ^ all_busy);
+    let carry0 = score[0] & low;
+    score[0] ^= low;
+    let one = score[1];
+    score[1] = one ^ high ^ carry0;
+    let carry1 = (one & high) | (carry0 & (one ^ high));
+    let carry2 = score[2] & carry1;
+    score[2] ^= carry1;
+    score[3] ^= carry2;
 }
 
 /// Adds a face of `a` nodes on one neighbouring line, from that line's
@@ -335,20 +364,7 @@ fn add_run_face(score: &mut [u64; 4], free_all: u64, free_any: u64, a: u32, nx: 
 
 /// A face spanning its whole dimension: nothing lies across it (2).
 fn add_wall(score: &mut [u64; 4]) {
-    add_bits(score, u64::MAX);
-    add_bits(score, u64::MAX);
-}
-
-/// Bit-sliced increment: adds 1 to the 4-bit counter of every set bit.
-fn add_bits(counter: &mut [u64; 4], mut carry: u64) {
-    for plane in counter.iter_mut() {
-        if carry == 0 {
-            return;
-        }
-        let next = *plane & carry;
-        *plane ^= carry;
-        carry = next;
-    }
+    add_face(score, u64::MAX, u64::MAX);
 }
 
 /// The highest score among the origins in `fit`, and the origins having it.
