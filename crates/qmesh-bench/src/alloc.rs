@@ -44,19 +44,7 @@ fn size(rng: &mut XorShift, cap: u32) -> u32 {
 
 /// The layouts the issue names, with their allocators.
 fn layouts() -> Vec<(&'static str, Topology, u32)> {
-    let shapes: BTreeMap<u32, [u32; 3]> = [
-        (1, [1, 1, 1]),
-        (2, [2, 1, 1]),
-        (4, [2, 2, 1]),
-        (8, [2, 2, 2]),
-        (16, [4, 2, 2]),
-        (32, [4, 4, 2]),
-        (64, [4, 4, 4]),
-        (128, [8, 4, 4]),
-        (256, [8, 8, 4]),
-    ]
-    .into_iter()
-    .collect();
+    let shapes: BTreeMap<u32, [u32; 3]> = BTreeMap::from(alloc::shapes::CUBE_SHAPES_16X8X8);
     let torus = |dims: &[u32], partition| Topology::Torus {
         dims: dims.to_vec(),
         partition,

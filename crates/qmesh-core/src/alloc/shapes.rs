@@ -330,6 +330,21 @@ impl Allocator for Shapes {
 }
 
 /// The highest score: all six faces against busy nodes or walls.
+/// A shape for every power of two up to 256 nodes on a 1,024-node
+/// 16×8×8 torus, each as near a cube as the size allows: the layout the
+/// benchmark and the tests use.
+pub const CUBE_SHAPES_16X8X8: [(u32, [u32; 3]); 9] = [
+    (1, [1, 1, 1]),
+    (2, [2, 1, 1]),
+    (4, [2, 2, 1]),
+    (8, [2, 2, 2]),
+    (16, [4, 2, 2]),
+    (32, [4, 4, 2]),
+    (64, [4, 4, 4]),
+    (128, [8, 4, 4]),
+    (256, [8, 8, 4]),
+];
+
 const PERFECT: u32 = 12;
 
 /// Adds one face: 1 where some node across it is busy, 1 more where all

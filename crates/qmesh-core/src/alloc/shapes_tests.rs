@@ -21,17 +21,7 @@ fn epcc() -> Shapes {
 
 /// 1,024 nodes, 16×8×8, a shape for every power of two to 256.
 fn t3d_1024() -> Shapes {
-    let shapes = BTreeMap::from([
-        (1, [1, 1, 1]),
-        (2, [2, 1, 1]),
-        (4, [2, 2, 1]),
-        (8, [2, 2, 2]),
-        (16, [4, 2, 2]),
-        (32, [4, 4, 2]),
-        (64, [4, 4, 4]),
-        (128, [8, 4, 4]),
-        (256, [8, 8, 4]),
-    ]);
+    let shapes = BTreeMap::from(CUBE_SHAPES_16X8X8);
     Shapes::new([16, 8, 8], shapes).unwrap()
 }
 
