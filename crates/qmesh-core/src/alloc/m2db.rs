@@ -43,7 +43,6 @@ mod pool;
 mod tests;
 mod tree;
 
-use std::cmp::Reverse;
 use std::fmt;
 use std::sync::Arc;
 
@@ -108,7 +107,7 @@ impl M2db {
         let (tree, pool) = (&*self.tree, &mut self.pool);
         let mut p = Placement {
             nodes: Vec::with_capacity(n as usize),
-            parts: Vec::with_capacity(1),
+            parts: Vec::with_capacity(4),
         };
         let area = |t: u32| tree.rect[t as usize].area();
         let anchor = match pool.smallest_free_at_least(tree, n) {
@@ -138,7 +137,7 @@ impl M2db {
         let a = tree.rect[anchor as usize];
         let mut near = pool.free_by_distance(tree, a);
         while left > 0 {
-            let Some(Reverse((_, t))) = near.pop() else {
+            let Some(t) = near.pop().map(pool::near_block) else {
                 break;
             };
             if area(t) <= left {
@@ -148,7 +147,7 @@ impl M2db {
                 pool.split(tree, t);
                 pool.split_near.push(t);
                 for k in tree.kids(t) {
-                    near.push(Reverse((corner_distance(a, tree.rect[k as usize]), k)));
+                    near.push(pool::near_key(corner_distance(a, tree.rect[k as usize]), k));
                 }
             }
         }
@@ -238,10 +237,20 @@ impl Allocator for M2db {
                 break;
             }
             let r = tree.rect[t as usize];
-            let rows = (r.y..r.y + r.h).map(|y| y * tree.width + r.x);
-            let block_nodes = rows.flat_map(|first| first..first + r.w);
             let run = &nodes[i..nodes.len().min(i + r.area() as usize)];
-            if run.len() != r.area() as usize || !run.iter().copied().eq(block_nodes) {
+            let rows = (r.y..r.y + r.h).map(|y| y * tree.width + r.x);
+            // Row by row, every node one past the last (no early exit, so
+            // the comparison runs on whole vectors).
+            let is_block = run.len() == r.area() as usize
+                && run
+                    .chunks_exact(r.w as usize)
+                    .zip(rows)
+                    .all(|(row, first)| {
+                        row.iter()
+                            .zip(first..)
+                            .fold(true, |same, (&v, want)| same & (v == want))
+                    });
+            if !is_block {
                 break;
             }
             pool.give_back(tree, t);

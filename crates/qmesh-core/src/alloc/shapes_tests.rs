@@ -167,7 +167,7 @@ fn shapes_must_hold_their_size_and_fit_the_torus() {
     assert!(bad(&[(64, [32, 2, 1])]).contains("does not fit the 16x4x4 torus"));
     assert!(bad(&[]).contains("no job shapes"));
     assert!(Shapes::new([0, 4, 4], BTreeMap::from([(1, [1, 1, 1])])).is_err());
-    assert!(Shapes::new([65, 1, 1], BTreeMap::from([(1, [1, 1, 1])])).is_err());
+    assert!(Shapes::new([129, 1, 1], BTreeMap::from([(1, [1, 1, 1])])).is_err());
 }
 
 #[test]
@@ -204,8 +204,32 @@ proptest! {
     }
 
     #[test]
+    fn odd_torus_one_row_per_word_keeps_the_allocator_promises(ops in ops(90)) {
+        prop_assert_eq!(check_allocator(&odd().row_per_word(), &ops), Ok(()));
+    }
+
+    #[test]
     fn t3d_1024_keeps_the_allocator_promises(ops in ops(256)) {
         prop_assert_eq!(check_allocator(&t3d_1024(), &ops), Ok(()));
+    }
+
+    /// A word per plane (the 16×8 planes fit one) and a word per row, the
+    /// layout of larger planes, choose the same boxes.
+    #[test]
+    fn both_word_layouts_place_alike(ops in ops(256)) {
+        let (mut planes, mut rows) = (t3d_1024(), t3d_1024().row_per_word());
+        let mut live = Vec::new();
+        for (place, n) in ops {
+            if place || live.is_empty() {
+                let (p, r) = (planes.allocate(n), rows.allocate(n));
+                prop_assert_eq!(&p, &r);
+                live.extend(p);
+            } else {
+                let p: Placement = live.swap_remove(n as usize % live.len());
+                planes.release(&p.nodes);
+                rows.release(&p.nodes);
+            }
+        }
     }
 }
 
@@ -382,11 +406,15 @@ proptest! {
         extent in (1u32..7, 1u32..6, 1u32..5),
         density in 0u32..4,
         draws in proptest::collection::vec(0u32..4, 6 * 5 * 4),
+        row_per_word: bool,
     ) {
         let dims = [dims.0, dims.1, dims.2];
         let extent = [extent.0.min(dims[0]), extent.1.min(dims[1]), extent.2.min(dims[2])];
         let size = extent.iter().product::<u32>();
         let mut t = Shapes::new(dims, BTreeMap::from([(size, extent)])).unwrap();
+        if row_per_word {
+            t = t.row_per_word();
+        }
         let taken: Vec<u32> = (0..t.capacity()).filter(|&i| draws[i as usize] < density).collect();
         t.occupy(&taken).unwrap();
         let want = oracle(&t, extent);

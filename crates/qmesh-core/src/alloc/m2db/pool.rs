@@ -26,8 +26,22 @@ pub(super) enum State {
 }
 
 /// Free blocks by distance to an anchor, nearest first (ties: first in
-/// the tree's order).
-pub(super) type Near = BinaryHeap<Reverse<(u64, u32)>>;
+/// the tree's order), each as one key: `near_key`.
+pub(super) type Near = BinaryHeap<Reverse<u64>>;
+
+/// A block's place in `Near`: its distance in the high half, the block in
+/// the low half, so one integer comparison orders by distance then tree
+/// order. Exact while distances fit 32 bits, which holds for meshes up to
+/// 16,384 nodes a side (the largest is 4 × (2 × 16,383²) < 2³²); beyond,
+/// distances saturate and farther blocks tie in tree order.
+pub(super) fn near_key(distance: u64, t: u32) -> Reverse<u64> {
+    Reverse(distance.min(u64::from(u32::MAX)) << 32 | u64::from(t))
+}
+
+/// The block of a `Near` key.
+pub(super) fn near_block(Reverse(key): Reverse<u64>) -> u32 {
+    key as u32
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Pool {
@@ -43,7 +57,7 @@ pub(super) struct Pool {
     pub split_near: Vec<u32>,
     /// Scratch for `allocate`: the storage of the `Near` heap. Empty
     /// between calls.
-    near: Vec<Reverse<(u64, u32)>>,
+    near: Vec<Reverse<u64>>,
 }
 
 pub(super) fn block(r: Rect) -> Part {
@@ -159,7 +173,7 @@ impl Pool {
                     let rank = (w - start) * 64 + word.trailing_zeros() as usize;
                     word &= word - 1;
                     let t = tree.class_members[c][rank];
-                    near.push(Reverse((corner_distance(anchor, tree.rect[t as usize]), t)));
+                    near.push(near_key(corner_distance(anchor, tree.rect[t as usize]), t));
                 }
             }
         }
