@@ -48,6 +48,7 @@ pub fn workload(nodes: usize, queued: usize, mode: Backfill) -> anyhow::Result<S
                 host: "h".into(),
             })
             .collect(),
+        attrs: Default::default(),
     };
     let mut state = State::new("bench", config, vec![set])?;
     state.set_host_up("h", true);

@@ -29,7 +29,7 @@ pub enum CoreError {
         value: String,
         why: String,
     },
-    #[error("unknown resource \"{name}\"; known resources: nodes, walltime, mem")]
+    #[error("unknown resource \"{name}\"; known resources: nodes, walltime, mem, ncpus, feature")]
     UnknownResource { name: String },
     #[error("bad job name \"{name}\": {why}")]
     BadJobName { name: String, why: String },
@@ -70,6 +70,16 @@ pub enum CoreError {
         queue: String,
         requested: u32,
         capacity: u32,
+    },
+    #[error(
+        "job asks for {requested} nodes with {needs} but queue \"{queue}\" reaches only {capacity} such nodes ({sets}); it could never run"
+    )]
+    NoMatchingNodes {
+        queue: String,
+        requested: u32,
+        needs: String,
+        capacity: u32,
+        sets: String,
     },
     #[error("job {id} does not exist; see qstat")]
     NoSuchJob { id: String },
@@ -160,6 +170,7 @@ impl CoreError {
             | BadJobName { .. }
             | BadPath { .. }
             | TooManyNodes { .. }
+            | NoMatchingNodes { .. }
             | TooFewNodes { .. }
             | WalltimeTooLong { .. }
             | ExceedsCapacity { .. }

@@ -275,6 +275,12 @@ pub struct Job {
     /// Bytes per node, if asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<u64>,
+    /// CPUs per node, if asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncpus: Option<u32>,
+    /// Features every node must have, if asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
     pub workdir: String,
     pub stdout_path: String,
     pub stderr_path: String,
@@ -338,6 +344,15 @@ fn no_holds(h: &Holds) -> bool {
 }
 
 impl Job {
+    /// What it needs of each node: only sets that have it may run it.
+    pub fn needs(&self) -> crate::node::NodeNeeds<'_> {
+        crate::node::NodeNeeds {
+            mem: self.mem,
+            cpus: self.ncpus,
+            features: &self.features,
+        }
+    }
+
     /// Seconds since it started (for running jobs), or that it ran.
     pub fn elapsed(&self, now: Time) -> Option<u64> {
         let start = self.stime?;

@@ -15,6 +15,7 @@ pub mod depend;
 pub mod error;
 pub mod job;
 pub mod node;
+pub mod node_group;
 pub mod qmgr;
 pub mod queue;
 pub mod reorder;

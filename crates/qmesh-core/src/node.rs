@@ -120,6 +120,82 @@ pub struct NodeSet {
     pub topology: Topology,
     /// In topology order (for a mesh: row by row).
     pub nodes: Vec<NodeDef>,
+    /// What every node of the set has (a set is homogeneous).
+    #[serde(default)]
+    pub attrs: NodeAttrs,
+}
+
+/// What each node of a set has: jobs asking for more do not run there.
+/// A set that declares no memory or CPUs is not checked for them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAttrs {
+    /// Bytes of memory per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<u64>,
+    /// CPUs per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Features (licensed software, "fat", "gpu"...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+}
+
+/// What a job needs of each of its nodes (`-l mem=`, `-l ncpus=`,
+/// `-l feature=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeNeeds<'a> {
+    pub mem: Option<u64>,
+    pub cpus: Option<u32>,
+    pub features: &'a [String],
+}
+
+impl NodeNeeds<'_> {
+    /// Whether the job needs anything of a node beyond being one.
+    pub fn any(&self) -> bool {
+        self.mem.is_some() || self.cpus.is_some() || !self.features.is_empty()
+    }
+
+    /// `mem=32gb, ncpus=8, feature=fat` for messages.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(mem) = self.mem {
+            parts.push(format!("mem={}", crate::resources::format_size(mem)));
+        }
+        if let Some(cpus) = self.cpus {
+            parts.push(format!("ncpus={cpus}"));
+        }
+        if !self.features.is_empty() {
+            parts.push(format!("feature={}", self.features.join(":")));
+        }
+        parts.join(", ")
+    }
+}
+
+impl NodeAttrs {
+    /// Whether every node of a set with these attributes serves `needs`.
+    pub fn satisfies(&self, needs: &NodeNeeds) -> bool {
+        needs
+            .mem
+            .is_none_or(|m| self.mem.is_none_or(|have| have >= m))
+            && needs
+                .cpus
+                .is_none_or(|c| self.cpus.is_none_or(|have| have >= c))
+            && needs.features.iter().all(|f| self.features.contains(f))
+    }
+
+    /// `mem=16gb, ncpus=4, feature=fat` (or `no attributes`).
+    pub fn describe(&self) -> String {
+        let needs = NodeNeeds {
+            mem: self.mem,
+            cpus: self.cpus,
+            features: &self.features,
+        };
+        if needs.any() {
+            needs.describe()
+        } else {
+            "no attributes".into()
+        }
+    }
 }
 
 /// A node at run time.
@@ -138,5 +214,42 @@ pub struct Node {
 impl Node {
     pub fn is_free(&self) -> bool {
         self.up && self.job.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_serves_needs_it_meets_and_does_not_check_what_it_does_not_declare() {
+        let fat = NodeAttrs {
+            mem: Some(64 << 30),
+            cpus: Some(16),
+            features: vec!["fat".into(), "nag".into()],
+        };
+        let plain = NodeAttrs::default();
+        let features = vec!["fat".to_string()];
+        let needs = NodeNeeds {
+            mem: Some(32 << 30),
+            cpus: Some(8),
+            features: &features,
+        };
+        assert!(fat.satisfies(&needs));
+        assert!(!plain.satisfies(&needs), "plain has no feature fat");
+        let no_features = NodeNeeds {
+            features: &[],
+            ..needs
+        };
+        assert!(
+            plain.satisfies(&no_features),
+            "undeclared memory is not checked"
+        );
+        let too_much = NodeNeeds {
+            mem: Some(128 << 30),
+            ..needs
+        };
+        assert!(!fat.satisfies(&too_much));
+        assert_eq!(needs.describe(), "mem=32gb, ncpus=8, feature=fat");
     }
 }

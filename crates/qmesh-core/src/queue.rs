@@ -54,6 +54,10 @@ pub struct Queue {
     /// The node sets its jobs run on; empty means all of them.
     #[serde(default)]
     pub node_sets: Vec<String>,
+    /// The node group its jobs run on, whose sets may change with the
+    /// calendar's periods; when set, it replaces `node_sets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
     /// Local times of day at which its jobs are reordered in group cascade
     /// order (EPCC); empty: only on command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -74,6 +78,7 @@ impl Queue {
             default_nodes: None,
             default_walltime: None,
             node_sets: Vec::new(),
+            node_group: None,
             reorder_times: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::account::Account;
+use crate::node_group::NodeGroup;
 use crate::queue::Queue;
 
 /// Server attributes (`qmgr -c "list server"`).
@@ -161,6 +162,9 @@ pub struct Config {
     /// Accounts by group name (`qmgr -c "create account c1"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub accounts: BTreeMap<String, Account>,
+    /// Node groups by name (`qmgr -c "create node_group short"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_groups: BTreeMap<String, NodeGroup>,
 }
 
 impl Config {

@@ -14,10 +14,10 @@ use crate::access::Caller;
 use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
-use crate::node::{Node, NodeSet};
+use crate::node::{Node, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
-use crate::submit::Submission;
+use crate::submit::{Reach, Submission};
 
 #[derive(Clone, Debug)]
 pub struct State {
@@ -67,6 +67,8 @@ pub struct PendingView {
     pub conditional: bool,
     /// Names an account (allocations, group limits, fair share apply).
     pub has_account: bool,
+    /// Needs memory, CPUs or features of its nodes: not every set serves it.
+    pub has_needs: bool,
 }
 
 impl PendingView {
@@ -79,6 +81,7 @@ impl PendingView {
             queued: job.state == JobState::Queued,
             conditional: !job.depend.is_empty() || job.start_after.is_some(),
             has_account: job.account.is_some(),
+            has_needs: job.needs().any(),
         }
     }
 }
@@ -313,14 +316,83 @@ impl State {
 
     /// Nodes the queue's jobs may ever use: the size of its node sets.
     pub fn capacity(&self, queue: &str) -> u32 {
+        self.reach(queue, &NodeNeeds::default()).nodes
+    }
+
+    /// The node sets (indices) the queue's jobs may use in some period.
+    pub fn sets_ever(&self, queue: &Queue) -> Vec<usize> {
+        match queue
+            .node_group
+            .as_ref()
+            .and_then(|g| self.config.node_groups.get(g))
+        {
+            Some(group) => group
+                .every_set()
+                .filter_map(|name| self.set_index(name))
+                .collect(),
+            None => (0..self.node_sets.len())
+                .filter(|&i| queue.uses_set(&self.node_sets[i].name))
+                .collect(),
+        }
+    }
+
+    /// The node sets (indices, in selection order) the queue's jobs may
+    /// use while the periods `active` names are on.
+    pub fn sets_now(&self, queue: &Queue, active: impl Fn(&str) -> bool) -> Vec<usize> {
+        match queue
+            .node_group
+            .as_ref()
+            .and_then(|g| self.config.node_groups.get(g))
+        {
+            Some(group) => group
+                .sets_in(active)
+                .iter()
+                .filter_map(|name| self.set_index(name))
+                .collect(),
+            None => (0..self.node_sets.len())
+                .filter(|&i| queue.uses_set(&self.node_sets[i].name))
+                .collect(),
+        }
+    }
+
+    /// Whether a calendar period is on at `now`. Until the calendar lands
+    /// every named period is off, so node groups use their default sets.
+    pub fn period_active(&self, _period: &str, _now: Time) -> bool {
+        false
+    }
+
+    pub fn set_index(&self, name: &str) -> Option<usize> {
+        self.node_sets.iter().position(|s| s.name == name)
+    }
+
+    /// How many nodes of the queue's sets (in any period) serve `needs`,
+    /// and which sets those are.
+    pub fn reach(&self, queue: &str, needs: &NodeNeeds) -> Reach {
         let Some(q) = self.config.queue(queue) else {
-            return 0;
+            return Reach::default();
         };
-        self.node_sets
-            .iter()
-            .filter(|set| q.uses_set(&set.name))
-            .map(|set| set.nodes.len() as u32)
-            .sum()
+        let mut reach = Reach::default();
+        let mut described = Vec::new();
+        for i in self.sets_ever(q) {
+            let set = &self.node_sets[i];
+            let serves = set.attrs.satisfies(needs);
+            if serves {
+                reach.nodes += set.nodes.len() as u32;
+            }
+            described.push(format!(
+                "{}: {} nodes, {}{}",
+                set.name,
+                set.nodes.len(),
+                set.attrs.describe(),
+                if serves { "" } else { ", not enough" }
+            ));
+        }
+        reach.sets = if described.is_empty() {
+            "no node sets".into()
+        } else {
+            described.join("; ")
+        };
+        reach
     }
 
     pub fn counts(&self, queue: &str) -> StateCounts {
@@ -358,7 +430,13 @@ impl State {
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
         let depend = self.dependencies_for(&submission.depend)?;
-        let mut job = submission.into_job(id, caller, &self.config, |q| self.capacity(q), now)?;
+        let mut job = submission.into_job(
+            id,
+            caller,
+            &self.config,
+            |q, needs| self.reach(q, needs),
+            now,
+        )?;
         job.depend = depend;
         self.check_accounts(&mut job)?;
         Ok(job)
@@ -604,13 +682,11 @@ impl State {
         names
     }
 
-    /// Nodes up in the node sets a queue may use.
+    /// Nodes up in the node sets a queue may use (in any period).
     pub fn up_for_queue(&self, queue: &Queue) -> usize {
-        self.node_sets
+        self.sets_ever(queue)
             .iter()
-            .zip(&self.up_per_set)
-            .filter(|(set, _)| queue.uses_set(&set.name))
-            .map(|(_, up)| up)
+            .map(|&i| self.up_per_set[i])
             .sum()
     }
 
@@ -868,6 +944,7 @@ pub(crate) mod tests {
                     host: "h".into(),
                 })
                 .collect(),
+            attrs: Default::default(),
         };
         let mut state = State::new("srv", config, vec![set]).unwrap();
         state.set_host_up("h", true);
@@ -1009,6 +1086,7 @@ pub(crate) mod tests {
                 name: "a".into(),
                 host: "h".into(),
             }],
+            attrs: Default::default(),
         };
         let err = State::new("s", Config::default(), vec![mesh]).unwrap_err();
         assert!(err.to_string().contains("lists 1 nodes"), "{err}");

@@ -6,6 +6,7 @@ use crate::Time;
 use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::{Holds, Job, JobId, JobState, Owner};
+use crate::node::NodeNeeds;
 use crate::resources::ResourceRequest;
 use crate::server::Config;
 use crate::time::format_hms;
@@ -35,18 +36,27 @@ pub struct Submission {
     pub start_after: Option<Time>,
 }
 
+/// The nodes a queue can reach for a job, and the sets it reaches them in
+/// (`s1: 16 of 32 nodes (mem=16gb)`), for the refusal's message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    pub nodes: u32,
+    pub sets: String,
+}
+
 /// The longest job name PBS accepts.
 const MAX_NAME: usize = 236;
 
 impl Submission {
     /// Builds the job it describes, or says why it cannot be queued.
-    /// `capacity` is the number of nodes the queue's node sets have.
+    /// `capacity` says how many nodes of the queue's node sets (in any
+    /// period) have what the job needs of a node.
     pub fn into_job(
         self,
         id: JobId,
         caller: &Caller,
         config: &Config,
-        capacity: impl Fn(&str) -> u32,
+        capacity: impl Fn(&str, &NodeNeeds) -> Reach,
         now: Time,
     ) -> Result<Job, CoreError> {
         let queue_name = match &self.queue {
@@ -96,12 +106,26 @@ impl Submission {
                 max: format_hms(max),
             });
         }
-        let reach = capacity(&queue_name);
-        if nodes > reach {
+        let needs = NodeNeeds {
+            mem: req.mem,
+            cpus: req.ncpus,
+            features: &req.features,
+        };
+        let reach = capacity(&queue_name, &needs);
+        if nodes > reach.nodes {
+            if needs.any() {
+                return Err(CoreError::NoMatchingNodes {
+                    queue: queue_name,
+                    requested: nodes,
+                    needs: needs.describe(),
+                    capacity: reach.nodes,
+                    sets: reach.sets,
+                });
+            }
             return Err(CoreError::ExceedsCapacity {
                 queue: queue_name,
                 requested: nodes,
-                capacity: reach,
+                capacity: reach.nodes,
             });
         }
 
@@ -138,6 +162,8 @@ impl Submission {
             nodes,
             walltime,
             mem: req.mem,
+            ncpus: req.ncpus,
+            features: req.features,
             workdir: self.workdir,
             stdout_path,
             stderr_path,
@@ -274,7 +300,16 @@ mod tests {
     }
 
     fn submit(sub: Submission) -> Result<Job, CoreError> {
-        sub.into_job(JobId(17), &alice(), &config(), |_| 16, now())
+        sub.into_job(
+            JobId(17),
+            &alice(),
+            &config(),
+            |_, _| Reach {
+                nodes: 16,
+                sets: String::new(),
+            },
+            now(),
+        )
     }
 
     fn basic() -> Submission {
@@ -373,7 +408,16 @@ mod tests {
             ..basic()
         };
         let err = sub
-            .into_job(JobId(1), &alice(), &cfg, |_| 16, now())
+            .into_job(
+                JobId(1),
+                &alice(),
+                &cfg,
+                |_, _| Reach {
+                    nodes: 16,
+                    sets: String::new(),
+                },
+                now(),
+            )
             .unwrap_err();
         assert!(matches!(
             err,

@@ -111,6 +111,8 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mtime: job.mtime.timestamp(),
         server_time: now.timestamp(),
         mem: job.mem,
+        ncpus: job.ncpus,
+        features: job.features.clone(),
         depend: qmesh_core::depend::format(&job.depend, server),
         start_after: unix(job.start_after),
         placement: job.placement.iter().map(ToString::to_string).collect(),
@@ -278,7 +280,16 @@ mod tests {
         };
         let now = chrono::DateTime::from_timestamp(1_000, 0).unwrap();
         let mut job = sub
-            .into_job(JobId(7), &caller, &config, |_| 4, now)
+            .into_job(
+                JobId(7),
+                &caller,
+                &config,
+                |_, _| qmesh_core::submit::Reach {
+                    nodes: 4,
+                    sets: String::new(),
+                },
+                now,
+            )
             .unwrap();
         job.depend = qmesh_core::depend::parse("afterok:3,afterany:4", "srv").unwrap();
         job.start_after = chrono::DateTime::from_timestamp(5_000, 0);

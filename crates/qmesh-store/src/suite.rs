@@ -33,6 +33,8 @@ pub fn sample_job(id: u64) -> Job {
         nodes: 4,
         walltime: 3600,
         mem: None,
+        ncpus: None,
+        features: Vec::new(),
         workdir: "/home/alice".into(),
         stdout_path: format!("/home/alice/job{id}.o{id}"),
         stderr_path: format!("/home/alice/job{id}.e{id}"),

@@ -68,6 +68,9 @@ pub struct FileConfig {
     pub queues: Vec<QueueSection>,
     #[serde(default, rename = "node_set")]
     pub node_sets: Vec<NodeSetSection>,
+    /// Ordered node sets per calendar period, named by queues.
+    #[serde(default, rename = "node_group")]
+    pub node_groups: Vec<qmesh_core::node_group::NodeGroup>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -153,6 +156,8 @@ pub struct QueueSection {
     pub default_walltime: Option<DurationSpec>,
     #[serde(default)]
     pub node_sets: Vec<String>,
+    /// A node group, in place of node_sets.
+    pub node_group: Option<String>,
 }
 
 fn yes() -> bool {
@@ -188,6 +193,13 @@ pub struct NodeSetSection {
     /// Explicit nodes: names, or { name = "n1", host = "h1" }.
     #[serde(default)]
     pub nodes: Vec<NodeEntry>,
+    /// Memory per node, e.g. "32gb": jobs asking more (-l mem) run elsewhere.
+    pub mem: Option<String>,
+    /// CPUs per node (-l ncpus).
+    pub cpus: Option<u32>,
+    /// Node features (-l feature=fat).
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 fn flat() -> String {
@@ -286,8 +298,7 @@ impl Settings {
         // Accounts are made with qmgr, not in the file.
         let mut config = Config {
             server,
-            queues: Default::default(),
-            accounts: Default::default(),
+            ..Config::default()
         };
         for q in &file.queues {
             let key = format!("queue \"{}\"", q.name);
@@ -310,6 +321,7 @@ impl Settings {
                 default_nodes: q.default_nodes,
                 default_walltime: walltime("default_walltime", &q.default_walltime)?,
                 node_sets: q.node_sets.clone(),
+                node_group: q.node_group.clone(),
                 ..Queue::new(&q.name)
             };
             if config.queues.insert(q.name.clone(), queue).is_some() {
@@ -340,6 +352,21 @@ impl Settings {
                 }
             }
         }
+        for group in &file.node_groups {
+            if config
+                .node_groups
+                .insert(group.name.clone(), group.clone())
+                .is_some()
+            {
+                return Err(invalid(
+                    format!("node_group \"{}\"", group.name),
+                    "is defined twice".into(),
+                ));
+            }
+        }
+        let set_names: Vec<&str> = node_sets.iter().map(|s| s.name.as_str()).collect();
+        qmesh_core::node_group::check(&config, &set_names)
+            .map_err(|(key, why)| invalid(key, why))?;
 
         Ok(Settings {
             server_name: s.name.clone(),
@@ -461,10 +488,27 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             })
             .collect::<Result<_, _>>()?
     };
+    let mem = spec
+        .mem
+        .as_deref()
+        .map(|m| {
+            qmesh_core::resources::parse_size(m).map_err(|why| format!("mem = \"{m}\": {why}"))
+        })
+        .transpose()?;
+    let features = spec
+        .features
+        .iter()
+        .map(|f| qmesh_core::resources::check_feature(f))
+        .collect::<Result<_, _>>()?;
     Ok(NodeSet {
         name: spec.name.clone(),
         topology,
         nodes,
+        attrs: qmesh_core::node::NodeAttrs {
+            mem,
+            cpus: spec.cpus,
+            features,
+        },
     })
 }
 

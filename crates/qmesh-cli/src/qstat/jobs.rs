@@ -201,6 +201,12 @@ where
     if let Some(mem) = job.mem {
         a.text("Resource_List.mem", format!("{}kb", mem / 1024));
     }
+    if let Some(ncpus) = job.ncpus {
+        a.int("Resource_List.ncpus", ncpus);
+    }
+    if !job.features.is_empty() {
+        a.text("Resource_List.feature", job.features.join(":"));
+    }
     if let Some(used) = elapsed(job, now) {
         a.text("resources_used.walltime", format_hms(used));
     }

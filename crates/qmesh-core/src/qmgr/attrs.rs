@@ -20,6 +20,7 @@ pub const QUEUE_ATTRS: &[(&str, &[&str])] = &[
     ("resources_default.nodes", &["default_nodes"]),
     ("resources_default.walltime", &["default_walltime"]),
     ("node_sets", &["node_set"]),
+    ("node_group", &[]),
     ("enabled", &[]),
     ("started", &[]),
     ("reorder_times", &[]),
@@ -174,6 +175,7 @@ pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), S
         "resources_default.nodes" => q.default_nodes = Some(parse_count(name, value)?),
         "resources_default.walltime" => q.default_walltime = Some(parse_secs(name, value)?),
         "node_sets" => update_list(&mut q.node_sets, name, op, value)?,
+        "node_group" => q.node_group = Some(value.trim().to_string()).filter(|g| !g.is_empty()),
         "enabled" => q.enabled = parse_bool(name, value)?,
         "started" => q.started = parse_bool(name, value)?,
         "reorder_times" => set_reorder_times(q, op, value)?,
@@ -193,6 +195,7 @@ pub fn unset_queue(q: &mut Queue, name: &str) {
         "resources_default.nodes" => q.default_nodes = None,
         "resources_default.walltime" => q.default_walltime = None,
         "node_sets" => q.node_sets.clear(),
+        "node_group" => q.node_group = None,
         "enabled" => q.enabled = fresh.enabled,
         "started" => q.started = fresh.started,
         "reorder_times" => q.reorder_times.clear(),
@@ -226,6 +229,9 @@ pub fn queue_values(q: &Queue) -> Vec<(&'static str, String)> {
     );
     if !q.node_sets.is_empty() {
         out.push(("node_sets", q.node_sets.join(",")));
+    }
+    if let Some(group) = &q.node_group {
+        out.push(("node_group", group.clone()));
     }
     if q.enabled != fresh.enabled {
         out.push(("enabled", show_bool(q.enabled)));

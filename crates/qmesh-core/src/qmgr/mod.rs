@@ -7,6 +7,7 @@
 mod account;
 mod attrs;
 mod lex;
+mod node_group;
 mod parse;
 mod print;
 
@@ -69,6 +70,10 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::DeleteAccount(..)
         | Action::SetAccount(..)
         | Action::UnsetAccount(..) => Role::Manager,
+        Action::CreateNodeGroup(..)
+        | Action::DeleteNodeGroup(..)
+        | Action::SetNodeGroup(..)
+        | Action::UnsetNodeGroup(..) => Role::Manager,
         Action::SetServer(list)
             if list
                 .iter()
@@ -214,6 +219,14 @@ fn apply(
         | Action::ListAccount(..) => {
             account::apply(action, config, state, outcome)?;
         }
+        Action::CreateNodeGroup(..)
+        | Action::DeleteNodeGroup(..)
+        | Action::SetNodeGroup(..)
+        | Action::UnsetNodeGroup(..)
+        | Action::ListNodeGroup(..)
+        | Action::ListNodeSet(..) => {
+            node_group::apply(action, config, state, outcome)?;
+        }
         Action::Quit => outcome.quit = true,
     }
     Ok(())
@@ -221,6 +234,8 @@ fn apply(
 
 /// Cross-checks after each change, so the error names the line that broke it.
 fn validate(config: &Config, state: &State) -> Result<(), String> {
+    let set_names: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();
+    crate::node_group::check(config, &set_names).map_err(|(key, why)| format!("{key}: {why}"))?;
     if let Some(dq) = &config.server.default_queue
         && !config.queues.contains_key(dq)
     {

@@ -57,6 +57,14 @@ pub enum Action {
     UnsetAccount(Vec<String>, Vec<String>),
     /// Empty: all accounts.
     ListAccount(Vec<String>),
+    CreateNodeGroup(Vec<String>, Vec<Assignment>),
+    DeleteNodeGroup(Vec<String>),
+    SetNodeGroup(Vec<String>, Vec<Assignment>),
+    UnsetNodeGroup(Vec<String>, Vec<String>),
+    /// Empty: all node groups.
+    ListNodeGroup(Vec<String>),
+    /// Empty: all node sets (read only: they come from the daemon's file).
+    ListNodeSet(Vec<String>),
     Help(Option<String>),
     Quit,
     /// Reorders the queues' pending jobs in group cascade order (EPCC): it
@@ -79,6 +87,10 @@ impl Action {
                 | Action::DeleteAccount(..)
                 | Action::SetAccount(..)
                 | Action::UnsetAccount(..)
+                | Action::CreateNodeGroup(..)
+                | Action::DeleteNodeGroup(..)
+                | Action::SetNodeGroup(..)
+                | Action::UnsetNodeGroup(..)
         )
     }
 }
@@ -210,12 +222,20 @@ impl Parser {
             "s" | "server" => self.server_command(verb),
             "a" | "account" | "accounts" => self.account_command(verb),
             "per_request" if matches!(verb, "s" | "set") => self.per_request(),
+            "node_group" | "node_groups" | "ng" => self.node_group_command(verb),
+            "node_set" | "node_sets" | "ns" => match verb {
+                "l" | "list" | "p" | "print" => Ok(Action::ListNodeSet(self.names()?)),
+                _ => Err("node sets come from the daemon's configuration file; \
+                          qmgr lists them: list node_set"
+                    .into()),
+            },
             "n" | "node" | "nodes" => Err(
                 "nodes are configured in the daemon's node sets (the TOML file), not with qmgr yet"
                     .into(),
             ),
             other => Err(format!(
-                "unknown object \"{other}\"; objects: server, queue, account (and set per_request)"
+                "unknown object \"{other}\"; objects: server, queue, account, node_group, \
+                 node_set (and set per_request)"
             )),
         }
     }
@@ -356,6 +376,28 @@ impl Parser {
                     "accounts are printed by print server; use list account to see one".into(),
                 );
             }
+        })
+    }
+
+    fn node_group_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list" | "p" | "print") {
+            return Err("name the node group".into());
+        }
+        Ok(match verb {
+            "c" | "create" => Action::CreateNodeGroup(names, self.assignments()?),
+            "d" | "delete" => Action::DeleteNodeGroup(names),
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err(
+                        "name the attributes to set: set node_group NAME sets = s1,s2".into(),
+                    );
+                }
+                Action::SetNodeGroup(names, attrs)
+            }
+            "u" | "unset" => Action::UnsetNodeGroup(names, self.attribute_names()?),
+            _ => Action::ListNodeGroup(names),
         })
     }
 

@@ -93,7 +93,8 @@ pub fn print_queue(q: &Queue) -> String {
 
 /// qmgr commands that recreate `config` from an empty one.
 pub fn print_server(config: &Config) -> String {
-    let mut out = String::from("#\n# Create queues and set their attributes.\n");
+    let mut out = super::node_group::print(config);
+    out.push_str("#\n# Create queues and set their attributes.\n");
     for q in config.queues.values() {
         out.push_str(&print_queue(q));
     }
@@ -230,10 +231,22 @@ mod tests {
             1u64..100,
             any::<bool>(),
             proptest::collection::vec(arb_account(), 0..3),
+            proptest::collection::vec(("[a-z][a-z0-9_]{0,7}", any::<bool>(), 0usize..3), 0..3),
         )
             .prop_map(
-                |(a, b, scheduling, managers, kill_delay, default, accounts)| {
+                |(mut a, b, scheduling, managers, kill_delay, default, accounts, groups)| {
                     let mut config = Config::default();
+                    for (name, default_sets, periods) in groups {
+                        let mut group = crate::node_group::NodeGroup::new(&name);
+                        if default_sets {
+                            group.set_sets(None, vec!["local".into()]);
+                        }
+                        for p in ["prime", "NIGHT", "weekend"].into_iter().take(periods) {
+                            group.set_sets(Some(p), vec!["local".into()]);
+                        }
+                        a.node_group = Some(name.clone());
+                        config.node_groups.insert(name, group);
+                    }
                     config.queues.insert(a.name.clone(), a);
                     config.queues.insert(b.name.clone(), b);
                     config.server.scheduling = scheduling;

@@ -377,3 +377,5 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_node_sets;

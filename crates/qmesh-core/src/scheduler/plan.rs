@@ -103,9 +103,8 @@ impl<'a> Planner<'a> {
             .queues
             .values()
             .map(|q| {
-                let allowed: Rc<[usize]> = (0..sets.len())
-                    .filter(|&s| q.uses_set(&sets[s].name))
-                    .collect();
+                let allowed: Rc<[usize]> =
+                    state.sets_now(q, |p| state.period_active(p, now)).into();
                 (q.started, allowed)
             })
             .collect();
@@ -187,7 +186,21 @@ impl<'a> Planner<'a> {
         if view.has_account && job().is_some_and(|job| state.allocation_short(job)) {
             return entry(Status::Waiting, Some(Reason::Allocation), None);
         }
-        let sets = &sets[..];
+        // A job that needs more of a node than some sets have uses the others.
+        let fitting: Vec<usize>;
+        let sets = match job().filter(|_| view.has_needs) {
+            Some(job) => {
+                let needs = job.needs();
+                let all = state.node_sets();
+                fitting = sets
+                    .iter()
+                    .copied()
+                    .filter(|&s| all[s].attrs.satisfies(&needs))
+                    .collect();
+                &fitting[..]
+            }
+            None => &sets[..],
+        };
         let n = view.nodes as usize;
         let reachable: usize = sets.iter().map(|&s| self.up[s]).sum();
         if reachable < n {
