@@ -2,7 +2,44 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use crate::reorder::TimeOfDay;
+
+/// What a queue's running jobs undergo when its period ends (EPCC: batch
+/// jobs aborted at the end of each configuration, interactive work flows
+/// through).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeriodEnd {
+    /// They run on.
+    #[default]
+    Continue,
+    /// They are killed; the scheduler starts none that would be.
+    Kill,
+    /// They are killed and queued again; the scheduler starts none that
+    /// would be.
+    Requeue,
+}
+
+impl PeriodEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeriodEnd::Continue => "continue",
+            PeriodEnd::Kill => "kill",
+            PeriodEnd::Requeue => "requeue",
+        }
+    }
+
+    pub fn is_continue(&self) -> bool {
+        *self == PeriodEnd::Continue
+    }
+
+    /// Whether jobs must end before the period does.
+    pub fn ends_jobs(self) -> bool {
+        self != PeriodEnd::Continue
+    }
+}
 
 /// Execution queues run jobs. (Pipe, or routing, queues come with the
 /// routing issue; the type is here so stored queues keep their meaning.)
@@ -58,6 +95,26 @@ pub struct Queue {
     /// calendar's periods; when set, it replaces `node_sets`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_group: Option<String>,
+    /// Calendar periods in which its jobs may start (EPCC: a DAY queue);
+    /// empty: always.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub periods: Vec<String>,
+    /// Its priority while a period is on, in place of `priority` (EPCC:
+    /// the queue order reversed on Monday nights); the highest of the
+    /// periods on wins.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub period_priority: BTreeMap<String, i32>,
+    /// What happens to its running jobs when its periods end or their
+    /// nodes leave its node group.
+    #[serde(default, skip_serializing_if = "PeriodEnd::is_continue")]
+    pub period_end: PeriodEnd,
+    /// Seconds before such an end at which its jobs get `warning_signal`,
+    /// so they can checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_end_warning: Option<u64>,
+    /// The warning signal (default SIGUSR1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning_signal: Option<String>,
     /// Local times of day at which its jobs are reordered in group cascade
     /// order (EPCC); empty: only on command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,6 +136,11 @@ impl Queue {
             default_walltime: None,
             node_sets: Vec::new(),
             node_group: None,
+            periods: Vec::new(),
+            period_priority: BTreeMap::new(),
+            period_end: PeriodEnd::Continue,
+            period_end_warning: None,
+            warning_signal: None,
             reorder_times: Vec::new(),
         }
     }

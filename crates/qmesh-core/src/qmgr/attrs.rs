@@ -5,7 +5,7 @@
 //! uses the PBS name, so `print server` output reads the same to a PBS admin.
 
 use super::parse::Op;
-use crate::queue::{Queue, QueueType};
+use crate::queue::{PeriodEnd, Queue, QueueType};
 use crate::reorder::TimeOfDay;
 use crate::server::{Backfill, JobOrder, ServerAttrs};
 use crate::time::{format_hms, parse_duration};
@@ -21,6 +21,10 @@ pub const QUEUE_ATTRS: &[(&str, &[&str])] = &[
     ("resources_default.walltime", &["default_walltime"]),
     ("node_sets", &["node_set"]),
     ("node_group", &[]),
+    ("periods", &["period"]),
+    ("period_end", &[]),
+    ("period_end_warning", &[]),
+    ("warning_signal", &[]),
     ("enabled", &[]),
     ("started", &[]),
     ("reorder_times", &[]),
@@ -147,8 +151,62 @@ pub(super) fn scalar_only(name: &str, op: Op) -> Result<(), String> {
     }
 }
 
+/// `priority.NIGHT`: the period a per-period priority names, if it is one.
+fn period_of_priority(name: &str) -> Option<&str> {
+    let (head, period) = name.split_once('.')?;
+    (head.eq_ignore_ascii_case("priority") && !period.is_empty()).then_some(period)
+}
+
+/// Sets a queue attribute as written (aliases and `priority.PERIOD`).
+pub fn set_queue_named(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
+    if let Some(period) = period_of_priority(name) {
+        scalar_only(name, op)?;
+        q.period_priority
+            .insert(period.to_string(), parse_priority(value)?);
+        return Ok(());
+    }
+    set_queue(q, canonical(QUEUE_ATTRS, name, "a queue")?, op, value)
+}
+
+/// Unsets a queue attribute as written (aliases and `priority.PERIOD`).
+pub fn unset_queue_named(q: &mut Queue, name: &str) -> Result<(), String> {
+    if let Some(period) = period_of_priority(name) {
+        q.period_priority.remove(period);
+        return Ok(());
+    }
+    unset_queue(q, canonical(QUEUE_ATTRS, name, "a queue")?);
+    Ok(())
+}
+
+fn parse_priority(value: &str) -> Result<i32, String> {
+    match value.parse::<i32>() {
+        Ok(p) if (-1024..=1023).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "\"{value}\" is not a priority; write a whole number from -1024 to 1023"
+        )),
+    }
+}
+
+/// A signal as PBS and Slurm users write it: `SIGUSR1`, `USR1` or `10`.
+pub fn check_signal(value: &str) -> Result<String, String> {
+    let v = value.trim().to_ascii_uppercase();
+    let name = v.strip_prefix("SIG").unwrap_or(&v);
+    const NAMES: [&str; 10] = [
+        "HUP", "INT", "QUIT", "USR1", "USR2", "TERM", "CONT", "STOP", "WINCH", "URG",
+    ];
+    if NAMES.contains(&name) {
+        return Ok(format!("SIG{name}"));
+    }
+    match name.parse::<u8>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n.to_string()),
+        _ => Err(format!(
+            "\"{value}\" is not a signal; write e.g. SIGUSR1, USR2 or a number"
+        )),
+    }
+}
+
 pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
-    if !matches!(name, "node_sets" | "reorder_times") {
+    if !matches!(name, "node_sets" | "reorder_times" | "periods") {
         scalar_only(name, op)?;
     }
     match name {
@@ -176,6 +234,21 @@ pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), S
         "resources_default.walltime" => q.default_walltime = Some(parse_secs(name, value)?),
         "node_sets" => update_list(&mut q.node_sets, name, op, value)?,
         "node_group" => q.node_group = Some(value.trim().to_string()).filter(|g| !g.is_empty()),
+        "periods" => update_list(&mut q.periods, name, op, value)?,
+        "period_end" => {
+            q.period_end = match value.to_ascii_lowercase().as_str() {
+                "continue" => PeriodEnd::Continue,
+                "kill" => PeriodEnd::Kill,
+                "requeue" => PeriodEnd::Requeue,
+                _ => {
+                    return Err(format!(
+                        "\"{value}\" is not a value for period_end; write continue, kill or requeue"
+                    ));
+                }
+            }
+        }
+        "period_end_warning" => q.period_end_warning = Some(parse_secs(name, value)?),
+        "warning_signal" => q.warning_signal = Some(check_signal(value)?),
         "enabled" => q.enabled = parse_bool(name, value)?,
         "started" => q.started = parse_bool(name, value)?,
         "reorder_times" => set_reorder_times(q, op, value)?,
@@ -196,6 +269,10 @@ pub fn unset_queue(q: &mut Queue, name: &str) {
         "resources_default.walltime" => q.default_walltime = None,
         "node_sets" => q.node_sets.clear(),
         "node_group" => q.node_group = None,
+        "periods" => q.periods.clear(),
+        "period_end" => q.period_end = PeriodEnd::Continue,
+        "period_end_warning" => q.period_end_warning = None,
+        "warning_signal" => q.warning_signal = None,
         "enabled" => q.enabled = fresh.enabled,
         "started" => q.started = fresh.started,
         "reorder_times" => q.reorder_times.clear(),
@@ -205,7 +282,18 @@ pub fn unset_queue(q: &mut Queue, name: &str) {
 
 /// The attributes that differ from a new queue's, with PBS names and values.
 /// `queue_type` is always shown.
-pub fn queue_values(q: &Queue) -> Vec<(&'static str, String)> {
+pub fn queue_values(q: &Queue) -> Vec<(String, String)> {
+    let mut out = queue_fixed_values(q)
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect::<Vec<_>>();
+    for (period, p) in &q.period_priority {
+        out.push((format!("priority.{period}"), p.to_string()));
+    }
+    out
+}
+
+fn queue_fixed_values(q: &Queue) -> Vec<(&'static str, String)> {
     let fresh = Queue::new(&q.name);
     let mut out = vec![("queue_type", "Execution".to_string())];
     if q.priority != fresh.priority {
@@ -232,6 +320,18 @@ pub fn queue_values(q: &Queue) -> Vec<(&'static str, String)> {
     }
     if let Some(group) = &q.node_group {
         out.push(("node_group", group.clone()));
+    }
+    if !q.periods.is_empty() {
+        out.push(("periods", q.periods.join(",")));
+    }
+    if q.period_end.ends_jobs() {
+        out.push(("period_end", q.period_end.as_str().to_string()));
+    }
+    if let Some(secs) = q.period_end_warning {
+        out.push(("period_end_warning", format_hms(secs)));
+    }
+    if let Some(signal) = &q.warning_signal {
+        out.push(("warning_signal", signal.clone()));
     }
     if q.enabled != fresh.enabled {
         out.push(("enabled", show_bool(q.enabled)));

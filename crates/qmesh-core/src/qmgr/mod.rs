@@ -136,8 +136,7 @@ fn apply(
                 }
                 let mut queue = Queue::new(name);
                 for a in assigns {
-                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, &a.name, "a queue")?;
-                    attrs::set_queue(&mut queue, attr, a.op, &a.value)?;
+                    attrs::set_queue_named(&mut queue, &a.name, a.op, &a.value)?;
                 }
                 config.queues.insert(name.clone(), queue);
             }
@@ -163,8 +162,7 @@ fn apply(
             for name in names {
                 let queue = queue_mut(config, name)?;
                 for a in assigns {
-                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, &a.name, "a queue")?;
-                    attrs::set_queue(queue, attr, a.op, &a.value)?;
+                    attrs::set_queue_named(queue, &a.name, a.op, &a.value)?;
                 }
             }
         }
@@ -172,8 +170,7 @@ fn apply(
             for name in names {
                 let queue = queue_mut(config, name)?;
                 for a in attr_names {
-                    let attr = attrs::canonical(attrs::QUEUE_ATTRS, a, "a queue")?;
-                    attrs::unset_queue(queue, attr);
+                    attrs::unset_queue_named(queue, a)?;
                 }
             }
         }

@@ -33,8 +33,11 @@ pub fn list_queue(q: &Queue, state: &State) -> String {
     let mut values = attrs::queue_values(q);
     // Show enabled and started even at their defaults: admins look for them.
     for (name, v) in [("enabled", q.enabled), ("started", q.started)] {
-        if !values.iter().any(|(n, _)| *n == name) {
-            values.push((name, if v { "True" } else { "False" }.to_string()));
+        if !values.iter().any(|(n, _)| n == name) {
+            values.push((
+                name.to_string(),
+                if v { "True" } else { "False" }.to_string(),
+            ));
         }
     }
     for (name, value) in values {
@@ -157,7 +160,7 @@ mod tests {
     use super::*;
     use crate::access::Role;
     use crate::account::Account;
-    use crate::queue::Queue;
+    use crate::queue::{PeriodEnd, Queue};
     use crate::state::tests::{caller, state};
     use proptest::prelude::*;
 
@@ -197,6 +200,26 @@ mod tests {
                     q
                 },
             )
+            .prop_flat_map(|q| {
+                (
+                    Just(q),
+                    proptest::sample::subsequence(vec!["prime", "NIGHT", "weekend"], 0..3),
+                    proptest::collection::btree_map("[A-Za-z][a-z_]{0,6}", -1024i32..1024, 0..3),
+                    0usize..3,
+                    proptest::option::of(60u64..7200),
+                    proptest::option::of(proptest::sample::select(vec![
+                        "SIGUSR1", "SIGUSR2", "15",
+                    ])),
+                )
+            })
+            .prop_map(|(mut q, periods, priorities, end, warning, signal)| {
+                q.periods = periods.into_iter().map(String::from).collect();
+                q.period_priority = priorities;
+                q.period_end = [PeriodEnd::Continue, PeriodEnd::Kill, PeriodEnd::Requeue][end];
+                q.period_end_warning = warning;
+                q.warning_signal = signal.map(String::from);
+                q
+            })
     }
 
     fn arb_account() -> impl Strategy<Value = Account> {
