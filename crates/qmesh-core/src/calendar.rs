@@ -36,6 +36,7 @@
 mod change;
 mod holiday;
 mod local;
+mod pbs;
 mod period;
 mod span;
 
@@ -50,6 +51,7 @@ use serde::{Deserialize, Serialize};
 
 pub use change::HORIZON_DAYS;
 pub use holiday::{Holiday, HolidayDate};
+pub use pbs::import_pbs_holidays;
 pub use period::{ALWAYS, BUILT_IN, NON_PRIME, PRIME, Period, check_name};
 pub use span::{DayRange, Days, End, Hours, Span};
 
@@ -87,6 +89,12 @@ pub enum CalendarError {
     BuiltInPeriod { name: String },
     #[error("period \"{name}\" is not defined; the calendar has {known}")]
     UnknownPeriod { name: String, known: String },
+    #[error("holidays file line {line_no} \"{line}\": {why}")]
+    PbsHolidays {
+        line_no: usize,
+        line: String,
+        why: String,
+    },
 }
 
 /// What a site says about its week (the daemon's `[calendar]` table).

@@ -1,6 +1,6 @@
 //! The calendar against explicit instants: prime time and holidays, the
-//! EPCC periods, time zones on their daylight-saving days, the text and
-//! TOML forms, and a property tying `next_change` to
+//! EPCC periods, time zones on their daylight-saving days, the PBS import,
+//! the text and TOML forms, and a property tying `next_change` to
 //! `is_active`.
 
 use chrono::{Duration, TimeZone, Utc};
@@ -490,6 +490,109 @@ fn toml_errors_name_the_bad_text() {
     ] {
         let err = toml::from_str::<Calendar>(text).unwrap_err().to_string();
         assert!(err.contains(part), "{text}: {err}");
+    }
+}
+
+// ---- the PBS holidays file ----
+
+const PBS_FILE: &str = "\
+*
+* holidays - prime time and holidays for 2026
+*
+HOLIDAYFILE_VERSION1
+YEAR\t2026
+*
+*\tPrime\tNon-Prime
+* Day\tStart\tStart
+*
+weekday\t0000\t1730
+friday\t0800\t1600   * early finish
+saturday\tnone\tall
+sunday\tnone\tall
+*
+* Day of\tCalendar\tCompany
+* Year\t\tDate\t\tHoliday
+*
+1\tJan 1\tNew Year's Day
+96\tApr 6\tEaster Monday
+359\tDec 25\tChristmas Day
+360\tDec 26\tBoxing Day
+";
+
+#[test]
+fn a_pbs_holidays_file_imports() {
+    let (prime, holidays) = import_pbs_holidays(PBS_FILE).unwrap();
+    assert_eq!(prime, spans(&["Mon-Thu 00:00-17:30", "Fri 08:00-16:00"]));
+    let dates: Vec<String> = holidays.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        dates,
+        [
+            "2026-01-01 New Year's Day",
+            "2026-04-06 Easter Monday",
+            "2026-12-25 Christmas Day",
+            "2026-12-26 Boxing Day"
+        ]
+    );
+    let cal = Calendar {
+        prime_time: prime,
+        holidays,
+        ..Calendar::default()
+    };
+    assert!(cal.is_prime(utc(2026, 1, 5, 0, 0))); // Monday midnight: the 0000 start
+    assert!(!cal.is_prime(utc(2026, 1, 5, 17, 30)));
+    assert!(!cal.is_prime(utc(2026, 1, 9, 7, 59))); // Friday
+    assert!(cal.is_prime(utc(2026, 1, 9, 8, 0)));
+    assert!(!cal.is_prime(utc(2026, 1, 10, 12, 0))); // Saturday
+    assert!(!cal.is_prime(utc(2026, 4, 6, 12, 0))); // Easter Monday
+    assert!(!cal.is_prime(utc(2026, 1, 1, 12, 0))); // a Thursday holiday
+}
+
+#[test]
+fn pbs_errors_carry_the_line_number_and_the_line() {
+    for (text, line_no, part) in [
+        (
+            "YEAR 2026\n*\nweekday 9am 1730",
+            3,
+            "\"9am\" is not a start",
+        ),
+        ("weekday 0900 2500", 1, "\"2500\" is not a start"),
+        (
+            "weekday 0900",
+            1,
+            "expected weekday PRIME_START NONPRIME_START",
+        ),
+        ("1 Jan 1 New Year's Day", 1, "needs the YEAR line above it"),
+        (
+            "YEAR 2026\n359 Dec 24 Christmas",
+            2,
+            "day 359 of 2026 is Dec 25, not Dec 24",
+        ),
+        ("YEAR 2026\n366 Dec 32 Nothing", 2, "2026 has no day 366"),
+        ("YEAR 26", 1, "expected YEAR yyyy"),
+        ("YEAR 2026\nYEAR 2027", 2, "a second YEAR line"),
+        (
+            "* fine\nweekdays 0900 1700",
+            2,
+            "\"weekdays\" is not a keyword",
+        ),
+    ] {
+        let err = import_pbs_holidays(text).unwrap_err();
+        let CalendarError::PbsHolidays {
+            line_no: n,
+            ref line,
+            ..
+        } = err
+        else {
+            panic!("{text}: {err}");
+        };
+        assert_eq!(n, line_no, "{text}");
+        assert_eq!(Some(line.as_str()), text.lines().nth(line_no - 1), "{text}");
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!("holidays file line {line_no} ")),
+            "{message}"
+        );
+        assert!(message.contains(part), "{text}: {message}");
     }
 }
 
