@@ -11,6 +11,7 @@
 pub mod access;
 pub mod account;
 pub mod alloc;
+pub mod calendar;
 pub mod depend;
 pub mod error;
 pub mod job;
