@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::account::Account;
+use crate::calendar::Calendar;
 use crate::node_group::NodeGroup;
 use crate::queue::Queue;
 
@@ -165,9 +166,54 @@ pub struct Config {
     /// Node groups by name (`qmgr -c "create node_group short"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_groups: BTreeMap<String, NodeGroup>,
+    /// The site's week: time zone, prime time, holidays, named periods.
+    #[serde(default, skip_serializing_if = "is_default_calendar")]
+    pub calendar: Calendar,
+}
+
+fn is_default_calendar(calendar: &Calendar) -> bool {
+    *calendar == Calendar::default()
 }
 
 impl Config {
+    /// Every period name something refers to exists in the calendar:
+    /// queues' periods and per-period priorities, node groups' periods.
+    /// The error names the referrer and the period.
+    pub fn check_periods(&self) -> Result<(), String> {
+        let known = self.calendar.period_names();
+        let missing = |name: &String| !known.contains(name);
+        let hint = || {
+            format!(
+                "periods: {}; see qmgr -c \"list calendar\"",
+                known.join(", ")
+            )
+        };
+        for q in self.queues.values() {
+            if let Some(p) = q
+                .periods
+                .iter()
+                .chain(q.period_priority.keys())
+                .find(|p| missing(p))
+            {
+                return Err(format!(
+                    "queue \"{}\": period \"{p}\" does not exist; {}",
+                    q.name,
+                    hint()
+                ));
+            }
+        }
+        for g in self.node_groups.values() {
+            if let Some(p) = g.periods.iter().map(|p| &p.period).find(|p| missing(p)) {
+                return Err(format!(
+                    "node group \"{}\": period \"{p}\" does not exist; {}",
+                    g.name,
+                    hint()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.get(name)
     }

@@ -355,10 +355,10 @@ impl State {
         }
     }
 
-    /// Whether a calendar period is on at `now`. Until the calendar lands
-    /// every named period is off, so node groups use their default sets.
-    pub fn period_active(&self, _period: &str, _now: Time) -> bool {
-        false
+    /// Whether a calendar period is on at `now` (an unknown one is off;
+    /// qmgr refuses to name one).
+    pub fn period_active(&self, period: &str, now: Time) -> bool {
+        self.config.calendar.is_active(period, now).unwrap_or(false)
     }
 
     pub fn set_index(&self, name: &str) -> Option<usize> {

@@ -71,6 +71,9 @@ pub struct FileConfig {
     /// Ordered node sets per calendar period, named by queues.
     #[serde(default, rename = "node_group")]
     pub node_groups: Vec<qmesh_core::node_group::NodeGroup>,
+    /// Time zone, prime time, holidays and named periods.
+    #[serde(default)]
+    pub calendar: Option<qmesh_core::calendar::Calendar>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -158,6 +161,18 @@ pub struct QueueSection {
     pub node_sets: Vec<String>,
     /// A node group, in place of node_sets.
     pub node_group: Option<String>,
+    /// Calendar periods in which its jobs may start; empty: always.
+    #[serde(default)]
+    pub periods: Vec<String>,
+    /// Priority while a period is on, e.g. { NIGHT = 10 }.
+    #[serde(default)]
+    pub period_priority: BTreeMap<String, i32>,
+    /// continue (default), kill or requeue: its running jobs at a period's end.
+    pub period_end: Option<String>,
+    /// How long before a period's end its jobs get warning_signal.
+    pub period_end_warning: Option<DurationSpec>,
+    /// SIGUSR1 unless given.
+    pub warning_signal: Option<String>,
 }
 
 fn yes() -> bool {
@@ -322,8 +337,21 @@ impl Settings {
                 default_walltime: walltime("default_walltime", &q.default_walltime)?,
                 node_sets: q.node_sets.clone(),
                 node_group: q.node_group.clone(),
+                periods: q.periods.clone(),
+                period_priority: q.period_priority.clone(),
+                period_end_warning: walltime("period_end_warning", &q.period_end_warning)?,
                 ..Queue::new(&q.name)
             };
+            let mut queue = queue;
+            for (attr, value) in [
+                ("period_end", &q.period_end),
+                ("warning_signal", &q.warning_signal),
+            ] {
+                if let Some(value) = value {
+                    qmesh_core::qmgr::set_queue_attr(&mut queue, attr, value)
+                        .map_err(|why| invalid(format!("{key}.{attr}"), why))?;
+                }
+            }
             if config.queues.insert(q.name.clone(), queue).is_some() {
                 return Err(invalid(key, "is defined twice".into()));
             }
@@ -364,6 +392,15 @@ impl Settings {
                 ));
             }
         }
+        if let Some(calendar) = file.calendar {
+            calendar
+                .validate()
+                .map_err(|e| invalid("calendar".into(), e.to_string()))?;
+            config.calendar = calendar;
+        }
+        config
+            .check_periods()
+            .map_err(|why| invalid("calendar".into(), why))?;
         let set_names: Vec<&str> = node_sets.iter().map(|s| s.name.as_str()).collect();
         qmesh_core::node_group::check(&config, &set_names)
             .map_err(|(key, why)| invalid(key, why))?;

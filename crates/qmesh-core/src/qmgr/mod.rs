@@ -6,6 +6,7 @@
 
 mod account;
 mod attrs;
+mod calendar;
 mod lex;
 mod node_group;
 mod parse;
@@ -13,6 +14,12 @@ mod print;
 
 pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
 pub use print::print_server;
+
+/// Sets one queue attribute as qmgr would (`period_end = kill`), for
+/// configuration read from elsewhere (the daemon's file).
+pub fn set_queue_attr(queue: &mut Queue, name: &str, value: &str) -> Result<(), String> {
+    attrs::set_queue_named(queue, name, Op::Assign, value)
+}
 
 use crate::access::{Caller, Role};
 use crate::queue::{Queue, valid_queue_name};
@@ -73,7 +80,9 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         Action::CreateNodeGroup(..)
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
-        | Action::UnsetNodeGroup(..) => Role::Manager,
+        | Action::UnsetNodeGroup(..)
+        | Action::SetCalendar(..)
+        | Action::UnsetCalendar(..) => Role::Manager,
         Action::SetServer(list)
             if list
                 .iter()
@@ -224,6 +233,9 @@ fn apply(
         | Action::ListNodeSet(..) => {
             node_group::apply(action, config, state, outcome)?;
         }
+        Action::SetCalendar(..) | Action::UnsetCalendar(..) | Action::ListCalendar => {
+            calendar::apply(action, config, outcome)?;
+        }
         Action::Quit => outcome.quit = true,
     }
     Ok(())
@@ -233,6 +245,8 @@ fn apply(
 fn validate(config: &Config, state: &State) -> Result<(), String> {
     let set_names: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();
     crate::node_group::check(config, &set_names).map_err(|(key, why)| format!("{key}: {why}"))?;
+    config.calendar.validate().map_err(|e| e.to_string())?;
+    config.check_periods()?;
     if let Some(dq) = &config.server.default_queue
         && !config.queues.contains_key(dq)
     {

@@ -65,6 +65,9 @@ pub enum Action {
     ListNodeGroup(Vec<String>),
     /// Empty: all node sets (read only: they come from the daemon's file).
     ListNodeSet(Vec<String>),
+    SetCalendar(Vec<Assignment>),
+    UnsetCalendar(Vec<String>),
+    ListCalendar,
     Help(Option<String>),
     Quit,
     /// Reorders the queues' pending jobs in group cascade order (EPCC): it
@@ -91,6 +94,8 @@ impl Action {
                 | Action::DeleteNodeGroup(..)
                 | Action::SetNodeGroup(..)
                 | Action::UnsetNodeGroup(..)
+                | Action::SetCalendar(..)
+                | Action::UnsetCalendar(..)
         )
     }
 }
@@ -223,6 +228,20 @@ impl Parser {
             "a" | "account" | "accounts" => self.account_command(verb),
             "per_request" if matches!(verb, "s" | "set") => self.per_request(),
             "node_group" | "node_groups" | "ng" => self.node_group_command(verb),
+            "calendar" | "cal" => {
+                match verb {
+                    "s" | "set" => {
+                        let attrs = self.assignments()?;
+                        if attrs.is_empty() {
+                            return Err("name the attributes to set: set calendar time_zone = Europe/London".into());
+                        }
+                        Ok(Action::SetCalendar(attrs))
+                    }
+                    "u" | "unset" => Ok(Action::UnsetCalendar(self.attribute_names()?)),
+                    "l" | "list" | "p" | "print" => Ok(Action::ListCalendar),
+                    _ => Err("the calendar always exists: set, unset or list it".into()),
+                }
+            }
             "node_set" | "node_sets" | "ns" => match verb {
                 "l" | "list" | "p" | "print" => Ok(Action::ListNodeSet(self.names()?)),
                 _ => Err("node sets come from the daemon's configuration file; \
@@ -235,7 +254,7 @@ impl Parser {
             ),
             other => Err(format!(
                 "unknown object \"{other}\"; objects: server, queue, account, node_group, \
-                 node_set (and set per_request)"
+                 node_set, calendar (and set per_request)"
             )),
         }
     }

@@ -96,7 +96,8 @@ pub fn print_queue(q: &Queue) -> String {
 
 /// qmgr commands that recreate `config` from an empty one.
 pub fn print_server(config: &Config) -> String {
-    let mut out = super::node_group::print(config);
+    let mut out = super::calendar::print(config);
+    out.push_str(&super::node_group::print(config));
     out.push_str("#\n# Create queues and set their attributes.\n");
     for q in config.queues.values() {
         out.push_str(&print_queue(q));
@@ -204,7 +205,12 @@ mod tests {
                 (
                     Just(q),
                     proptest::sample::subsequence(vec!["prime", "NIGHT", "weekend"], 0..3),
-                    proptest::collection::btree_map("[A-Za-z][a-z_]{0,6}", -1024i32..1024, 0..3),
+                    proptest::collection::btree_map(
+                        proptest::sample::select(vec!["prime", "non_prime", "NIGHT", "weekend"])
+                            .prop_map(String::from),
+                        -1024i32..1024,
+                        0..3,
+                    ),
                     0usize..3,
                     proptest::option::of(60u64..7200),
                     proptest::option::of(proptest::sample::select(vec![
@@ -259,6 +265,19 @@ mod tests {
             .prop_map(
                 |(mut a, b, scheduling, managers, kill_delay, default, accounts, groups)| {
                     let mut config = Config::default();
+                    for (name, spans) in [
+                        ("NIGHT", "Mon-Thu 18:00-10:00"),
+                        ("weekend", "Sat-Sun; Fri 18:00-24:00"),
+                    ] {
+                        config
+                            .calendar
+                            .periods
+                            .insert(name.into(), spans.parse().unwrap());
+                    }
+                    if kill_delay % 2 == 0 {
+                        config.calendar.time_zone = "Europe/London".into();
+                        config.calendar.holidays = vec!["12-25 Christmas Day".parse().unwrap()];
+                    }
                     for (name, default_sets, periods) in groups {
                         let mut group = crate::node_group::NodeGroup::new(&name);
                         if default_sets {

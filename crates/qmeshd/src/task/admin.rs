@@ -1,7 +1,7 @@
 //! The daemon's half of qmgr: parse the whole script, run it against a copy
 //! of the configuration, and keep the copy only if every command succeeded.
 
-use chrono::{Offset, Utc};
+use chrono::Utc;
 use qmesh_core::reorder::reorder_due;
 use qmesh_core::{Time, qmgr};
 use qmesh_proto::v1;
@@ -101,10 +101,10 @@ impl SchedulerTask {
         }
     }
 
-    /// Reorders the queues whose `reorder_times` (local time) passed since
-    /// the last look.
+    /// Reorders the queues whose `reorder_times` (in the calendar's time
+    /// zone) passed since the last look.
     pub(super) fn reorder_on_time(&mut self, now: Time) {
-        let offset = chrono::Local::now().offset().fix();
+        let offset = self.state.config().calendar.offset_at(now);
         let last = std::mem::replace(&mut self.last_reorder_check, now);
         let due: Vec<String> = self
             .state
