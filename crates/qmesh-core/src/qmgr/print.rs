@@ -94,7 +94,8 @@ pub fn print_queue(q: &Queue) -> String {
 /// qmgr commands that recreate `config` from an empty one.
 pub fn print_server(config: &Config) -> String {
     let mut out = String::from("#\n# Create queues and set their attributes.\n");
-    for q in config.queues.values() {
+    // Route queues come after the queues they name, which must exist.
+    for q in crate::route::print_order(config) {
         out.push_str(&print_queue(q));
     }
     out.push_str("#\n# Set server attributes.\n#\n");
@@ -145,6 +146,8 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
+              \x20   create queue NIGHT queue_type = route   (or pipe; then route_destinations = \"A,B\",\n\
+              \x20       default_destination = Q, holding_queue = Q; jobs move with qmove DEST ID)\n\
               \x20   help [h] [queue|server]  quit [q]\n"
             .to_string(),
     }
@@ -221,6 +224,30 @@ mod tests {
             )
     }
 
+    /// A route queue `NIGHT` (printed before the queues it names, by
+    /// name order) over `batch` and `q64l`.
+    fn arb_route() -> impl Strategy<Value = Queue> {
+        (
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            proptest::option::of(1u32..4),
+        )
+            .prop_map(|(both, default, hold, max)| {
+                let mut q = Queue::open("NIGHT");
+                q.queue_type = crate::queue::QueueType::Route;
+                q.route_destinations = if both {
+                    vec!["q64l".into(), "batch".into()]
+                } else {
+                    vec!["batch".into()]
+                };
+                q.default_destination = default.then(|| "batch".into());
+                q.holding_queue = hold.then(|| "q64l".into());
+                q.max_nodes = max;
+                q
+            })
+    }
+
     fn arb_config() -> impl Strategy<Value = Config> {
         (
             arb_queue("batch".into()),
@@ -230,10 +257,14 @@ mod tests {
             1u64..100,
             any::<bool>(),
             proptest::collection::vec(arb_account(), 0..3),
+            proptest::option::of(arb_route()),
         )
             .prop_map(
-                |(a, b, scheduling, managers, kill_delay, default, accounts)| {
+                |(a, b, scheduling, managers, kill_delay, default, accounts, route)| {
                     let mut config = Config::default();
+                    if let Some(route) = route {
+                        config.queues.insert(route.name.clone(), route);
+                    }
                     config.queues.insert(a.name.clone(), a);
                     config.queues.insert(b.name.clone(), b);
                     config.server.scheduling = scheduling;
