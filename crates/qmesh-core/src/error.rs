@@ -139,6 +139,24 @@ pub enum CoreError {
         need: String,
         left: String,
     },
+    /// `asked`: "256 nodes for 13:00:00"; `destinations`: each one's
+    /// limits, "MPP_64 takes 1-64 nodes up to 01:00:00; ...".
+    #[error(
+        "route queue \"{queue}\" has no destination for {asked} and no holding_queue: {destinations}; ask for what one of them takes, or see qstat -Q -f {queue}"
+    )]
+    NoRoute {
+        queue: String,
+        asked: String,
+        destinations: String,
+    },
+    #[error(
+        "route queues send jobs round in a loop: {chain}; remove one of them from the other's route_destinations (qmgr)"
+    )]
+    RouteLoop { chain: String },
+    #[error(
+        "cannot move job {id}: it is {state}; only jobs that have not started (queued, held, waiting) move"
+    )]
+    NotMovable { id: String, state: JobState },
     #[error(
         "{who} {what}, above the limit {limit} = {max}; wait until some of the queued jobs start, or delete some"
     )]
@@ -163,7 +181,9 @@ impl CoreError {
                 ErrorKind::Denied
             }
             AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
-            QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
+            QueueDisabled { .. } | WrongState { .. } | NotMovable { .. } | RouteLoop { .. } => {
+                ErrorKind::Conflict
+            }
             BadDuration { .. }
             | BadResource { .. }
             | UnknownResource { .. }
@@ -178,7 +198,8 @@ impl CoreError {
             | BadNodeSets { .. }
             | BadDependency { .. }
             | DependencyUnsatisfiable { .. }
-            | AccountRequired { .. } => ErrorKind::Invalid,
+            | AccountRequired { .. }
+            | NoRoute { .. } => ErrorKind::Invalid,
         }
     }
 }

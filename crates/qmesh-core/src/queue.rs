@@ -41,19 +41,22 @@ impl PeriodEnd {
     }
 }
 
-/// Execution queues run jobs. (Pipe, or routing, queues come with the
-/// routing issue; the type is here so stored queues keep their meaning.)
+/// Execution queues run jobs. Route queues (PBS's word; NQS says pipe)
+/// run none: a job submitted or moved to one is sent on at once to the
+/// first of its destinations that takes it (see [`crate::route`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueType {
     #[default]
     Execution,
+    Route,
 }
 
 impl QueueType {
     pub fn as_str(self) -> &'static str {
         match self {
             QueueType::Execution => "execution",
+            QueueType::Route => "route",
         }
     }
 }
@@ -119,6 +122,18 @@ pub struct Queue {
     /// order (EPCC); empty: only on command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reorder_times: Vec<TimeOfDay>,
+    /// Route queues: where jobs go, tried in order (PBS
+    /// `route_destinations`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route_destinations: Vec<String>,
+    /// Route queues: where a job that names neither nodes nor wall time
+    /// goes (EPCC's COMPILE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_destination: Option<String>,
+    /// Route queues: where a job that no destination takes waits, with
+    /// the reason in its comment (EPCC's holding queue, never started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holding_queue: Option<String>,
 }
 
 impl Queue {
@@ -142,6 +157,9 @@ impl Queue {
             period_end_warning: None,
             warning_signal: None,
             reorder_times: Vec::new(),
+            route_destinations: Vec::new(),
+            default_destination: None,
+            holding_queue: None,
         }
     }
 
@@ -152,6 +170,10 @@ impl Queue {
             started: true,
             ..Queue::new(name)
         }
+    }
+
+    pub fn is_route(&self) -> bool {
+        self.queue_type == QueueType::Route
     }
 
     /// Whether the queue's jobs may use nodes of this set.

@@ -664,6 +664,32 @@ impl State {
         Ok(job)
     }
 
+    /// Puts a pending job in another queue (qmove, after [`State::move_job`]
+    /// has checked the move), in submission order there; `comment` says why.
+    pub(crate) fn relocate(
+        &mut self,
+        id: JobId,
+        queue: &str,
+        comment: String,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if !job.state.is_pending() {
+            return Err(self.wrong_state(job, "move"));
+        }
+        remove_pending(&mut self.pending, job);
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
+        job.queue = queue.to_string();
+        job.rank = None;
+        job.mtime = now;
+        job.comment = comment;
+        add_pending(&mut self.pending, job);
+        Ok(job)
+    }
+
     /// Marks the nodes of a host up or down (its agent came or went).
     /// Returns the names of the host's nodes.
     pub fn set_host_up(&mut self, host: &str, up: bool) -> Vec<String> {

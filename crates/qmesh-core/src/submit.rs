@@ -7,7 +7,9 @@ use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::{Holds, Job, JobId, JobState, Owner};
 use crate::node::NodeNeeds;
+use crate::queue::Queue;
 use crate::resources::ResourceRequest;
+use crate::route::{self, Ask};
 use crate::server::Config;
 use crate::time::format_hms;
 
@@ -79,41 +81,37 @@ impl Submission {
 
         let req =
             ResourceRequest::parse(self.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
-        let nodes = req.nodes.or(queue.default_nodes).unwrap_or(1);
-        let walltime = req
-            .walltime
-            .or(queue.default_walltime)
-            .or(queue.max_walltime)
-            .unwrap_or(config.server.default_walltime);
-        if let Some(max) = queue.max_nodes.filter(|max| nodes > *max) {
-            return Err(CoreError::TooManyNodes {
-                queue: queue_name,
-                requested: nodes,
-                max,
-            });
-        }
-        if let Some(min) = queue.min_nodes.filter(|min| nodes < *min) {
-            return Err(CoreError::TooFewNodes {
-                queue: queue_name,
-                requested: nodes,
-                min,
-            });
-        }
-        if let Some(max) = queue.max_walltime.filter(|max| walltime > *max) {
-            return Err(CoreError::WalltimeTooLong {
-                queue: queue_name,
-                requested: format_hms(walltime),
-                max: format_hms(max),
-            });
-        }
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
             features: &req.features,
         };
-        let reach = capacity(&queue_name, &needs);
-        if nodes > reach.nodes {
-            if needs.any() {
+        let nodes_in = |q: &str| capacity(q, &needs).nodes;
+        let mut ask = Ask {
+            nodes: req.nodes,
+            walltime: req.walltime,
+        };
+        // A route (pipe) queue sends the job on at once; a holding queue
+        // takes it whatever its limits, and the comment says why.
+        let mut held = None;
+        let (queue_name, queue) = if queue.is_route() {
+            let routed = route::route(config, &queue_name, ask, &nodes_in)?;
+            ask = routed.ask;
+            held = routed.held;
+            let queue = config
+                .queue(&routed.queue)
+                .ok_or_else(|| CoreError::NoSuchQueue {
+                    queue: routed.queue.clone(),
+                })?;
+            (routed.queue, queue)
+        } else {
+            (queue_name, queue)
+        };
+        let (nodes, walltime) = effective(queue, ask, config);
+        if held.is_none() {
+            check_queue_limits(queue, nodes, walltime, u32::MAX)?;
+            let reach = capacity(&queue_name, &needs);
+            if nodes > reach.nodes && needs.any() {
                 return Err(CoreError::NoMatchingNodes {
                     queue: queue_name,
                     requested: nodes,
@@ -122,11 +120,7 @@ impl Submission {
                     sets: reach.sets,
                 });
             }
-            return Err(CoreError::ExceedsCapacity {
-                queue: queue_name,
-                requested: nodes,
-                capacity: reach.nodes,
-            });
+            check_queue_limits(queue, nodes, walltime, reach.nodes)?;
         }
 
         if !self.workdir.starts_with('/') {
@@ -184,12 +178,64 @@ impl Submission {
             placement: Vec::new(),
             exit: None,
             run_count: 0,
-            comment: String::new(),
+            comment: held.unwrap_or_default(),
             depend: Vec::new(),
             start_after: self.start_after,
             rank: None,
         })
     }
+}
+
+/// The nodes and wall time a job gets in `queue`: what it asked for, else
+/// the queue's defaults, else the server's.
+pub(crate) fn effective(queue: &Queue, ask: Ask, config: &Config) -> (u32, u64) {
+    let nodes = ask.nodes.or(queue.default_nodes).unwrap_or(1);
+    let walltime = ask
+        .walltime
+        .or(queue.default_walltime)
+        .or(queue.max_walltime)
+        .unwrap_or(config.server.default_walltime);
+    (nodes, walltime)
+}
+
+/// Whether `queue` takes a job of `nodes` × `walltime`; `reach` is the
+/// number of nodes its node sets hold. The error gives the figures.
+pub(crate) fn check_queue_limits(
+    queue: &Queue,
+    nodes: u32,
+    walltime: u64,
+    reach: u32,
+) -> Result<(), CoreError> {
+    let name = || queue.name.clone();
+    if let Some(max) = queue.max_nodes.filter(|max| nodes > *max) {
+        return Err(CoreError::TooManyNodes {
+            queue: name(),
+            requested: nodes,
+            max,
+        });
+    }
+    if let Some(min) = queue.min_nodes.filter(|min| nodes < *min) {
+        return Err(CoreError::TooFewNodes {
+            queue: name(),
+            requested: nodes,
+            min,
+        });
+    }
+    if let Some(max) = queue.max_walltime.filter(|max| walltime > *max) {
+        return Err(CoreError::WalltimeTooLong {
+            queue: name(),
+            requested: format_hms(walltime),
+            max: format_hms(max),
+        });
+    }
+    if nodes > reach {
+        return Err(CoreError::ExceedsCapacity {
+            queue: name(),
+            requested: nodes,
+            capacity: reach,
+        });
+    }
+    Ok(())
 }
 
 fn check_name(name: &str) -> Result<(), CoreError> {
@@ -270,7 +316,6 @@ fn join(dir: &str, file: &str) -> String {
 mod tests {
     use super::*;
     use crate::access::Role;
-    use crate::queue::Queue;
     use chrono::TimeZone;
 
     fn config() -> Config {

@@ -141,6 +141,9 @@ pub fn queue_info(q: &Queue, counts: StateCounts, capacity: u32) -> v1::QueueInf
         transit: counts.transit,
         exiting: counts.exiting,
         capacity_nodes: capacity,
+        route_destinations: q.route_destinations.clone(),
+        default_destination: q.default_destination.clone().unwrap_or_default(),
+        holding_queue: q.holding_queue.clone().unwrap_or_default(),
     }
 }
 

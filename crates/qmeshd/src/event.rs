@@ -54,6 +54,13 @@ pub enum Event {
         job_id: String,
         reply: Reply<v1::JobInfo>,
     },
+    /// qmove: jobs to another queue.
+    Move {
+        peer: Peer,
+        destination: String,
+        ids: Vec<String>,
+        reply: Reply<v1::JobsReply>,
+    },
     Queues {
         request: v1::QueueStatusRequest,
         reply: Reply<v1::QueueStatusReply>,

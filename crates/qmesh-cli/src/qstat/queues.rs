@@ -127,6 +127,15 @@ pub fn queue_attrs(q: &QueueInfo) -> Attrs {
     if !q.node_sets.is_empty() {
         a.text("node_sets", q.node_sets.join(","));
     }
+    if !q.route_destinations.is_empty() {
+        a.text("route_destinations", q.route_destinations.join(","));
+    }
+    if !q.default_destination.is_empty() {
+        a.text("default_destination", q.default_destination.clone());
+    }
+    if !q.holding_queue.is_empty() {
+        a.text("holding_queue", q.holding_queue.clone());
+    }
     a.flag("enabled", q.enabled);
     a.flag("started", q.started);
     a

@@ -28,6 +28,9 @@ pub const QUEUE_ATTRS: &[(&str, &[&str])] = &[
     ("enabled", &[]),
     ("started", &[]),
     ("reorder_times", &[]),
+    ("route_destinations", &["destinations"]),
+    ("default_destination", &[]),
+    ("holding_queue", &["hold_queue"]),
 ];
 
 /// Server attributes in the order list and print show them.
@@ -206,16 +209,22 @@ pub fn check_signal(value: &str) -> Result<String, String> {
 }
 
 pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
-    if !matches!(name, "node_sets" | "reorder_times" | "periods") {
+    if !matches!(
+        name,
+        "node_sets" | "reorder_times" | "periods" | "route_destinations"
+    ) {
         scalar_only(name, op)?;
     }
     match name {
         "queue_type" => match value.to_ascii_lowercase().as_str() {
             "e" | "execution" => q.queue_type = QueueType::Execution,
-            "r" | "route" | "p" | "pipe" => {
-                return Err("routing (pipe) queues are not supported yet; use Execution".into());
+            // PBS says route, NQS pipe.
+            "r" | "route" | "p" | "pipe" => q.queue_type = QueueType::Route,
+            _ => {
+                return Err(format!(
+                    "\"{value}\" is not a queue type; write Execution, or Route (pipe)"
+                ));
             }
-            _ => return Err(format!("\"{value}\" is not a queue type; write Execution")),
         },
         "priority" => {
             q.priority = match value.parse::<i32>() {
@@ -252,6 +261,14 @@ pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), S
         "enabled" => q.enabled = parse_bool(name, value)?,
         "started" => q.started = parse_bool(name, value)?,
         "reorder_times" => set_reorder_times(q, op, value)?,
+        "route_destinations" => {
+            for item in list_items(value) {
+                queue_name(name, &item)?;
+            }
+            update_list(&mut q.route_destinations, name, op, value)?;
+        }
+        "default_destination" => q.default_destination = Some(queue_name(name, value)?),
+        "holding_queue" => q.holding_queue = Some(queue_name(name, value)?),
         _ => return Err(format!("attribute {name} cannot be set on a queue")),
     }
     Ok(())
@@ -276,8 +293,20 @@ pub fn unset_queue(q: &mut Queue, name: &str) {
         "enabled" => q.enabled = fresh.enabled,
         "started" => q.started = fresh.started,
         "reorder_times" => q.reorder_times.clear(),
+        "route_destinations" => q.route_destinations.clear(),
+        "default_destination" => q.default_destination = None,
+        "holding_queue" => q.holding_queue = None,
         _ => {}
     }
+}
+
+/// A queue named as a value (route destinations); whether it exists is
+/// checked once the command has been applied.
+fn queue_name(attr: &str, value: &str) -> Result<String, String> {
+    let value = value.trim();
+    crate::queue::valid_queue_name(value)
+        .map(|()| value.to_string())
+        .map_err(|why| format!("{attr}: \"{value}\" is not a queue name: {why}"))
 }
 
 /// The attributes that differ from a new queue's, with PBS names and values.
@@ -295,7 +324,11 @@ pub fn queue_values(q: &Queue) -> Vec<(String, String)> {
 
 fn queue_fixed_values(q: &Queue) -> Vec<(&'static str, String)> {
     let fresh = Queue::new(&q.name);
-    let mut out = vec![("queue_type", "Execution".to_string())];
+    let shown_type = match q.queue_type {
+        QueueType::Execution => "Execution",
+        QueueType::Route => "Route",
+    };
+    let mut out = vec![("queue_type", shown_type.to_string())];
     if q.priority != fresh.priority {
         out.push(("priority", q.priority.to_string()));
     }
@@ -342,6 +375,15 @@ fn queue_fixed_values(q: &Queue) -> Vec<(&'static str, String)> {
     if !q.reorder_times.is_empty() {
         let times: Vec<String> = q.reorder_times.iter().map(ToString::to_string).collect();
         out.push(("reorder_times", times.join(",")));
+    }
+    if !q.route_destinations.is_empty() {
+        out.push(("route_destinations", q.route_destinations.join(",")));
+    }
+    if let Some(d) = &q.default_destination {
+        out.push(("default_destination", d.clone()));
+    }
+    if let Some(h) = &q.holding_queue {
+        out.push(("holding_queue", h.clone()));
     }
     out
 }

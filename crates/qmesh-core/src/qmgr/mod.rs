@@ -50,6 +50,7 @@ pub fn run(
     caller: &Caller,
 ) -> Result<Outcome, QmgrError> {
     let mut outcome = Outcome::default();
+    let warned_before = crate::route::check(config).unwrap_or_default();
     for cmd in commands {
         let fail = |message: String| QmgrError {
             line: cmd.line,
@@ -65,6 +66,13 @@ pub fn run(
         }
         if outcome.quit {
             break;
+        }
+    }
+    // Route queue warnings the script brought about, once, at its end.
+    for warning in crate::route::check(config).unwrap_or_default() {
+        if !warned_before.contains(&warning) {
+            outcome.output.push_str(&warning);
+            outcome.output.push('\n');
         }
     }
     Ok(outcome)
@@ -157,6 +165,11 @@ fn apply(
                 if jobs > 0 {
                     return Err(format!(
                         "queue \"{name}\" still has {jobs} job(s); delete or move them first"
+                    ));
+                }
+                if let Some((route, attr)) = crate::route::named_by(config, name) {
+                    return Err(format!(
+                        "queue \"{name}\" is in the {attr} of route queue \"{route}\"; take it out there first (qmgr -c \"set queue {route} {attr} ...\")"
                     ));
                 }
                 if config.server.default_queue.as_deref() == Some(name.as_str()) {
@@ -254,7 +267,17 @@ fn validate(config: &Config, state: &State) -> Result<(), String> {
             "default_queue \"{dq}\" does not exist; create it first or choose another"
         ));
     }
+    crate::route::check(config)?;
     for q in config.queues.values() {
+        if q.is_route() {
+            let jobs = state.counts(&q.name).total();
+            if jobs > 0 {
+                return Err(format!(
+                    "queue \"{}\" has {jobs} job(s) and a route queue keeps none; move them to another queue first (qmove)",
+                    q.name
+                ));
+            }
+        }
         for set in &q.node_sets {
             if !state.node_sets().iter().any(|s| &s.name == set) {
                 let known: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();

@@ -99,7 +99,8 @@ pub fn print_server(config: &Config) -> String {
     let mut out = super::calendar::print(config);
     out.push_str(&super::node_group::print(config));
     out.push_str("#\n# Create queues and set their attributes.\n");
-    for q in config.queues.values() {
+    // Route queues come after the queues they name, which must exist.
+    for q in crate::route::print_order(config) {
         out.push_str(&print_queue(q));
     }
     out.push_str("#\n# Set server attributes.\n#\n");
@@ -150,6 +151,8 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
+              \x20   create queue NIGHT queue_type = route   (or pipe; then route_destinations = \"A,B\",\n\
+              \x20       default_destination = Q, holding_queue = Q; jobs move with qmove DEST ID)\n\
               \x20   help [h] [queue|server]  quit [q]\n"
             .to_string(),
     }
@@ -251,6 +254,30 @@ mod tests {
             )
     }
 
+    /// A route queue `NIGHT` (printed before the queues it names, by
+    /// name order) over `batch` and `q64l`.
+    fn arb_route() -> impl Strategy<Value = Queue> {
+        (
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            proptest::option::of(1u32..4),
+        )
+            .prop_map(|(both, default, hold, max)| {
+                let mut q = Queue::open("NIGHT");
+                q.queue_type = crate::queue::QueueType::Route;
+                q.route_destinations = if both {
+                    vec!["q64l".into(), "batch".into()]
+                } else {
+                    vec!["batch".into()]
+                };
+                q.default_destination = default.then(|| "batch".into());
+                q.holding_queue = hold.then(|| "q64l".into());
+                q.max_nodes = max;
+                q
+            })
+    }
+
     fn arb_config() -> impl Strategy<Value = Config> {
         (
             arb_queue("batch".into()),
@@ -261,10 +288,14 @@ mod tests {
             any::<bool>(),
             proptest::collection::vec(arb_account(), 0..3),
             proptest::collection::vec(("[a-z][a-z0-9_]{0,7}", any::<bool>(), 0usize..3), 0..3),
+            proptest::option::of(arb_route()),
         )
             .prop_map(
-                |(mut a, b, scheduling, managers, kill_delay, default, accounts, groups)| {
+                |(mut a, b, scheduling, managers, kill_delay, default, accounts, groups, route)| {
                     let mut config = Config::default();
+                    if let Some(route) = route {
+                        config.queues.insert(route.name.clone(), route);
+                    }
                     for (name, spans) in [
                         ("NIGHT", "Mon-Thu 18:00-10:00"),
                         ("weekend", "Sat-Sun; Fri 18:00-24:00"),

@@ -1,4 +1,4 @@
-//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qstat -Q, and the
+//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qstat -Q, and the
 //! sp commands' plan, when and nodes.
 
 use qmesh_proto::v1;
@@ -151,6 +151,36 @@ impl Jobs for JobsService {
             .ask(|reply| Event::Usage {
                 peer,
                 request,
+                reply,
+            })
+            .await
+            .map(Response::new)
+    }
+
+    async fn r#move(
+        &self,
+        request: Request<v1::MoveRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let v1::MoveRequest {
+            destination,
+            job_ids: ids,
+        } = request.into_inner();
+        if destination.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the queue to move the jobs to: qmove QUEUE ID...",
+            ));
+        }
+        if ids.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "name the jobs to move to queue \"{destination}\": qmove {destination} ID..."
+            )));
+        }
+        self.link
+            .ask(|reply| Event::Move {
+                peer,
+                destination,
+                ids,
                 reply,
             })
             .await

@@ -14,6 +14,7 @@ mod admin;
 mod agents;
 mod jobs;
 mod plan;
+mod qmove;
 mod usage;
 
 use std::collections::HashMap;
@@ -210,6 +211,12 @@ impl SchedulerTask {
                 reply,
             } => self.act(&peer, action, ids, reply),
             Event::Wait { job_id, reply } => self.wait(&job_id, reply),
+            Event::Move {
+                peer,
+                destination,
+                ids,
+                reply,
+            } => self.move_jobs(&peer, &destination, ids, reply),
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
             }

@@ -1,0 +1,57 @@
+//! The daemon's half of qmove: each job moved on its own through the core's
+//! rules, each change stored, and the answer sent once they are durable
+//! (as qhold and qrls do).
+
+use chrono::Utc;
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::info;
+
+use super::{SchedulerTask, persist};
+use crate::event::Reply;
+use crate::identity::Peer;
+
+impl SchedulerTask {
+    pub(super) fn move_jobs(
+        &mut self,
+        peer: &Peer,
+        destination: &str,
+        ids: Vec<String>,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let now = Utc::now();
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
+            let outcome = self
+                .state
+                .parse_id(&text)
+                .and_then(|id| self.state.move_job(id, destination, &caller, now));
+            let error = match outcome {
+                Ok(job) => {
+                    persist(self.store.as_ref(), job);
+                    info!(job = %job.id, user = %caller.user, queue = %job.queue, comment = %job.comment, "moved");
+                    String::new()
+                }
+                Err(e) => {
+                    info!(job = %text, user = %caller.user, destination, error = %e, "move refused");
+                    e.to_string()
+                }
+            };
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: error.is_empty(),
+                error,
+            });
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the jobs were moved but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+}
