@@ -21,6 +21,7 @@ pub mod reorder;
 pub mod resources;
 pub mod scheduler;
 pub mod server;
+pub mod shutdown;
 pub mod state;
 pub mod submit;
 pub mod time;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::account::Account;
 use crate::queue::Queue;
+use crate::shutdown::Shutdown;
 
 /// Server attributes (`qmgr -c "list server"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -161,6 +162,9 @@ pub struct Config {
     /// Accounts by group name (`qmgr -c "create account c1"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub accounts: BTreeMap<String, Account>,
+    /// Planned shutdown windows by name (`qmgr -c "create shutdown maint"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shutdowns: BTreeMap<String, Shutdown>,
 }
 
 impl Config {

@@ -283,11 +283,10 @@ impl Settings {
             ));
         }
 
-        // Accounts are made with qmgr, not in the file.
+        // Accounts and shutdown windows are made with qmgr, not in the file.
         let mut config = Config {
             server,
-            queues: Default::default(),
-            accounts: Default::default(),
+            ..Config::default()
         };
         for q in &file.queues {
             let key = format!("queue \"{}\"", q.name);
