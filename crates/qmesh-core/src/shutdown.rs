@@ -18,6 +18,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::Time;
 
+/// UTC as an offset: the default of times read and written without one.
+pub const UTC: FixedOffset = match FixedOffset::east_opt(0) {
+    Some(utc) => utc,
+    None => panic!("a zero offset is valid"),
+};
+
 /// One planned shutdown of some node sets (all of them if none is named).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
