@@ -10,5 +10,6 @@ mod harness;
 mod jobs;
 mod qmgr;
 mod restart;
+mod shutdown;
 mod sp;
 mod topology;

@@ -36,7 +36,10 @@ impl SchedulerTask {
             }
         };
         let mut config = self.state.config().clone();
-        let outcome = match qmgr::run(&commands, &mut config, &self.state, &caller) {
+        // Times without an offset (shutdown windows) are the server's local time.
+        let offset = chrono::Local::now().offset().fix();
+        let run = qmgr::run_with_offset(&commands, &mut config, &self.state, &caller, offset);
+        let outcome = match run {
             Ok(o) => o,
             Err(e) => {
                 let _ = reply.send(Err(place(e)));

@@ -60,7 +60,8 @@ impl SchedulerTask {
                 return convert::job_info(job, server, None, now);
             }
             let r = self.pending_reason(job);
-            let mut info = convert::job_info(job, server, Some((r.as_str(), r.explain())), now);
+            let why = self.explain(job, r, now);
+            let mut info = convert::job_info(job, server, Some((r.as_str(), &why)), now);
             let (start, priority) = self.expected_start(job);
             info.expected_start = convert::unix(start);
             info.priority = priority;
