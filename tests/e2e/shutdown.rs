@@ -84,8 +84,8 @@ fn a_long_job_waits_for_the_window_and_a_short_one_runs_before_it() {
 }
 
 #[test]
-fn windows_take_the_servers_local_time_and_print_server_keeps_them() {
-    let d = Daemon::start();
+fn windows_take_the_servers_local_time_survive_a_restart_and_print_back() {
+    let mut d = Daemon::start();
     // The daemon reads times without an offset at its own (the same
     // environment's) current UTC offset.
     let offset = chrono::Local::now().offset().fix();
@@ -146,6 +146,18 @@ fn windows_take_the_servers_local_time_and_print_server_keeps_them() {
         stderr(&out)
     );
     assert_eq!(d.ok("qmgr", &["-c", "print server"]), printed);
+
+    // Kept with the configuration, and a fresh server reads the backup back.
+    d.stop();
+    d.spawn();
+    assert_eq!(d.ok("qmgr", &["-c", "print server"]), printed);
+    let fresh = Daemon::start();
+    fresh.ok("qmgr", &["-c", "unset server default_queue"]);
+    fresh.ok("qmgr", &["-c", "delete queue batch"]);
+    let file = fresh.work.join("backup.qmgr");
+    std::fs::write(&file, &printed).expect("write the backup");
+    fresh.ok("qmgr", &[file.to_str().expect("a UTF-8 path")]);
+    assert_eq!(fresh.ok("qmgr", &["-c", "print server"]), printed);
 
     d.ok("qmgr", &["-c", "delete shutdown later"]);
     assert!(!d.ok("qmgr", &["-c", "print server"]).contains("shutdown"));
