@@ -11,5 +11,6 @@ mod jobs;
 mod pipe;
 mod qmgr;
 mod restart;
+mod shutdown;
 mod sp;
 mod topology;

@@ -25,6 +25,7 @@ pub mod resources;
 pub mod route;
 pub mod scheduler;
 pub mod server;
+pub mod shutdown;
 pub mod state;
 pub mod submit;
 pub mod time;

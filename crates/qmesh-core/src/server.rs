@@ -9,6 +9,7 @@ use crate::account::Account;
 use crate::calendar::Calendar;
 use crate::node_group::NodeGroup;
 use crate::queue::Queue;
+use crate::shutdown::Shutdown;
 
 /// Server attributes (`qmgr -c "list server"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -169,6 +170,9 @@ pub struct Config {
     /// The site's week: time zone, prime time, holidays, named periods.
     #[serde(default, skip_serializing_if = "is_default_calendar")]
     pub calendar: Calendar,
+    /// Planned shutdown windows by name (`qmgr -c "create shutdown maint"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shutdowns: BTreeMap<String, Shutdown>,
 }
 
 fn is_default_calendar(calendar: &Calendar) -> bool {

@@ -310,7 +310,7 @@ impl Settings {
             ));
         }
 
-        // Accounts are made with qmgr, not in the file.
+        // Accounts and shutdown windows are made with qmgr, not in the file.
         let mut config = Config {
             server,
             ..Config::default()

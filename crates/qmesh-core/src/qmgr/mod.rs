@@ -11,9 +11,13 @@ mod lex;
 mod node_group;
 mod parse;
 mod print;
+mod shutdown;
 
 pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
-pub use print::print_server;
+pub use print::{print_server, print_server_at};
+pub use shutdown::ShutdownAction;
+
+use chrono::FixedOffset;
 
 /// Sets one queue attribute as qmgr would (`period_end = kill`), for
 /// configuration read from elsewhere (the daemon's file).
@@ -42,12 +46,25 @@ pub struct Outcome {
 
 /// Runs parsed commands against `config` (a working copy: on error the
 /// caller discards it). `state` gives the node sets and the jobs that list
-/// and delete look at.
+/// and delete look at. Times are read and written in UTC; see
+/// [`run_with_offset`].
 pub fn run(
     commands: &[Command],
     config: &mut Config,
     state: &State,
     caller: &Caller,
+) -> Result<Outcome, QmgrError> {
+    run_with_offset(commands, config, state, caller, crate::shutdown::UTC)
+}
+
+/// [`run`], with times written without an offset (shutdown windows) read
+/// in the calendar's time zone, at UTC offset `offset`.
+pub fn run_with_offset(
+    commands: &[Command],
+    config: &mut Config,
+    state: &State,
+    caller: &Caller,
+    offset: FixedOffset,
 ) -> Result<Outcome, QmgrError> {
     let mut outcome = Outcome::default();
     let warned_before = crate::route::check(config).unwrap_or_default();
@@ -59,7 +76,7 @@ pub fn run(
         if cmd.action.changes() || matches!(cmd.action, Action::ReorderQueue(_)) {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
-        apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
+        apply(&cmd.action, config, state, offset, &mut outcome).map_err(fail)?;
         if cmd.action.changes() {
             validate(config, state).map_err(fail)?;
             outcome.applied += 1;
@@ -81,6 +98,7 @@ pub fn run(
 fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
     let need = match action {
         Action::CreateQueue(..) | Action::DeleteQueue(..) => Role::Manager,
+        Action::Shutdown(s) if s.needs_manager() => Role::Manager,
         Action::CreateAccount(..)
         | Action::DeleteAccount(..)
         | Action::SetAccount(..)
@@ -141,6 +159,7 @@ fn apply(
     action: &Action,
     config: &mut Config,
     state: &State,
+    offset: FixedOffset,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
     match action {
@@ -214,7 +233,7 @@ fn apply(
             }
         }
         Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
-        Action::PrintServer => outcome.output.push_str(&print_server(config)),
+        Action::PrintServer => outcome.output.push_str(&print_server_at(config, offset)),
         Action::PrintQueue(names) => {
             for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::print_queue(queue));
@@ -249,6 +268,7 @@ fn apply(
         Action::SetCalendar(..) | Action::UnsetCalendar(..) | Action::ListCalendar => {
             calendar::apply(action, config, outcome)?;
         }
+        Action::Shutdown(s) => shutdown::apply(s, config, state, offset, outcome)?,
         Action::Quit => outcome.quit = true,
     }
     Ok(())

@@ -9,9 +9,11 @@
 //! op        := = | += | -=
 //! NQS:         set per_request ncpus = N QUEUE
 //! EPCC:        reorder queue NAME {, NAME}      (group cascade; changes jobs)
+//! shutdowns:   create|set|unset|delete|list shutdown NAME ...
 //! ```
 
 use super::lex::{Token, tokens};
+use super::shutdown::ShutdownAction;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -73,6 +75,8 @@ pub enum Action {
     /// Reorders the queues' pending jobs in group cascade order (EPCC): it
     /// changes jobs, not the configuration.
     ReorderQueue(Vec<String>),
+    /// A shutdown window command (`qmgr/shutdown.rs`).
+    Shutdown(ShutdownAction),
 }
 
 impl Action {
@@ -96,7 +100,7 @@ impl Action {
                 | Action::UnsetNodeGroup(..)
                 | Action::SetCalendar(..)
                 | Action::UnsetCalendar(..)
-        )
+        ) || matches!(self, Action::Shutdown(s) if s.changes())
     }
 }
 
@@ -226,6 +230,7 @@ impl Parser {
             "q" | "queue" | "queues" => self.queue_command(verb),
             "s" | "server" => self.server_command(verb),
             "a" | "account" | "accounts" => self.account_command(verb),
+            "shutdown" | "shutdowns" => self.shutdown_command(verb),
             "per_request" if matches!(verb, "s" | "set") => self.per_request(),
             "node_group" | "node_groups" | "ng" => self.node_group_command(verb),
             "calendar" | "cal" => {
@@ -254,7 +259,7 @@ impl Parser {
             ),
             other => Err(format!(
                 "unknown object \"{other}\"; objects: server, queue, account, node_group, \
-                 node_set, calendar (and set per_request)"
+                 node_set, calendar, shutdown (and set per_request)"
             )),
         }
     }
@@ -418,6 +423,34 @@ impl Parser {
             "u" | "unset" => Action::UnsetNodeGroup(names, self.attribute_names()?),
             _ => Action::ListNodeGroup(names),
         })
+    }
+
+    fn shutdown_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list") {
+            return Err(
+                "name the shutdown window: create shutdown NAME start = ..., end = ...".into(),
+            );
+        }
+        Ok(Action::Shutdown(match verb {
+            "c" | "create" => ShutdownAction::Create(names, self.assignments()?),
+            "d" | "delete" => ShutdownAction::Delete(names),
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set shutdown NAME attr = value".into());
+                }
+                ShutdownAction::Set(names, attrs)
+            }
+            "u" | "unset" => ShutdownAction::Unset(names, self.attribute_names()?),
+            "l" | "list" => ShutdownAction::List(names),
+            _ => {
+                return Err(
+                    "shutdown windows are printed by print server; use list shutdown to see one"
+                        .into(),
+                );
+            }
+        }))
     }
 
     fn server_command(&mut self, verb: &str) -> Result<Action, String> {

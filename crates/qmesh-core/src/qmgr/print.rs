@@ -2,6 +2,8 @@
 //! that recreate the configuration (PBS's form: comment banners, `create
 //! queue`, then `set` lines), so its output is the configuration's backup.
 
+use chrono::FixedOffset;
+
 use super::attrs;
 use crate::queue::Queue;
 use crate::server::Config;
@@ -94,8 +96,13 @@ pub fn print_queue(q: &Queue) -> String {
     out
 }
 
-/// qmgr commands that recreate `config` from an empty one.
+/// qmgr commands that recreate `config` from an empty one, times in UTC.
 pub fn print_server(config: &Config) -> String {
+    print_server_at(config, crate::shutdown::UTC)
+}
+
+/// [`print_server`], with times at the server's UTC offset `offset`.
+pub fn print_server_at(config: &Config, offset: FixedOffset) -> String {
     let mut out = super::calendar::print(config);
     out.push_str(&super::node_group::print(config));
     out.push_str("#\n# Create queues and set their attributes.\n");
@@ -110,6 +117,7 @@ pub fn print_server(config: &Config) -> String {
         }
     }
     out.push_str(&super::account::print(config));
+    out.push_str(&super::shutdown::print(config, offset));
     out
 }
 
@@ -133,6 +141,17 @@ pub fn help(topic: Option<&str>) -> String {
                 names.join(", ")
             )
         }
+        Some(t) if t.starts_with("sh") => {
+            let names: Vec<&str> = super::shutdown::SHUTDOWN_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
+            format!(
+                "Shutdown attributes: {}.\nTimes are \"YYYY-MM-DD HH:MM\" in the server's local \
+                 time, or RFC 3339 with an offset; no job starts that would run into a window.\n",
+                names.join(", ")
+            )
+        }
         Some(t) if t.starts_with('s') => {
             let names: Vec<&str> = attrs::SERVER_ATTRS.iter().map(|(n, _)| *n).collect();
             format!("Server attributes: {}.\n", names.join(", "))
@@ -148,6 +167,10 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   create [c] account NAME [allocation = H, shares = N, users = \"a,b\", ...]\n\
               \x20   set [s] account NAME attr = value    unset [u] account NAME attr\n\
               \x20   delete [d] account NAME  list [l] account [NAME]\n\
+              \x20   create [c] shutdown NAME start = \"2026-12-01 08:00\", end = \"2026-12-01 20:00\"\n\
+              \x20       [, node_sets = \"a,b\", comment = \"...\"]  (local time, or RFC 3339)\n\
+              \x20   set [s] shutdown NAME attr = value   unset [u] shutdown NAME node_sets|comment\n\
+              \x20   delete [d] shutdown NAME  list [l] shutdown [NAME]\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\

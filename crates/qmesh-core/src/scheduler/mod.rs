@@ -8,10 +8,12 @@
 //! if the allocator can place it. Ordering policies, blocking and
 //! backfilling (ANL, SDSC, NCAR) come with the policy issue.
 
+pub mod closedown;
 mod order;
 mod plan;
 pub mod profile;
 
+pub use closedown::Closedown;
 use plan::Planner;
 use profile::Secs;
 
@@ -55,6 +57,11 @@ pub enum Reason {
     /// Enough nodes are free, but not in a shape the topology can give
     /// (a mesh's or torus's free nodes are scattered).
     Placement,
+    /// Its wall time would reach into a shutdown window of its nodes.
+    Shutdown,
+    /// Its wall time would reach past the end of a period that ends jobs
+    /// (a calendar period whose action is kill or requeue).
+    PeriodEnd,
 }
 
 impl Reason {
@@ -75,6 +82,8 @@ impl Reason {
             Reason::BeginTime => "BeginTime",
             Reason::NodesDown => "NodesDown",
             Reason::Placement => "Placement",
+            Reason::Shutdown => "Shutdown",
+            Reason::PeriodEnd => "PeriodEnd",
         }
     }
 
@@ -96,6 +105,12 @@ impl Reason {
             Reason::NodesDown => "not enough nodes are up to run it",
             Reason::Placement => {
                 "enough nodes are free, but not in a shape the node set's topology can give"
+            }
+            Reason::Shutdown => {
+                "it would still run when a shutdown window begins; shorter jobs may run before it"
+            }
+            Reason::PeriodEnd => {
+                "it would still run when its period ends; shorter jobs may run before the end"
             }
         }
     }
@@ -340,6 +355,25 @@ impl Scheduler {
                 reason: self.reason_at(state, job, now),
             },
         }
+    }
+
+    /// The closedown a pending job would cross if it started at `now`:
+    /// the earliest, on its queue's node sets, that its wall time reaches
+    /// into. It names the window when the reason is `Shutdown` or
+    /// `PeriodEnd` (qstat's comment, spwhen).
+    pub fn closedown_crossed(&self, state: &State, job: &Job, now: Time) -> Option<Closedown> {
+        let queue = state.config().queue(&job.queue)?;
+        let wall = i64::try_from(job.walltime.max(1)).unwrap_or(i64::MAX);
+        let end = chrono::TimeDelta::try_seconds(wall)
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        let sets = state.node_sets();
+        closedown::collect(state, now).into_iter().find(|c| {
+            c.overlaps(now, end)
+                && sets
+                    .iter()
+                    .any(|set| queue.uses_set(&set.name) && c.covers(&set.name))
+        })
     }
 
     /// Why a pending job waits, from the state alone (for a job no pass

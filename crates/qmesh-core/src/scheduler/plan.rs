@@ -10,6 +10,8 @@
 //! the backfill mode: EASY the first that cannot start (and any above
 //! `block_priority`), conservative all, none only those above
 //! `block_priority`, and then (SDSC blocking) nothing else starts at all.
+//! Closedowns (shutdown windows, period ends) take their sets' nodes from
+//! the profiles for their time, so no job starts or is reserved across one.
 //!
 //! Counting nodes is exact for flat node sets; topology-aware placement of
 //! future reservations comes with the allocators of meshes and tori.
@@ -17,8 +19,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
-use super::profile::{Profile, Secs};
+use super::profile::{FOREVER, Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
 use crate::alloc::{self, Allocator, Part};
@@ -56,6 +59,9 @@ pub(super) struct Planner<'a> {
     /// linear (see `reserve`).
     hints: Vec<BTreeMap<i64, BTreeMap<Secs, Secs>>>,
     reserved_any: bool,
+    /// Per set, the closedowns that close it: `[from, to)` and their reason.
+    /// Their nodes are taken from the profiles for that time (see `close`).
+    closed: Vec<Vec<(Secs, Secs, Reason)>>,
     /// SDSC blocking without backfill: nothing more starts this pass.
     blocked: bool,
     considered: usize,
@@ -127,6 +133,7 @@ impl<'a> Planner<'a> {
             limits_on,
             hints: vec![BTreeMap::new(); sets.len()],
             reserved_any: false,
+            closed: vec![Vec::new(); sets.len()],
             blocked: false,
             considered: 0,
         };
@@ -135,7 +142,36 @@ impl<'a> Planner<'a> {
                 planner.count_running(job);
             }
         }
+        planner.close(&closedown::collect(state, now));
         planner
+    }
+
+    /// Takes every node of each closedown's sets for its time, so that no
+    /// job starts or is reserved across it. Call before planning any job:
+    /// the reservation hints assume nodes are only ever taken.
+    pub fn close(&mut self, closedowns: &[Closedown]) {
+        let sets = self.state.node_sets();
+        for c in closedowns.iter().filter(|c| !c.is_over(self.now)) {
+            let from = c.start.timestamp();
+            let to = c.end.map_or(FOREVER, |end| end.timestamp());
+            for (s, set) in sets.iter().enumerate() {
+                if c.covers(&set.name) {
+                    // No set has more free nodes than it has nodes up.
+                    self.profiles[s].add(from, to, -(self.up[s] as i64));
+                    self.closed[s].push((from, to, c.reason));
+                }
+            }
+        }
+    }
+
+    /// The reason of the earliest closedown of `sets` that a job running
+    /// from now until `end` would cross.
+    fn crossing(&self, sets: &[usize], end: Secs) -> Option<Reason> {
+        sets.iter()
+            .flat_map(|&s| &self.closed[s])
+            .filter(|&&(from, to, _)| from < end && self.now_s < to)
+            .min_by_key(|&&(from, _, _)| from)
+            .map(|&(_, _, reason)| reason)
     }
 
     /// Plans every pending job, or up to `stop_at` (for spwhen).
@@ -243,6 +279,12 @@ impl<'a> Planner<'a> {
             }
         }
 
+        // Nodes enough are free, but the job would run into a closedown.
+        let closed = if free_now >= n {
+            self.crossing(sets, end)
+        } else {
+            None
+        };
         let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
         let reserve = match self.mode {
             Backfill::Conservative => true,
@@ -258,7 +300,7 @@ impl<'a> Planner<'a> {
             let reason = if unplaceable {
                 Reason::Placement
             } else {
-                Reason::Resources
+                closed.unwrap_or(Reason::Resources)
             };
             return entry(Status::Blocked, Some(reason), start);
         }
@@ -269,6 +311,8 @@ impl<'a> Planner<'a> {
         };
         let reason = if unplaceable {
             Reason::Placement
+        } else if let Some(reason) = closed {
+            reason
         } else if n <= free_now {
             Reason::Reservation
         } else {

@@ -8,6 +8,8 @@ use crate::submit::Submission;
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
+mod closedowns;
+
 fn why(plan: &Plan, state: &State, id: JobId) -> Reason {
     plan.reason_of(&Scheduler, state, state.job(id).unwrap())
 }
@@ -330,6 +332,8 @@ struct Scenario {
     queued: Vec<(u32, u32, u64)>,
     mode: Backfill,
     max_user_run: Option<u32>,
+    /// Shutdown windows of every set: start and length, in minutes from now.
+    windows: Vec<(i64, i64)>,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -340,14 +344,18 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             prop::collection::vec((0u32..4, 1u32..=nodes as u32, 1u64..120), 1..25),
             prop::sample::select(vec![Backfill::None, Backfill::Easy, Backfill::Conservative]),
             prop::option::of(1u32..4),
+            prop::collection::vec((-60i64..300, 1i64..120), 0..3),
         )
-            .prop_map(|(nodes, running, queued, mode, max_user_run)| Scenario {
-                nodes,
-                running,
-                queued,
-                mode,
-                max_user_run,
-            })
+            .prop_map(
+                |(nodes, running, queued, mode, max_user_run, windows)| Scenario {
+                    nodes,
+                    running,
+                    queued,
+                    mode,
+                    max_user_run,
+                    windows,
+                },
+            )
     })
 }
 
@@ -358,6 +366,13 @@ fn build(sc: &Scenario, skip: &BTreeSet<usize>) -> (State, Vec<Option<JobId>>) {
         a.backfill = sc.mode;
         a.max_user_run = sc.max_user_run;
     });
+    let mut config = s.config().clone();
+    for (i, &(start, minutes)) in sc.windows.iter().enumerate() {
+        let name = format!("w{i}");
+        let w = crate::shutdown::Shutdown::new(&name, t(start * 60), t((start + minutes) * 60));
+        config.shutdowns.insert(name, w);
+    }
+    s.set_config(config);
     let mut used = 0usize;
     for &(n, minutes, age) in &sc.running {
         if used + n as usize > sc.nodes {
@@ -436,6 +451,22 @@ proptest! {
             }
         }
         prop_assert!(use_at.iter().all(|&u| u <= sc.nodes as i64), "over-committed");
+
+        // No job started, and no reservation, reaches into a shutdown window.
+        let crosses = |from: i64, to: i64| {
+            sc.windows.iter().any(|&(start, minutes)| from < (start + minutes) * 60 && start * 60 < to)
+        };
+        for start in &plan.starts {
+            let wall = s.job(start.job).unwrap().walltime as i64;
+            prop_assert!(!crosses(0, wall), "{:?} started across a window", start.job);
+        }
+        for entry in &plan.queue {
+            if entry.status == Status::Blocked && let Some(at) = entry.expected_start {
+                let from = at.timestamp() - now.timestamp();
+                let wall = s.job(entry.job).unwrap().walltime as i64;
+                prop_assert!(!crosses(from, from + wall), "{:?} reserved across a window", entry.job);
+            }
+        }
 
         // Backfilling never delays a reservation: without the jobs started
         // behind a reserved job, it starts exactly when planned.

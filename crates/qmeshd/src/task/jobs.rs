@@ -1,8 +1,6 @@
 //! The daemon's half of qsub, qstat, qdel, qhold, qrls and qstat -Q.
 
 use chrono::Utc;
-use qmesh_core::route;
-use qmesh_core::scheduler::Reason;
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
@@ -62,12 +60,8 @@ impl SchedulerTask {
                 return convert::job_info(job, server, None, now);
             }
             let r = self.pending_reason(job);
-            // A job caught by a holding queue says why it was put there.
-            let why = Some(r)
-                .filter(|r| *r == Reason::QueueStopped)
-                .and_then(|_| route::holding_note(self.state.config(), job))
-                .unwrap_or(r.explain());
-            let mut info = convert::job_info(job, server, Some((r.as_str(), why)), now);
+            let why = self.explain(job, r, now);
+            let mut info = convert::job_info(job, server, Some((r.as_str(), &why)), now);
             let (start, priority) = self.expected_start(job);
             info.expected_start = convert::unix(start);
             info.priority = priority;

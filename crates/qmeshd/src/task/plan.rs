@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 use qmesh_core::job::Job;
 use qmesh_core::scheduler::{Entry, Plan, Reason, Status};
-use qmesh_core::{CoreError, JobId, JobState, Time};
+use qmesh_core::{CoreError, JobId, JobState, Time, route};
 use qmesh_proto::{convert, v1};
 use tonic::Status as RpcStatus;
 
@@ -102,6 +102,24 @@ impl SchedulerTask {
         self.place(job)
             .reason
             .unwrap_or_else(|| self.scheduler.reason_at(&self.state, job, Utc::now()))
+    }
+
+    /// A sentence for why a pending job waits: the reason's, or for a
+    /// closedown the one it would cross, named, in local time (qstat's
+    /// comment, spwhen).
+    pub(super) fn explain(&self, job: &Job, reason: Reason, now: Time) -> String {
+        // A job caught by a holding queue says why it was put there.
+        if reason == Reason::QueueStopped
+            && let Some(note) = route::holding_note(self.state.config(), job)
+        {
+            return note.to_string();
+        }
+        if matches!(reason, Reason::Shutdown | Reason::PeriodEnd)
+            && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
+        {
+            return closedown.describe(self.state.config().calendar.offset_at(now));
+        }
+        reason.explain().to_string()
     }
 
     /// qstat's expected start and priority of a pending job.
@@ -238,7 +256,7 @@ impl SchedulerTask {
             job: Some(entry),
             expected_start: convert::unix(start),
             reason: reason.as_str().to_string(),
-            explanation: reason.explain().to_string(),
+            explanation: self.explain(job, reason, now),
             server_time: now.timestamp(),
         })
     }

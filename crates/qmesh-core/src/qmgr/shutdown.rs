@@ -1,0 +1,253 @@
+//! qmgr's shutdown windows:
+//! `create shutdown maint start = "2026-12-01 08:00", end = "2026-12-01 20:00",
+//! node_sets = "batch,interactive"`, `set shutdown maint end = ...`,
+//! `unset shutdown maint node_sets`, `delete shutdown maint`,
+//! `list shutdown [NAMES]`. Managers create and delete them, operators
+//! change them (as with queues).
+//!
+//! Times are read in the calendar's time zone, given to the run as its UTC
+//! offset now, or as RFC 3339 with an offset; `print server` writes RFC 3339
+//! with the offset, so the backup reads back the same anywhere.
+
+use chrono::FixedOffset;
+
+use super::Outcome;
+use super::attrs::{canonical, scalar_only, update_list};
+use super::parse::{Assignment, Op};
+use super::print::quoted;
+use crate::server::Config;
+use crate::shutdown::{Shutdown, format_local, format_rfc3339, parse_time, valid_shutdown_name};
+use crate::state::State;
+use crate::time::format_hms;
+
+/// A command on shutdown windows; the names it acts on first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShutdownAction {
+    Create(Vec<String>, Vec<Assignment>),
+    Delete(Vec<String>),
+    Set(Vec<String>, Vec<Assignment>),
+    Unset(Vec<String>, Vec<String>),
+    /// Empty: every window.
+    List(Vec<String>),
+}
+
+impl ShutdownAction {
+    /// Whether applying it can change the configuration.
+    pub fn changes(&self) -> bool {
+        !matches!(self, ShutdownAction::List(_))
+    }
+
+    /// Whether only managers may do it (creating and deleting).
+    pub fn needs_manager(&self) -> bool {
+        matches!(self, ShutdownAction::Create(..) | ShutdownAction::Delete(_))
+    }
+}
+
+/// Shutdown attributes in the order list and print show them.
+pub const SHUTDOWN_ATTRS: &[(&str, &[&str])] = &[
+    ("start", &["begin"]),
+    ("end", &[]),
+    ("node_sets", &["node_set"]),
+    ("comment", &[]),
+];
+
+fn no_window(name: &str) -> String {
+    format!("shutdown \"{name}\" does not exist; see qmgr -c \"list shutdown\"")
+}
+
+/// Applies one assignment; returns the attribute's name.
+fn set(w: &mut Shutdown, a: &Assignment, offset: FixedOffset) -> Result<&'static str, String> {
+    let name = canonical(SHUTDOWN_ATTRS, &a.name, "a shutdown")?;
+    if name != "node_sets" {
+        scalar_only(name, a.op)?;
+    }
+    let time = |value: &str| parse_time(value, offset).map_err(|e| format!("{name}: {e}"));
+    match name {
+        "start" => w.start = time(&a.value)?,
+        "end" => w.end = time(&a.value)?,
+        "node_sets" => {
+            update_list(&mut w.node_sets, name, a.op, &a.value)?;
+            if a.op == Op::Remove && w.node_sets.is_empty() {
+                return Err(format!(
+                    "removing the last node set would make shutdown \"{}\" take down every set; \
+                     to mean that, unset shutdown {} node_sets",
+                    w.name, w.name
+                ));
+            }
+        }
+        _ => {
+            if a.value.contains('"') && a.value.contains('\'') {
+                return Err("a comment may hold ' or \" but not both".into());
+            }
+            w.comment = Some(a.value.clone()).filter(|c| !c.is_empty());
+        }
+    }
+    Ok(name)
+}
+
+/// What a changed window must satisfy: end after start, known node sets.
+fn check(w: &Shutdown, state: &State) -> Result<(), String> {
+    w.check()?;
+    let sets = state.node_sets();
+    for name in &w.node_sets {
+        if !sets.iter().any(|s| &s.name == name) {
+            let known: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+            return Err(format!(
+                "shutdown \"{}\": node set \"{name}\" does not exist; node sets: {} (spfree lists them)",
+                w.name,
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn window_mut<'a>(config: &'a mut Config, name: &str) -> Result<&'a mut Shutdown, String> {
+    config
+        .shutdowns
+        .get_mut(name)
+        .ok_or_else(|| no_window(name))
+}
+
+/// Applies a shutdown command to `config`; `offset` is the server's UTC
+/// offset, for times written without one.
+pub(super) fn apply(
+    action: &ShutdownAction,
+    config: &mut Config,
+    state: &State,
+    offset: FixedOffset,
+    outcome: &mut Outcome,
+) -> Result<(), String> {
+    match action {
+        ShutdownAction::Create(names, assigns) => {
+            for name in names {
+                valid_shutdown_name(name)
+                    .map_err(|why| format!("bad shutdown name \"{name}\": {why}"))?;
+                if config.shutdowns.contains_key(name) {
+                    return Err(format!(
+                        "shutdown \"{name}\" already exists; set shutdown {name} changes it"
+                    ));
+                }
+                let mut w = Shutdown::new(name, crate::Time::MIN_UTC, crate::Time::MIN_UTC);
+                let mut given = Vec::new();
+                for a in assigns {
+                    given.push(set(&mut w, a, offset)?);
+                }
+                if !given.contains(&"start") || !given.contains(&"end") {
+                    return Err(format!(
+                        "shutdown \"{name}\" needs a start and an end: create shutdown {name} \
+                         start = \"2026-12-01 08:00\", end = \"2026-12-01 20:00\""
+                    ));
+                }
+                check(&w, state)?;
+                config.shutdowns.insert(name.clone(), w);
+            }
+        }
+        ShutdownAction::Delete(names) => {
+            for name in names {
+                config
+                    .shutdowns
+                    .remove(name)
+                    .ok_or_else(|| no_window(name))?;
+            }
+        }
+        ShutdownAction::Set(names, assigns) => {
+            for name in names {
+                let w = window_mut(config, name)?;
+                for a in assigns {
+                    set(w, a, offset)?;
+                }
+                check(w, state)?;
+            }
+        }
+        ShutdownAction::Unset(names, attrs) => {
+            for name in names {
+                let w = window_mut(config, name)?;
+                for attr in attrs {
+                    match canonical(SHUTDOWN_ATTRS, attr, "a shutdown")? {
+                        "node_sets" => w.node_sets.clear(),
+                        "comment" => w.comment = None,
+                        other => {
+                            return Err(format!(
+                                "shutdown \"{name}\" must keep its {other}; set a new one, \
+                                 or delete shutdown {name}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        ShutdownAction::List(names) => {
+            let names: Vec<String> = if names.is_empty() {
+                config.shutdowns.keys().cloned().collect()
+            } else {
+                names.clone()
+            };
+            for name in names {
+                let w = config
+                    .shutdowns
+                    .get(&name)
+                    .ok_or_else(|| no_window(&name))?;
+                outcome.output.push_str(&list(w, offset));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Shutdown maint` and its attributes, times in the calendar's time zone.
+fn list(w: &Shutdown, offset: FixedOffset) -> String {
+    let mut out = format!("Shutdown {}\n", w.name);
+    out.push_str(&format!("    start = {}\n", format_local(w.start, offset)));
+    out.push_str(&format!("    end = {}\n", format_local(w.end, offset)));
+    let secs = (w.end - w.start).num_seconds().max(0) as u64;
+    out.push_str(&format!("    duration = {}\n", format_hms(secs)));
+    let sets = if w.node_sets.is_empty() {
+        "(every node set)".to_string()
+    } else {
+        w.node_sets.join(",")
+    };
+    out.push_str(&format!("    node_sets = {sets}\n"));
+    if let Some(comment) = &w.comment {
+        out.push_str(&format!("    comment = {comment}\n"));
+    }
+    out.push('\n');
+    out
+}
+
+/// A value as qmgr reads it back: quoted when needed, in single quotes
+/// when it holds a double one.
+fn quote(value: &str) -> String {
+    if value.contains('"') {
+        format!("'{value}'")
+    } else {
+        quoted(value)
+    }
+}
+
+/// qmgr commands that recreate the shutdown windows.
+pub(super) fn print(config: &Config, offset: FixedOffset) -> String {
+    if config.shutdowns.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("#\n# Create shutdown windows.\n#\n");
+    for w in config.shutdowns.values() {
+        out.push_str(&format!(
+            "create shutdown {} start = {}, end = {}",
+            w.name,
+            format_rfc3339(w.start, offset),
+            format_rfc3339(w.end, offset)
+        ));
+        if !w.node_sets.is_empty() {
+            out.push_str(&format!(", node_sets = {}", quoted(&w.node_sets.join(","))));
+        }
+        if let Some(comment) = &w.comment {
+            out.push_str(&format!(", comment = {}", quote(comment)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
