@@ -148,6 +148,10 @@ pub enum CoreError {
         limit: String,
         max: String,
     },
+    #[error("bad signal \"{text}\": {why}; write a name or a number, e.g. SIGUSR1, USR1 or 10")]
+    BadSignal { text: String, why: String },
+    #[error("job {id} is not running (state {state}); only running jobs can be signalled")]
+    NotRunning { id: String, state: char },
 }
 
 impl CoreError {
@@ -163,7 +167,7 @@ impl CoreError {
                 ErrorKind::Denied
             }
             AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
-            QueueDisabled { .. } | WrongState { .. } => ErrorKind::Conflict,
+            QueueDisabled { .. } | WrongState { .. } | NotRunning { .. } => ErrorKind::Conflict,
             BadDuration { .. }
             | BadResource { .. }
             | UnknownResource { .. }
@@ -178,7 +182,8 @@ impl CoreError {
             | BadNodeSets { .. }
             | BadDependency { .. }
             | DependencyUnsatisfiable { .. }
-            | AccountRequired { .. } => ErrorKind::Invalid,
+            | AccountRequired { .. }
+            | BadSignal { .. } => ErrorKind::Invalid,
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod reorder;
 pub mod resources;
 pub mod scheduler;
 pub mod server;
+pub mod signal;
 pub mod state;
 pub mod submit;
 pub mod time;
