@@ -9,6 +9,7 @@
 //!               shepherd.pid  written by the agent right after the spawn
 //!               job.pid       written by the shepherd right after the spawn
 //!               kill_reason   written by the agent before it signals a kill
+//!               signals/      signal requests for the job (crate::signals)
 //!               result.json   written by the shepherd when the job has ended
 //!               shepherd.log  the shepherd's stderr
 //! ```
