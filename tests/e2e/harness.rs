@@ -30,6 +30,7 @@ pub fn bin(name: &str) -> &'static str {
         "qdel" => env!("CARGO_BIN_EXE_qdel"),
         "qhold" => env!("CARGO_BIN_EXE_qhold"),
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
+        "qsig" => env!("CARGO_BIN_EXE_qsig"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
         "spq" => env!("CARGO_BIN_EXE_spq"),
         "spwhen" => env!("CARGO_BIN_EXE_spwhen"),

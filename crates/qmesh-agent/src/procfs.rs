@@ -1,7 +1,6 @@
 //! What `/proc` says about processes: is this pid still our shepherd (pids
 //! are reused, so a number in a file proves nothing by itself), and which
-//! processes are a shepherd's children (orphans of the job, to clean up),
-//! and whether a shepherd takes a signal (blocks it, for sigwait).
+//! processes are a shepherd's children (orphans of the job, to clean up).
 
 use std::ffi::OsStr;
 use std::fs;
@@ -74,22 +73,6 @@ pub fn find_shepherd(dir: &Path) -> Option<i32> {
     pids().find(|&pid| is_shepherd(pid, dir))
 }
 
-/// The blocked-signal mask in the content of `/proc/PID/status`.
-pub fn parse_blocked(status: &str) -> Option<u64> {
-    let hex = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
-}
-
-/// Whether `pid` blocks `sig` (a shepherd takes its signals with sigwait,
-/// so it blocks every signal it acts on).
-pub fn blocks(pid: i32, sig: nix::sys::signal::Signal) -> bool {
-    let bit = (sig as i32) - 1;
-    fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| parse_blocked(&s))
-        .is_some_and(|mask| (0..64).contains(&bit) && mask & (1 << bit) != 0)
-}
-
 /// The live children of `parent`.
 pub fn children_of(parent: i32) -> Vec<i32> {
     pids()
@@ -140,15 +123,6 @@ mod tests {
         assert!(!is_shepherd_cmdline(other, dir));
         assert!(!is_shepherd_cmdline(b"sleep\x00100\x00", dir));
         assert!(!is_shepherd_cmdline(b"", dir));
-    }
-
-    #[test]
-    fn the_blocked_mask_is_read_from_status() {
-        let status = "Name:\tqmesh-agent\nSigPnd:\t0000000000000000\nSigBlk:\t0000000000412000\n";
-        assert_eq!(parse_blocked(status), Some(0x41_2000));
-        assert_eq!(parse_blocked("Name:\tx\n"), None);
-        // This test thread blocks nothing special; SIGURG (23) is bit 22.
-        assert!(!blocks(-1, nix::sys::signal::Signal::SIGURG));
     }
 
     #[test]

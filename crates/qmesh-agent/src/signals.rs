@@ -11,13 +11,16 @@
 //! - nothing is lost if the agent dies between writing and ringing: the
 //!   next agent rings for every shepherd it adopts with requests waiting.
 //!
-//! SIGURG is ignored by default, so a shepherd started by an older agent
-//! (which does not take it) is not harmed by a ring; the agent looks at the
-//! shepherd's blocked signals first and says so instead.
+//! `signals/` is made with the job's directory, so a job directory without
+//! it belongs to a shepherd of an older agent, which does not forward: the
+//! agent says so instead of posting. (The shepherd's blocked-signal mask
+//! cannot tell: while it sits in sigwait the kernel shows the waited-for
+//! signals unblocked.) SIGURG is ignored by default, so ringing such a
+//! shepherd would do no harm anyway.
 
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,7 +30,6 @@ use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
 use crate::error::{AgentError, Result};
-use crate::procfs;
 use crate::spool::{FORMAT_VERSION, JobDir, write_atomic};
 
 /// The directory of a job's waiting signal requests.
@@ -56,14 +58,18 @@ fn dir_of(job: &JobDir) -> PathBuf {
     job.file(SIGNALS_DIR)
 }
 
+/// Makes `signals/` in a job directory being prepared (at `path`).
+pub fn create_dir(path: &Path) -> Result<()> {
+    let dir = path.join(SIGNALS_DIR);
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| AgentError::io("create", &dir, e))
+}
+
 /// Writes a request for `signal` into the job's directory.
 pub fn post(job: &JobDir, signal: Signal, reason: &str) -> Result<PathBuf> {
     let dir = dir_of(job);
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(AgentError::io("create", &dir, e)),
-    }
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -151,7 +157,7 @@ pub fn deliver(job: &JobDir, shepherd: i32, name: &str, reason: &str) {
         );
         return;
     };
-    if !procfs::blocks(shepherd, DOORBELL) {
+    if !dir_of(job).is_dir() {
         warn!(
             shepherd,
             signal = name,
@@ -170,7 +176,7 @@ pub fn deliver(job: &JobDir, shepherd: i32, name: &str, reason: &str) {
 
 /// Rings a shepherd that has requests waiting (after an agent restart).
 pub fn ring_if_pending(job: &JobDir, shepherd: i32) {
-    if pending(job) && procfs::blocks(shepherd, DOORBELL) {
+    if pending(job) {
         debug!(shepherd, "signal requests waiting; ringing the shepherd");
         ring(shepherd);
     }

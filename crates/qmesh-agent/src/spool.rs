@@ -238,6 +238,7 @@ impl Spool {
             nodes.push('\n');
         }
         write_file(&tmp.join(NODE_FILE), nodes.as_bytes(), 0o644)?;
+        crate::signals::create_dir(&tmp)?;
         fs::rename(&tmp, &dir.path)
             .map_err(|e| AgentError::io("move job directory into place", &dir.path, e))?;
         Ok(Some(dir))

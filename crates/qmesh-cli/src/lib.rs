@@ -1,5 +1,5 @@
-//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls and
-//! qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
+//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qsig
+//! and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
 //! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
 //! (the binaries call `qmesh_cli::qsub::main()` and so on).
 //!
@@ -21,6 +21,7 @@ pub mod qdel;
 pub mod qhold;
 pub mod qmgr;
 pub mod qrls;
+pub mod qsig;
 pub mod qstat;
 pub mod qsub;
 pub mod spfree;

@@ -14,6 +14,7 @@ mod admin;
 mod agents;
 mod jobs;
 mod plan;
+mod signal;
 mod usage;
 
 use std::collections::HashMap;
@@ -209,6 +210,13 @@ impl SchedulerTask {
                 ids,
                 reply,
             } => self.act(&peer, action, ids, reply),
+            Event::Signal {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.signal(&peer, request));
+            }
             Event::Wait { job_id, reply } => self.wait(&job_id, reply),
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
