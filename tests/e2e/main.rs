@@ -9,6 +9,7 @@ mod depend;
 mod harness;
 mod jobs;
 mod qmgr;
+mod qsig;
 mod restart;
 mod sp;
 mod topology;
