@@ -720,7 +720,11 @@ async fn signal_job_reaches_the_job_which_handles_it_and_exits() {
     );
     assert!(h.work.join("got-USR1").exists());
     assert!(
-        !h.job_dir(14).join("signals").read_dir().unwrap().any(|_| true),
+        !h.job_dir(14)
+            .join("signals")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
         "the request was taken"
     );
     // A signal for a job that has ended, or that was never here, is ignored.

@@ -27,9 +27,7 @@ fn a_job_that_traps_usr1_gets_it_and_ends_normally() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
-        format!(
-            "qsig: job {id} is not running (state F); only running jobs can be signalled\n"
-        )
+        format!("qsig: job {id} is not running (state F); only running jobs can be signalled\n")
     );
 }
 
@@ -43,9 +41,7 @@ fn queued_jobs_and_unknown_signals_are_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
-        format!(
-            "qsig: job {id} is not running (state Q); only running jobs can be signalled\n"
-        )
+        format!("qsig: job {id} is not running (state Q); only running jobs can be signalled\n")
     );
     let out = d.run("qsig", &["-s", "FOO", &id]);
     assert_eq!(out.status.code(), Some(1));

@@ -171,7 +171,12 @@ pub fn deliver(job: &JobDir, shepherd: i32, name: &str, reason: &str) {
         return;
     }
     ring(shepherd);
-    info!(shepherd, signal = name, reason, "signal passed to the shepherd");
+    info!(
+        shepherd,
+        signal = name,
+        reason,
+        "signal passed to the shepherd"
+    );
 }
 
 /// Rings a shepherd that has requests waiting (after an agent restart).

@@ -184,7 +184,10 @@ impl Supervisor {
     pub fn signal(&self, seq: u64, signal: &str, reason: &str) {
         let dir = self.spool.job(seq);
         if !dir.exists() || dir.has_result() {
-            debug!(signal, "signal for a job that has ended or is not here; ignored");
+            debug!(
+                signal,
+                "signal for a job that has ended or is not here; ignored"
+            );
             return;
         }
         let Some(pid) = dir
@@ -192,7 +195,10 @@ impl Supervisor {
             .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
             .or_else(|| procfs::find_shepherd(&dir.path))
         else {
-            debug!(signal, "signal for a job whose shepherd has just ended; ignored");
+            debug!(
+                signal,
+                "signal for a job whose shepherd has just ended; ignored"
+            );
             return;
         };
         crate::signals::deliver(&dir, pid, signal, reason);
