@@ -20,7 +20,7 @@ use nix::unistd::Pid;
 use qmesh_proto::agent_server::{Agent, AgentServer};
 use qmesh_proto::v1::{
     AckFinished, AgentHello, AgentMessage, DaemonMessage, EnvVar, FinishCause, JobFinished,
-    JobStarted, KillJob, LaunchJob, Welcome, agent_message, daemon_message,
+    JobStarted, KillJob, LaunchJob, SignalJob, Welcome, agent_message, daemon_message,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{UnboundedReceiverStream, UnixListenerStream};
@@ -670,5 +670,108 @@ async fn launch_failures_name_the_problem() {
             .starts_with("cannot enter working directory /nonexistent-qmesh-dir as user root"),
         "{f:?}"
     );
+    h.assert_no_error_logs();
+}
+
+/// A script that says it is ready, writes `got-SIG` for each signal of
+/// `traps` it receives, and exits 0 on the last one.
+fn trapping_script(work: &Path, traps: &[&str]) -> String {
+    let mut script = String::new();
+    for (i, sig) in traps.iter().enumerate() {
+        let file = work.join(format!("got-{sig}"));
+        let end = if i + 1 == traps.len() { "; exit 0" } else { "" };
+        script.push_str(&format!(
+            "trap 'echo {sig} > {0}.tmp && mv {0}.tmp {0}{end}' {sig}\n",
+            file.display()
+        ));
+    }
+    let ready = work.join("ready");
+    script.push_str(&format!(
+        "echo go > {0}.tmp && mv {0}.tmp {0}\nwhile :; do sleep 0.1; done\n",
+        ready.display()
+    ));
+    script
+}
+
+fn signal(job: u64, signal: &str) -> daemon_message::Kind {
+    daemon_message::Kind::Signal(SignalJob {
+        job,
+        signal: signal.into(),
+        reason: "qsig by test".into(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signal_job_reaches_the_job_which_handles_it_and_exits() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(h.launch(14, &trapping_script(&h.work, &["USR1"])));
+    s.started(14).await;
+    let ready = h.work.join("ready");
+    eventually("the job set its trap", || ready.exists()).await;
+    s.send(signal(14, "SIGUSR1"));
+    let f = s.finished(14).await;
+    assert_eq!(
+        (f.cause, f.exit_code, f.signal),
+        (FinishCause::Exited as i32, Some(0), None),
+        "the job handled the signal and was not killed: {f:?}"
+    );
+    assert!(h.work.join("got-USR1").exists());
+    assert!(
+        !h.job_dir(14)
+            .join("signals")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
+        "the request was taken"
+    );
+    // A signal for a job that has ended, or that was never here, is ignored.
+    s.send(signal(14, "SIGUSR1"));
+    s.send(signal(999, "SIGUSR1"));
+    s.send(daemon_message::Kind::Ack(AckFinished { job: 14 }));
+    eventually("the job is forgotten", || !h.job_dir(14).exists()).await;
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_request_survives_the_agent_dying_before_it_rang() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(h.launch(15, &trapping_script(&h.work, &["USR1", "USR2"])));
+    s.started(15).await;
+    let ready = h.work.join("ready");
+    eventually("the job set its traps", || ready.exists()).await;
+
+    // The agent dies having written a request but before ringing the shepherd.
+    kill(Pid::from_raw(h.agents[0].id() as i32), Signal::SIGKILL).unwrap();
+    h.agent_exit(0).await;
+    drop(s);
+    let requests = h.job_dir(15).join("signals");
+    fs::write(
+        requests.join("00000000000000000001-000000.json"),
+        r#"{"version": 1, "signal": "SIGUSR1", "reason": "qsig by test", "time": 1}"#,
+    )
+    .unwrap();
+
+    // The next agent adopts the shepherd and rings it for the request.
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    assert_eq!(s.hello.running, vec![15], "{:?}", s.hello);
+    s.welcome(30);
+    let got = h.work.join("got-USR1");
+    eventually("the job got the waiting USR1", || got.exists()).await;
+    // And the new agent passes new signals to the adopted shepherd.
+    s.send(signal(15, "SIGUSR2"));
+    let f = s.finished(15).await;
+    assert_eq!(
+        (f.cause, f.exit_code),
+        (FinishCause::Exited as i32, Some(0)),
+        "{f:?}"
+    );
+    assert!(h.work.join("got-USR2").exists());
     h.assert_no_error_logs();
 }

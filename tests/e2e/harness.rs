@@ -31,6 +31,7 @@ pub fn bin(name: &str) -> &'static str {
         "qhold" => env!("CARGO_BIN_EXE_qhold"),
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
         "qmove" => env!("CARGO_BIN_EXE_qmove"),
+        "qsig" => env!("CARGO_BIN_EXE_qsig"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
         "spq" => env!("CARGO_BIN_EXE_spq"),
         "spwhen" => env!("CARGO_BIN_EXE_spwhen"),

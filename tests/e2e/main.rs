@@ -10,6 +10,7 @@ mod harness;
 mod jobs;
 mod pipe;
 mod qmgr;
+mod qsig;
 mod restart;
 mod shutdown;
 mod sp;

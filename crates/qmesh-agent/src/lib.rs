@@ -7,6 +7,7 @@
 //! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
 //! - [`session`]: one session with the daemon, and the reconnect loop.
 //! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
+//! - [`signals`]: signals for a running job, through the spool to its shepherd.
 //! - [`spool`]: the per-job directories, the agent's only memory.
 //! - [`lock`]: one agent per spool.
 //! - [`shepherd`]: the per-job process (`qmesh-agent shepherd JOBDIR`).
@@ -29,6 +30,7 @@ pub mod plan;
 pub mod procfs;
 pub mod session;
 pub mod shepherd;
+pub mod signals;
 pub mod spool;
 pub mod supervise;
 

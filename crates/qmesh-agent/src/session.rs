@@ -224,6 +224,10 @@ async fn handle(
         Some(daemon_message::Kind::Kill(kill)) => {
             info_span!("job", job = kill.job).in_scope(|| sup.kill(kill.job, &kill.reason));
         }
+        Some(daemon_message::Kind::Signal(order)) => {
+            info_span!("job", job = order.job)
+                .in_scope(|| sup.signal(order.job, &order.signal, &order.reason));
+        }
         Some(daemon_message::Kind::Ack(ack)) => {
             info_span!("job", job = ack.job).in_scope(|| sup.ack(ack.job));
         }

@@ -1,6 +1,7 @@
 //! The shepherd (`qmesh-agent shepherd JOBDIR`): one small process per job
-//! that starts the job, enforces its wall time, performs kills, collects its
-//! exit status and writes `result.json`. It outlives the agent (it runs in
+//! that starts the job, enforces its wall time, performs kills, forwards
+//! signals to it (see [`crate::signals`]), collects its exit status and
+//! writes `result.json`. It outlives the agent (it runs in
 //! its own session, and nothing ties it to the agent but a pipe it stops
 //! using after the start), so agent restarts and upgrades never touch jobs.
 //!
@@ -25,7 +26,7 @@ use tracing::{debug, error, info, warn};
 use crate::spool::{
     Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec,
 };
-use crate::{exec, plan};
+use crate::{exec, plan, signals};
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -39,6 +40,7 @@ pub fn signals() -> SigSet {
         Signal::SIGTERM,
         Signal::SIGINT,
         Signal::SIGALRM,
+        signals::DOORBELL,
     ] {
         set.add(sig);
     }
@@ -136,6 +138,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     announce(pid, start);
 
     let mut watch = Watch {
+        dir: dir.clone(),
         job: Pid::from_raw(pid),
         grace: spec.kill_grace,
         kill: None,
@@ -166,6 +169,7 @@ enum Ended {
 }
 
 struct Watch {
+    dir: JobDir,
     job: Pid,
     grace: u64,
     kill: Option<Cause>,
@@ -194,11 +198,25 @@ impl Watch {
                     None => self.start_kill(Cause::Killed),
                     Some(cause) => debug!(?sig, ?cause, "kill already under way"),
                 },
+                Ok(signals::DOORBELL) => self.forward(),
                 Ok(sig) => debug!(?sig, "signal ignored"),
                 Err(e) => {
                     error!("sigwait failed ({e}); waiting for the job without enforcing limits");
                     return wait_blocking(self.job);
                 }
+            }
+        }
+    }
+
+    /// Sends the job's process group the signals the agent asked for.
+    fn forward(&self) {
+        for taken in signals::take(&self.dir) {
+            match taken {
+                Ok((sig, request)) => {
+                    info!(?sig, reason = %request.reason, "signal sent to the job's process group");
+                    signal_group(self.job, sig);
+                }
+                Err(e) => warn!("{e}"),
             }
         }
     }

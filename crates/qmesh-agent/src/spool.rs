@@ -9,6 +9,7 @@
 //!               shepherd.pid  written by the agent right after the spawn
 //!               job.pid       written by the shepherd right after the spawn
 //!               kill_reason   written by the agent before it signals a kill
+//!               signals/      signal requests for the job (crate::signals)
 //!               result.json   written by the shepherd when the job has ended
 //!               shepherd.log  the shepherd's stderr
 //! ```
@@ -237,6 +238,7 @@ impl Spool {
             nodes.push('\n');
         }
         write_file(&tmp.join(NODE_FILE), nodes.as_bytes(), 0o644)?;
+        crate::signals::create_dir(&tmp)?;
         fs::rename(&tmp, &dir.path)
             .map_err(|e| AgentError::io("move job directory into place", &dir.path, e))?;
         Ok(Some(dir))

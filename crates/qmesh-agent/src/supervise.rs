@@ -1,6 +1,6 @@
 //! The agent's side of jobs: turn a launch order into a spool directory and
-//! a shepherd, watch shepherds until they leave a result, pass kill orders
-//! on, forget acknowledged jobs, and, after a restart, adopt the shepherds
+//! a shepherd, watch shepherds until they leave a result, pass kill and
+//! signal orders on, forget acknowledged jobs, and, after a restart, adopt the shepherds
 //! a previous agent left running.
 //!
 //! Watching happens in tasks that outlive sessions: a job that ends while
@@ -89,6 +89,7 @@ impl Supervisor {
             match pid {
                 Some(pid) => {
                     info!(shepherd = pid, "adopting the running shepherd");
+                    crate::signals::ring_if_pending(&dir, pid);
                     let events = self.events.clone();
                     let span = info_span!(parent: None, "job", job = dir.seq);
                     tokio::spawn(watch_adopted(dir, pid, events).instrument(span));
@@ -176,6 +177,31 @@ impl Supervisor {
             Ok(()) => info!(shepherd = pid, reason, "kill passed to the shepherd"),
             Err(e) => warn!(shepherd = pid, "cannot signal the shepherd ({e})"),
         }
+    }
+
+    /// Passes a signal for the job to its shepherd, which sends it to the
+    /// job's process group. A job that has ended is ignored.
+    pub fn signal(&self, seq: u64, signal: &str, reason: &str) {
+        let dir = self.spool.job(seq);
+        if !dir.exists() || dir.has_result() {
+            debug!(
+                signal,
+                "signal for a job that has ended or is not here; ignored"
+            );
+            return;
+        }
+        let Some(pid) = dir
+            .read_pid(SHEPHERD_PID_FILE)
+            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+            .or_else(|| procfs::find_shepherd(&dir.path))
+        else {
+            debug!(
+                signal,
+                "signal for a job whose shepherd has just ended; ignored"
+            );
+            return;
+        };
+        crate::signals::deliver(&dir, pid, signal, reason);
     }
 
     /// The daemon has recorded the job's end: forget the job.

@@ -1,4 +1,4 @@
-//! What qdel, qhold and qrls (and sprelease, sppause, spunpause, qmove) share: send every named job in one request,
+//! What qdel, qhold and qrls (and sprelease, sppause, spunpause, qmove, qsig) share: send every named job in one request,
 //! print nothing for the ones that worked (as PBS does) and `CMD: MESSAGE`
 //! for each that did not, and exit 1 if any failed. The daemon's per-job
 //! message already names the job and what to do.
@@ -38,8 +38,8 @@ pub fn main(cmd: &str, action: Action, ids: Vec<String>, json: bool) -> ExitCode
     report(cmd, reply, json)
 }
 
-/// Prints the daemon's answer as the per-job commands do (qmove too) and
-/// gives the exit code.
+/// Prints what the daemon answered for each job (qmove and qsig too; nothing for those that
+/// worked, `CMD: MESSAGE` for the others) and gives the exit code.
 pub fn report(cmd: &str, reply: Result<JobsReply, CliError>, json: bool) -> ExitCode {
     let reply = match reply {
         Ok(reply) => reply,

@@ -1,4 +1,4 @@
-//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove
+//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove, qsig
 //! and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
 //! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
 //! (the binaries call `qmesh_cli::qsub::main()` and so on).
@@ -22,6 +22,7 @@ pub mod qhold;
 pub mod qmgr;
 pub mod qmove;
 pub mod qrls;
+pub mod qsig;
 pub mod qstat;
 pub mod qsub;
 pub mod spfree;

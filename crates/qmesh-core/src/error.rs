@@ -166,6 +166,10 @@ pub enum CoreError {
         limit: String,
         max: String,
     },
+    #[error("bad signal \"{text}\": {why}; write a name or a number, e.g. SIGUSR1, USR1 or 10")]
+    BadSignal { text: String, why: String },
+    #[error("job {id} is not running (state {state}); only running jobs can be signalled")]
+    NotRunning { id: String, state: char },
 }
 
 impl CoreError {
@@ -181,9 +185,11 @@ impl CoreError {
                 ErrorKind::Denied
             }
             AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
-            QueueDisabled { .. } | WrongState { .. } | NotMovable { .. } | RouteLoop { .. } => {
-                ErrorKind::Conflict
-            }
+            QueueDisabled { .. }
+            | WrongState { .. }
+            | NotMovable { .. }
+            | RouteLoop { .. }
+            | NotRunning { .. } => ErrorKind::Conflict,
             BadDuration { .. }
             | BadResource { .. }
             | UnknownResource { .. }
@@ -199,7 +205,8 @@ impl CoreError {
             | BadDependency { .. }
             | DependencyUnsatisfiable { .. }
             | AccountRequired { .. }
-            | NoRoute { .. } => ErrorKind::Invalid,
+            | NoRoute { .. }
+            | BadSignal { .. } => ErrorKind::Invalid,
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod route;
 pub mod scheduler;
 pub mod server;
 pub mod shutdown;
+pub mod signal;
 pub mod state;
 pub mod submit;
 pub mod time;

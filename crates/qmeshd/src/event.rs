@@ -50,6 +50,12 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<v1::JobsReply>,
     },
+    /// qsig: a signal for running jobs.
+    Signal {
+        peer: Peer,
+        request: v1::SignalRequest,
+        reply: Reply<v1::JobsReply>,
+    },
     Wait {
         job_id: String,
         reply: Reply<v1::JobInfo>,

@@ -1,4 +1,4 @@
-//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qstat -Q, and the
+//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qsig, qstat -Q, and the
 //! sp commands' plan, when and nodes.
 
 use qmesh_proto::v1;
@@ -91,6 +91,25 @@ impl Jobs for JobsService {
         request: Request<v1::JobsRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
         self.act(request, JobAction::Release).await
+    }
+
+    async fn signal(
+        &self,
+        request: Request<v1::SignalRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument("name the jobs to signal"));
+        }
+        self.link
+            .ask(|reply| Event::Signal {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn wait(

@@ -15,6 +15,7 @@ mod agents;
 mod jobs;
 mod plan;
 mod qmove;
+mod signal;
 mod usage;
 
 use std::collections::HashMap;
@@ -210,6 +211,13 @@ impl SchedulerTask {
                 ids,
                 reply,
             } => self.act(&peer, action, ids, reply),
+            Event::Signal {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.signal(&peer, request));
+            }
             Event::Wait { job_id, reply } => self.wait(&job_id, reply),
             Event::Move {
                 peer,

@@ -1,0 +1,100 @@
+//! The daemon's half of qsig, and the way the server signals a job on its
+//! own authority (the warning before a queue's period ends).
+//!
+//! A signal goes to the agent of the job's first node, whose shepherd sends
+//! it to the job's process group. Nothing is stored: a signal acts on
+//! processes and changes nothing in the job's record, so the reply does not
+//! wait for the store. It is sent only to a connected agent that has the
+//! job's launch; otherwise the caller is told to try again, rather than the
+//! signal being kept for later, when it might arrive after its moment.
+
+use qmesh_core::signal::{parse_signal, signal_target};
+use qmesh_core::{CoreError, JobId};
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::info;
+
+use super::{Launch, SchedulerTask};
+use crate::identity::Peer;
+use crate::status;
+
+/// Why a signal was not sent.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalError {
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error(
+        "job {id} is starting and its agent has not received it yet; the signal was not sent; try again in a moment"
+    )]
+    Starting { id: String },
+    #[error(
+        "job {id} runs on host {host}, whose agent is not connected; the signal was not sent; try again when the agent is back"
+    )]
+    AgentAway { id: String, host: String },
+}
+
+impl SchedulerTask {
+    /// qsig: each job on its own. A bad signal name refuses the request.
+    pub(super) fn signal(
+        &mut self,
+        peer: &Peer,
+        request: v1::SignalRequest,
+    ) -> Result<v1::JobsReply, Status> {
+        let signal = parse_signal(&request.signal).map_err(|e| status::from_core(&e))?;
+        let caller = self.caller(peer);
+        let reason = format!("qsig by {}", caller.user);
+        let mut results = Vec::with_capacity(request.job_ids.len());
+        for text in request.job_ids {
+            let outcome = self
+                .state
+                .parse_id(&text)
+                .map_err(SignalError::from)
+                .and_then(|id| {
+                    signal_target(&self.state, id, Some(&caller))?;
+                    self.signal_job(id, signal, &reason)
+                });
+            if let Err(e) = &outcome {
+                info!(job = %text, user = %caller.user, signal, error = %e, "signal refused");
+            }
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: outcome.is_ok(),
+                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+            });
+        }
+        Ok(v1::JobsReply { results })
+    }
+
+    /// Sends `signal` (written as qsig accepts it: `SIGUSR1`, `USR1`, `10`)
+    /// to the running job `id`, on the server's authority; `reason` goes to
+    /// the logs of the daemon, the agent and the shepherd. Returns the
+    /// signal's canonical name. For the scheduler: the warning before a
+    /// period ends.
+    pub(crate) fn signal_job(
+        &self,
+        id: JobId,
+        signal: &str,
+        reason: &str,
+    ) -> Result<&'static str, SignalError> {
+        let signal = parse_signal(signal)?;
+        let job = signal_target(&self.state, id, None)?;
+        let full = self.state.full_id(id);
+        if matches!(
+            self.launches.get(&id),
+            Some(Launch::AwaitingDurable | Launch::Ready)
+        ) {
+            return Err(SignalError::Starting { id: full });
+        }
+        let host = self.state.job_host(job).unwrap_or_default().to_string();
+        let order = v1::SignalJob {
+            job: id.0,
+            signal: signal.to_string(),
+            reason: reason.to_string(),
+        };
+        if !self.send(&host, v1::daemon_message::Kind::Signal(order)) {
+            return Err(SignalError::AgentAway { id: full, host });
+        }
+        info!(job = %full, signal, host, reason, "signal sent to the job's agent");
+        Ok(signal)
+    }
+}
