@@ -17,6 +17,7 @@ pub mod error;
 pub mod job;
 pub mod node;
 pub mod node_group;
+pub mod periods;
 pub mod qmgr;
 pub mod qmove;
 pub mod queue;

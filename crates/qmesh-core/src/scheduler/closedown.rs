@@ -9,10 +9,11 @@
 //! (EPCC: "if there was only one hour left before a planned shutdown the
 //! queues could be scanned for a job of the appropriate length").
 //!
-//! Closedowns come from several places: shutdown windows (`qmgr create
-//! shutdown`) and, with the calendar, the ends of periods whose action is
-//! kill or requeue. [`collect`] gathers them all for a pass; a new source
-//! adds itself there, giving each closedown its [`Reason`].
+//! Closedowns here are the shutdown windows (`qmgr create shutdown`):
+//! they close node sets for every queue. The ends of a queue's periods
+//! (action kill or requeue) close nothing for the other queues, so the
+//! planner applies them per queue (see [`crate::periods`]);
+//! `Scheduler::closedown_crossed` names either kind as a `Closedown`.
 
 use chrono::FixedOffset;
 
@@ -75,9 +76,6 @@ impl Closedown {
 /// Every closedown a pass at `now` must respect, from every source, in
 /// order of start. Those already over are left out.
 ///
-/// Sources: the configuration's shutdown windows. Another source (period
-/// ends from the calendar) adds its closedowns to `all` below, with their
-/// own reason; the planner needs nothing else.
 pub fn collect(state: &State, now: Time) -> Vec<Closedown> {
     let config = state.config();
     let mut all: Vec<Closedown> = config

@@ -62,6 +62,8 @@ pub enum Reason {
     /// Its wall time would reach past the end of a period that ends jobs
     /// (a calendar period whose action is kill or requeue).
     PeriodEnd,
+    /// Its queue runs only in given calendar periods, and none is on.
+    OutsidePeriod,
 }
 
 impl Reason {
@@ -84,6 +86,7 @@ impl Reason {
             Reason::Placement => "Placement",
             Reason::Shutdown => "Shutdown",
             Reason::PeriodEnd => "PeriodEnd",
+            Reason::OutsidePeriod => "OutsidePeriod",
         }
     }
 
@@ -111,6 +114,9 @@ impl Reason {
             }
             Reason::PeriodEnd => {
                 "it would still run when its period ends; shorter jobs may run before the end"
+            }
+            Reason::OutsidePeriod => {
+                "its queue runs only in its periods (qmgr list queue); it waits for the next"
             }
         }
     }
@@ -368,12 +374,29 @@ impl Scheduler {
             .and_then(|d| now.checked_add_signed(d))
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
         let sets = state.node_sets();
-        closedown::collect(state, now).into_iter().find(|c| {
+        let shutdown = closedown::collect(state, now).into_iter().find(|c| {
             c.overlaps(now, end)
                 && sets
                     .iter()
                     .any(|set| queue.uses_set(&set.name) && c.covers(&set.name))
-        })
+        });
+        let period = crate::periods::window(state, queue, now)
+            .cuts
+            .into_iter()
+            .flatten()
+            .filter(|c| c.at < end)
+            .min_by_key(|c| c.at)
+            .map(|c| Closedown {
+                start: c.at,
+                end: None,
+                sets: Vec::new(),
+                reason: Reason::PeriodEnd,
+                name: c.period,
+            });
+        [shutdown, period]
+            .into_iter()
+            .flatten()
+            .min_by_key(|c| c.start)
     }
 
     /// Why a pending job waits, from the state alone (for a job no pass

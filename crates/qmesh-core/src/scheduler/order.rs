@@ -39,21 +39,34 @@ pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked> {
     let attrs = &config.server;
     let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
     let fifo = attrs.job_order == JobOrder::Fifo;
-    let mut queues: Vec<(usize, &crate::queue::Queue)> =
-        config.queues.values().enumerate().collect();
+    // A queue's priority is the one of the periods on (EPCC: the order
+    // reversed on Monday nights).
+    let mut queues: Vec<(usize, &crate::queue::Queue, i32)> = config
+        .queues
+        .values()
+        .enumerate()
+        .map(|(i, q)| {
+            let priority = if q.period_priority.is_empty() {
+                q.priority
+            } else {
+                q.priority_in(|p| state.period_active(p, now))
+            };
+            (i, q, priority)
+        })
+        .collect();
     if fifo && by_queue {
         // Each queue is already in order: take the queues by priority (then
         // name, as NQS walked them) and nothing needs sorting.
-        queues.sort_by(|a, b| b.1.priority.cmp(&a.1.priority).then(a.0.cmp(&b.0)));
+        queues.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     }
     let mut out = Vec::with_capacity(state.pending_count());
-    for (index, queue) in queues {
+    for (index, queue, queue_priority) in queues {
         for (position, view) in state.pending_views(&queue.name).enumerate() {
             let waited_hours = (now - view.qtime).num_seconds().max(0) as f64 / 3600.0;
             let priority = match attrs.job_order {
-                JobOrder::Fifo => f64::from(queue.priority),
+                JobOrder::Fifo => f64::from(queue_priority),
                 JobOrder::PriorityAging => {
-                    f64::from(queue.priority) + attrs.age_factor * waited_hours
+                    f64::from(queue_priority) + attrs.age_factor * waited_hours
                 }
                 JobOrder::Hrn => {
                     let wall = view.walltime.max(1) as f64;
@@ -67,7 +80,7 @@ pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked> {
             out.push(Ranked {
                 view: *view,
                 priority,
-                queue_priority: queue.priority,
+                queue_priority,
                 queue: index,
                 position,
             });

@@ -10,8 +10,11 @@
 //! the backfill mode: EASY the first that cannot start (and any above
 //! `block_priority`), conservative all, none only those above
 //! `block_priority`, and then (SDSC blocking) nothing else starts at all.
-//! Closedowns (shutdown windows, period ends) take their sets' nodes from
-//! the profiles for their time, so no job starts or is reserved across one.
+//! Closedowns (shutdown windows) take their sets' nodes from the profiles
+//! for their time, so no job starts or is reserved across one. A queue
+//! whose jobs end with its periods (see [`crate::periods`]) starts a job
+//! only on sets it would not outlast there, and reserves only windows that
+//! end in time; a queue outside its periods starts nothing.
 //!
 //! Counting nodes is exact for flat node sets; topology-aware placement of
 //! future reservations comes with the allocators of meshes and tori.
@@ -26,6 +29,7 @@ use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
 use crate::alloc::{self, Allocator, Part};
 use crate::job::{Job, JobId, JobState};
+use crate::periods;
 use crate::server::Backfill;
 use crate::state::State;
 
@@ -46,9 +50,8 @@ pub(super) struct Planner<'a> {
     allocators: Vec<Option<Box<dyn Allocator>>>,
     /// Index in `State::nodes` of each set's first node.
     base: Vec<usize>,
-    /// Per queue (in the configuration's name order): whether it is
-    /// started, and the sets it may use.
-    queues: Vec<(bool, Rc<[usize]>)>,
+    /// Per queue (in the configuration's name order): what it may do now.
+    queues: Vec<QueueNow>,
     user_running: HashMap<&'a str, u32>,
     group_running: HashMap<String, u32>,
     limits_on: bool,
@@ -108,11 +111,7 @@ impl<'a> Planner<'a> {
         let queues = config
             .queues
             .values()
-            .map(|q| {
-                let allowed: Rc<[usize]> =
-                    state.sets_now(q, |p| state.period_active(p, now)).into();
-                (q.started, allowed)
-            })
+            .map(|q| QueueNow::of(state, q, now, sets.len()))
             .collect();
         let limits_on = config.has_run_limits();
         let mut planner = Planner {
@@ -215,10 +214,14 @@ impl<'a> Planner<'a> {
         {
             return entry(Status::Held, Some(reason), None);
         }
-        let (started, sets) = self.queues[ranked.queue].clone();
-        if !started {
+        let queue = self.queues[ranked.queue].clone();
+        if !queue.started {
             return entry(Status::Waiting, Some(Reason::QueueStopped), None);
         }
+        if !queue.open {
+            return entry(Status::Waiting, Some(Reason::OutsidePeriod), None);
+        }
+        let sets = queue.sets;
         if view.has_account && job().is_some_and(|job| state.allocation_short(job)) {
             return entry(Status::Waiting, Some(Reason::Allocation), None);
         }
@@ -258,9 +261,19 @@ impl<'a> Planner<'a> {
         let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
         let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
+        // In a queue whose jobs end with its periods, only the sets the job
+        // would not outlast there.
+        let within: Vec<usize>;
+        let (usable, cut_off) = match &queue.cuts {
+            Some(cuts) => {
+                within = sets.iter().copied().filter(|&s| cuts[s] >= end).collect();
+                (&within[..], within.len() < sets.len())
+            }
+            None => (sets, false),
+        };
         let mut unplaceable = false;
         if free_now >= n {
-            match self.start_now(sets, n, end) {
+            match self.start_now(usable, n, end) {
                 Now::Started(nodes, parts) => {
                     if self.limits_on
                         && let Some(job) = job()
@@ -282,6 +295,7 @@ impl<'a> Planner<'a> {
         // Nodes enough are free, but the job would run into a closedown.
         let closed = if free_now >= n {
             self.crossing(sets, end)
+                .or(cut_off.then_some(Reason::PeriodEnd))
         } else {
             None
         };
@@ -296,7 +310,7 @@ impl<'a> Planner<'a> {
             if self.mode == Backfill::None {
                 self.blocked = true;
             }
-            let start = self.reserve(sets, n as u32, wall, unplaceable);
+            let start = self.reserve(usable, n as u32, wall, unplaceable, queue.cuts.as_deref());
             let reason = if unplaceable {
                 Reason::Placement
             } else {
@@ -406,7 +420,17 @@ impl<'a> Planner<'a> {
     /// Reserves the earliest window of `n` nodes for `wall` seconds in one
     /// of the sets; returns its start. A job that could not be placed now is not reserved before the free
     /// nodes next change (`later`): its count fits now, its shape does not.
-    fn reserve(&mut self, sets: &[usize], n: u32, wall: Secs, later: bool) -> Option<Time> {
+    ///
+    /// With `cuts` (per set, when the queue's jobs there are ended), only a
+    /// window that ends by its set's cut is taken.
+    fn reserve(
+        &mut self,
+        sets: &[usize],
+        n: u32,
+        wall: Secs,
+        later: bool,
+        cuts: Option<&[Secs]>,
+    ) -> Option<Time> {
         let now = self.now_s;
         let mut best: Option<(Secs, usize, i64)> = None;
         for &s in sets {
@@ -429,6 +453,7 @@ impl<'a> Planner<'a> {
                 }
             }
             if let Some(t) = self.profiles[s].earliest(from, wall, size)
+                && cuts.is_none_or(|cuts| t.saturating_add(wall) <= cuts[s])
                 && best.is_none_or(|b| (t, s) < (b.0, b.1))
             {
                 best = Some((t, s, size));
@@ -489,6 +514,48 @@ fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
         (_, None) => now.saturating_add(job.walltime as Secs),
     };
     end.max(now + 1)
+}
+
+/// A queue as the pass sees it.
+#[derive(Clone)]
+struct QueueNow {
+    started: bool,
+    /// One of its periods is on (or it names none).
+    open: bool,
+    /// The sets it draws on now, in selection order.
+    sets: Rc<[usize]>,
+    /// Indexed by set: when its jobs there are ended ([`FOREVER`]: not);
+    /// `None` when no set has a cut.
+    cuts: Option<Rc<[Secs]>>,
+}
+
+impl QueueNow {
+    fn of(state: &State, queue: &crate::queue::Queue, now: Time, n_sets: usize) -> QueueNow {
+        if !queue.follows_calendar() {
+            return QueueNow {
+                started: queue.started,
+                open: true,
+                sets: state.sets_now(queue, |_| false).into(),
+                cuts: None,
+            };
+        }
+        let window = periods::window(state, queue, now);
+        let cuts = window.cuts.iter().any(Option::is_some).then(|| {
+            let mut by_set = vec![FOREVER; n_sets];
+            for (&s, cut) in window.sets.iter().zip(&window.cuts) {
+                if let Some(cut) = cut {
+                    by_set[s] = cut.at.timestamp();
+                }
+            }
+            by_set.into()
+        });
+        QueueNow {
+            started: queue.started,
+            open: window.open,
+            sets: window.sets.into(),
+            cuts,
+        }
+    }
 }
 
 /// What `start_now` found.
