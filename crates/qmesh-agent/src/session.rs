@@ -230,6 +230,9 @@ async fn handle(
         }
         Some(daemon_message::Kind::Ack(ack)) => {
             info_span!("job", job = ack.job).in_scope(|| sup.ack(ack.job));
+            // That run's end is recorded; a requeued job's next run on this
+            // host reports its own end.
+            reported.remove(&ack.job);
         }
         Some(daemon_message::Kind::Welcome(_)) => warn!("a second Welcome in one session; ignored"),
         None => debug!("an empty message from the daemon; ignored"),

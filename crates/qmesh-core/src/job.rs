@@ -323,6 +323,19 @@ pub struct Job {
     /// cascade); `None`: its id, so submission order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u64>,
+    /// Set when the server ends it because its queue's period ended (or
+    /// its node set left the queue's group): what happens when it is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_stop: Option<PeriodStop>,
+}
+
+/// A running job being ended at a period's end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodStop {
+    /// The period whose end it is (for the comment).
+    pub period: String,
+    /// Queued again once it is gone (else it is finished).
+    pub requeue: bool,
 }
 
 fn yes() -> bool {

@@ -121,7 +121,16 @@ pub fn job_cut(state: &State, job: &Job, now: Time) -> Option<Cut> {
     if !queue.period_end.ends_jobs() {
         return None;
     }
-    let w = window(state, queue, now);
+    job_cut_in(state, job, &window(state, queue, now), now)
+}
+
+/// [`job_cut`] with its queue's window at `now` already worked out (the
+/// daemon checks every running job of a queue against one window).
+pub fn job_cut_in(state: &State, job: &Job, w: &QueueWindow, now: Time) -> Option<Cut> {
+    let queue = state.config().queue(&job.queue)?;
+    if !queue.period_end.ends_jobs() {
+        return None;
+    }
     if !w.open {
         // Its periods are over: it is past its cut.
         return Some(Cut {

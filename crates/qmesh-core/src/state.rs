@@ -546,6 +546,30 @@ impl State {
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = end;
+        if let Some(stop) = job.period_stop.take() {
+            let words = if stop.period.is_empty() {
+                "its node set left its queue's node group".to_string()
+            } else {
+                format!("period \"{}\" ended", stop.period)
+            };
+            if stop.requeue {
+                job.state = job.pending_state();
+                job.comment = format!("requeued: {words}; it runs again in a later period");
+                job.stime = None;
+                job.exec_nodes.clear();
+                job.placement.clear();
+                add_pending(&mut self.pending, job);
+                self.accounting.tally.enter_pending(job);
+                return Ok((Finished::Requeued, job));
+            }
+            job.comment = format!("killed: {words}");
+            job.state = JobState::Finished;
+            job.end_time = Some(end);
+            job.exit = Some(exit);
+            let half_life = self.config.server.fairshare_half_life;
+            self.accounting.charge(job, half_life);
+            return Ok((Finished::Finished, job));
+        }
         if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
             job.state = job.pending_state();
             job.comment = format!("requeued: {}", exit.describe(job.walltime));
@@ -606,6 +630,46 @@ impl State {
             }
         }
         Ok((outcome, job))
+    }
+
+    /// Ends a running job at its queue's period end (`period_end` kill or
+    /// requeue): it is marked exiting, and when its agent reports it gone
+    /// it is finished or queued again. Returns the host whose agent must
+    /// kill it. `period` names the period that ended (empty: its node set
+    /// left the queue's node group).
+    pub fn stop_for_period(
+        &mut self,
+        id: JobId,
+        period: &str,
+        requeue: bool,
+        now: Time,
+    ) -> Result<(String, &Job), CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        if job.state != JobState::Running {
+            return Err(self.wrong_state(job, "end at its period's end"));
+        }
+        let host = self.job_host(job).unwrap_or_default().to_string();
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
+        job.mtime = now;
+        job.state = JobState::Exiting;
+        let doing = if requeue {
+            "being requeued"
+        } else {
+            "being killed"
+        };
+        job.comment = if period.is_empty() {
+            format!("{doing}: its node set left its queue's node group")
+        } else {
+            format!("{doing} at the end of period \"{period}\"")
+        };
+        job.period_stop = Some(crate::job::PeriodStop {
+            period: period.to_string(),
+            requeue,
+        });
+        Ok((host, job))
     }
 
     /// qhold: puts a user hold on a job that has not started.

@@ -182,6 +182,7 @@ impl Submission {
             depend: Vec::new(),
             start_after: self.start_after,
             rank: None,
+            period_stop: None,
         })
     }
 }

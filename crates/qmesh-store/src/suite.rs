@@ -55,6 +55,7 @@ pub fn sample_job(id: u64) -> Job {
         depend: vec![],
         start_after: None,
         rank: None,
+        period_stop: None,
     }
 }
 

@@ -250,3 +250,48 @@ fn a_long_job_does_not_get_the_set_that_leaves_its_group_before_it_ends() {
     assert_eq!(sets_of(&s, &plan, long), ["s3"]);
     assert!(job_cut(&s, s.job(long).unwrap(), at(7, 0)).is_none());
 }
+
+#[test]
+fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
+    let exit = crate::job::JobExit {
+        code: None,
+        signal: Some(15),
+        cause: crate::job::ExitCause::Deleted,
+        message: String::new(),
+    };
+    for requeue in [true, false] {
+        let mut s = day_and_night(PeriodEnd::Requeue);
+        let id = submit(&mut s, "day", 2, "1:00:00", at(11, 0));
+        let plan = Scheduler.pass(&s, at(11, 0));
+        s.start(id, &plan.starts[0].nodes, at(11, 0)).unwrap();
+        let (host, job) = s.stop_for_period(id, "DAY", requeue, at(18, 0)).unwrap();
+        assert_eq!(host, "h");
+        assert_eq!(job.state, crate::job::JobState::Exiting);
+        let (how, job) = s.finish(id, exit.clone(), at(18, 1)).unwrap();
+        if requeue {
+            assert_eq!(how, crate::state::Finished::Requeued);
+            assert_eq!(job.state, crate::job::JobState::Queued);
+            assert_eq!(
+                job.comment,
+                "requeued: period \"DAY\" ended; it runs again in a later period"
+            );
+            assert!(job.exec_nodes.is_empty() && job.period_stop.is_none());
+            let plan = Scheduler.pass(&s, at(18, 1));
+            assert_eq!(reason(&plan, id), Some(Reason::OutsidePeriod));
+        } else {
+            assert_eq!(how, crate::state::Finished::Finished);
+            assert_eq!(job.comment, "killed: period \"DAY\" ended");
+        }
+        assert!(
+            s.nodes().iter().all(|n| n.job.is_none()),
+            "its nodes are free"
+        );
+        s.check_invariants().unwrap();
+    }
+    let mut s = day_and_night(PeriodEnd::Kill);
+    let id = submit(&mut s, "day", 1, "1:00:00", at(11, 0));
+    assert!(
+        s.stop_for_period(id, "DAY", false, at(12, 0)).is_err(),
+        "only a running job"
+    );
+}

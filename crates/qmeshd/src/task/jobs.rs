@@ -165,14 +165,7 @@ impl SchedulerTask {
                     self.end_dependents(id, now);
                 }
                 if let Deleted::Kill { host } = outcome {
-                    match self.launches.get(&id) {
-                        // launch() sees it exiting and ends it without a launch.
-                        Some(Launch::AwaitingDurable) => {}
-                        Some(Launch::Ready) => {
-                            self.finish_unlaunched(id, "job deleted before it was launched");
-                        }
-                        _ => self.kill(&host, id, &format!("deleted by {}", caller.user)),
-                    }
+                    self.end_active(id, &host, &format!("deleted by {}", caller.user));
                 }
             }
         }
@@ -191,6 +184,19 @@ impl SchedulerTask {
             ))
         } else {
             None
+        }
+    }
+
+    /// Ends a job the state has just marked exiting: kills it, or if its
+    /// launch has not gone out, ends it without one.
+    pub(super) fn end_active(&mut self, id: JobId, host: &str, reason: &str) {
+        match self.launches.get(&id) {
+            // launch() sees it exiting and ends it without a launch.
+            Some(Launch::AwaitingDurable) => {}
+            Some(Launch::Ready) => {
+                self.finish_unlaunched(id, &format!("{reason} before it was launched"));
+            }
+            _ => self.kill(host, id, reason),
         }
     }
 

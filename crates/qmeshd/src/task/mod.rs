@@ -13,6 +13,7 @@
 mod admin;
 mod agents;
 mod jobs;
+mod period_end;
 mod plan;
 mod qmove;
 mod signal;
@@ -89,6 +90,8 @@ pub struct SchedulerTask {
     next_begin: Option<Time>,
     /// When the queues' `reorder_times` were last looked at.
     last_reorder_check: Time,
+    /// Running jobs warned that their period ends.
+    warned: HashMap<JobId, period_end::Warned>,
 }
 
 impl SchedulerTask {
@@ -116,6 +119,7 @@ impl SchedulerTask {
             last_purge: Instant::now(),
             next_begin: None,
             last_reorder_check: Utc::now(),
+            warned: HashMap::new(),
         }
         .with_begin_times()
     }
@@ -503,6 +507,7 @@ impl SchedulerTask {
             self.next_begin = self.next_begin_after(wall);
         }
         self.reorder_on_time(wall);
+        self.enforce_period_ends(wall);
         let iteration = Duration::from_secs(self.state.config().server.scheduler_iteration);
         if now.duration_since(self.last_pass) >= iteration {
             self.dirty = true;
