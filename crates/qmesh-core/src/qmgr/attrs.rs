@@ -190,24 +190,6 @@ fn parse_priority(value: &str) -> Result<i32, String> {
     }
 }
 
-/// A signal as PBS and Slurm users write it: `SIGUSR1`, `USR1` or `10`.
-pub fn check_signal(value: &str) -> Result<String, String> {
-    let v = value.trim().to_ascii_uppercase();
-    let name = v.strip_prefix("SIG").unwrap_or(&v);
-    const NAMES: [&str; 10] = [
-        "HUP", "INT", "QUIT", "USR1", "USR2", "TERM", "CONT", "STOP", "WINCH", "URG",
-    ];
-    if NAMES.contains(&name) {
-        return Ok(format!("SIG{name}"));
-    }
-    match name.parse::<u8>() {
-        Ok(n) if (1..=64).contains(&n) => Ok(n.to_string()),
-        _ => Err(format!(
-            "\"{value}\" is not a signal; write e.g. SIGUSR1, USR2 or a number"
-        )),
-    }
-}
-
 pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
     if !matches!(
         name,
@@ -257,7 +239,10 @@ pub fn set_queue(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), S
             }
         }
         "period_end_warning" => q.period_end_warning = Some(parse_secs(name, value)?),
-        "warning_signal" => q.warning_signal = Some(check_signal(value)?),
+        "warning_signal" => {
+            let signal = crate::signal::parse_signal(value).map_err(|e| e.to_string())?;
+            q.warning_signal = Some(signal.to_string());
+        }
         "enabled" => q.enabled = parse_bool(name, value)?,
         "started" => q.started = parse_bool(name, value)?,
         "reorder_times" => set_reorder_times(q, op, value)?,

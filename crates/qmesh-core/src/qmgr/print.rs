@@ -240,7 +240,7 @@ mod tests {
                     0usize..3,
                     proptest::option::of(60u64..7200),
                     proptest::option::of(proptest::sample::select(vec![
-                        "SIGUSR1", "SIGUSR2", "15",
+                        "SIGUSR1", "SIGUSR2", "SIGTERM",
                     ])),
                 )
             })
