@@ -95,6 +95,134 @@ fn a_job_at_its_period_end_is_warned_then_killed() {
     d.read_fifo(&warned);
     d.read_fifo(&ended);
     let info = d.wait_job(&id);
-    assert_eq!(info.comment, "killed: period \"N\" ended", "{info:?}");
+    assert_eq!(
+        info.comment, "killed at the end of period \"N\"",
+        "{info:?}"
+    );
     assert_ne!(info.exit_status, Some(0), "{info:?}");
+}
+
+/// Two flat sets of two nodes on the local agent: `s1` (a0, a1) and `s2`
+/// (b0, b1); queue `long`.
+const TWO_SETS: &str = r#"
+[agents]
+local = true
+local_host = "localhost"
+
+[server]
+default_queue = "long"
+scheduler_iteration = "1:00:00"
+
+[[queue]]
+name = "long"
+max_walltime = "24:00:00"
+
+[[node_set]]
+name = "s1"
+nodes = [{ name = "a0", host = "localhost" }, { name = "a1", host = "localhost" }]
+
+[[node_set]]
+name = "s2"
+nodes = [{ name = "b0", host = "localhost" }, { name = "b1", host = "localhost" }]
+"#;
+
+/// Prime time as one span relative to the test's clock: from `from`
+/// minutes from now to `to` minutes from now (either may be negative).
+fn prime_span(from: i64, to: i64) -> String {
+    let now = Utc::now();
+    let a = now + chrono::Duration::minutes(from);
+    let b = now + chrono::Duration::minutes(to);
+    format!(
+        "{} {}-{}",
+        a.weekday(),
+        a.format("%H:%M"),
+        b.format("%H:%M")
+    )
+}
+
+/// SDSC's split: the pool is s1 and s2, but only s1 in prime time, when
+/// s2 serves the short queue alone.
+fn sdsc_daemon(prime: &str) -> Daemon {
+    let d = Daemon::start_with(Some(TWO_SETS));
+    for cmd in [
+        format!("set calendar prime_time = \"{prime}\""),
+        "create node_group pool sets = \"s1,s2\"".to_string(),
+        "set node_group pool sets.prime = s1".to_string(),
+        "create node_group shortg sets.prime = s2".to_string(),
+        "set queue long node_group = pool, period_end = kill".to_string(),
+        "create queue short queue_type = execution, enabled = true, started = true, \
+         node_group = shortg"
+            .to_string(),
+    ] {
+        d.ok("qmgr", &["-c", &cmd]);
+    }
+    d
+}
+
+fn exec_host(d: &Daemon, id: &str) -> String {
+    d.job_json(id)["exec_host"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn prime_time_that_began_an_hour_ago_keeps_the_short_set_out_of_the_pool_until_it_ends() {
+    let d = sdsc_daemon(&prime_span(-60, 60));
+    let wide_started = d.fifo("wide");
+    let short_started = d.fifo("short");
+    d.script("wide.sh", "#!/bin/sh\necho go > wide\n");
+    d.script("short.sh", "#!/bin/sh\necho go > short\n");
+    let wide = d.qsub(&["-q", "long", "-l", "nodes=4,walltime=0:30:00", "wide.sh"]);
+    let short = d.qsub(&["-q", "short", "-l", "nodes=2,walltime=0:10:00", "short.sh"]);
+    d.read_fifo(&short_started);
+    assert!(
+        exec_host(&d, &short).contains("b0"),
+        "the short job runs on s2"
+    );
+    let job = d.job_json(&wide);
+    assert_eq!(job["reason"], "NodesDown", "the pool is s1 alone: {job}");
+    d.wait_job(&short);
+
+    // Prime time ended a minute ago: s2 is back in the pool.
+    let span = prime_span(-120, -1);
+    d.ok(
+        "qmgr",
+        &["-c", &format!("set calendar prime_time = \"{span}\"")],
+    );
+    d.read_fifo(&wide_started);
+    let hosts = exec_host(&d, &wide);
+    for node in ["a0", "a1", "b0", "b1"] {
+        assert!(hosts.contains(node), "{hosts}");
+    }
+}
+
+#[test]
+fn a_long_job_does_not_get_the_set_that_goes_to_short_jobs_when_prime_time_begins() {
+    // Prime time begins in an hour; s2 then leaves the pool, and the long
+    // queue's jobs are killed at its period ends.
+    let d = sdsc_daemon(&prime_span(60, 180));
+    let a_started = d.fifo("a");
+    let c_started = d.fifo("c");
+    d.script("a.sh", "#!/bin/sh\necho go > a\nexec sleep 600\n");
+    d.script("b.sh", "#!/bin/sh\nexit 0\n");
+    d.script("c.sh", "#!/bin/sh\necho go > c\nexec sleep 600\n");
+    let a = d.qsub(&["-q", "long", "-l", "nodes=2,walltime=3:00:00", "a.sh"]);
+    d.read_fifo(&a_started);
+    assert!(exec_host(&d, &a).contains("a0"), "three hours: not on s2");
+    let b = d.qsub(&["-q", "long", "-l", "nodes=2,walltime=2:00:00", "b.sh"]);
+    let c = d.qsub(&["-q", "long", "-l", "nodes=2,walltime=0:30:00", "c.sh"]);
+    d.read_fifo(&c_started);
+    assert!(
+        exec_host(&d, &c).contains("b0"),
+        "30 minutes fit before prime"
+    );
+    let job = d.job_json(&b);
+    assert_eq!(job["reason"], "PeriodEnd", "{job}");
+    let comment = job["comment"].as_str().unwrap_or_default();
+    assert!(
+        comment
+            .contains("the start of period \"prime\" (node set \"s2\" leaves node group \"pool\")"),
+        "{comment}"
+    );
 }

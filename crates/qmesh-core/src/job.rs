@@ -332,8 +332,8 @@ pub struct Job {
 /// A running job being ended at a period's end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeriodStop {
-    /// The period whose end it is (for the comment).
-    pub period: String,
+    /// What ended it, as a noun phrase: `the end of period "DAY"`.
+    pub what: String,
     /// Queued again once it is gone (else it is finished).
     pub requeue: bool,
 }

@@ -27,12 +27,13 @@ pub const LOOKAHEAD_DAYS: i64 = 14;
 /// changes is about twenty).
 const MAX_STEPS: usize = 64;
 
-/// An instant at which a queue's jobs on some node set are ended, and the
-/// period whose change causes it (for messages).
+/// An instant at which a queue's jobs on some node set are ended, and what
+/// happens then, as a noun phrase for messages: `the end of period "DAY"`,
+/// `the start of period "prime" (node set "s3" leaves node group "pool")`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cut {
     pub at: Time,
-    pub period: String,
+    pub what: String,
 }
 
 /// A queue as the calendar has it at one instant.
@@ -53,13 +54,16 @@ impl QueueWindow {
     /// The earliest cut of the sets `on` (indices into `State::node_sets`)
     /// among this window's sets; a set the queue no longer draws on is cut
     /// already (at `now`).
-    pub fn cut_of(&self, on: &[usize], now: Time) -> Option<Cut> {
+    pub fn cut_of(&self, state: &State, on: &[usize], now: Time) -> Option<Cut> {
         on.iter()
-            .filter_map(|s| match self.sets.iter().position(|x| x == s) {
+            .filter_map(|&s| match self.sets.iter().position(|&x| x == s) {
                 Some(i) => self.cuts[i].clone(),
                 None => Some(Cut {
                     at: now,
-                    period: String::new(),
+                    what: format!(
+                        "a change of its node group (node set \"{}\" left it)",
+                        state.node_sets()[s].name
+                    ),
                 }),
             })
             .min_by_key(|c| c.at)
@@ -135,7 +139,7 @@ pub fn job_cut_in(state: &State, job: &Job, w: &QueueWindow, now: Time) -> Optio
         // Its periods are over: it is past its cut.
         return Some(Cut {
             at: now,
-            period: queue.periods.join(","),
+            what: format!("the end of period \"{}\"", queue.periods.join(",")),
         });
     }
     let mut on: Vec<usize> = job
@@ -145,7 +149,7 @@ pub fn job_cut_in(state: &State, job: &Job, w: &QueueWindow, now: Time) -> Optio
         .collect();
     on.sort_unstable();
     on.dedup();
-    w.cut_of(&on, now)
+    w.cut_of(state, &on, now)
 }
 
 /// The next instant after `t` at which one of `periods` turns on or off.
@@ -182,7 +186,7 @@ fn queue_close(state: &State, queue: &Queue, now: Time) -> Option<Cut> {
         if !queue.open_in(|p| state.period_active(p, next)) {
             return Some(Cut {
                 at: next,
-                period: period.to_string(),
+                what: format!("the end of period \"{period}\""),
             });
         }
         t = next;
@@ -215,11 +219,20 @@ fn set_leaves(state: &State, queue: &Queue, sets: &[usize], now: Time) -> Vec<Op
             break;
         }
         let held = state.sets_now(queue, |p| state.period_active(p, next));
-        for (leave, s) in leaves.iter_mut().zip(sets) {
-            if leave.is_none() && !held.contains(s) {
+        let edge = if state.period_active(period, next) {
+            "start"
+        } else {
+            "end"
+        };
+        for (leave, &s) in leaves.iter_mut().zip(sets) {
+            if leave.is_none() && !held.contains(&s) {
                 *leave = Some(Cut {
                     at: next,
-                    period: period.to_string(),
+                    what: format!(
+                        "the {edge} of period \"{period}\" (node set \"{}\" leaves node group \"{}\")",
+                        state.node_sets()[s].name,
+                        group.name
+                    ),
                 });
             }
         }

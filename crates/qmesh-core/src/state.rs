@@ -547,14 +547,12 @@ impl State {
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = end;
         if let Some(stop) = job.period_stop.take() {
-            let words = if stop.period.is_empty() {
-                "its node set left its queue's node group".to_string()
-            } else {
-                format!("period \"{}\" ended", stop.period)
-            };
             if stop.requeue {
                 job.state = job.pending_state();
-                job.comment = format!("requeued: {words}; it runs again in a later period");
+                job.comment = format!(
+                    "requeued at {}; it runs again when its queue can run it",
+                    stop.what
+                );
                 job.stime = None;
                 job.exec_nodes.clear();
                 job.placement.clear();
@@ -562,7 +560,7 @@ impl State {
                 self.accounting.tally.enter_pending(job);
                 return Ok((Finished::Requeued, job));
             }
-            job.comment = format!("killed: {words}");
+            job.comment = format!("killed at {}", stop.what);
             job.state = JobState::Finished;
             job.end_time = Some(end);
             job.exit = Some(exit);
@@ -635,12 +633,11 @@ impl State {
     /// Ends a running job at its queue's period end (`period_end` kill or
     /// requeue): it is marked exiting, and when its agent reports it gone
     /// it is finished or queued again. Returns the host whose agent must
-    /// kill it. `period` names the period that ended (empty: its node set
-    /// left the queue's node group).
+    /// kill it. `what` says what ended it (`the end of period "DAY"`).
     pub fn stop_for_period(
         &mut self,
         id: JobId,
-        period: &str,
+        what: &str,
         requeue: bool,
         now: Time,
     ) -> Result<(String, &Job), CoreError> {
@@ -660,13 +657,9 @@ impl State {
         } else {
             "being killed"
         };
-        job.comment = if period.is_empty() {
-            format!("{doing}: its node set left its queue's node group")
-        } else {
-            format!("{doing} at the end of period \"{period}\"")
-        };
+        job.comment = format!("{doing} at {what}");
         job.period_stop = Some(crate::job::PeriodStop {
-            period: period.to_string(),
+            what: what.to_string(),
             requeue,
         });
         Ok((host, job))

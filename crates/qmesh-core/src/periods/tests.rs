@@ -143,7 +143,10 @@ fn a_job_that_would_outlast_its_period_waits_and_a_shorter_one_starts() {
     let job = s.job(long).unwrap().clone();
     let crossed = Scheduler.closedown_crossed(&s, &job, at(17, 0)).unwrap();
     assert_eq!(crossed.reason, Reason::PeriodEnd);
-    assert_eq!((crossed.start, crossed.name.as_str()), (at(18, 0), "DAY"));
+    assert_eq!(
+        (crossed.start, crossed.name.as_str()),
+        (at(18, 0), "the end of period \"DAY\"")
+    );
 
     // The same jobs in a queue whose jobs run on past its period.
     let mut s = day_and_night(PeriodEnd::Continue);
@@ -169,7 +172,7 @@ fn the_cut_of_a_queue_is_the_end_of_its_last_period_on() {
             .with_ymd_and_hms(2026, 11, 28, 10, 0, 0)
             .unwrap()
     );
-    assert_eq!(cut.period, "NIGHT");
+    assert_eq!(cut.what, "the end of period \"NIGHT\"");
 }
 
 /// SDSC: `pool` holds s1, s2 and s3 out of prime time and only s1, s2 in
@@ -240,7 +243,11 @@ fn a_long_job_does_not_get_the_set_that_leaves_its_group_before_it_ends() {
     let start = plan.starts.iter().find(|st| st.job == short).unwrap();
     s.start(short, &start.nodes, at(7, 0)).unwrap();
     let cut = job_cut(&s, s.job(short).unwrap(), at(7, 0)).unwrap();
-    assert_eq!((cut.at, cut.period.as_str()), (at(9, 0), "prime"));
+    assert_eq!(cut.at, at(9, 0));
+    assert_eq!(
+        cut.what,
+        "the start of period \"prime\" (node set \"s3\" leaves node group \"pool\")"
+    );
 
     // Where jobs run on, the long job takes s3.
     let mut s = sdsc(PeriodEnd::Continue);
@@ -264,7 +271,8 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
         let id = submit(&mut s, "day", 2, "1:00:00", at(11, 0));
         let plan = Scheduler.pass(&s, at(11, 0));
         s.start(id, &plan.starts[0].nodes, at(11, 0)).unwrap();
-        let (host, job) = s.stop_for_period(id, "DAY", requeue, at(18, 0)).unwrap();
+        let what = "the end of period \"DAY\"";
+        let (host, job) = s.stop_for_period(id, what, requeue, at(18, 0)).unwrap();
         assert_eq!(host, "h");
         assert_eq!(job.state, crate::job::JobState::Exiting);
         let (how, job) = s.finish(id, exit.clone(), at(18, 1)).unwrap();
@@ -273,14 +281,14 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
             assert_eq!(job.state, crate::job::JobState::Queued);
             assert_eq!(
                 job.comment,
-                "requeued: period \"DAY\" ended; it runs again in a later period"
+                "requeued at the end of period \"DAY\"; it runs again when its queue can run it"
             );
             assert!(job.exec_nodes.is_empty() && job.period_stop.is_none());
             let plan = Scheduler.pass(&s, at(18, 1));
             assert_eq!(reason(&plan, id), Some(Reason::OutsidePeriod));
         } else {
             assert_eq!(how, crate::state::Finished::Finished);
-            assert_eq!(job.comment, "killed: period \"DAY\" ended");
+            assert_eq!(job.comment, "killed at the end of period \"DAY\"");
         }
         assert!(
             s.nodes().iter().all(|n| n.job.is_none()),

@@ -33,7 +33,8 @@ pub struct Closedown {
     pub sets: Vec<String>,
     /// What a job that would cross it waits for: `Shutdown`, `PeriodEnd`.
     pub reason: Reason,
-    /// The shutdown window's or the period's name, for messages.
+    /// The shutdown window's name; for a period end, what happens then
+    /// (`the end of period "DAY"`).
     pub name: String,
 }
 
@@ -58,7 +59,7 @@ impl Closedown {
     /// (2026-12-24 18:00 until 2026-12-27 08:00)`.
     pub fn describe(&self, offset: FixedOffset) -> String {
         let what = match self.reason {
-            Reason::PeriodEnd => format!("the end of period \"{}\"", self.name),
+            Reason::PeriodEnd => self.name.clone(),
             Reason::Shutdown => format!("shutdown \"{}\"", self.name),
             other => format!("{} \"{}\"", other.as_str(), self.name),
         };
@@ -163,7 +164,7 @@ mod tests {
         );
         c.end = None;
         c.reason = Reason::PeriodEnd;
-        c.name = "DAY".into();
+        c.name = "the end of period \"DAY\"".into();
         assert_eq!(
             c.describe(plus1),
             "would cross the end of period \"DAY\" (2023-11-14 23:13:20)"

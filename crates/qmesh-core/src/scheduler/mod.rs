@@ -391,7 +391,7 @@ impl Scheduler {
                 end: None,
                 sets: Vec::new(),
                 reason: Reason::PeriodEnd,
-                name: c.period,
+                name: c.what,
             });
         [shutdown, period]
             .into_iter()

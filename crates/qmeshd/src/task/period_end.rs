@@ -29,7 +29,8 @@ pub(super) struct Warned {
 /// What to do with one running job now.
 struct Due {
     id: JobId,
-    period: String,
+    /// What ends it: `the end of period "DAY"`.
+    what: String,
     cut: Time,
     requeue: bool,
     warning: Option<(chrono::Duration, String)>,
@@ -75,7 +76,7 @@ impl SchedulerTask {
             if now >= warn_from {
                 due.push(Due {
                     id: job.id,
-                    period: cut.period,
+                    what: cut.what,
                     cut: cut.at,
                     requeue: queue.period_end == qmesh_core::queue::PeriodEnd::Requeue,
                     warning,
@@ -95,13 +96,9 @@ impl SchedulerTask {
             match self.warned.get(&d.id) {
                 Some(w) => end_at = end_at.max(w.at + *lead),
                 None => {
-                    let what = if d.period.is_empty() {
-                        "its node set leaves its queue's node group".to_string()
-                    } else {
-                        format!("period \"{}\" ends", d.period)
-                    };
                     let reason = format!(
-                        "{what}; the job is {} in {} s",
+                        "{}: the job is {} in {} s",
+                        d.what,
                         if d.requeue { "requeued" } else { "killed" },
                         (d.cut.max(now) + *lead - now).num_seconds()
                     );
@@ -123,9 +120,9 @@ impl SchedulerTask {
             return;
         }
         self.warned.remove(&d.id);
-        match self.state.stop_for_period(d.id, &d.period, d.requeue, now) {
+        match self.state.stop_for_period(d.id, &d.what, d.requeue, now) {
             Ok((host, job)) => {
-                info!(job = %d.id, period = %d.period, requeue = d.requeue, "ending a job at its period's end");
+                info!(job = %d.id, at = %d.what, requeue = d.requeue, "ending a job at its period's end");
                 persist(self.store.as_ref(), job);
                 let reason = job.comment.clone();
                 self.end_active(d.id, &host, &reason);
