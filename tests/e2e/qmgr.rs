@@ -79,3 +79,45 @@ fn qstat_dash_q_shows_queues() {
     let json: serde_json::Value = serde_json::from_str(&d.ok("qstat", &["-Q", "--json"])).unwrap();
     assert_eq!(json["Queue"]["batch"]["enabled"], "True", "{json}");
 }
+
+#[test]
+fn errors_in_the_machines_description_are_named_and_change_nothing() {
+    let d = Daemon::start();
+    let before = d.ok("qmgr", &["-c", "print server"]);
+    let script = d.work.join("bad.qmgr");
+    // Each script's first line is good; its second names what is wrong.
+    for (text, named) in [
+        (
+            "create node_group g sets = local\nset queue batch node_sets = nosuch\n",
+            "node set \"nosuch\" does not exist",
+        ),
+        ("create node_group g sets = \"local,mars\"\n", "\"mars\""),
+        (
+            "set calendar period.DAY = \"Mon-Fri 10:00-18:00\"\n\
+             set calendar period.NIGHT = \"Mon-Fri 25:00-10:00\"\n",
+            "25:00",
+        ),
+        (
+            "set calendar time_zone = Europe/London\nset calendar time_zone = Mars/Olympus\n",
+            "Mars/Olympus",
+        ),
+        (
+            "create queue night enabled = true\nset queue night periods = NIGHT\n",
+            "\"NIGHT\"",
+        ),
+    ] {
+        std::fs::write(&script, text).unwrap();
+        let out = d.run("qmgr", &[script.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let msg = stderr(&out);
+        assert!(
+            msg.contains("line ") && msg.contains(named) && msg.contains("nothing was changed"),
+            "{text}: {msg}"
+        );
+        assert_eq!(
+            d.ok("qmgr", &["-c", "print server"]),
+            before,
+            "{text}: nothing applied"
+        );
+    }
+}
