@@ -72,6 +72,11 @@ enum What {
         queued: Vec<usize>,
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// The queue follows the calendar: periods, a priority per period,
+        /// a node group per period, and jobs requeued at period ends (the
+        /// pass then checks each job against its sets' cuts).
+        #[arg(long)]
+        calendar: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -92,7 +97,8 @@ fn main() -> ExitCode {
             nodes,
             queued,
             runs,
-        } => pass::run(*nodes, queued, *runs).map(|r| vec![r]),
+            calendar,
+        } => pass::run(*nodes, queued, *runs, *calendar).map(|r| vec![r]),
         What::Submit {
             clients,
             jobs,
@@ -112,7 +118,7 @@ fn main() -> ExitCode {
                 submit::run(&q, 1, 5_000, 5, None)?,
                 submit::run(&q, 16, 20_000, 5, None)?,
                 restart::run(&q, 100_000, 3)?,
-                pass::run(10_000, &[1_000, 10_000, 100_000], 5)?,
+                pass::run(10_000, &[1_000, 10_000, 100_000], 5, false)?,
                 alloc::run(1_000_000)?,
             ])
         }),

@@ -35,9 +35,31 @@ impl XorShift {
 /// Builds `nodes` flat nodes each running a one-node job, and `queued`
 /// pending jobs of typical sizes (powers of two up to 256 nodes) and
 /// wall times (10 minutes to 24 hours).
-pub fn workload(nodes: usize, queued: usize, mode: Backfill) -> anyhow::Result<State> {
+///
+/// With `calendar`, queue `batch` runs out of prime time only (the
+/// benchmark's instant is a Tuesday, 22:13 UTC: prime time begins in under
+/// 11 hours), has a priority per period, draws on a node group, and
+/// requeues its jobs at its period's end: every job is checked against
+/// the cut, and the longer ones neither start nor get a reservation.
+pub fn workload(
+    nodes: usize,
+    queued: usize,
+    mode: Backfill,
+    calendar: bool,
+) -> anyhow::Result<State> {
     let mut config = Config::default();
-    config.queues.insert("batch".into(), Queue::open("batch"));
+    let mut batch = Queue::open("batch");
+    if calendar {
+        batch.periods = vec!["non_prime".into()];
+        batch.period_priority.insert("prime".into(), 5);
+        batch.period_end = qmesh_core::queue::PeriodEnd::Requeue;
+        batch.node_group = Some("pool".into());
+        let mut pool = qmesh_core::node_group::NodeGroup::new("pool");
+        pool.set_sets(None, vec!["flat".into()]);
+        pool.set_sets(Some("prime"), vec!["flat".into()]);
+        config.node_groups.insert("pool".into(), pool);
+    }
+    config.queues.insert("batch".into(), batch);
     config.server.backfill = mode;
     let set = NodeSet {
         name: "flat".into(),
@@ -105,14 +127,19 @@ fn bench_epoch() -> anyhow::Result<qmesh_core::Time> {
 }
 
 /// Times `runs` passes at each queue length; reports the medians.
-pub fn run(nodes: usize, lengths: &[usize], runs: usize) -> anyhow::Result<Report> {
+pub fn run(nodes: usize, lengths: &[usize], runs: usize, calendar: bool) -> anyhow::Result<Report> {
     let mut text = format!(
-        "scheduling pass, {nodes} flat nodes all running, full depth (median of {runs}):\n"
+        "scheduling pass, {nodes} flat nodes all running, full depth{} (median of {runs}):\n",
+        if calendar {
+            ", queue following the calendar"
+        } else {
+            ""
+        }
     );
     let mut rows = Vec::new();
     for &queued in lengths {
         for mode in [Backfill::Easy, Backfill::Conservative] {
-            let state = workload(nodes, queued, mode)?;
+            let state = workload(nodes, queued, mode, calendar)?;
             let now = bench_epoch()?;
             let mut times: Vec<Duration> = Vec::with_capacity(runs);
             let mut reserved = 0;
@@ -135,6 +162,7 @@ pub fn run(nodes: usize, lengths: &[usize], runs: usize) -> anyhow::Result<Repor
             ));
             rows.push(serde_json::json!({
                 "backfill": mode.as_str(),
+                "calendar": calendar,
                 "queued": queued,
                 "running": nodes,
                 "nodes": nodes,

@@ -303,3 +303,29 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
         "only a running job"
     );
 }
+
+#[test]
+fn under_easy_a_job_its_period_leaves_no_window_for_does_not_take_the_reservation() {
+    let mut s = day_and_night(PeriodEnd::Kill);
+    // Every node is busy: four until 17:20, two until 17:40.
+    for (nodes, wall) in [(4, "0:30:00"), (2, "0:50:00")] {
+        let id = submit(&mut s, "day", nodes, wall, at(16, 50));
+        let plan = Scheduler.pass(&s, at(16, 50));
+        s.start(id, &plan.starts[0].nodes, at(16, 50)).unwrap();
+    }
+    let head = submit(&mut s, "day", 2, "2:00:00", at(17, 0));
+    let next = submit(&mut s, "day", 2, "0:30:00", at(17, 0));
+    let plan = Scheduler.pass(&s, at(17, 0));
+    let e = plan.entry(head).unwrap();
+    assert_eq!(
+        (e.status, e.reason, e.expected_start),
+        (Status::Waiting, Some(Reason::PeriodEnd), None),
+        "no two hours are left of DAY"
+    );
+    let e = plan.entry(next).unwrap();
+    assert_eq!(
+        (e.status, e.expected_start),
+        (Status::Blocked, Some(at(17, 20))),
+        "the next job gets the reservation, ending 17:50, before DAY does"
+    );
+}

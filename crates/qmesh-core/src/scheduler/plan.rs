@@ -261,15 +261,21 @@ impl<'a> Planner<'a> {
         let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
         let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
+        let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
+        let reserve = match self.mode {
+            Backfill::Conservative => true,
+            Backfill::Easy => !self.reserved_any || above_block,
+            Backfill::None => above_block,
+        };
         // In a queue whose jobs end with its periods, only the sets the job
-        // would not outlast there.
+        // would not outlast there (worked out only if they are tried).
         let within: Vec<usize>;
         let (usable, cut_off) = match &queue.cuts {
-            Some(cuts) => {
+            Some(cuts) if free_now >= n || reserve => {
                 within = sets.iter().copied().filter(|&s| cuts[s] >= end).collect();
                 (&within[..], within.len() < sets.len())
             }
-            None => (sets, false),
+            _ => (sets, false),
         };
         let mut unplaceable = false;
         if free_now >= n {
@@ -299,18 +305,19 @@ impl<'a> Planner<'a> {
         } else {
             None
         };
-        let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
-        let reserve = match self.mode {
-            Backfill::Conservative => true,
-            Backfill::Easy => !self.reserved_any || above_block,
-            Backfill::None => above_block,
-        };
         if reserve {
-            self.reserved_any = true;
-            if self.mode == Backfill::None {
-                self.blocked = true;
-            }
             let start = self.reserve(usable, n as u32, wall, unplaceable, queue.cuts.as_deref());
+            // A job its period leaves no window for holds no nodes: under
+            // EASY the next job gets the reservation.
+            if start.is_some() || queue.cuts.is_none() {
+                self.reserved_any = true;
+                if self.mode == Backfill::None {
+                    self.blocked = true;
+                }
+            }
+            if start.is_none() && queue.cuts.is_some() {
+                return entry(Status::Waiting, Some(Reason::PeriodEnd), None);
+            }
             let reason = if unplaceable {
                 Reason::Placement
             } else {
