@@ -100,6 +100,21 @@ fn a_job_at_its_period_end_is_warned_then_killed() {
         "{info:?}"
     );
     assert_ne!(info.exit_status, Some(0), "{info:?}");
+
+    // A new job waits for N, and says when it begins. (A later job in
+    // batch starts: the pass that saw the first is done.)
+    let waiting = d.qsub(&["-q", "pq", "ckpt.sh"]);
+    let later = d.fifo("later");
+    d.script("later.sh", "#!/bin/sh\necho go > later\n");
+    d.qsub(&["-q", "batch", "later.sh"]);
+    d.read_fifo(&later);
+    let job = d.job_json(&waiting);
+    assert_eq!(job["reason"], "OutsidePeriod", "{job}");
+    let comment = job["comment"].as_str().unwrap_or_default();
+    assert!(
+        comment.contains("its queue runs only in N; the next begins 20"),
+        "{comment}"
+    );
 }
 
 /// Two flat sets of two nodes on the local agent: `s1` (a0, a1) and `s2`

@@ -152,6 +152,17 @@ pub fn job_cut_in(state: &State, job: &Job, w: &QueueWindow, now: Time) -> Optio
     w.cut_of(state, &on, now)
 }
 
+/// When a queue outside its periods next opens: the earliest next start
+/// of its periods, within the calendar's horizon.
+pub fn next_open(state: &State, queue: &Queue, now: Time) -> Option<Time> {
+    let calendar = &state.config().calendar;
+    queue
+        .periods
+        .iter()
+        .filter_map(|p| calendar.next_start(p, now).ok().flatten())
+        .min()
+}
+
 /// The next instant after `t` at which one of `periods` turns on or off.
 fn next_change<'a>(
     state: &State,

@@ -114,6 +114,21 @@ impl SchedulerTask {
         {
             return note.to_string();
         }
+        if reason == Reason::OutsidePeriod
+            && let Some(queue) = self.state.config().queue(&job.queue)
+        {
+            let periods = queue.periods.join(", ");
+            return match qmesh_core::periods::next_open(&self.state, queue, now) {
+                Some(at) => format!(
+                    "its queue runs only in {periods}; the next begins {}",
+                    qmesh_core::shutdown::format_local(
+                        at,
+                        self.state.config().calendar.offset_at(at)
+                    )
+                ),
+                None => format!("its queue runs only in {periods}, and none begins soon"),
+            };
+        }
         if matches!(reason, Reason::Shutdown | Reason::PeriodEnd)
             && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
         {
