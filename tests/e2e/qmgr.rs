@@ -121,3 +121,43 @@ fn errors_in_the_machines_description_are_named_and_change_nothing() {
         );
     }
 }
+
+#[test]
+fn a_pbs_holidays_file_is_imported_into_the_calendar() {
+    let d = Daemon::start();
+    let holidays = d.work.join("holidays");
+    std::fs::write(
+        &holidays,
+        "* PBS Pro holidays file\nYEAR 2027\n\
+         weekday 0800 1730\nsaturday none all\nsunday none all\n\
+         1 Jan 1 New Year's Day\n359 Dec 25 Christmas Day\n",
+    )
+    .unwrap();
+    let script = d.work.join("cal.qmgr");
+    let path = holidays.to_str().unwrap();
+    std::fs::write(
+        &script,
+        format!("set calendar time_zone = Europe/London\nimport holidays {path}\n"),
+    )
+    .unwrap();
+    d.ok("qmgr", &[script.to_str().unwrap()]);
+    let listed = d.ok("qmgr", &["-c", "list calendar"]);
+    assert!(listed.contains("Mon-Fri 08:00-17:30"), "{listed}");
+    assert!(
+        listed.contains("2027-12-25 Christmas Day") && listed.contains("2027-01-01"),
+        "{listed}"
+    );
+    assert!(listed.contains("Europe/London"), "{listed}");
+
+    // A bad file is named with its line; nothing is changed.
+    std::fs::write(&holidays, "YEAR 2027\nweekday 2500 1730\n").unwrap();
+    let before = d.ok("qmgr", &["-c", "print server"]);
+    let out = d.run("qmgr", &["-c", &format!("import holidays {path}")]);
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(
+        msg.contains(path) && msg.contains("line 2") && msg.contains("nothing was changed"),
+        "{msg}"
+    );
+    assert_eq!(d.ok("qmgr", &["-c", "print server"]), before);
+}

@@ -88,6 +88,7 @@ fn read_stdin() -> Result<String, CliError> {
 
 /// Sends a whole script as one request.
 fn run_script(args: &Args, script: String, source: String) -> Result<bool, CliError> {
+    let script = expand_imports(&script)?;
     if args.echo {
         write_stdout(&echo_lines(&script))?;
     }
@@ -102,6 +103,48 @@ fn run_script(args: &Args, script: String, source: String) -> Result<bool, CliEr
     })?;
     write_stdout(&with_newline(output))?;
     Ok(true)
+}
+
+/// Replaces each `import holidays FILE` line (PBS's holidays file, read
+/// here, where the file is) by a comment, and appends the calendar
+/// commands it stands for at the end of the script: the other lines keep
+/// their numbers for the daemon's messages, and the whole still applies
+/// all or nothing.
+fn expand_imports(script: &str) -> Result<String, CliError> {
+    let mut lines = Vec::new();
+    let mut imported = String::new();
+    for line in script.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            [import, what, ref path @ ..]
+                if import.eq_ignore_ascii_case("import") && !path.is_empty() =>
+            {
+                if !what.eq_ignore_ascii_case("holidays") {
+                    return Err(CliError::msg(format!(
+                        "import {what}: only \"import holidays FILE\" (a PBS holidays file) \
+                         is known; nothing was changed"
+                    )));
+                }
+                let path = path.join(" ");
+                let path = path.trim_matches('"');
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    CliError::msg(format!(
+                        "cannot read holidays file {path}: {e}; nothing was changed"
+                    ))
+                })?;
+                let commands = qmesh_core::qmgr::import_holidays_commands(&text).map_err(|e| {
+                    CliError::msg(format!("holidays file {path}: {e}; nothing was changed"))
+                })?;
+                imported.push_str(&commands);
+                lines.push(format!("# {}", line.trim()));
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out.push_str(&imported);
+    Ok(out)
 }
 
 /// The commands of a script as `-e` echoes them: blank lines and comments left out.

@@ -145,6 +145,22 @@ pub fn apply(action: &Action, config: &mut Config, outcome: &mut Outcome) -> Res
     Ok(true)
 }
 
+/// The qmgr commands that give the calendar a PBS `holidays` file's prime
+/// time and holidays (qmgr's `import holidays FILE`, expanded by the
+/// client, which reads the file): the prime time replaces ours, the
+/// holidays are added.
+pub fn import_holidays_commands(text: &str) -> Result<String, crate::calendar::CalendarError> {
+    let (prime, holidays) = crate::calendar::import_pbs_holidays(text)?;
+    let mut out = format!("set calendar prime_time = \"{}\"\n", joined(&prime));
+    if !holidays.is_empty() {
+        out.push_str(&format!(
+            "set calendar holidays += \"{}\"\n",
+            joined(&holidays)
+        ));
+    }
+    Ok(out)
+}
+
 fn joined<T: std::fmt::Display>(items: &[T]) -> String {
     items
         .iter()

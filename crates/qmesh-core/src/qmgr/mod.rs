@@ -13,6 +13,7 @@ mod parse;
 mod print;
 mod shutdown;
 
+pub use calendar::import_holidays_commands;
 pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
 pub use print::{print_server, print_server_at};
 pub use shutdown::ShutdownAction;
