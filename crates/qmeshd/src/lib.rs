@@ -59,6 +59,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for warning in &settings.warnings {
+        warn!("configuration: {warning}");
+    }
     if args.check_config {
         print_summary(&settings);
         return ExitCode::SUCCESS;
