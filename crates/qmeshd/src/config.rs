@@ -609,6 +609,27 @@ mod tests {
     }
 
     #[test]
+    fn the_site_examples_parse() {
+        for (name, text) in [
+            (
+                "sdsc-paragon",
+                include_str!("../../../etc/examples/sdsc-paragon.toml"),
+            ),
+            (
+                "epcc-t3d",
+                include_str!("../../../etc/examples/epcc-t3d.toml"),
+            ),
+            (
+                "ncar-cluster",
+                include_str!("../../../etc/examples/ncar-cluster.toml"),
+            ),
+        ] {
+            let s = Settings::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+            assert!(s.warnings.is_empty(), "{name}: {:?}", s.warnings);
+        }
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let err = Settings::parse("[server]\nkill_dealy = 3\n", "t")
             .unwrap_err()
