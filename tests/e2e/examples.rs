@@ -239,6 +239,12 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     assert!(big == "el1" || big == "el2", "{big}");
     let small = run_job(&d, &["-l", "mem=256mb"]);
     assert!(small.starts_with("el"), "{small}");
+    // The daemon's own agent serves el1 with the cluster key too.
+    let log = d.log();
+    assert!(
+        !log.contains("wrong cluster key"),
+        "an agent was refused:\n{log}"
+    );
     // No machine has 4 GB: refused at once, not queued for ever.
     d.script("huge.sh", "#!/bin/sh\n");
     let out = d.run("qsub", &["-l", "mem=4gb", "huge.sh"]);
