@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 
 use crate::harness::{Daemon, bin};
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -13,7 +13,13 @@ fn free_port() -> u16 {
 }
 
 /// A qmesh-agent for `host`; `label` names its spool and log.
-fn agent(d: &Daemon, port: u16, host: &str, key_file: &std::path::Path, label: &str) -> Child {
+pub(crate) fn agent(
+    d: &Daemon,
+    port: u16,
+    host: &str,
+    key_file: &std::path::Path,
+    label: &str,
+) -> Child {
     let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
     Command::new(bin("qmesh-agent"))
         .arg("--server")

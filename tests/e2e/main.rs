@@ -6,6 +6,7 @@ mod accounts;
 mod agents;
 mod bad_input;
 mod depend;
+mod examples;
 mod harness;
 mod jobs;
 mod periods;

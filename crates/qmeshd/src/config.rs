@@ -173,6 +173,17 @@ pub struct QueueSection {
     pub period_end_warning: Option<DurationSpec>,
     /// SIGUSR1 unless given.
     pub warning_signal: Option<String>,
+    /// "execution" (default) or "route" (NQS says pipe): a route queue
+    /// runs no job but sends each on to the first destination that takes it.
+    pub queue_type: Option<String>,
+    /// Route queues: where jobs go, tried in order.
+    #[serde(default)]
+    pub route_destinations: Vec<String>,
+    /// Route queues: where a job that names neither nodes nor wall time goes.
+    pub default_destination: Option<String>,
+    /// Route queues: where a job no destination takes waits (a queue that
+    /// is not started), with the reason in its comment.
+    pub holding_queue: Option<String>,
 }
 
 fn yes() -> bool {
@@ -244,6 +255,9 @@ pub struct Settings {
     /// The server attributes and queues a new store starts with.
     pub initial: Config,
     pub node_sets: Vec<NodeSet>,
+    /// Things that work but are likely not meant (a started holding
+    /// queue), for the log.
+    pub warnings: Vec<String>,
 }
 
 impl Settings {
@@ -343,9 +357,16 @@ impl Settings {
                 ..Queue::new(&q.name)
             };
             let mut queue = queue;
+            // The route fields take qmgr's checks of names and values.
+            let destinations =
+                (!q.route_destinations.is_empty()).then(|| q.route_destinations.join(","));
             for (attr, value) in [
                 ("period_end", &q.period_end),
                 ("warning_signal", &q.warning_signal),
+                ("queue_type", &q.queue_type),
+                ("route_destinations", &destinations),
+                ("default_destination", &q.default_destination),
+                ("holding_queue", &q.holding_queue),
             ] {
                 if let Some(value) = value {
                     qmesh_core::qmgr::set_queue_attr(&mut queue, attr, value)
@@ -364,6 +385,10 @@ impl Settings {
                 format!("queue \"{dq}\" is not defined"),
             ));
         }
+        // The checks qmgr runs after every change: destinations exist, no
+        // route queue names itself or loops, holding queues keep jobs.
+        let warnings =
+            qmesh_core::route::check(&config).map_err(|why| invalid("queue".into(), why))?;
 
         let mut node_sets = Vec::new();
         for set in &file.node_sets {
@@ -418,6 +443,7 @@ impl Settings {
             agent_bin: file.agents.agent_bin,
             initial: config,
             node_sets,
+            warnings,
         })
     }
 }
@@ -583,6 +609,27 @@ mod tests {
     }
 
     #[test]
+    fn the_site_examples_parse() {
+        for (name, text) in [
+            (
+                "sdsc-paragon",
+                include_str!("../../../etc/examples/sdsc-paragon.toml"),
+            ),
+            (
+                "epcc-t3d",
+                include_str!("../../../etc/examples/epcc-t3d.toml"),
+            ),
+            (
+                "ncar-cluster",
+                include_str!("../../../etc/examples/ncar-cluster.toml"),
+            ),
+        ] {
+            let s = Settings::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+            assert!(s.warnings.is_empty(), "{name}: {:?}", s.warnings);
+        }
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let err = Settings::parse("[server]\nkill_dealy = 3\n", "t")
             .unwrap_err()
@@ -609,6 +656,66 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("node set \"x\" is not defined"), "{err}");
+    }
+
+    const PIPE: &str = r#"
+[[node_set]]
+name = "s"
+count = 4
+host = "h"
+
+[[queue]]
+name = "small"
+max_nodes = 2
+
+[[queue]]
+name = "big"
+min_nodes = 3
+
+[[queue]]
+name = "hold"
+started = false
+
+[[queue]]
+name = "pipe"
+queue_type = "route"
+route_destinations = ["small", "big"]
+default_destination = "small"
+holding_queue = "hold"
+"#;
+
+    #[test]
+    fn route_queues_come_from_the_file_with_qmgrs_checks() {
+        let s = Settings::parse(PIPE, "t").unwrap();
+        let pipe = &s.initial.queues["pipe"];
+        assert!(pipe.is_route());
+        assert_eq!(pipe.route_destinations, ["small", "big"]);
+        assert_eq!(pipe.default_destination.as_deref(), Some("small"));
+        assert_eq!(pipe.holding_queue.as_deref(), Some("hold"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+        let missing = PIPE.replace("[\"small\", \"big\"]", "[\"small\", \"huge\"]");
+        let err = Settings::parse(&missing, "t").unwrap_err().to_string();
+        assert!(
+            err.contains("route queue \"pipe\"")
+                && err.contains("route_destinations names queue \"huge\", which does not exist"),
+            "{err}"
+        );
+        let on_execution = PIPE.replace("queue_type = \"route\"\n", "");
+        let err = Settings::parse(&on_execution, "t").unwrap_err().to_string();
+        assert!(
+            err.contains("queue \"pipe\" is an execution queue"),
+            "{err}"
+        );
+        let bad_type = PIPE.replace("\"route\"", "\"tunnel\"");
+        let err = Settings::parse(&bad_type, "t").unwrap_err().to_string();
+        assert!(
+            err.contains("queue \"pipe\".queue_type") && err.contains("tunnel"),
+            "{err}"
+        );
+        let started_hold = PIPE.replace("started = false\n", "");
+        let s = Settings::parse(&started_hold, "t").unwrap();
+        assert!(s.warnings[0].contains("\"hold\""), "{:?}", s.warnings);
     }
 
     #[test]

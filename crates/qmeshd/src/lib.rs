@@ -59,6 +59,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for warning in &settings.warnings {
+        warn!("configuration: {warning}");
+    }
     if args.check_config {
         print_summary(&settings);
         return ExitCode::SUCCESS;
@@ -253,6 +256,7 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
             spool: state_dir.join("agent-spool"),
             log: state_dir.join("agent.log"),
             log_level: args.log_level.clone(),
+            cluster_key_file: settings.cluster_key_file.clone(),
         };
         local = Some(tokio::spawn(agent.supervise(stop_rx.clone())));
     }

@@ -26,6 +26,9 @@ pub struct LocalAgent {
     pub spool: PathBuf,
     pub log: PathBuf,
     pub log_level: String,
+    /// The cluster key file: when the daemon has one, every agent must
+    /// present it, its own child included.
+    pub cluster_key_file: Option<PathBuf>,
 }
 
 /// The agent binary: the configured one, else `qmesh-agent` next to qmeshd.
@@ -94,8 +97,11 @@ impl LocalAgent {
             .open(&self.log)
             .with_context(|| format!("open the agent log {}", self.log.display()))?;
         let log_err = log.try_clone().context("duplicate the agent log handle")?;
-        tokio::process::Command::new(&self.bin)
-            .arg("--server")
+        let mut cmd = tokio::process::Command::new(&self.bin);
+        if let Some(key) = &self.cluster_key_file {
+            cmd.arg("--cluster-key-file").arg(key);
+        }
+        cmd.arg("--server")
             .arg(&self.server_url)
             .arg("--host")
             .arg(&self.host)
