@@ -87,19 +87,32 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `--check-config`'s summary. Written, not printed: a reader that stops
+/// early (`| head`) ends the output, not the process with a panic.
 fn print_summary(settings: &Settings) {
-    println!("configuration is valid");
+    use std::fmt::Write as _;
+    let mut out = String::from("configuration is valid\n");
     for set in &settings.node_sets {
-        println!(
-            "node set {}: {} nodes, {}",
+        let _ = writeln!(
+            out,
+            "node set {}: {} nodes, {}{}",
             set.name,
             set.nodes.len(),
-            set.topology.describe()
+            set.topology.describe(),
+            if set.attrs == Default::default() {
+                String::new()
+            } else {
+                format!(", {}", set.attrs.describe())
+            }
         );
     }
-    for q in settings.initial.queues.values() {
-        println!("queue {}: priority {}", q.name, q.priority);
+    for group in settings.initial.node_groups.values() {
+        let _ = writeln!(out, "node group {}: {}", group.name, group.sets.join(", "));
     }
+    for q in settings.initial.queues.values() {
+        let _ = writeln!(out, "queue {}: priority {}", q.name, q.priority);
+    }
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
 }
 
 fn short_hostname() -> String {
