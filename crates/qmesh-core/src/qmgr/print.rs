@@ -104,6 +104,7 @@ pub fn print_server(config: &Config) -> String {
 /// [`print_server`], with times at the server's UTC offset `offset`.
 pub fn print_server_at(config: &Config, offset: FixedOffset) -> String {
     let mut out = super::calendar::print(config);
+    out.push_str(&super::node_set::print(config));
     out.push_str(&super::node_group::print(config));
     out.push_str("#\n# Create queues and set their attributes.\n");
     // Route queues come after the queues they name, which must exist.
