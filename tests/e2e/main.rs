@@ -8,6 +8,7 @@ mod bad_input;
 mod depend;
 mod harness;
 mod jobs;
+mod node_sets;
 mod pipe;
 mod qmgr;
 mod qsig;
