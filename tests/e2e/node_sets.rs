@@ -99,3 +99,36 @@ fn a_node_set_made_with_qmgr_runs_jobs_and_survives_a_restart() {
     );
     assert!(!d.ok("qmgr", &["-c", "list node_set"]).contains("extra"));
 }
+
+#[test]
+fn a_stored_set_the_file_now_overlaps_is_left_out_with_a_warning() {
+    let file = "[agents]\nlocal = true\nlocal_host = \"localhost\"\n\n\
+                [[queue]]\nname = \"batch\"\n\n\
+                [[node_set]]\nname = \"base\"\nnodes = [\"b1\", \"b2\"]\nhost = \"localhost\"\n";
+    let mut d = Daemon::start_with(Some(file));
+    d.ok(
+        "qmgr",
+        &["-c", "create node_set extra nodes = \"e1,e2\", host = localhost"],
+    );
+    d.stop();
+    // The machine's description now claims e2.
+    std::fs::write(
+        d.root.path().join("qmesh.toml"),
+        file.replace("\"b2\"]", "\"b2\", \"e2\"]"),
+    )
+    .unwrap();
+    d.spawn();
+    let listed = d.ok("qmgr", &["-c", "list node_set"]);
+    assert!(listed.contains("Node set base"), "{listed}");
+    assert!(!listed.contains("Node set extra"), "{listed}");
+    let log = d.log();
+    assert!(
+        log.contains("node set \"extra\" (made with qmgr) is left out: node \"e2\" is already in node set \"base\""),
+        "{log}"
+    );
+    // The set can be made again without the file's node.
+    d.ok(
+        "qmgr",
+        &["-c", "create node_set extra nodes = e1, host = localhost"],
+    );
+}

@@ -172,6 +172,11 @@ pub fn help(topic: Option<&str>) -> String {
               \x20       [, node_sets = \"a,b\", comment = \"...\"]  (local time, or RFC 3339)\n\
               \x20   set [s] shutdown NAME attr = value   unset [u] shutdown NAME node_sets|comment\n\
               \x20   delete [d] shutdown NAME  list [l] shutdown [NAME]\n\
+              \x20   create [c] node_set NAME nodes = \"n[0-15]\", host = HOST\n\
+              \x20       [, mem = 32gb, ncpus = 8, features = \"fat,gpu\"]  (flat; a node may say n3@HOST)\n\
+              \x20   set [s] node_set NAME attr = value (nodes += n16, host = H2, ...)\n\
+              \x20   unset [u] node_set NAME mem|ncpus|features   delete [d] node_set NAME\n\
+              \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
