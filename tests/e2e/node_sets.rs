@@ -73,7 +73,10 @@ fn a_node_set_made_with_qmgr_runs_jobs_and_survives_a_restart() {
         assert!(msg.contains(says), "{script}: {msg}");
         assert!(msg.contains("nothing was changed"), "{msg}");
     }
-    assert!(!d.ok("qmgr", &["-c", "list node_set"]).contains("Node set ok"));
+    assert!(
+        !d.ok("qmgr", &["-c", "list node_set"])
+            .contains("Node set ok")
+    );
     d.write_fifo(&go, "go\n");
     let done = d.wait_job(&id);
     assert_eq!(done.exit_status, Some(0), "{done:?}");
@@ -95,7 +98,10 @@ fn a_node_set_made_with_qmgr_runs_jobs_and_survives_a_restart() {
     // Out of the queue, the set may go.
     d.ok(
         "qmgr",
-        &["-c", "unset queue batch node_sets\ndelete node_set extra, far"],
+        &[
+            "-c",
+            "unset queue batch node_sets\ndelete node_set extra, far",
+        ],
     );
     assert!(!d.ok("qmgr", &["-c", "list node_set"]).contains("extra"));
 }
@@ -108,7 +114,10 @@ fn a_stored_set_the_file_now_overlaps_is_left_out_with_a_warning() {
     let mut d = Daemon::start_with(Some(file));
     d.ok(
         "qmgr",
-        &["-c", "create node_set extra nodes = \"e1,e2\", host = localhost"],
+        &[
+            "-c",
+            "create node_set extra nodes = \"e1,e2\", host = localhost",
+        ],
     );
     d.stop();
     // The machine's description now claims e2.

@@ -56,11 +56,7 @@ fn set(group: &mut NodeGroup, a: &Assignment) -> Result<(), String> {
 
 /// Applies a node group command; `Ok(false)` if `action` is
 /// not one.
-pub fn apply(
-    action: &Action,
-    config: &mut Config,
-    outcome: &mut Outcome,
-) -> Result<bool, String> {
+pub fn apply(action: &Action, config: &mut Config, outcome: &mut Outcome) -> Result<bool, String> {
     match action {
         Action::CreateNodeGroup(names, assigns) => {
             for name in names {

@@ -41,7 +41,11 @@ fn from_file(name: &str) -> String {
 }
 
 /// The qmgr set named, for a change.
-fn set_mut<'a>(config: &'a mut Config, state: &State, name: &str) -> Result<&'a mut NodeSet, String> {
+fn set_mut<'a>(
+    config: &'a mut Config,
+    state: &State,
+    name: &str,
+) -> Result<&'a mut NodeSet, String> {
     if state.is_file_set(name) {
         return Err(from_file(name));
     }
@@ -51,7 +55,9 @@ fn set_mut<'a>(config: &'a mut Config, state: &State, name: &str) -> Result<&'a 
 /// Set, node and host names: letters, digits, `_`, `-` and `.`, a letter
 /// or digit first.
 fn valid_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
@@ -65,9 +71,8 @@ fn expand(item: &str) -> Result<Vec<String>, String> {
     let Some((prefix, rest)) = item.split_once('[') else {
         return Ok(vec![item.to_string()]);
     };
-    let bad = || {
-        format!("\"{item}\" is not a node range; write e.g. n[0-15] (first and last number)")
-    };
+    let bad =
+        || format!("\"{item}\" is not a node range; write e.g. n[0-15] (first and last number)");
     let (range, suffix) = rest.split_once(']').ok_or_else(bad)?;
     let (lo, hi) = range.split_once('-').ok_or_else(bad)?;
     let (first, last): (u32, u32) = (
@@ -526,7 +531,11 @@ pub fn print(config: &Config) -> String {
                 let mut run: Vec<&str> = Vec::new();
                 for (k, node) in set.nodes.iter().enumerate() {
                     run.push(&node.name);
-                    if set.nodes.get(k + 1).is_none_or(|next| next.host != node.host) {
+                    if set
+                        .nodes
+                        .get(k + 1)
+                        .is_none_or(|next| next.host != node.host)
+                    {
                         for item in compress(&run).split(',') {
                             items.push(format!("{item}@{}", node.host));
                         }
@@ -546,9 +555,16 @@ pub fn print(config: &Config) -> String {
             parts.push(format!("ncpus = {cpus}"));
         }
         if !set.attrs.features.is_empty() {
-            parts.push(format!("features = {}", quoted(&set.attrs.features.join(","))));
+            parts.push(format!(
+                "features = {}",
+                quoted(&set.attrs.features.join(","))
+            ));
         }
-        out.push_str(&format!("create node_set {} {}\n", set.name, parts.join(", ")));
+        out.push_str(&format!(
+            "create node_set {} {}\n",
+            set.name,
+            parts.join(", ")
+        ));
     }
     out
 }

@@ -442,9 +442,7 @@ impl Parser {
             "s" | "set" => {
                 let attrs = self.assignments()?;
                 if attrs.is_empty() {
-                    return Err(
-                        "name the attributes to set: set node_set NAME mem = 32gb".into(),
-                    );
+                    return Err("name the attributes to set: set node_set NAME mem = 32gb".into());
                 }
                 Action::SetNodeSet(names, attrs)
             }

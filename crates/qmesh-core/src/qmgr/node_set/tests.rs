@@ -23,8 +23,13 @@ fn the_grammar_reads_names_ranges_and_hosts() {
         Action::CreateNodeSet(names, attrs) if names == ["s1"] && attrs.len() == 3
     ));
     assert!(matches!(one("d ns s1,s2"), Action::DeleteNodeSet(n) if n.len() == 2));
-    assert!(matches!(one("set node_set s1 features += gpu"), Action::SetNodeSet(..)));
-    assert!(matches!(one("unset node_set s1 mem, ncpus"), Action::UnsetNodeSet(_, a) if a.len() == 2));
+    assert!(matches!(
+        one("set node_set s1 features += gpu"),
+        Action::SetNodeSet(..)
+    ));
+    assert!(
+        matches!(one("unset node_set s1 mem, ncpus"), Action::UnsetNodeSet(_, a) if a.len() == 2)
+    );
     assert!(matches!(one("list node_set"), Action::ListNodeSet(n) if n.is_empty()));
     assert!(parse_script("create node_set").is_err());
     assert!(parse_script("set node_set s1").is_err());
@@ -77,7 +82,8 @@ fn a_set_is_made_listed_changed_and_used_by_queues_and_groups() {
     assert_eq!(set.attrs.mem, Some(64 << 30));
     assert_eq!(set.attrs.features, ["fat", "nag"]);
     assert!(
-        out.output.contains("Node set local\n    source = configuration file\n"),
+        out.output
+            .contains("Node set local\n    source = configuration file\n"),
         "{}",
         out.output
     );
@@ -99,7 +105,13 @@ fn a_set_is_made_listed_changed_and_used_by_queues_and_groups() {
     assert_eq!(set.nodes[3].host, "h2", "new nodes take the set's host");
     assert_eq!((set.attrs.mem, set.attrs.cpus), (None, Some(8)));
     assert_eq!(set.attrs.features, ["fat"]);
-    run_as(Role::Manager, "set node_set fat host = h3", &mut config, &st).unwrap();
+    run_as(
+        Role::Manager,
+        "set node_set fat host = h3",
+        &mut config,
+        &st,
+    )
+    .unwrap();
     assert!(config.node_sets["fat"].nodes.iter().all(|n| n.host == "h3"));
 
     // Taken out of everything that names it, it may go.
