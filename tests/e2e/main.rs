@@ -9,6 +9,7 @@ mod depend;
 mod examples;
 mod harness;
 mod jobs;
+mod node_sets;
 mod periods;
 mod pipe;
 mod qmgr;

@@ -2,7 +2,8 @@
 //!
 //! A node set is a disjoint, homogeneous group of nodes with a topology; each
 //! node is served by the agent of one host. The set is configuration (from
-//! the daemon's TOML file); whether a node is up and which job holds it is
+//! the daemon's TOML file, or made with qmgr and kept in
+//! [`crate::server::Config`]); whether a node is up and which job holds it is
 //! run-time state, kept in [`Node`].
 
 use std::collections::BTreeMap;
@@ -196,6 +197,74 @@ impl NodeAttrs {
             "no attributes".into()
         }
     }
+}
+
+/// Why `set` cannot join `sets`: its name is taken, one of its nodes is
+/// already in one of them (or twice in itself), or it does not have as
+/// many nodes as its topology. `None` if it can.
+pub fn conflict(set: &NodeSet, sets: &[NodeSet]) -> Option<String> {
+    if sets.iter().any(|s| s.name == set.name) {
+        return Some(format!("node set \"{}\" already exists", set.name));
+    }
+    if let Some(size) = set.topology.size()
+        && size as usize != set.nodes.len()
+    {
+        return Some(format!(
+            "node set \"{}\" is a {} ({} nodes) but lists {} nodes",
+            set.name,
+            set.topology.describe(),
+            size,
+            set.nodes.len()
+        ));
+    }
+    let mut own = std::collections::HashSet::new();
+    for def in &set.nodes {
+        if !own.insert(def.name.as_str()) {
+            return Some(format!(
+                "node \"{}\" is listed twice in node set \"{}\"",
+                def.name, set.name
+            ));
+        }
+    }
+    for other in sets {
+        if let Some(def) = other.nodes.iter().find(|d| own.contains(d.name.as_str())) {
+            return Some(format!(
+                "node \"{}\" is already in node set \"{}\"; node sets are disjoint",
+                def.name, other.name
+            ));
+        }
+    }
+    None
+}
+
+/// The node sets of the scheduler: the daemon file's (`file_sets`), then
+/// the ones made with qmgr (`config.node_sets`) in name order. A qmgr set
+/// that clashes with those before it (the file changed under it) is taken
+/// out of `config`, and a warning says which and why.
+pub fn merge_sets(
+    file_sets: &[NodeSet],
+    config: &mut crate::server::Config,
+) -> (Vec<NodeSet>, Vec<String>) {
+    let mut sets = file_sets.to_vec();
+    let mut warnings = Vec::new();
+    let mut dropped = Vec::new();
+    for (name, set) in &config.node_sets {
+        match conflict(set, &sets) {
+            None => sets.push(set.clone()),
+            Some(why) => {
+                warnings.push(format!(
+                    "node set \"{name}\" (made with qmgr) is left out: {why}; \
+                     queues and node groups naming it find no nodes there until it is \
+                     created again (qmgr -c \"create node_set {name} ...\")"
+                ));
+                dropped.push(name.clone());
+            }
+        }
+    }
+    for name in dropped {
+        config.node_sets.remove(&name);
+    }
+    (sets, warnings)
 }
 
 /// A node at run time.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::account::Account;
 use crate::calendar::Calendar;
+use crate::node::NodeSet;
 use crate::node_group::NodeGroup;
 use crate::queue::Queue;
 use crate::shutdown::Shutdown;
@@ -164,6 +165,11 @@ pub struct Config {
     /// Accounts by group name (`qmgr -c "create account c1"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub accounts: BTreeMap<String, Account>,
+    /// Node sets made with qmgr (`qmgr -c "create node_set s1 ..."`), by
+    /// name. The sets of the daemon's file are not here: they describe the
+    /// machine and qmgr only reads them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_sets: BTreeMap<String, NodeSet>,
     /// Node groups by name (`qmgr -c "create node_group short"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_groups: BTreeMap<String, NodeGroup>,

@@ -19,15 +19,23 @@ use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
+mod node_sets;
+
 #[derive(Clone, Debug)]
 pub struct State {
     server_name: String,
     config: Config,
+    /// The daemon file's node sets, then the config's (made with qmgr).
     node_sets: Vec<NodeSet>,
+    /// How many of `node_sets` come from the daemon's file.
+    file_sets: usize,
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
     /// Nodes up, per node set (kept by `set_host_up`).
     up_per_set: Vec<usize>,
+    /// Hosts whose agent is connected (kept by `set_host_up`): nodes
+    /// added on them later are up at once.
+    up_hosts: BTreeSet<String>,
     /// Every job, history included. Hashed: a pass looks up each pending
     /// job, and a B-tree search per job cost more than the pass itself.
     jobs: HashMap<JobId, Job>,
@@ -121,50 +129,19 @@ impl StateCounts {
 }
 
 impl State {
-    /// A state with no jobs. Node names must be unique across sets, and a
-    /// mesh or torus must have exactly as many nodes as its shape.
+    /// A state with no jobs, over the node sets of the daemon's file
+    /// (`node_sets`) followed by those of `config` (made with qmgr, in
+    /// name order). Node names must be unique across sets, and a mesh or
+    /// torus must have exactly as many nodes as its shape.
     pub fn new(
         server_name: impl Into<String>,
         config: Config,
         node_sets: Vec<NodeSet>,
     ) -> Result<State, CoreError> {
-        let mut nodes = Vec::new();
-        let mut node_index = HashMap::new();
-        let mut set_names = BTreeSet::new();
-        for (set_idx, set) in node_sets.iter().enumerate() {
-            if !set_names.insert(set.name.as_str()) {
-                return Err(CoreError::BadNodeSets {
-                    why: format!("node set \"{}\" is defined twice", set.name),
-                });
-            }
-            if let Some(size) = set.topology.size()
-                && size as usize != set.nodes.len()
-            {
-                return Err(CoreError::BadNodeSets {
-                    why: format!(
-                        "node set \"{}\" is a {} ({} nodes) but lists {} nodes",
-                        set.name,
-                        set.topology.describe(),
-                        size,
-                        set.nodes.len()
-                    ),
-                });
-            }
-            for def in &set.nodes {
-                if node_index.insert(def.name.clone(), nodes.len()).is_some() {
-                    return Err(CoreError::BadNodeSets {
-                        why: format!("node \"{}\" appears twice", def.name),
-                    });
-                }
-                nodes.push(Node {
-                    name: def.name.clone(),
-                    host: def.host.clone(),
-                    set: set_idx,
-                    up: false,
-                    job: None,
-                });
-            }
-        }
+        let file_sets = node_sets.len();
+        let mut node_sets = node_sets;
+        node_sets.extend(config.node_sets.values().cloned());
+        let (nodes, node_index) = node_sets::index_nodes(&node_sets, |_| false)?;
         let mut accounting = Accounting::default();
         accounting.configure(&config);
         Ok(State {
@@ -172,9 +149,11 @@ impl State {
             up_per_set: vec![0; node_sets.len()],
             server_name: server_name.into(),
             config,
+            file_sets,
             node_sets,
             nodes,
             node_index,
+            up_hosts: BTreeSet::new(),
             jobs: HashMap::new(),
             pending: BTreeMap::new(),
             active: BTreeSet::new(),
@@ -226,9 +205,21 @@ impl State {
         &self.config
     }
 
-    pub fn set_config(&mut self, config: Config) {
+    /// Takes a new configuration. If its node sets (those made with qmgr)
+    /// changed, the nodes are rebuilt at once: running jobs keep their
+    /// nodes, nodes keep being up or down, and new nodes on a host whose
+    /// agent is connected are up. What could not be kept is returned as
+    /// warnings (qmgr refuses the changes that would cause them).
+    pub fn set_config(&mut self, mut config: Config) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if config.node_sets != self.config.node_sets {
+            let (sets, dropped) = crate::node::merge_sets(self.file_sets(), &mut config);
+            warnings = dropped;
+            warnings.extend(self.replace_node_sets(sets));
+        }
         self.accounting.configure(&config);
         self.config = config;
+        warnings
     }
 
     /// Usage charged and what queued and running jobs ask for.
@@ -750,6 +741,11 @@ impl State {
     /// Marks the nodes of a host up or down (its agent came or went).
     /// Returns the names of the host's nodes.
     pub fn set_host_up(&mut self, host: &str, up: bool) -> Vec<String> {
+        if up {
+            self.up_hosts.insert(host.to_string());
+        } else {
+            self.up_hosts.remove(host);
+        }
         let mut names = Vec::new();
         for node in self.nodes.iter_mut().filter(|n| n.host == host) {
             if node.up != up {

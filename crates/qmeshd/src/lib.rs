@@ -139,7 +139,7 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
     let loading = Instant::now();
     let store = Arc::new(SledStore::open(&store_dir).context("open the store")?);
     let loaded = store.load().context("load the store")?;
-    let config = match loaded.config {
+    let mut config = match loaded.config {
         Some(stored) => {
             if stored != settings.initial {
                 info!(
@@ -154,6 +154,11 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
             settings.initial.clone()
         }
     };
+    // Node sets made with qmgr that the file now overlaps are left out.
+    let (_, dropped) = qmesh_core::node::merge_sets(&settings.node_sets, &mut config);
+    for warning in &dropped {
+        warn!("{warning}");
+    }
     let server_name = settings.server_name.clone().unwrap_or_else(short_hostname);
     let mut state = State::new(server_name.clone(), config, settings.node_sets.clone())
         .context("build the node sets")?;

@@ -9,6 +9,7 @@ mod attrs;
 mod calendar;
 mod lex;
 mod node_group;
+mod node_set;
 mod parse;
 mod print;
 mod shutdown;
@@ -108,6 +109,10 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
         | Action::UnsetNodeGroup(..)
+        | Action::CreateNodeSet(..)
+        | Action::DeleteNodeSet(..)
+        | Action::SetNodeSet(..)
+        | Action::UnsetNodeSet(..)
         | Action::SetCalendar(..)
         | Action::UnsetCalendar(..) => Role::Manager,
         Action::SetServer(list)
@@ -262,9 +267,15 @@ fn apply(
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
         | Action::UnsetNodeGroup(..)
-        | Action::ListNodeGroup(..)
+        | Action::ListNodeGroup(..) => {
+            node_group::apply(action, config, outcome)?;
+        }
+        Action::CreateNodeSet(..)
+        | Action::DeleteNodeSet(..)
+        | Action::SetNodeSet(..)
+        | Action::UnsetNodeSet(..)
         | Action::ListNodeSet(..) => {
-            node_group::apply(action, config, state, outcome)?;
+            node_set::apply(action, config, state, outcome)?;
         }
         Action::SetCalendar(..) | Action::UnsetCalendar(..) | Action::ListCalendar => {
             calendar::apply(action, config, outcome)?;
@@ -277,7 +288,7 @@ fn apply(
 
 /// Cross-checks after each change, so the error names the line that broke it.
 fn validate(config: &Config, state: &State) -> Result<(), String> {
-    let set_names: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();
+    let set_names = node_set::known_sets(config, state);
     crate::node_group::check(config, &set_names).map_err(|(key, why)| format!("{key}: {why}"))?;
     config.calendar.validate().map_err(|e| e.to_string())?;
     config.check_periods()?;
@@ -300,12 +311,11 @@ fn validate(config: &Config, state: &State) -> Result<(), String> {
             }
         }
         for set in &q.node_sets {
-            if !state.node_sets().iter().any(|s| &s.name == set) {
-                let known: Vec<&str> = state.node_sets().iter().map(|s| s.name.as_str()).collect();
+            if !set_names.contains(&set.as_str()) {
                 return Err(format!(
                     "queue \"{}\": node set \"{set}\" does not exist; node sets: {}",
                     q.name,
-                    known.join(", ")
+                    set_names.join(", ")
                 ));
             }
         }

@@ -2,9 +2,8 @@
 //! `create node_group short sets = "s1,s2"`,
 //! `set node_group short sets.prime = "s3,s1,s2"` (the sets while the
 //! calendar's `prime` period is on), `unset node_group short sets.prime`,
-//! `delete node_group short`, `list node_group [NAMES]`, and
-//! `list node_set [NAMES]` (node sets come from the daemon's file; qmgr
-//! shows them with their attributes). Only managers change groups.
+//! `delete node_group short`, `list node_group [NAMES]`. Node sets are in
+//! `node_set.rs`. Only managers change groups.
 
 use super::Outcome;
 use super::attrs::update_list;
@@ -12,7 +11,6 @@ use super::parse::{Action, Assignment};
 use super::print::quoted;
 use crate::node_group::NodeGroup;
 use crate::server::Config;
-use crate::state::State;
 
 fn no_group(name: &str) -> String {
     format!("node group \"{name}\" does not exist; see qmgr -c \"list node_group\"")
@@ -56,14 +54,9 @@ fn set(group: &mut NodeGroup, a: &Assignment) -> Result<(), String> {
     Ok(())
 }
 
-/// Applies a node group or node set command; `Ok(false)` if `action` is
+/// Applies a node group command; `Ok(false)` if `action` is
 /// not one.
-pub fn apply(
-    action: &Action,
-    config: &mut Config,
-    state: &State,
-    outcome: &mut Outcome,
-) -> Result<bool, String> {
+pub fn apply(action: &Action, config: &mut Config, outcome: &mut Outcome) -> Result<bool, String> {
     match action {
         Action::CreateNodeGroup(names, assigns) => {
             for name in names {
@@ -127,26 +120,6 @@ pub fn apply(
                     .get(&name)
                     .ok_or_else(|| no_group(&name))?;
                 outcome.output.push_str(&list(group, config));
-            }
-        }
-        Action::ListNodeSet(names) => {
-            for name in names {
-                if state.set_index(name).is_none() {
-                    return Err(format!(
-                        "node set \"{name}\" does not exist; see qmgr -c \"list node_set\""
-                    ));
-                }
-            }
-            for set in state.node_sets() {
-                if names.is_empty() || names.contains(&set.name) {
-                    outcome.output.push_str(&format!(
-                        "Node set {}\n    topology = {}\n    nodes = {}\n    attributes = {}\n\n",
-                        set.name,
-                        set.topology.describe(),
-                        set.nodes.len(),
-                        set.attrs.describe()
-                    ));
-                }
             }
         }
         _ => return Ok(false),

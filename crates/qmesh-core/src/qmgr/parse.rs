@@ -65,7 +65,11 @@ pub enum Action {
     UnsetNodeGroup(Vec<String>, Vec<String>),
     /// Empty: all node groups.
     ListNodeGroup(Vec<String>),
-    /// Empty: all node sets (read only: they come from the daemon's file).
+    CreateNodeSet(Vec<String>, Vec<Assignment>),
+    DeleteNodeSet(Vec<String>),
+    SetNodeSet(Vec<String>, Vec<Assignment>),
+    UnsetNodeSet(Vec<String>, Vec<String>),
+    /// Empty: all node sets, the daemon file's and qmgr's.
     ListNodeSet(Vec<String>),
     SetCalendar(Vec<Assignment>),
     UnsetCalendar(Vec<String>),
@@ -98,6 +102,10 @@ impl Action {
                 | Action::DeleteNodeGroup(..)
                 | Action::SetNodeGroup(..)
                 | Action::UnsetNodeGroup(..)
+                | Action::CreateNodeSet(..)
+                | Action::DeleteNodeSet(..)
+                | Action::SetNodeSet(..)
+                | Action::UnsetNodeSet(..)
                 | Action::SetCalendar(..)
                 | Action::UnsetCalendar(..)
         ) || matches!(self, Action::Shutdown(s) if s.changes())
@@ -247,14 +255,10 @@ impl Parser {
                     _ => Err("the calendar always exists: set, unset or list it".into()),
                 }
             }
-            "node_set" | "node_sets" | "ns" => match verb {
-                "l" | "list" | "p" | "print" => Ok(Action::ListNodeSet(self.names()?)),
-                _ => Err("node sets come from the daemon's configuration file; \
-                          qmgr lists them: list node_set"
-                    .into()),
-            },
+            "node_set" | "node_sets" | "ns" => self.node_set_command(verb),
             "n" | "node" | "nodes" => Err(
-                "nodes are configured in the daemon's node sets (the TOML file), not with qmgr yet"
+                "nodes belong to node sets: create node_set NAME nodes = \"n1,n2\", host = HOST \
+                 (or the daemon's configuration file)"
                     .into(),
             ),
             other => Err(format!(
@@ -422,6 +426,28 @@ impl Parser {
             }
             "u" | "unset" => Action::UnsetNodeGroup(names, self.attribute_names()?),
             _ => Action::ListNodeGroup(names),
+        })
+    }
+
+    fn node_set_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list" | "p" | "print") {
+            return Err(
+                "name the node set: create node_set NAME nodes = \"n1,n2\", host = HOST".into(),
+            );
+        }
+        Ok(match verb {
+            "c" | "create" => Action::CreateNodeSet(names, self.assignments()?),
+            "d" | "delete" => Action::DeleteNodeSet(names),
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set node_set NAME mem = 32gb".into());
+                }
+                Action::SetNodeSet(names, attrs)
+            }
+            "u" | "unset" => Action::UnsetNodeSet(names, self.attribute_names()?),
+            _ => Action::ListNodeSet(names),
         })
     }
 

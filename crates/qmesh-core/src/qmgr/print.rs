@@ -104,6 +104,7 @@ pub fn print_server(config: &Config) -> String {
 /// [`print_server`], with times at the server's UTC offset `offset`.
 pub fn print_server_at(config: &Config, offset: FixedOffset) -> String {
     let mut out = super::calendar::print(config);
+    out.push_str(&super::node_set::print(config));
     out.push_str(&super::node_group::print(config));
     out.push_str("#\n# Create queues and set their attributes.\n");
     // Route queues come after the queues they name, which must exist.
@@ -171,6 +172,11 @@ pub fn help(topic: Option<&str>) -> String {
               \x20       [, node_sets = \"a,b\", comment = \"...\"]  (local time, or RFC 3339)\n\
               \x20   set [s] shutdown NAME attr = value   unset [u] shutdown NAME node_sets|comment\n\
               \x20   delete [d] shutdown NAME  list [l] shutdown [NAME]\n\
+              \x20   create [c] node_set NAME nodes = \"n[0-15]\", host = HOST\n\
+              \x20       [, mem = 32gb, ncpus = 8, features = \"fat,gpu\"]  (flat; a node may say n3@HOST)\n\
+              \x20   set [s] node_set NAME attr = value (nodes += n16, host = H2, ...)\n\
+              \x20   unset [u] node_set NAME mem|ncpus|features   delete [d] node_set NAME\n\
+              \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
@@ -301,6 +307,38 @@ mod tests {
             })
     }
 
+    /// A node set made with qmgr, `extra`: some nodes on one or two
+    /// hosts, with or without attributes.
+    fn arb_node_set() -> impl Strategy<Value = crate::node::NodeSet> {
+        (
+            proptest::collection::vec((any::<bool>(), any::<bool>()), 1..8),
+            proptest::option::of(1u64..512),
+            proptest::option::of(1u32..64),
+            proptest::sample::subsequence(vec!["fat", "gpu", "nag"], 0..3),
+        )
+            .prop_map(|(nodes, mem, cpus, features)| crate::node::NodeSet {
+                name: "extra".into(),
+                topology: crate::node::Topology::Flat,
+                nodes: nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(other_host, odd_name))| crate::node::NodeDef {
+                        name: if odd_name {
+                            format!("y{i}a")
+                        } else {
+                            format!("x{i:02}")
+                        },
+                        host: if other_host { "h2" } else { "h" }.into(),
+                    })
+                    .collect(),
+                attrs: crate::node::NodeAttrs {
+                    mem: mem.map(|gb| gb << 30),
+                    cpus,
+                    features: features.into_iter().map(String::from).collect(),
+                },
+            })
+    }
+
     fn arb_config() -> impl Strategy<Value = Config> {
         (
             arb_queue("batch".into()),
@@ -312,10 +350,30 @@ mod tests {
             proptest::collection::vec(arb_account(), 0..3),
             proptest::collection::vec(("[a-z][a-z0-9_]{0,7}", any::<bool>(), 0usize..3), 0..3),
             proptest::option::of(arb_route()),
+            proptest::option::of(arb_node_set()),
         )
             .prop_map(
-                |(mut a, b, scheduling, managers, kill_delay, default, accounts, groups, route)| {
+                |(
+                    mut a,
+                    mut b,
+                    scheduling,
+                    managers,
+                    kill_delay,
+                    default,
+                    accounts,
+                    groups,
+                    route,
+                    extra,
+                )| {
                     let mut config = Config::default();
+                    if let Some(set) = extra {
+                        // Named by a queue and a node group: printed first.
+                        b.node_sets.push(set.name.clone());
+                        let mut group = crate::node_group::NodeGroup::new("xg");
+                        group.set_sets(None, vec![set.name.clone(), "local".into()]);
+                        config.node_groups.insert("xg".into(), group);
+                        config.node_sets.insert(set.name.clone(), set);
+                    }
                     if let Some(route) = route {
                         config.queues.insert(route.name.clone(), route);
                     }

@@ -86,12 +86,10 @@ fn set(w: &mut Shutdown, a: &Assignment, offset: FixedOffset) -> Result<&'static
 }
 
 /// What a changed window must satisfy: end after start, known node sets.
-fn check(w: &Shutdown, state: &State) -> Result<(), String> {
+fn check(w: &Shutdown, known: &[String]) -> Result<(), String> {
     w.check()?;
-    let sets = state.node_sets();
     for name in &w.node_sets {
-        if !sets.iter().any(|s| &s.name == name) {
-            let known: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+        if !known.contains(name) {
             return Err(format!(
                 "shutdown \"{}\": node set \"{name}\" does not exist; node sets: {} (spfree lists them)",
                 w.name,
@@ -118,6 +116,11 @@ pub(super) fn apply(
     offset: FixedOffset,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
+    // The node sets a window may name: the file's and qmgr's.
+    let known: Vec<String> = super::node_set::known_sets(config, state)
+        .into_iter()
+        .map(String::from)
+        .collect();
     match action {
         ShutdownAction::Create(names, assigns) => {
             for name in names {
@@ -139,7 +142,7 @@ pub(super) fn apply(
                          start = \"2026-12-01 08:00\", end = \"2026-12-01 20:00\""
                     ));
                 }
-                check(&w, state)?;
+                check(&w, &known)?;
                 config.shutdowns.insert(name.clone(), w);
             }
         }
@@ -157,7 +160,7 @@ pub(super) fn apply(
                 for a in assigns {
                     set(w, a, offset)?;
                 }
-                check(w, state)?;
+                check(w, &known)?;
             }
         }
         ShutdownAction::Unset(names, attrs) => {

@@ -66,7 +66,9 @@ impl SchedulerTask {
                 return;
             }
             info!(user = %caller.user, commands = outcome.applied, "configuration changed by qmgr");
-            self.state.set_config(config);
+            for warning in self.state.set_config(config) {
+                warn!("{warning}");
+            }
         }
         for queue in &outcome.reorder {
             self.reorder_jobs(queue, &caller.user);
