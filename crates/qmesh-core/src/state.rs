@@ -340,9 +340,13 @@ impl State {
                 .iter()
                 .filter_map(|name| self.set_index(name))
                 .collect(),
-            None => (0..self.node_sets.len())
-                .filter(|&i| queue.uses_set(&self.node_sets[i].name))
+            // The queue's own list, in its order; none: every set.
+            None if !queue.node_sets.is_empty() => queue
+                .node_sets
+                .iter()
+                .filter_map(|name| self.set_index(name))
                 .collect(),
+            None => (0..self.node_sets.len()).collect(),
         }
     }
 
@@ -364,11 +368,19 @@ impl State {
         };
         let mut reach = Reach::default();
         let mut described = Vec::new();
+        // A job may spread over flat sets, but a mesh or torus places it
+        // whole inside one: the reach is the larger of the two.
+        let (mut flat, mut shaped) = (0u32, 0u32);
         for i in self.sets_ever(q) {
             let set = &self.node_sets[i];
             let serves = set.attrs.satisfies(needs);
             if serves {
-                reach.nodes += set.nodes.len() as u32;
+                let n = set.nodes.len() as u32;
+                if set.topology == crate::node::Topology::Flat {
+                    flat += n;
+                } else {
+                    shaped = shaped.max(n);
+                }
             }
             described.push(format!(
                 "{}: {} nodes, {}{}",
@@ -378,6 +390,7 @@ impl State {
                 if serves { "" } else { ", not enough" }
             ));
         }
+        reach.nodes = flat.max(shaped);
         reach.sets = if described.is_empty() {
             "no node sets".into()
         } else {

@@ -351,13 +351,15 @@ impl<'a> Planner<'a> {
     fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Now {
         let now = self.now_s;
         let mut unplaceable = false;
-        let mut shaped: Vec<usize> = sets
+        // Ties go to the set first in the queue's (or node group's) order.
+        let mut shaped: Vec<(usize, usize)> = sets
             .iter()
             .copied()
-            .filter(|&s| self.allocators[s].is_some() && !self.free[s].is_empty())
+            .enumerate()
+            .filter(|&(_, s)| self.allocators[s].is_some() && !self.free[s].is_empty())
             .collect();
-        shaped.sort_by_key(|&s| (self.free[s].len(), s));
-        for s in shaped {
+        shaped.sort_by_key(|&(order, s)| (self.free[s].len(), order));
+        for (_, s) in shaped {
             let Some(size) = self.allocators[s]
                 .as_ref()
                 .and_then(|a| a.size_for(n as u32))
@@ -384,6 +386,7 @@ impl<'a> Planner<'a> {
             return Now::Started(nodes, placement.parts);
         }
 
+        // In the queue's (or node group's) order.
         let caps: Vec<(usize, usize)> = sets
             .iter()
             .filter(|&&s| self.allocators[s].is_none() && !self.free[s].is_empty())
@@ -401,8 +404,10 @@ impl<'a> Planner<'a> {
         }
         let take: Vec<(usize, usize)> = match caps
             .iter()
-            .filter(|(_, cap)| *cap >= n)
-            .min_by_key(|(s, _)| (self.free[*s].len(), *s))
+            .enumerate()
+            .filter(|(_, (_, cap))| *cap >= n)
+            .min_by_key(|(order, (s, _))| (self.free[*s].len(), *order))
+            .map(|(_, c)| c)
         {
             Some(&(s, _)) => vec![(s, n)],
             None => {

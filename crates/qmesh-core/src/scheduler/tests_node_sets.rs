@@ -120,3 +120,54 @@ fn a_queue_with_a_node_group_uses_its_sets_in_their_order() {
     let plan = Scheduler.pass(&s, t(1));
     assert_eq!(sets_of(&s, &plan, id), ["fat"]);
 }
+
+#[test]
+fn equally_free_sets_are_tried_in_the_queues_order_not_the_files() {
+    for (order, first) in [(["fat", "thin"], "fat"), (["thin", "fat"], "thin")] {
+        let mut s = thin_and_fat();
+        let mut config = s.config().clone();
+        config.queues.get_mut("batch").unwrap().node_sets =
+            order.iter().map(|n| n.to_string()).collect();
+        s.set_config(config);
+        let id = submit(&mut s, 2, &[]).unwrap();
+        let plan = Scheduler.pass(&s, t(0));
+        assert_eq!(sets_of(&s, &plan, id), [first], "{order:?}");
+    }
+    // Through a node group, its order.
+    let mut s = thin_and_fat();
+    let mut config = s.config().clone();
+    let mut group = NodeGroup::new("g");
+    group.set_sets(None, vec!["fat".into(), "thin".into()]);
+    config.node_groups.insert("g".into(), group);
+    config.queues.get_mut("batch").unwrap().node_group = Some("g".into());
+    s.set_config(config);
+    let id = submit(&mut s, 2, &[]).unwrap();
+    let plan = Scheduler.pass(&s, t(0));
+    assert_eq!(sets_of(&s, &plan, id), ["fat"]);
+}
+
+#[test]
+fn a_job_larger_than_any_one_mesh_is_refused_though_the_meshes_add_up() {
+    let mesh = |name: &str| NodeSet {
+        name: name.into(),
+        topology: Topology::Mesh2d {
+            width: 2,
+            height: 2,
+            contiguous: false,
+        },
+        nodes: (0..4)
+            .map(|i| NodeDef {
+                name: format!("{name}{i}"),
+                host: "h".into(),
+            })
+            .collect(),
+        attrs: NodeAttrs::default(),
+    };
+    let mut config = Config::default();
+    config.queues.insert("batch".into(), Queue::open("batch"));
+    let mut s = State::new("srv", config, vec![mesh("m1"), mesh("m2")]).unwrap();
+    s.set_host_up("h", true);
+    let e = submit(&mut s, 6, &[]).unwrap_err();
+    assert!(e.contains("6") && e.contains("4"), "{e}");
+    assert!(submit(&mut s, 4, &[]).is_ok());
+}
