@@ -93,6 +93,15 @@ fn errors_in_the_machines_description_are_named_and_change_nothing() {
         ),
         ("create node_group g sets = \"local,mars\"\n", "\"mars\""),
         (
+            "create node_set extra nodes = \"x[1-4]\", host = localhost\n\
+             create node_set more nodes = \"x4,x5\", host = localhost\n",
+            "node \"x4\" is already in node set \"extra\"",
+        ),
+        (
+            "create node_set extra nodes = \"local00\", host = localhost\n",
+            "\"local00\"",
+        ),
+        (
             "set calendar period.DAY = \"Mon-Fri 10:00-18:00\"\n\
              set calendar period.NIGHT = \"Mon-Fri 25:00-10:00\"\n",
             "25:00",

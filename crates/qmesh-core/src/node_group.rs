@@ -117,7 +117,7 @@ pub fn check(config: &crate::Config, set_names: &[&str]) -> Result<(), (String, 
                     return Err((
                         key,
                         format!(
-                            "node set \"{set}\" does not exist; known sets: {}",
+                            "node set \"{set}\" does not exist; node sets: {} (qmgr -c \"list node_set\")",
                             set_names.join(", ")
                         ),
                     ));
