@@ -9,20 +9,16 @@
 //! backfilled into the time left before it. A window that has ended is
 //! kept until an operator deletes it, and ignored.
 //!
-//! Times are written in the calendar's time zone (the daemon passes its
-//! UTC offset at the time of the command) or as RFC 3339 with their own
-//! offset; they are kept in UTC.
+//! Times are written in the calendar's time zone (summer time included:
+//! `2027-07-01 08:00` in London is 07:00 UTC whenever it is written) or as
+//! RFC 3339 with their own offset; they are kept in UTC.
 
-use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, TimeZone};
+use std::fmt::Display;
+
+use chrono::{DateTime, LocalResult, NaiveDateTime, SecondsFormat, TimeZone};
 use serde::{Deserialize, Serialize};
 
 use crate::Time;
-
-/// UTC as an offset: the default of times read and written without one.
-pub const UTC: FixedOffset = match FixedOffset::east_opt(0) {
-    Some(utc) => utc,
-    None => panic!("a zero offset is valid"),
-};
 
 /// One planned shutdown of some node sets (all of them if none is named).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,10 +87,11 @@ pub fn valid_shutdown_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads a time: `YYYY-MM-DD HH:MM[:SS]` (also with `T`) in local time at
-/// `offset`, or RFC 3339 with its own offset (`2026-12-01T08:00:00+01:00`,
-/// `...Z`).
-pub fn parse_time(text: &str, offset: FixedOffset) -> Result<Time, String> {
+/// Reads a time: `YYYY-MM-DD HH:MM[:SS]` (also with `T`) in local time in
+/// `zone`, or RFC 3339 with its own offset (`2026-12-01T08:00:00+01:00`,
+/// `...Z`). A local time the clocks skip is refused; one they pass twice
+/// is the first.
+pub fn parse_time<Z: TimeZone>(text: &str, zone: &Z) -> Result<Time, String> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.to_utc());
@@ -107,26 +104,38 @@ pub fn parse_time(text: &str, offset: FixedOffset) -> Result<Time, String> {
     ]
     .iter()
     .find_map(|form| NaiveDateTime::parse_from_str(text, form).ok());
-    match local.and_then(|naive| offset.from_local_datetime(&naive).single()) {
-        Some(t) => Ok(t.to_utc()),
-        None => Err(format!(
+    let Some(naive) = local else {
+        return Err(format!(
             "\"{text}\" is not a time; write \"YYYY-MM-DD HH:MM\" in the calendar's time zone \
-             (UTC{offset}) or RFC 3339 with an offset, e.g. 2026-12-01T08:00:00+01:00"
+             or RFC 3339 with an offset, e.g. 2026-12-01T08:00:00+01:00"
+        ));
+    };
+    match zone.from_local_datetime(&naive) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.to_utc()),
+        LocalResult::None => Err(format!(
+            "\"{text}\" does not exist in the calendar's time zone: the clocks go forward \
+             then; write a later time, or RFC 3339 with an offset"
         )),
     }
 }
 
 /// `2026-12-01T08:00:00+01:00`: what `print server` writes, read back the
 /// same whatever the server's offset then.
-pub fn format_rfc3339(t: Time, offset: FixedOffset) -> String {
-    t.with_timezone(&offset)
+pub fn format_rfc3339<Z: TimeZone>(t: Time, zone: &Z) -> String
+where
+    Z::Offset: Display,
+{
+    t.with_timezone(zone)
         .to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// `2026-12-01 08:00` in local time at `offset` (seconds only when set):
+/// `2026-12-01 08:00` in local time in `zone` (seconds only when set):
 /// what people read in qstat's comment.
-pub fn format_local(t: Time, offset: FixedOffset) -> String {
-    let local = t.with_timezone(&offset);
+pub fn format_local<Z: TimeZone>(t: Time, zone: &Z) -> String
+where
+    Z::Offset: Display,
+{
+    let local = t.with_timezone(zone);
     if local.timestamp() % 60 == 0 {
         local.format("%Y-%m-%d %H:%M").to_string()
     } else {
@@ -137,6 +146,7 @@ pub fn format_local(t: Time, offset: FixedOffset) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::FixedOffset;
 
     fn utc() -> FixedOffset {
         FixedOffset::east_opt(0).unwrap()
@@ -150,20 +160,20 @@ mod tests {
     fn local_times_take_the_servers_offset() {
         let plus1 = FixedOffset::east_opt(3600).unwrap();
         assert_eq!(
-            parse_time("2026-12-01 08:00", plus1).unwrap(),
+            parse_time("2026-12-01 08:00", &plus1).unwrap(),
             at("2026-12-01T07:00:00Z")
         );
         assert_eq!(
-            parse_time("2026-12-01T08:00:30", utc()).unwrap(),
+            parse_time("2026-12-01T08:00:30", &utc()).unwrap(),
             at("2026-12-01T08:00:30Z")
         );
         assert_eq!(
-            parse_time(" 2026-12-01T08:00:00-05:00 ", plus1).unwrap(),
+            parse_time(" 2026-12-01T08:00:00-05:00 ", &plus1).unwrap(),
             at("2026-12-01T13:00:00Z"),
             "an explicit offset wins"
         );
         assert_eq!(
-            parse_time("2026-12-01T08:00:00Z", plus1).unwrap(),
+            parse_time("2026-12-01T08:00:00Z", &plus1).unwrap(),
             at("2026-12-01T08:00:00Z")
         );
     }
@@ -171,7 +181,7 @@ mod tests {
     #[test]
     fn bad_times_say_the_accepted_forms() {
         for bad in ["tomorrow", "2026-13-01 08:00", "2026-12-01", "08:00", ""] {
-            let err = parse_time(bad, utc()).unwrap_err();
+            let err = parse_time(bad, &utc()).unwrap_err();
             assert!(
                 err.contains("YYYY-MM-DD HH:MM") && err.contains("RFC 3339"),
                 "{bad}: {err}"
@@ -183,12 +193,12 @@ mod tests {
     fn formats_read_back() {
         let plus1 = FixedOffset::east_opt(3600).unwrap();
         let t = at("2026-12-24T17:00:00Z");
-        assert_eq!(format_rfc3339(t, plus1), "2026-12-24T18:00:00+01:00");
-        assert_eq!(format_rfc3339(t, utc()), "2026-12-24T17:00:00Z");
-        assert_eq!(parse_time(&format_rfc3339(t, plus1), utc()).unwrap(), t);
-        assert_eq!(format_local(t, plus1), "2026-12-24 18:00");
+        assert_eq!(format_rfc3339(t, &plus1), "2026-12-24T18:00:00+01:00");
+        assert_eq!(format_rfc3339(t, &utc()), "2026-12-24T17:00:00Z");
+        assert_eq!(parse_time(&format_rfc3339(t, &plus1), &utc()).unwrap(), t);
+        assert_eq!(format_local(t, &plus1), "2026-12-24 18:00");
         assert_eq!(
-            format_local(t + chrono::Duration::seconds(5), plus1),
+            format_local(t + chrono::Duration::seconds(5), &plus1),
             "2026-12-24 18:00:05"
         );
     }

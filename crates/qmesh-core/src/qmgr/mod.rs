@@ -16,10 +16,8 @@ mod shutdown;
 
 pub use calendar::import_holidays_commands;
 pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
-pub use print::{print_server, print_server_at};
+pub use print::print_server;
 pub use shutdown::ShutdownAction;
-
-use chrono::FixedOffset;
 
 /// Sets one queue attribute as qmgr would (`period_end = kill`), for
 /// configuration read from elsewhere (the daemon's file).
@@ -48,25 +46,13 @@ pub struct Outcome {
 
 /// Runs parsed commands against `config` (a working copy: on error the
 /// caller discards it). `state` gives the node sets and the jobs that list
-/// and delete look at. Times are read and written in UTC; see
-/// [`run_with_offset`].
+/// and delete look at. Times written without an offset (shutdown windows)
+/// are in the calendar's time zone.
 pub fn run(
     commands: &[Command],
     config: &mut Config,
     state: &State,
     caller: &Caller,
-) -> Result<Outcome, QmgrError> {
-    run_with_offset(commands, config, state, caller, crate::shutdown::UTC)
-}
-
-/// [`run`], with times written without an offset (shutdown windows) read
-/// in the calendar's time zone, at UTC offset `offset`.
-pub fn run_with_offset(
-    commands: &[Command],
-    config: &mut Config,
-    state: &State,
-    caller: &Caller,
-    offset: FixedOffset,
 ) -> Result<Outcome, QmgrError> {
     let mut outcome = Outcome::default();
     let warned_before = crate::route::check(config).unwrap_or_default();
@@ -78,7 +64,7 @@ pub fn run_with_offset(
         if cmd.action.changes() || matches!(cmd.action, Action::ReorderQueue(_)) {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
-        apply(&cmd.action, config, state, offset, &mut outcome).map_err(fail)?;
+        apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
         if cmd.action.changes() {
             validate(config, state).map_err(fail)?;
             outcome.applied += 1;
@@ -165,7 +151,6 @@ fn apply(
     action: &Action,
     config: &mut Config,
     state: &State,
-    offset: FixedOffset,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
     match action {
@@ -239,7 +224,7 @@ fn apply(
             }
         }
         Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
-        Action::PrintServer => outcome.output.push_str(&print_server_at(config, offset)),
+        Action::PrintServer => outcome.output.push_str(&print_server(config)),
         Action::PrintQueue(names) => {
             for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::print_queue(queue));
@@ -280,7 +265,7 @@ fn apply(
         Action::SetCalendar(..) | Action::UnsetCalendar(..) | Action::ListCalendar => {
             calendar::apply(action, config, outcome)?;
         }
-        Action::Shutdown(s) => shutdown::apply(s, config, state, offset, outcome)?,
+        Action::Shutdown(s) => shutdown::apply(s, config, state, outcome)?,
         Action::Quit => outcome.quit = true,
     }
     Ok(())

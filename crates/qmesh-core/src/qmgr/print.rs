@@ -2,8 +2,6 @@
 //! that recreate the configuration (PBS's form: comment banners, `create
 //! queue`, then `set` lines), so its output is the configuration's backup.
 
-use chrono::FixedOffset;
-
 use super::attrs;
 use crate::queue::Queue;
 use crate::server::Config;
@@ -98,11 +96,6 @@ pub fn print_queue(q: &Queue) -> String {
 
 /// qmgr commands that recreate `config` from an empty one, times in UTC.
 pub fn print_server(config: &Config) -> String {
-    print_server_at(config, crate::shutdown::UTC)
-}
-
-/// [`print_server`], with times at the server's UTC offset `offset`.
-pub fn print_server_at(config: &Config, offset: FixedOffset) -> String {
     let mut out = super::calendar::print(config);
     out.push_str(&super::node_set::print(config));
     out.push_str(&super::node_group::print(config));
@@ -118,7 +111,7 @@ pub fn print_server_at(config: &Config, offset: FixedOffset) -> String {
         }
     }
     out.push_str(&super::account::print(config));
-    out.push_str(&super::shutdown::print(config, offset));
+    out.push_str(&super::shutdown::print(config));
     out
 }
 
@@ -148,8 +141,8 @@ pub fn help(topic: Option<&str>) -> String {
                 .map(|(n, _)| *n)
                 .collect();
             format!(
-                "Shutdown attributes: {}.\nTimes are \"YYYY-MM-DD HH:MM\" in the server's local \
-                 time, or RFC 3339 with an offset; no job starts that would run into a window.\n",
+                "Shutdown attributes: {}.\nTimes are \"YYYY-MM-DD HH:MM\" in the calendar's \
+                 time zone (summer time included), or RFC 3339 with an offset; no job starts that would run into a window.\n",
                 names.join(", ")
             )
         }

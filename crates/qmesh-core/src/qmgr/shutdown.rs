@@ -5,11 +5,10 @@
 //! `list shutdown [NAMES]`. Managers create and delete them, operators
 //! change them (as with queues).
 //!
-//! Times are read in the calendar's time zone, given to the run as its UTC
-//! offset now, or as RFC 3339 with an offset; `print server` writes RFC 3339
+//! Times are read in the calendar's time zone, or as RFC 3339 with an offset; `print server` writes RFC 3339
 //! with the offset, so the backup reads back the same anywhere.
 
-use chrono::FixedOffset;
+use chrono_tz::Tz;
 
 use super::Outcome;
 use super::attrs::{canonical, scalar_only, update_list};
@@ -56,12 +55,15 @@ fn no_window(name: &str) -> String {
 }
 
 /// Applies one assignment; returns the attribute's name.
-fn set(w: &mut Shutdown, a: &Assignment, offset: FixedOffset) -> Result<&'static str, String> {
+fn set(w: &mut Shutdown, a: &Assignment, zone: &Tz) -> Result<&'static str, String> {
     let name = canonical(SHUTDOWN_ATTRS, &a.name, "a shutdown")?;
     if name != "node_sets" {
         scalar_only(name, a.op)?;
     }
-    let time = |value: &str| parse_time(value, offset).map_err(|e| format!("{name}: {e}"));
+    let time = |value: &str| {
+        parse_time(value, zone)
+            .map_err(|e| format!("{name}: {e} (the calendar's time zone is {zone})"))
+    };
     match name {
         "start" => w.start = time(&a.value)?,
         "end" => w.end = time(&a.value)?,
@@ -107,15 +109,16 @@ fn window_mut<'a>(config: &'a mut Config, name: &str) -> Result<&'a mut Shutdown
         .ok_or_else(|| no_window(name))
 }
 
-/// Applies a shutdown command to `config`; `offset` is the server's UTC
-/// offset, for times written without one.
+/// Applies a shutdown command to `config`. Times written without an
+/// offset are in the calendar's time zone.
 pub(super) fn apply(
     action: &ShutdownAction,
     config: &mut Config,
     state: &State,
-    offset: FixedOffset,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
+    let zone = config.calendar.zone().unwrap_or(Tz::UTC);
+    let zone = &zone;
     // The node sets a window may name: the file's and qmgr's.
     let known: Vec<String> = super::node_set::known_sets(config, state)
         .into_iter()
@@ -134,7 +137,7 @@ pub(super) fn apply(
                 let mut w = Shutdown::new(name, crate::Time::MIN_UTC, crate::Time::MIN_UTC);
                 let mut given = Vec::new();
                 for a in assigns {
-                    given.push(set(&mut w, a, offset)?);
+                    given.push(set(&mut w, a, zone)?);
                 }
                 if !given.contains(&"start") || !given.contains(&"end") {
                     return Err(format!(
@@ -158,7 +161,7 @@ pub(super) fn apply(
             for name in names {
                 let w = window_mut(config, name)?;
                 for a in assigns {
-                    set(w, a, offset)?;
+                    set(w, a, zone)?;
                 }
                 check(w, &known)?;
             }
@@ -191,7 +194,7 @@ pub(super) fn apply(
                     .shutdowns
                     .get(&name)
                     .ok_or_else(|| no_window(&name))?;
-                outcome.output.push_str(&list(w, offset));
+                outcome.output.push_str(&list(w, zone));
             }
         }
     }
@@ -199,10 +202,10 @@ pub(super) fn apply(
 }
 
 /// `Shutdown maint` and its attributes, times in the calendar's time zone.
-fn list(w: &Shutdown, offset: FixedOffset) -> String {
+fn list(w: &Shutdown, zone: &Tz) -> String {
     let mut out = format!("Shutdown {}\n", w.name);
-    out.push_str(&format!("    start = {}\n", format_local(w.start, offset)));
-    out.push_str(&format!("    end = {}\n", format_local(w.end, offset)));
+    out.push_str(&format!("    start = {}\n", format_local(w.start, zone)));
+    out.push_str(&format!("    end = {}\n", format_local(w.end, zone)));
     let secs = (w.end - w.start).num_seconds().max(0) as u64;
     out.push_str(&format!("    duration = {}\n", format_hms(secs)));
     let sets = if w.node_sets.is_empty() {
@@ -229,7 +232,8 @@ fn quote(value: &str) -> String {
 }
 
 /// qmgr commands that recreate the shutdown windows.
-pub(super) fn print(config: &Config, offset: FixedOffset) -> String {
+pub(super) fn print(config: &Config) -> String {
+    let zone = &config.calendar.zone().unwrap_or(Tz::UTC);
     if config.shutdowns.is_empty() {
         return String::new();
     }
@@ -238,8 +242,8 @@ pub(super) fn print(config: &Config, offset: FixedOffset) -> String {
         out.push_str(&format!(
             "create shutdown {} start = {}, end = {}",
             w.name,
-            format_rfc3339(w.start, offset),
-            format_rfc3339(w.end, offset)
+            format_rfc3339(w.start, zone),
+            format_rfc3339(w.end, zone)
         ));
         if !w.node_sets.is_empty() {
             out.push_str(&format!(", node_sets = {}", quoted(&w.node_sets.join(","))));

@@ -15,8 +15,6 @@
 //! planner applies them per queue (see [`crate::periods`]);
 //! `Scheduler::closedown_crossed` names either kind as a `Closedown`.
 
-use chrono::FixedOffset;
-
 use super::Reason;
 use crate::Time;
 use crate::shutdown;
@@ -55,19 +53,22 @@ impl Closedown {
     }
 
     /// Why a job waits for it, for qstat's comment and spwhen, with times
-    /// in local time at `offset`: `would cross shutdown "xmas"
+    /// in local time in `zone`: `would cross shutdown "xmas"
     /// (2026-12-24 18:00 until 2026-12-27 08:00)`.
-    pub fn describe(&self, offset: FixedOffset) -> String {
+    pub fn describe<Z: chrono::TimeZone>(&self, zone: &Z) -> String
+    where
+        Z::Offset: std::fmt::Display,
+    {
         let what = match self.reason {
             Reason::PeriodEnd => self.name.clone(),
             Reason::Shutdown => format!("shutdown \"{}\"", self.name),
             other => format!("{} \"{}\"", other.as_str(), self.name),
         };
-        let start = shutdown::format_local(self.start, offset);
+        let start = shutdown::format_local(self.start, zone);
         match self.end {
             Some(end) => format!(
                 "would cross {what} ({start} until {})",
-                shutdown::format_local(end, offset)
+                shutdown::format_local(end, zone)
             ),
             None => format!("would cross {what} ({start})"),
         }
@@ -154,19 +155,19 @@ mod tests {
 
     #[test]
     fn describes_itself_in_local_time() {
-        let plus1 = FixedOffset::east_opt(3600).unwrap();
+        let plus1 = chrono::FixedOffset::east_opt(3600).unwrap();
         let mut c = closedown(0, Some(3600));
         c.name = "xmas".into();
         // t(0) is 2023-11-14 22:13:20 UTC.
         assert_eq!(
-            c.describe(plus1),
+            c.describe(&plus1),
             "would cross shutdown \"xmas\" (2023-11-14 23:13:20 until 2023-11-15 00:13:20)"
         );
         c.end = None;
         c.reason = Reason::PeriodEnd;
         c.name = "the end of period \"DAY\"".into();
         assert_eq!(
-            c.describe(plus1),
+            c.describe(&plus1),
             "would cross the end of period \"DAY\" (2023-11-14 23:13:20)"
         );
     }

@@ -36,10 +36,7 @@ impl SchedulerTask {
             }
         };
         let mut config = self.state.config().clone();
-        // Times without an offset (shutdown windows) are the calendar's
-        // local time, at the zone's offset now.
-        let offset = self.state.config().calendar.offset_at(Utc::now());
-        let run = qmgr::run_with_offset(&commands, &mut config, &self.state, &caller, offset);
+        let run = qmgr::run(&commands, &mut config, &self.state, &caller);
         let outcome = match run {
             Ok(o) => o,
             Err(e) => {

@@ -121,10 +121,7 @@ impl SchedulerTask {
             return match qmesh_core::periods::next_open(&self.state, queue, now) {
                 Some(at) => format!(
                     "its queue runs only in {periods}; the next begins {}",
-                    qmesh_core::shutdown::format_local(
-                        at,
-                        self.state.config().calendar.offset_at(at)
-                    )
+                    qmesh_core::shutdown::format_local(at, &self.zone())
                 ),
                 None => format!("its queue runs only in {periods}, and none begins soon"),
             };
@@ -132,9 +129,18 @@ impl SchedulerTask {
         if matches!(reason, Reason::Shutdown | Reason::PeriodEnd)
             && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
         {
-            return closedown.describe(self.state.config().calendar.offset_at(now));
+            return closedown.describe(&self.zone());
         }
         reason.explain().to_string()
+    }
+
+    /// The calendar's time zone, in which people read times.
+    fn zone(&self) -> chrono_tz::Tz {
+        self.state
+            .config()
+            .calendar
+            .zone()
+            .unwrap_or(chrono_tz::Tz::UTC)
     }
 
     /// qstat's expected start and priority of a pending job.

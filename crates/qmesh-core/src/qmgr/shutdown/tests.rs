@@ -1,7 +1,7 @@
 //! qmgr's shutdown windows: the round trip through print server, and each
 //! error naming what is wrong and what to write.
 
-use super::super::{Action, Outcome, QmgrError, parse_script, print_server_at, run_with_offset};
+use super::super::{Action, Outcome, QmgrError, parse_script, print_server, run};
 use super::*;
 use crate::access::Role;
 use crate::node::{NodeDef, NodeSet, Topology};
@@ -9,9 +9,8 @@ use crate::state::tests::caller;
 use chrono::DateTime;
 use proptest::prelude::*;
 
-fn plus1() -> FixedOffset {
-    FixedOffset::east_opt(3600).unwrap()
-}
+/// A zone an hour ahead of UTC all year (tz names the sign the other way).
+const PLUS1: &str = "Etc/GMT-1";
 
 /// Two flat node sets, `batch` and `interactive`.
 fn two_sets() -> State {
@@ -34,7 +33,10 @@ fn two_sets() -> State {
 
 fn run_as(role: Role, script: &str, config: &mut Config) -> Result<Outcome, QmgrError> {
     let cmds = parse_script(script)?;
-    run_with_offset(&cmds, config, &two_sets(), &caller(7, role), plus1())
+    if config.calendar.time_zone == "UTC" {
+        config.calendar.time_zone = PLUS1.into();
+    }
+    run(&cmds, config, &two_sets(), &caller(7, role))
 }
 
 fn at(text: &str) -> crate::Time {
@@ -75,7 +77,7 @@ fn create_list_set_print_and_delete() {
         "{all}"
     );
 
-    let printed = print_server_at(&config, plus1());
+    let printed = print_server(&config);
     assert!(
         printed.contains(
             "create shutdown maint start = 2026-12-01T08:00:00+01:00, end = \
@@ -83,18 +85,10 @@ fn create_list_set_print_and_delete() {
         ),
         "{printed}"
     );
-    // Read back at another offset: the same instants.
+    // Read back: the same instants.
     let mut rebuilt = Config::default();
     let cmds = parse_script(&printed).unwrap();
-    let utc = FixedOffset::east_opt(0).unwrap();
-    run_with_offset(
-        &cmds,
-        &mut rebuilt,
-        &two_sets(),
-        &caller(0, Role::Manager),
-        utc,
-    )
-    .unwrap();
+    run(&cmds, &mut rebuilt, &two_sets(), &caller(0, Role::Manager)).unwrap();
     assert_eq!(rebuilt, config);
 
     run_as(
@@ -107,7 +101,7 @@ fn create_list_set_print_and_delete() {
     assert!(config.shutdowns["maint"].node_sets.is_empty());
     run_as(Role::Manager, "delete shutdown maint, xmas", &mut config).unwrap();
     assert!(config.shutdowns.is_empty());
-    assert!(!print_server_at(&config, plus1()).contains("shutdown"));
+    assert!(!print_server(&config).contains("shutdown"));
 }
 
 /// The message of the error `script` gives, applied to a configuration
@@ -146,7 +140,8 @@ fn errors_name_the_window_and_say_what_to_do() {
     let e = error("set shutdown w start = \"next tuesday\"");
     assert!(
         e.starts_with("start: \"next tuesday\" is not a time")
-            && e.contains("\"YYYY-MM-DD HH:MM\" in the calendar's time zone (UTC+01:00)")
+            && e.contains("\"YYYY-MM-DD HH:MM\" in the calendar's time zone")
+            && e.ends_with("(the calendar's time zone is Etc/GMT-1)")
             && e.contains("RFC 3339"),
         "{e}"
     );
@@ -249,8 +244,8 @@ fn arb_window() -> impl Strategy<Value = Shutdown> {
 }
 
 proptest! {
-    /// `print server` backs windows up exactly, whatever the offset it
-    /// prints at and the one it is read back at.
+    /// `print server` backs windows up exactly, whatever the zone it
+    /// prints in and the one it is read back in.
     #[test]
     fn print_server_recreates_the_windows(
         windows in prop::collection::vec(arb_window(), 0..4),
@@ -261,12 +256,49 @@ proptest! {
         for w in windows {
             config.shutdowns.insert(w.name.clone(), w);
         }
-        let offset = |h: i32| FixedOffset::east_opt(h * 3600).unwrap();
-        let script = print_server_at(&config, offset(print_at));
+        let zone = |h: i32| if h == 0 { "UTC".to_string() } else { format!("Etc/GMT{:+}", -h) };
+        config.calendar.time_zone = zone(print_at);
+        let script = print_server(&config);
         let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
         let mut rebuilt = Config::default();
-        run_with_offset(&cmds, &mut rebuilt, &two_sets(), &caller(0, Role::Manager), offset(read_at))
+        rebuilt.calendar.time_zone = zone(read_at);
+        run(&cmds, &mut rebuilt, &two_sets(), &caller(0, Role::Manager))
             .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
-        prop_assert_eq!(rebuilt, config);
+        prop_assert_eq!(rebuilt.shutdowns, config.shutdowns);
     }
+}
+
+#[test]
+fn local_times_are_read_with_the_summer_time_of_their_date() {
+    let mut config = Config::default();
+    config.calendar.time_zone = "Europe/London".into();
+    // Written in winter, for a summer morning: 08:00 BST is 07:00 UTC.
+    run_as(
+        Role::Manager,
+        "create shutdown july start = \"2027-07-01 08:00\", end = \"2027-07-01 20:00\"\n\
+         create shutdown jan start = \"2027-01-04 08:00\", end = \"2027-01-04 20:00\"",
+        &mut config,
+    )
+    .unwrap();
+    assert_eq!(config.shutdowns["july"].start, at("2027-07-01T07:00:00Z"));
+    assert_eq!(config.shutdowns["jan"].start, at("2027-01-04T08:00:00Z"));
+    let printed = print_server(&config);
+    assert!(
+        printed.contains("start = 2027-07-01T08:00:00+01:00")
+            && printed.contains("start = 2027-01-04T08:00:00Z"),
+        "{printed}"
+    );
+    // 01:30 on the last Sunday of March does not exist in London.
+    let e = run_as(
+        Role::Manager,
+        "create shutdown gap start = \"2027-03-28 01:30\", end = \"2027-03-28 04:00\"",
+        &mut config,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("does not exist in the calendar's time zone: the clocks go forward")
+            && e.contains("Europe/London"),
+        "{e}"
+    );
 }
