@@ -187,6 +187,19 @@ impl Accounting {
         }
     }
 
+    /// Charges the run of a job that goes back to the queue (requeued at
+    /// its period's end): its nodes × the wall-clock time it ran, as if it
+    /// had ended then.
+    pub(crate) fn charge_run(&mut self, job: &Job, end: Time, half_life: u64) {
+        if let (Some(account), Some(start)) = (job.account.as_deref(), job.stime) {
+            let seconds = (end.timestamp() - start.timestamp()).max(0) as f64;
+            let node_hours = f64::from(job.nodes) * seconds / 3600.0;
+            self.usage
+                .charge(group_of(account), node_hours, end, half_life);
+            self.total_decayed = self.usage.total_decayed();
+        }
+    }
+
     pub(crate) fn restore(&mut self, usage: Usage) {
         self.total_decayed = usage.total_decayed();
         self.usage = usage;

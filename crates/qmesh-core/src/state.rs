@@ -552,6 +552,9 @@ impl State {
         job.mtime = end;
         if let Some(stop) = job.period_stop.take() {
             if stop.requeue {
+                // The run so far is used: charged, as ANL charged wall-clock.
+                let half_life = self.config.server.fairshare_half_life;
+                self.accounting.charge_run(job, end, half_life);
                 job.state = job.pending_state();
                 job.comment = format!(
                     "requeued at {}; it runs again when its queue can run it",

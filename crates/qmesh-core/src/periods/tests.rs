@@ -329,3 +329,40 @@ fn under_easy_a_job_its_period_leaves_no_window_for_does_not_take_the_reservatio
         "the next job gets the reservation, ending 17:50, before DAY does"
     );
 }
+
+#[test]
+fn a_job_requeued_at_its_period_end_is_charged_for_the_time_it_ran() {
+    let mut s = day_and_night(PeriodEnd::Requeue);
+    let mut config = s.config().clone();
+    config
+        .accounts
+        .insert("c1".into(), crate::account::Account::new("c1"));
+    s.set_config(config);
+    let sub = Submission {
+        script_name: "job.sh".into(),
+        workdir: "/tmp".into(),
+        queue: Some("day".into()),
+        account: Some("c1".into()),
+        resources: vec![
+            ("nodes".into(), "2".into()),
+            ("walltime".into(), "8:00:00".into()),
+        ],
+        ..Submission::default()
+    };
+    let id = s
+        .submit(sub, &caller(1000, Role::User), at(10, 0))
+        .unwrap()
+        .id;
+    s.start(id, &[0, 1], at(10, 0)).unwrap();
+    s.stop_for_period(id, "the end of period \"DAY\"", true, at(18, 0))
+        .unwrap();
+    let exit = crate::job::JobExit {
+        code: None,
+        signal: Some(15),
+        cause: crate::job::ExitCause::Deleted,
+        message: String::new(),
+    };
+    s.finish(id, exit, at(18, 0)).unwrap();
+    assert_eq!(s.accounting().usage().used("c1"), 16.0, "2 nodes × 8 hours");
+    assert_eq!(s.job(id).unwrap().state, crate::job::JobState::Queued);
+}

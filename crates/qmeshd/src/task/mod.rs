@@ -414,11 +414,17 @@ impl SchedulerTask {
 
     /// Records a job's end; once durable, `ack_host`'s agent is told.
     fn finish(&mut self, id: JobId, exit: JobExit, end: Time, ack_host: Option<String>) {
+        let was_stopped = self.state.job(id).is_some_and(|j| j.period_stop.is_some());
         match self.state.finish(id, exit, end) {
             Ok((how, job)) => {
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
-                if how == Finished::Finished && qmesh_core::account::charge_of(job).is_some() {
+                let charged = match how {
+                    Finished::Finished => qmesh_core::account::charge_of(job).is_some(),
+                    // Requeued at a period's end: its run so far was charged.
+                    Finished::Requeued => job.account.is_some() && was_stopped,
+                };
+                if charged {
                     self.persist_usage();
                 }
                 self.launches.remove(&id);
