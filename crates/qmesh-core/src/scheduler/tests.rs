@@ -334,6 +334,14 @@ struct Scenario {
     max_user_run: Option<u32>,
     /// Shutdown windows of every set: start and length, in minutes from now.
     windows: Vec<(i64, i64)>,
+    /// The queue runs in a period that ends today at this minute of the
+    /// day (now is 22:13:20), and its jobs are killed then.
+    period_end: Option<i64>,
+}
+
+/// Seconds from now (t(0), a Tuesday at 22:13:20 UTC) to `minute` of the day.
+fn until_minute(minute: i64) -> i64 {
+    minute * 60 - (22 * 3600 + 13 * 60 + 20)
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -345,15 +353,17 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             prop::sample::select(vec![Backfill::None, Backfill::Easy, Backfill::Conservative]),
             prop::option::of(1u32..4),
             prop::collection::vec((-60i64..300, 1i64..120), 0..3),
+            prop::option::of(22 * 60 + 14..24 * 60 - 1i64),
         )
             .prop_map(
-                |(nodes, running, queued, mode, max_user_run, windows)| Scenario {
+                |(nodes, running, queued, mode, max_user_run, windows, period_end)| Scenario {
                     nodes,
                     running,
                     queued,
                     mode,
                     max_user_run,
                     windows,
+                    period_end,
                 },
             )
     })
@@ -371,6 +381,16 @@ fn build(sc: &Scenario, skip: &BTreeSet<usize>) -> (State, Vec<Option<JobId>>) {
         let name = format!("w{i}");
         let w = crate::shutdown::Shutdown::new(&name, t(start * 60), t((start + minutes) * 60));
         config.shutdowns.insert(name, w);
+    }
+    if let Some(minute) = sc.period_end {
+        let spans = format!("Tue 00:00-{:02}:{:02}", minute / 60, minute % 60);
+        config
+            .calendar
+            .periods
+            .insert("P".into(), spans.parse().unwrap());
+        let batch = config.queues.get_mut("batch").unwrap();
+        batch.periods = vec!["P".into()];
+        batch.period_end = crate::queue::PeriodEnd::Kill;
     }
     s.set_config(config);
     let mut used = 0usize;
@@ -465,6 +485,22 @@ proptest! {
                 let from = at.timestamp() - now.timestamp();
                 let wall = s.job(entry.job).unwrap().walltime as i64;
                 prop_assert!(!crosses(from, from + wall), "{:?} reserved across a window", entry.job);
+            }
+        }
+
+        // No job started, and no reservation, outlasts its queue's period.
+        if let Some(minute) = sc.period_end {
+            let cut = until_minute(minute);
+            for start in &plan.starts {
+                let wall = s.job(start.job).unwrap().walltime as i64;
+                prop_assert!(wall <= cut, "{:?} started past its period", start.job);
+            }
+            for entry in &plan.queue {
+                if let Some(at) = entry.expected_start {
+                    let from = at.timestamp() - now.timestamp();
+                    let wall = s.job(entry.job).unwrap().walltime as i64;
+                    prop_assert!(from + wall <= cut, "{:?} reserved past its period", entry.job);
+                }
             }
         }
 
