@@ -366,3 +366,15 @@ fn a_job_requeued_at_its_period_end_is_charged_for_the_time_it_ran() {
     assert_eq!(s.accounting().usage().used("c1"), 16.0, "2 nodes × 8 hours");
     assert_eq!(s.job(id).unwrap().state, crate::job::JobState::Queued);
 }
+
+#[test]
+fn spwhen_says_a_job_outside_its_period_starts_when_the_next_begins() {
+    let mut s = day_and_night(PeriodEnd::Kill);
+    let id = submit(&mut s, "day", 2, "1:00:00", at(7, 0));
+    let job = s.job(id).unwrap().clone();
+    let when = Scheduler.when(&s, &job, at(7, 0));
+    assert_eq!(
+        (when.start, when.reason),
+        (Some(at(10, 0)), Reason::OutsidePeriod)
+    );
+}

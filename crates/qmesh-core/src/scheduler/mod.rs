@@ -352,6 +352,26 @@ impl Scheduler {
         }
         let plan = Planner::new(state, now, Backfill::Conservative).run(Some(job.id));
         match plan.entry(job.id) {
+            // Its queue is outside its periods: plan again from when the
+            // next begins, with the jobs running then (an estimate: jobs
+            // that start before then are not seen).
+            Some(entry) if entry.reason == Some(Reason::OutsidePeriod) => {
+                let start = state
+                    .config()
+                    .queue(&job.queue)
+                    .and_then(|q| crate::periods::next_open(state, q, now))
+                    .filter(|&open| open > now)
+                    .and_then(|open| {
+                        Planner::new(state, open, Backfill::Conservative)
+                            .run(Some(job.id))
+                            .entry(job.id)
+                            .and_then(|e| e.expected_start)
+                    });
+                When {
+                    start,
+                    reason: Reason::OutsidePeriod,
+                }
+            }
             Some(entry) => When {
                 start: entry.expected_start,
                 reason: entry.reason.unwrap_or(Reason::Resources),
