@@ -1,0 +1,7 @@
+//! qmesh-sim: Standard Workload Format traces replayed through the very
+//! `qmesh-core` the daemon runs, on a virtual clock, with the measures the
+//! source papers judge schedulers by.
+
+pub mod metrics;
+pub mod replay;
+pub mod swf;

@@ -1,0 +1,135 @@
+//! What a replay is judged by (the seeds' measures): utilization, makespan,
+//! waits, bounded slowdown, and the SDSC tables' expansion factor per queue
+//! and per request size.
+
+use std::collections::BTreeMap;
+
+use crate::replay::JobRecord;
+
+/// Bounded slowdown's floor on the run time (seconds), as in the
+/// literature: very short jobs do not dominate the mean.
+pub const BSLD_TAU: f64 = 10.0;
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Metrics {
+    pub jobs: usize,
+    /// Node-seconds used over node-seconds available from the first
+    /// submission to the last end.
+    pub utilization: f64,
+    /// Node-seconds offered (every job's nodes × run time) over the
+    /// machine's node-seconds from the first submission to the last one.
+    pub offered_load: f64,
+    /// Seconds from the first submission to the last end.
+    pub makespan: i64,
+    pub mean_wait: f64,
+    pub median_wait: f64,
+    /// Mean of max(1, (wait + run) / max(run, 10 s)).
+    pub mean_bounded_slowdown: f64,
+    /// (wait + run) / run, averaged per queue (SDSC's expansion factor).
+    pub expansion_by_queue: BTreeMap<i64, f64>,
+    /// The same by request size, in power-of-two classes (1, 2, 3-4, 5-8...),
+    /// keyed by the class's upper bound.
+    pub expansion_by_size: BTreeMap<u32, f64>,
+}
+
+/// The measures of a replay on `nodes` nodes.
+pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
+    if records.is_empty() {
+        return Metrics::default();
+    }
+    let first = records.iter().map(|r| r.submit).min().unwrap_or(0);
+    let last_submit = records.iter().map(|r| r.submit).max().unwrap_or(0);
+    let last_end = records.iter().map(|r| r.end).max().unwrap_or(0);
+    let makespan = (last_end - first).max(1);
+    let used: f64 = records
+        .iter()
+        .map(|r| f64::from(r.nodes) * r.run() as f64)
+        .sum();
+    let machine = f64::from(nodes);
+    let mut waits: Vec<i64> = records.iter().map(JobRecord::wait).collect();
+    waits.sort_unstable();
+    let n = records.len() as f64;
+    let median_wait = if waits.len() % 2 == 1 {
+        waits[waits.len() / 2] as f64
+    } else {
+        (waits[waits.len() / 2 - 1] + waits[waits.len() / 2]) as f64 / 2.0
+    };
+    let bsld = |r: &JobRecord| {
+        let run = r.run() as f64;
+        ((r.wait() as f64 + run) / run.max(BSLD_TAU)).max(1.0)
+    };
+    let expansion = |r: &JobRecord| {
+        let run = r.run().max(1) as f64;
+        (r.wait() as f64 + run) / run
+    };
+    let mut by_queue: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+    let mut by_size: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
+    for r in records {
+        let e = expansion(r);
+        let q = by_queue.entry(r.queue).or_default();
+        q.0 += e;
+        q.1 += 1;
+        let s = by_size.entry(r.nodes.next_power_of_two()).or_default();
+        s.0 += e;
+        s.1 += 1;
+    }
+    Metrics {
+        jobs: records.len(),
+        utilization: used / (machine * makespan as f64),
+        offered_load: used / (machine * (last_submit - first).max(1) as f64),
+        makespan,
+        mean_wait: waits.iter().sum::<i64>() as f64 / n,
+        median_wait,
+        mean_bounded_slowdown: records.iter().map(bsld).sum::<f64>() / n,
+        expansion_by_queue: means(by_queue),
+        expansion_by_size: means(by_size),
+    }
+}
+
+/// Sum and count per key, as the mean per key.
+fn means<K: Ord>(sums: BTreeMap<K, (f64, usize)>) -> BTreeMap<K, f64> {
+    sums.into_iter()
+        .map(|(k, (sum, count))| (k, sum / count as f64))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(submit: i64, start: i64, end: i64, nodes: u32, queue: i64) -> JobRecord {
+        JobRecord {
+            number: 0,
+            submit,
+            start,
+            end,
+            nodes,
+            queue,
+        }
+    }
+
+    #[test]
+    fn measures_by_hand() {
+        // 4 nodes. A: 2 nodes 0-100; B: 4 nodes, waits 99, runs 100-150;
+        // C: 2 nodes, 5 s run after a 5 s wait.
+        let records = [
+            rec(0, 0, 100, 2, 1),
+            rec(1, 100, 150, 4, 1),
+            rec(2, 7, 12, 2, 2),
+        ];
+        let m = measure(&records, 4);
+        // Used: 200 + 200 + 10 node-seconds over 4 × 150.
+        assert!((m.utilization - 410.0 / 600.0).abs() < 1e-12);
+        assert_eq!(m.makespan, 150);
+        assert!((m.mean_wait - (0.0 + 99.0 + 5.0) / 3.0).abs() < 1e-12);
+        assert_eq!(m.median_wait, 5.0);
+        // Bounded slowdowns: 1, (99 + 50) / 50, (5 + 5) / 10 = 1.
+        let bsld = (1.0 + 149.0 / 50.0 + 1.0) / 3.0;
+        assert!((m.mean_bounded_slowdown - bsld).abs() < 1e-12);
+        assert!(
+            (m.expansion_by_queue[&2] - 2.0).abs() < 1e-12,
+            "(5 + 5) / 5"
+        );
+        assert!((m.expansion_by_size[&4] - 149.0 / 50.0).abs() < 1e-12);
+    }
+}
