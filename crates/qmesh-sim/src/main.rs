@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use qmesh_sim::metrics::measure;
-use qmesh_sim::replay::{Options, Policy, Replay, replay};
+use qmesh_sim::replay::{Alloc, Options, Policy, Replay, replay};
 use qmesh_sim::swf;
 
 /// Replay a Standard Workload Format trace through qmesh's scheduler.
@@ -27,7 +27,13 @@ struct Args {
     /// The scheduling policy.
     #[arg(long, value_enum, default_value = "easy")]
     policy: Policy,
-    /// Nodes of the machine, in place of the trace header's size.
+    /// How nodes are allocated: flat, m2db (a mesh), ep or nep (a torus).
+    #[arg(long, value_enum, default_value = "flat")]
+    alloc: Alloc,
+    /// The mesh's or torus's dimensions, e.g. 16x25 or 2x2x2x4x4x8.
+    #[arg(long, value_name = "AxBx...", value_delimiter = 'x')]
+    dims: Vec<u32>,
+    /// Nodes of a flat machine, in place of the trace header's size.
     #[arg(long)]
     nodes: Option<u32>,
     /// Multiply each job's size by K (rounded up).
@@ -62,8 +68,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--size-scale and --load-scale must be greater than 0");
     }
     let trace = swf::open(&args.trace)?;
+    let topology = args.alloc.topology(&args.dims).map_err(anyhow::Error::msg)?;
     let options = Options {
         policy: args.policy,
+        topology,
         nodes: args.nodes,
         size_scale: args.size_scale,
         round_pow2: args.round_pow2,
@@ -81,6 +89,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         let doc = serde_json::json!({
             "trace": args.trace.display().to_string(),
             "policy": args.policy.as_str(),
+            "alloc": args.alloc.as_str(),
+            "dims": args.dims,
             "nodes": result.nodes,
             "metrics": m,
             "skipped": result.skipped.len(),
@@ -94,9 +104,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut out = String::new();
     out.push_str(&format!(
-        "{} on {} nodes, {}: {} jobs replayed, {} skipped\n",
+        "{} on {} nodes ({}), {}: {} jobs replayed, {} skipped\n",
         args.trace.display(),
         result.nodes,
+        options.topology.describe(),
         args.policy.as_str(),
         m.jobs,
         result.skipped.len()

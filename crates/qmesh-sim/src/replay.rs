@@ -58,11 +58,65 @@ impl Policy {
     }
 }
 
+/// How the machine's one node set allocates nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Alloc {
+    /// Any free nodes (no topology).
+    #[default]
+    Flat,
+    /// SDSC's M2DB on a 2-D mesh (`--dims WxH`).
+    M2db,
+    /// Equal Partition subtori of an N-D torus (`--dims 2x2x2x4x4x8`).
+    Ep,
+    /// Non-Equal Partition subtori.
+    Nep,
+}
+
+impl Alloc {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alloc::Flat => "flat",
+            Alloc::M2db => "m2db",
+            Alloc::Ep => "ep",
+            Alloc::Nep => "nep",
+        }
+    }
+
+    /// The node set's topology over `dims` (empty: flat only).
+    pub fn topology(self, dims: &[u32]) -> Result<Topology, String> {
+        match (self, dims) {
+            (Alloc::Flat, _) => Ok(Topology::Flat),
+            (Alloc::M2db, [width, height]) => Ok(Topology::Mesh2d {
+                width: *width,
+                height: *height,
+                contiguous: false,
+            }),
+            (Alloc::M2db, _) => Err("m2db needs a 2-D mesh: --dims WxH".into()),
+            (Alloc::Ep | Alloc::Nep, []) => Err(format!(
+                "{} needs a torus: --dims 2x2x2x4x4x8",
+                self.as_str()
+            )),
+            (Alloc::Ep | Alloc::Nep, dims) => Ok(Topology::Torus {
+                dims: dims.to_vec(),
+                partition: if self == Alloc::Ep {
+                    qmesh_core::node::TorusPartition::Ep
+                } else {
+                    qmesh_core::node::TorusPartition::Nep
+                },
+                conversion: Default::default(),
+            }),
+        }
+    }
+}
+
 /// How the trace is read into the machine.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub policy: Policy,
-    /// Nodes of the one flat set; `None`: the trace's MaxProcs (MaxNodes).
+    /// The machine's one node set: flat (of `nodes`, else the trace's
+    /// MaxProcs or MaxNodes) or a mesh or torus of its own size.
+    pub topology: Topology,
     pub nodes: Option<u32>,
     /// Multiplies each job's processor count (rounded up).
     pub size_scale: f64,
@@ -76,6 +130,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             policy: Policy::Easy,
+            topology: Topology::Flat,
             nodes: None,
             size_scale: 1.0,
             round_pow2: false,
@@ -129,6 +184,12 @@ pub enum ReplayError {
         "the trace's header gives no machine size (MaxProcs or MaxNodes); give --nodes N or --config"
     )]
     NoSize,
+    #[error("--nodes {nodes} does not match the {topology} ({size} nodes)")]
+    SizeMismatch {
+        nodes: u32,
+        topology: String,
+        size: u32,
+    },
     #[error("the scheduler's core refused the set-up: {0}")]
     Core(String),
     #[error("{0} jobs never started although nothing more would happen; the first is job {1}")]
@@ -149,10 +210,19 @@ struct Planned {
 
 /// Replays `trace` under `options`.
 pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
-    let nodes = options
-        .nodes
-        .or_else(|| trace.max_procs())
-        .ok_or(ReplayError::NoSize)?;
+    let nodes = match (options.topology.size(), options.nodes) {
+        (Some(size), Some(nodes)) if size != nodes => {
+            return Err(ReplayError::SizeMismatch {
+                nodes,
+                topology: options.topology.describe(),
+                size,
+            });
+        }
+        (Some(size), _) => size,
+        (None, nodes) => nodes
+            .or_else(|| trace.max_procs())
+            .ok_or(ReplayError::NoSize)?,
+    };
     let (mut planned, skipped) = plan_jobs(trace, options, nodes);
     planned.sort_by_key(|p| (p.submit, p.index));
     // What each job runs, by trace index: its run time, cut at its wall time.
@@ -169,7 +239,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     options.policy.configure(&mut config);
     let set = NodeSet {
         name: "machine".into(),
-        topology: Topology::Flat,
+        topology: options.topology.clone(),
         nodes: (0..nodes)
             .map(|i| NodeDef {
                 name: format!("n{i}"),

@@ -1,0 +1,76 @@
+//! qmesh-sim as users run it: a trace file in, a schedule and its measures
+//! out; a malformed trace named by file and line.
+
+use std::process::Command;
+
+fn sim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_qmesh-sim"))
+}
+
+/// Four nodes: J2 needs all four and waits for J1; J3 backfills.
+const TRACE: &str = "; MaxProcs: 4
+1 0 -1 100 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1
+2 1 -1 50 4 -1 -1 4 50 -1 1 1 1 -1 1 -1 -1 -1
+3 2 -1 50 2 -1 -1 2 50 -1 1 2 1 -1 2 -1 -1 -1
+";
+
+#[test]
+fn jobs_out_gives_each_jobs_schedule_and_json_the_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, TRACE).unwrap();
+    let csv = dir.path().join("jobs.csv");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--policy", "easy", "--json"])
+        .args(["--jobs-out", csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "job,submit,start,end,nodes,queue\n1,0,0,100,2,1\n2,1,100,150,4,1\n3,2,2,52,2,2\n"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["metrics"]["jobs"], 3);
+    assert_eq!(doc["metrics"]["makespan"], 150);
+    assert_eq!(doc["nodes"], 4);
+}
+
+#[test]
+fn a_malformed_trace_is_named_by_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.swf");
+    std::fs::write(&trace, format!("{TRACE}4 5 -1 x 2\n")).unwrap();
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.swf, line 5: a job line has 18 fields, this one has 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_torus_machine_takes_its_size_from_its_dims() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, TRACE).unwrap();
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--alloc", "nep", "--dims", "2x2x2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("on 8 nodes (torus 2x2x2)"), "{text}");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--alloc", "ep"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ep needs a torus: --dims 2x2x2x4x4x8")
+    );
+}
