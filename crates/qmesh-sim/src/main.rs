@@ -45,7 +45,12 @@ struct Args {
     /// Multiply run and requested times by C (offered load × C).
     #[arg(long, default_value_t = 1.0, value_name = "C")]
     load_scale: f64,
-    /// Write one row per job (trace order): job, submit, start, end, nodes, queue.
+    /// Record what spwhen predicted for each job right after its
+    /// submission, and report how close it came (one replan per job).
+    #[arg(long)]
+    predict: bool,
+    /// Write one row per job (trace order): job, submit, start, end, nodes,
+    /// queue, and with --predict the predicted start.
     #[arg(long, value_name = "FILE.csv")]
     jobs_out: Option<PathBuf>,
     /// Print the results as JSON.
@@ -68,7 +73,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--size-scale and --load-scale must be greater than 0");
     }
     let trace = swf::open(&args.trace)?;
-    let topology = args.alloc.topology(&args.dims).map_err(anyhow::Error::msg)?;
+    let topology = args
+        .alloc
+        .topology(&args.dims)
+        .map_err(anyhow::Error::msg)?;
     let options = Options {
         policy: args.policy,
         topology,
@@ -76,6 +84,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         size_scale: args.size_scale,
         round_pow2: args.round_pow2,
         load_scale: args.load_scale,
+        predict: args.predict,
     };
     let began = Instant::now();
     let result = replay(&trace, &options)?;
@@ -126,6 +135,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         "  bounded slowdown {:.2} (mean, 10 s floor)\n",
         m.mean_bounded_slowdown
     ));
+    if let Some(p) = &m.predictions {
+        out.push_str(&format!(
+            "  spwhen at submit {} jobs predicted, {} without: mean error {:.0} s, \
+             {:.1} % within 10 min, {:.1} % within 10 % of their wait\n",
+            p.predicted,
+            p.without,
+            p.mean_abs_error,
+            p.within_10_min * 100.0,
+            p.within_10_pct_of_wait * 100.0
+        ));
+    }
     let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
     for s in &result.skipped {
         *reasons.entry(s.why.as_str()).or_default() += 1;
@@ -142,12 +162,21 @@ fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn write_jobs(path: &std::path::Path, result: &Replay) -> std::io::Result<()> {
-    let mut out = String::from("job,submit,start,end,nodes,queue\n");
+    let predict = result.records.iter().any(|r| r.predicted.is_some());
+    let mut out = String::from("job,submit,start,end,nodes,queue");
+    out.push_str(if predict { ",predicted\n" } else { "\n" });
     for r in &result.records {
         out.push_str(&format!(
-            "{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{}",
             r.number, r.submit, r.start, r.end, r.nodes, r.queue
         ));
+        if predict {
+            out.push(',');
+            if let Some(p) = r.predicted {
+                out.push_str(&p.to_string());
+            }
+        }
+        out.push('\n');
     }
     std::fs::write(path, out)
 }

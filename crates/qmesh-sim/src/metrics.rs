@@ -30,6 +30,46 @@ pub struct Metrics {
     /// The same by request size, in power-of-two classes (1, 2, 3-4, 5-8...),
     /// keyed by the class's upper bound.
     pub expansion_by_size: BTreeMap<u32, f64>,
+    /// How good spwhen was, when predictions were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictions: Option<Predictions>,
+}
+
+/// spwhen's predictions against the starts that happened.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Predictions {
+    /// Jobs given a predicted start (the others had none: no reservation).
+    pub predicted: usize,
+    pub without: usize,
+    /// Mean of |predicted − actual start|, seconds.
+    pub mean_abs_error: f64,
+    /// Share predicted within 10 minutes of their start.
+    pub within_10_min: f64,
+    /// Share predicted within 10 % of their wait (exactly, for no wait).
+    pub within_10_pct_of_wait: f64,
+}
+
+/// The predictions' accuracy, if any were recorded.
+pub fn predictions(records: &[JobRecord]) -> Option<Predictions> {
+    let with: Vec<(&JobRecord, i64)> = records
+        .iter()
+        .filter_map(|r| r.predicted.map(|p| (r, (p - r.start).abs())))
+        .collect();
+    if with.is_empty() {
+        return None;
+    }
+    let n = with.len() as f64;
+    Some(Predictions {
+        predicted: with.len(),
+        without: records.len() - with.len(),
+        mean_abs_error: with.iter().map(|(_, e)| *e as f64).sum::<f64>() / n,
+        within_10_min: with.iter().filter(|(_, e)| *e <= 600).count() as f64 / n,
+        within_10_pct_of_wait: with
+            .iter()
+            .filter(|(r, e)| *e as f64 <= 0.1 * r.wait() as f64)
+            .count() as f64
+            / n,
+    })
 }
 
 /// The measures of a replay on `nodes` nodes.
@@ -83,6 +123,7 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
         mean_bounded_slowdown: records.iter().map(bsld).sum::<f64>() / n,
         expansion_by_queue: means(by_queue),
         expansion_by_size: means(by_size),
+        predictions: predictions(records),
     }
 }
 
@@ -105,6 +146,7 @@ mod tests {
             end,
             nodes,
             queue,
+            predicted: None,
         }
     }
 

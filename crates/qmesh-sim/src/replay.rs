@@ -124,6 +124,9 @@ pub struct Options {
     pub round_pow2: bool,
     /// Multiplies run and requested times (the torus seed's load scaling).
     pub load_scale: f64,
+    /// Record, for each job, the start `spwhen` would have predicted just
+    /// after it was submitted (one conservative replan per job).
+    pub predict: bool,
 }
 
 impl Default for Options {
@@ -135,6 +138,7 @@ impl Default for Options {
             size_scale: 1.0,
             round_pow2: false,
             load_scale: 1.0,
+            predict: false,
         }
     }
 }
@@ -149,6 +153,9 @@ pub struct JobRecord {
     pub end: i64,
     pub nodes: u32,
     pub queue: i64,
+    /// The start spwhen predicted right after its submission (seconds from
+    /// the trace's start); `None` when not asked for or not given.
+    pub predicted: Option<i64>,
 }
 
 impl JobRecord {
@@ -281,6 +288,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
                 .finish(id, exit, now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?;
         }
+        let mut arrived = Vec::new();
         while let Some(p) = planned.get(next).filter(|p| p.submit <= now_s) {
             next += 1;
             let caller = callers.entry(p.user).or_insert_with(|| caller(p.user));
@@ -297,6 +305,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
                 .submit(sub, caller, now)
                 .map_err(|e| ReplayError::Core(format!("job {}: {e}", p.number)))?;
             by_id.insert(job.id, p.index);
+            arrived.push(job.id);
             records[p.index] = Some(JobRecord {
                 number: p.number,
                 submit: p.submit,
@@ -304,6 +313,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
                 end: -1,
                 nodes: p.nodes,
                 queue: p.queue,
+                predicted: None,
             });
         }
         if state.pending_count() == 0 {
@@ -322,6 +332,21 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
                 r.end = end;
             }
             ends.push(Reverse((end, start.job)));
+        }
+        if options.predict {
+            // What spwhen says once the pass after the submission is done.
+            for id in arrived {
+                let predicted = match state.job(id) {
+                    Some(job) if job.state.is_pending() => Scheduler
+                        .when(&state, job, now)
+                        .start
+                        .map(|t| t.timestamp()),
+                    _ => Some(now_s),
+                };
+                if let Some(r) = records[by_id[&id]].as_mut() {
+                    r.predicted = predicted;
+                }
+            }
         }
     }
     let stuck: Vec<&JobRecord> = records.iter().flatten().filter(|r| r.start < 0).collect();
@@ -515,5 +540,46 @@ mod tests {
         let r = replay(&trace, &options).unwrap();
         assert_eq!(r.records[0].nodes, 8, "3 × 2 = 6, rounded up to 8");
         assert_eq!(r.records[0].end, 150, "100 s × 1.5");
+    }
+}
+
+#[cfg(test)]
+mod prediction_tests {
+    use super::*;
+    use crate::swf;
+
+    fn predicted(text: &str) -> Vec<(u64, i64, Option<i64>)> {
+        let trace = swf::read(text.as_bytes(), "t.swf").unwrap();
+        let options = Options {
+            policy: Policy::Conservative,
+            predict: true,
+            ..Options::default()
+        };
+        replay(&trace, &options)
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| (r.number, r.start, r.predicted))
+            .collect()
+    }
+
+    #[test]
+    fn exact_requests_give_exact_predictions_and_early_ends_early_starts() {
+        let line = |n, submit, run, procs, req| {
+            format!("{n} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 1 1 -1 1 -1 -1 -1\n")
+        };
+        let mut t = String::from("; MaxProcs: 4\n");
+        t += &line(1, 0, 100, 2, 100);
+        t += &line(2, 1, 50, 4, 50);
+        t += &line(3, 2, 50, 2, 50);
+        assert_eq!(
+            predicted(&t),
+            [(1, 0, Some(0)), (2, 100, Some(100)), (3, 2, Some(2))]
+        );
+        // J1 asked for 100 s and ends at 40: J2 was told 100, starts at 40.
+        let mut t = String::from("; MaxProcs: 4\n");
+        t += &line(1, 0, 40, 2, 100);
+        t += &line(2, 1, 50, 4, 50);
+        assert_eq!(predicted(&t), [(1, 0, Some(0)), (2, 40, Some(100))]);
     }
 }

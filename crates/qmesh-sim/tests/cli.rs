@@ -21,11 +21,21 @@ fn jobs_out_gives_each_jobs_schedule_and_json_the_measures() {
     std::fs::write(&trace, TRACE).unwrap();
     let csv = dir.path().join("jobs.csv");
     let out = sim()
-        .args(["--trace", trace.to_str().unwrap(), "--policy", "easy", "--json"])
+        .args([
+            "--trace",
+            trace.to_str().unwrap(),
+            "--policy",
+            "easy",
+            "--json",
+        ])
         .args(["--jobs-out", csv.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(&csv).unwrap(),
         "job,submit,start,end,nodes,queue\n1,0,0,100,2,1\n2,1,100,150,4,1\n3,2,2,52,2,2\n"
@@ -59,10 +69,21 @@ fn a_torus_machine_takes_its_size_from_its_dims() {
     let trace = dir.path().join("t.swf");
     std::fs::write(&trace, TRACE).unwrap();
     let out = sim()
-        .args(["--trace", trace.to_str().unwrap(), "--alloc", "nep", "--dims", "2x2x2"])
+        .args([
+            "--trace",
+            trace.to_str().unwrap(),
+            "--alloc",
+            "nep",
+            "--dims",
+            "2x2x2",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("on 8 nodes (torus 2x2x2)"), "{text}");
     let out = sim()
@@ -70,7 +91,5 @@ fn a_torus_machine_takes_its_size_from_its_dims() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("ep needs a torus: --dims 2x2x2x4x4x8")
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ep needs a torus: --dims 2x2x2x4x4x8"));
 }
