@@ -484,6 +484,55 @@ mod tests {
         }
     }
 
+    /// The ANL paper's queue (Lifka, "The ANL/IBM SP scheduling system"):
+    /// 128 nodes, users A to H all waiting at once, minutes as given.
+    fn anl(f_nodes: i64) -> String {
+        let mut t = String::from("; MaxNodes: 128\n");
+        let jobs = [
+            (32, 120),
+            (64, 60),
+            (24, 180),
+            (32, 120),
+            (16, 120),
+            (f_nodes, 480),
+            (4, 30),
+            (32, 120),
+        ];
+        for (i, (nodes, minutes)) in jobs.into_iter().enumerate() {
+            t += &line(i as u64 + 1, 0, minutes * 60, nodes, minutes * 60);
+        }
+        t
+    }
+
+    /// Start minutes of users A to H.
+    fn start_minutes(text: &str, policy: Policy) -> Vec<i64> {
+        starts(text, policy)
+            .iter()
+            .map(|&(_, s, _)| s / 60)
+            .collect()
+    }
+
+    #[test]
+    fn the_anl_example_by_hand() {
+        // Step 4: D is blocked until B ends at 60; G (4 nodes, 30 min) fits
+        // the 8 idle nodes and backfills; E and F cannot.
+        assert_eq!(
+            start_minutes(&anl(10), Policy::Easy),
+            [0, 0, 0, 60, 60, 60, 0, 120]
+        );
+        // With F at 8 nodes, F backfills for its 480 minutes: when B ends,
+        // 64 nodes come free, more than D needs. G then waits for B too.
+        assert_eq!(
+            start_minutes(&anl(8), Policy::Easy),
+            [0, 0, 0, 60, 60, 0, 60, 120]
+        );
+        // First come, first served: G waits behind D.
+        assert_eq!(
+            start_minutes(&anl(10), Policy::Fcfs),
+            [0, 0, 0, 60, 60, 60, 60, 120]
+        );
+    }
+
     #[test]
     fn a_job_killed_at_its_requested_time_ends_there() {
         let mut t = String::from("; MaxNodes: 2\n");
