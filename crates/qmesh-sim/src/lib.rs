@@ -4,4 +4,5 @@
 
 pub mod metrics;
 pub mod replay;
+pub mod sweep;
 pub mod swf;

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use qmesh_sim::metrics::measure;
 use qmesh_sim::replay::{Alloc, Options, Policy, Replay, replay};
+use qmesh_sim::sweep::{self, Pair};
 use qmesh_sim::swf;
 
 /// Replay a Standard Workload Format trace through qmesh's scheduler.
@@ -53,6 +54,20 @@ struct Args {
     /// queue, and with --predict the predicted start.
     #[arg(long, value_name = "FILE.csv")]
     jobs_out: Option<PathBuf>,
+    /// Replay at each load scale of START:END:STEP (e.g. load=0.2:2.0:0.05)
+    /// under each of --pairs, on all cores; one CSV row per point.
+    #[arg(long, value_name = "START:END:STEP")]
+    sweep: Option<String>,
+    /// The policy/allocator pairs of a sweep, e.g. fcfs/ep,fcfs/nep,easy/nep,easy/flat
+    /// (default: --policy with --alloc).
+    #[arg(long, value_delimiter = ',', value_name = "POLICY/ALLOC,...")]
+    pairs: Vec<Pair>,
+    /// Where the sweep's CSV goes (default: standard output).
+    #[arg(long, value_name = "FILE.csv")]
+    sweep_out: Option<PathBuf>,
+    /// Threads for a sweep (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -77,15 +92,23 @@ fn run(args: Args) -> anyhow::Result<()> {
         .alloc
         .topology(&args.dims)
         .map_err(anyhow::Error::msg)?;
+    // A flat machine beside a mesh or torus has as many nodes (the seeds'
+    // baseline).
+    let nodes = args
+        .nodes
+        .or_else(|| (!args.dims.is_empty()).then(|| args.dims.iter().product::<u32>()));
     let options = Options {
         policy: args.policy,
         topology,
-        nodes: args.nodes,
+        nodes,
         size_scale: args.size_scale,
         round_pow2: args.round_pow2,
         load_scale: args.load_scale,
         predict: args.predict,
     };
+    if let Some(range) = &args.sweep {
+        return run_sweep(&args, &trace, &options, range);
+    }
     let began = Instant::now();
     let result = replay(&trace, &options)?;
     let secs = began.elapsed().as_secs_f64();
@@ -158,6 +181,62 @@ fn run(args: Args) -> anyhow::Result<()> {
         result.passes
     ));
     std::io::stdout().lock().write_all(out.as_bytes()).ok();
+    Ok(())
+}
+
+fn run_sweep(
+    args: &Args,
+    trace: &swf::Trace,
+    options: &Options,
+    range: &str,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let loads = sweep::parse_range(range).map_err(anyhow::Error::msg)?;
+    let pairs = if args.pairs.is_empty() {
+        vec![Pair {
+            policy: args.policy,
+            alloc: args.alloc,
+        }]
+    } else {
+        args.pairs.clone()
+    };
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    // A bar on a terminal; nothing when stderr is piped.
+    let bar = std::io::stderr().is_terminal();
+    let began = Instant::now();
+    let points = sweep::sweep(
+        trace,
+        options,
+        &pairs,
+        &loads,
+        threads,
+        |alloc| alloc.topology(&args.dims),
+        |done, all| {
+            if bar {
+                let width = 40 * done / all.max(1);
+                eprint!(
+                    "\r[{}{}] {done}/{all} points",
+                    "#".repeat(width),
+                    " ".repeat(40 - width)
+                );
+            }
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
+    if bar {
+        eprintln!(" in {:.1} s", began.elapsed().as_secs_f64());
+    }
+    let csv = sweep::csv(&points);
+    match &args.sweep_out {
+        Some(path) => {
+            std::fs::write(path, csv).with_context(|| format!("write {}", path.display()))?
+        }
+        None => {
+            std::io::stdout().lock().write_all(csv.as_bytes()).ok();
+        }
+    }
     Ok(())
 }
 

@@ -93,3 +93,42 @@ fn a_torus_machine_takes_its_size_from_its_dims() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ep needs a torus: --dims 2x2x2x4x4x8"));
 }
+
+#[test]
+fn a_sweep_writes_one_row_per_pair_and_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, TRACE).unwrap();
+    let csv = dir.path().join("sweep.csv");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--threads", "2"])
+        .args([
+            "--sweep",
+            "load=0.5:1.5:0.5",
+            "--pairs",
+            "fcfs/flat,easy/flat",
+        ])
+        .args(["--sweep-out", csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "no progress bar when stderr is not a terminal"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 7, "{text}");
+    assert!(rows[0].starts_with("policy,alloc,load_scale,offered_load,utilization"));
+    assert!(rows[1].starts_with("fcfs,flat,0.500,") && rows[6].starts_with("easy,flat,1.500,"));
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--sweep", "2:1:0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("START <= END"));
+}
