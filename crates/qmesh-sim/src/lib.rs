@@ -3,6 +3,7 @@
 //! source papers judge schedulers by.
 
 pub mod metrics;
+pub mod plot;
 pub mod replay;
 pub mod sweep;
 pub mod swf;

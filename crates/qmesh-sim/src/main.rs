@@ -65,6 +65,10 @@ struct Args {
     /// Where the sweep's CSV goes (default: standard output).
     #[arg(long, value_name = "FILE.csv")]
     sweep_out: Option<PathBuf>,
+    /// Draw the sweep: PREFIX-slowdown.svg/.png (mean bounded slowdown
+    /// against utilization) and PREFIX-utilization.svg/.png (against load).
+    #[arg(long, value_name = "PREFIX")]
+    plot: Option<PathBuf>,
     /// Threads for a sweep (default: every core).
     #[arg(long)]
     threads: Option<usize>,
@@ -227,6 +231,28 @@ fn run_sweep(
     .map_err(anyhow::Error::msg)?;
     if bar {
         eprintln!(" in {:.1} s", began.elapsed().as_secs_f64());
+    }
+    if let Some(prefix) = &args.plot {
+        let name = args
+            .trace
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let title = match args.dims.is_empty() {
+            true => name,
+            false => format!(
+                "{name} on {}",
+                args.dims
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x")
+            ),
+        };
+        for file in qmesh_sim::plot::figures(&points, prefix, &title).map_err(anyhow::Error::msg)? {
+            if bar {
+                eprintln!("wrote {file}");
+            }
+        }
     }
     let csv = sweep::csv(&points);
     match &args.sweep_out {

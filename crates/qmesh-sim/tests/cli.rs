@@ -109,6 +109,7 @@ fn a_sweep_writes_one_row_per_pair_and_load() {
             "fcfs/flat,easy/flat",
         ])
         .args(["--sweep-out", csv.to_str().unwrap()])
+        .args(["--plot", dir.path().join("fig").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -125,6 +126,12 @@ fn a_sweep_writes_one_row_per_pair_and_load() {
     assert_eq!(rows.len(), 7, "{text}");
     assert!(rows[0].starts_with("policy,alloc,load_scale,offered_load,utilization"));
     assert!(rows[1].starts_with("fcfs,flat,0.500,") && rows[6].starts_with("easy,flat,1.500,"));
+    for name in ["fig-slowdown", "fig-utilization"] {
+        let svg = std::fs::read_to_string(dir.path().join(format!("{name}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("easy/flat"), "{name}");
+        let png = std::fs::read(dir.path().join(format!("{name}.png"))).unwrap();
+        assert_eq!(&png[1..4], b"PNG", "{name}");
+    }
     let out = sim()
         .args(["--trace", trace.to_str().unwrap(), "--sweep", "2:1:0.1"])
         .output()
