@@ -43,10 +43,10 @@ impl Policy {
         match self {
             Policy::Fcfs => {
                 // Every job above block_priority: the first that cannot
-                // start blocks the rest (SDSC blocking), in submission order.
+                // start blocks the rest (SDSC blocking), in submission order
+                // (fifo: the queue is taken as it stands, no sort per pass).
                 server.backfill = Backfill::None;
-                server.job_order = JobOrder::PriorityAging;
-                server.age_factor = 0.0;
+                server.job_order = JobOrder::Fifo;
                 server.block_priority = 0.5;
                 for q in config.queues.values_mut() {
                     q.priority = 1;
