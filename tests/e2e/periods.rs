@@ -4,6 +4,8 @@
 //! The calendar is set relative to the test's clock: the period the queue
 //! runs in is redefined to a day two days off, so it is over now.
 
+use std::path::PathBuf;
+
 use chrono::{Datelike, Utc};
 
 use crate::harness::Daemon;
@@ -43,15 +45,21 @@ fn daemon_with_period_queue(period_end: &str) -> Daemon {
     d
 }
 
-#[test]
-fn a_job_at_its_period_end_is_warned_then_requeued_and_runs_in_the_next() {
-    let d = daemon_with_period_queue("requeue");
+/// A checkpointing job running in `pq`; its warning and end FIFOs.
+fn running_checkpointer(d: &Daemon) -> (String, PathBuf, PathBuf) {
     let started = d.fifo("started");
     let warned = d.fifo("warned");
     let ended = d.fifo("ended");
     d.script("ckpt.sh", CHECKPOINTER);
     let id = d.qsub(&["-q", "pq", "-l", "walltime=1:00:00", "ckpt.sh"]);
     d.read_fifo(&started);
+    (id, warned, ended)
+}
+
+#[test]
+fn a_job_at_its_period_end_is_warned_then_requeued_and_runs_in_the_next() {
+    let d = daemon_with_period_queue("requeue");
+    let (id, warned, ended) = running_checkpointer(&d);
 
     // The period is over: P now means a day two days off.
     let day = day_after_tomorrow();
@@ -82,12 +90,7 @@ fn a_job_at_its_period_end_is_warned_then_requeued_and_runs_in_the_next() {
 #[test]
 fn a_job_at_its_period_end_is_warned_then_killed() {
     let d = daemon_with_period_queue("kill");
-    let started = d.fifo("started");
-    let warned = d.fifo("warned");
-    let ended = d.fifo("ended");
-    d.script("ckpt.sh", CHECKPOINTER);
-    let id = d.qsub(&["-q", "pq", "-l", "walltime=1:00:00", "ckpt.sh"]);
-    d.read_fifo(&started);
+    let (id, warned, ended) = running_checkpointer(&d);
     // The queue is moved to a period that is not on now.
     let day = day_after_tomorrow();
     d.ok("qmgr", &["-c", &format!("set calendar period.N = {day}")]);

@@ -46,8 +46,6 @@ pub struct QueueWindow {
     /// Parallel to `sets`: when jobs on that set are ended; always `None`
     /// when the queue's `period_end` is continue.
     pub cuts: Vec<Option<Cut>>,
-    /// The priority it has now (`period_priority` of the periods on).
-    pub priority: i32,
 }
 
 impl QueueWindow {
@@ -98,7 +96,6 @@ pub fn window(state: &State, queue: &Queue, now: Time) -> QueueWindow {
     let active = |p: &str| state.period_active(p, now);
     let sets = state.sets_now(queue, active);
     let open = queue.open_in(active);
-    let priority = queue.priority_in(active);
     let mut cuts = vec![None; sets.len()];
     if queue.period_end.ends_jobs() && open {
         let close = queue_close(state, queue, now);
@@ -110,12 +107,7 @@ pub fn window(state: &State, queue: &Queue, now: Time) -> QueueWindow {
                 .min_by_key(|c| c.at);
         }
     }
-    QueueWindow {
-        open,
-        sets,
-        cuts,
-        priority,
-    }
+    QueueWindow { open, sets, cuts }
 }
 
 /// When a running job of a queue that ends jobs must end: the earliest cut

@@ -555,16 +555,11 @@ impl State {
                 // The run so far is used: charged, as ANL charged wall-clock.
                 let half_life = self.config.server.fairshare_half_life;
                 self.accounting.charge_run(job, end, half_life);
-                job.state = job.pending_state();
-                job.comment = format!(
+                let comment = format!(
                     "requeued at {}; it runs again when its queue can run it",
                     stop.what
                 );
-                job.stime = None;
-                job.exec_nodes.clear();
-                job.placement.clear();
-                add_pending(&mut self.pending, job);
-                self.accounting.tally.enter_pending(job);
+                requeue(job, comment, &mut self.pending, &mut self.accounting);
                 return Ok((Finished::Requeued, job));
             }
             job.comment = format!("killed at {}", stop.what);
@@ -576,13 +571,8 @@ impl State {
             return Ok((Finished::Finished, job));
         }
         if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
-            job.state = job.pending_state();
-            job.comment = format!("requeued: {}", exit.describe(job.walltime));
-            job.stime = None;
-            job.exec_nodes.clear();
-            job.placement.clear();
-            add_pending(&mut self.pending, job);
-            self.accounting.tally.enter_pending(job);
+            let comment = format!("requeued: {}", exit.describe(job.walltime));
+            requeue(job, comment, &mut self.pending, &mut self.accounting);
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
@@ -978,6 +968,17 @@ impl State {
 }
 
 type Pending = BTreeMap<String, BTreeMap<PendingKey, PendingView>>;
+
+/// Puts a job that ran back in its queue, as if never started.
+fn requeue(job: &mut Job, comment: String, pending: &mut Pending, accounting: &mut Accounting) {
+    job.state = job.pending_state();
+    job.comment = comment;
+    job.stime = None;
+    job.exec_nodes.clear();
+    job.placement.clear();
+    add_pending(pending, job);
+    accounting.tally.enter_pending(job);
+}
 
 fn add_pending(pending: &mut Pending, job: &Job) {
     pending
