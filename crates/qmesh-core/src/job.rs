@@ -302,7 +302,7 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exec_nodes: Vec<String>,
+    pub exec_nodes: Vec<crate::node::NodeName>,
     /// How its node set's topology placed it: mesh blocks, a subtorus.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<crate::alloc::Part>,

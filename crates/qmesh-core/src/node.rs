@@ -267,10 +267,14 @@ pub fn merge_sets(
     (sets, warnings)
 }
 
+/// A node's name, shared: every job that ran on a node lists it, and a
+/// start copies one name per node (a 1,024-node job, 1,024 names).
+pub type NodeName = std::sync::Arc<str>;
+
 /// A node at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
-    pub name: String,
+    pub name: NodeName,
     pub host: String,
     /// Index of its set in `State::node_sets`.
     pub set: usize,

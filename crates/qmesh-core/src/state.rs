@@ -7,19 +7,24 @@
 //! exactly when that job is active and lists the node. The methods return
 //! the changed job so the caller (the daemon, the simulator) can persist it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::Time;
 use crate::access::Caller;
 use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
-use crate::node::{Node, NodeNeeds, NodeSet};
+use crate::node::{Node, NodeName, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
 mod node_sets;
+mod occupancy;
+
+pub(crate) use occupancy::{NodeBits, Occupancy};
 
 #[derive(Clone, Debug)]
 pub struct State {
@@ -33,6 +38,8 @@ pub struct State {
     node_index: HashMap<String, usize>,
     /// Nodes up, per node set (kept by `set_host_up`).
     up_per_set: Vec<usize>,
+    /// The free nodes and what each job holds, kept for the pass.
+    occupancy: Occupancy,
     /// Hosts whose agent is connected (kept by `set_host_up`): nodes
     /// added on them later are up at once.
     up_hosts: BTreeSet<String>,
@@ -142,11 +149,13 @@ impl State {
         let mut node_sets = node_sets;
         node_sets.extend(config.node_sets.values().cloned());
         let (nodes, node_index) = node_sets::index_nodes(&node_sets, |_| false)?;
+        let occupancy = Occupancy::of(&nodes, node_sets.len());
         let mut accounting = Accounting::default();
         accounting.configure(&config);
         Ok(State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
+            occupancy,
             server_name: server_name.into(),
             config,
             file_sets,
@@ -154,10 +163,10 @@ impl State {
             nodes,
             node_index,
             up_hosts: BTreeSet::new(),
-            jobs: HashMap::new(),
+            jobs: HashMap::default(),
             pending: BTreeMap::new(),
             active: BTreeSet::new(),
-            dependents: HashMap::new(),
+            dependents: HashMap::default(),
             next_id: 1,
         })
     }
@@ -177,7 +186,7 @@ impl State {
                 self.active.insert(id);
                 self.accounting.tally.enter_active(&job);
                 for name in &job.exec_nodes {
-                    match self.node_index.get(name) {
+                    match self.node_index.get(&**name) {
                         Some(&idx) => match self.nodes[idx].job {
                             Some(other) if other != id => warnings.push(format!(
                                 "jobs {other} and {id} both hold node {name} in the store; \
@@ -194,6 +203,7 @@ impl State {
             self.jobs.insert(id, job);
         }
         self.next_id = self.next_id.max(next_id);
+        self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
         warnings
     }
 
@@ -495,14 +505,15 @@ impl State {
             let name = self
                 .nodes
                 .get(busy)
-                .map_or_else(|| format!("#{busy}"), |n| n.name.clone());
+                .map_or_else(|| format!("#{busy}"), |n| n.name.to_string());
             return Err(CoreError::NoSuchNode { node: name });
         }
-        let names: Vec<String> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+        let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
         remove_pending(&mut self.pending, job);
         for &i in nodes {
             self.nodes[i].job = Some(id);
         }
+        self.occupancy.take(&self.nodes, id, nodes);
         self.accounting.tally.leave_pending(job);
         self.accounting.tally.enter_active(job);
         self.active.insert(id);
@@ -753,16 +764,21 @@ impl State {
             self.up_hosts.remove(host);
         }
         let mut names = Vec::new();
+        let mut changed = false;
         for node in self.nodes.iter_mut().filter(|n| n.host == host) {
             if node.up != up {
                 node.up = up;
+                changed = true;
                 if up {
                     self.up_per_set[node.set] += 1;
                 } else {
                     self.up_per_set[node.set] -= 1;
                 }
             }
-            names.push(node.name.clone());
+            names.push(node.name.to_string());
+        }
+        if changed {
+            self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
         }
         names
     }
@@ -802,16 +818,19 @@ impl State {
     }
 
     fn release_nodes(&mut self, id: JobId) {
-        let Some(job) = self.jobs.get(&id) else {
-            return;
-        };
-        for name in &job.exec_nodes {
-            if let Some(&idx) = self.node_index.get(name)
-                && self.nodes[idx].job == Some(id)
-            {
-                self.nodes[idx].job = None;
-            }
+        for idx in self.occupancy.give_back(&self.nodes, id) {
+            self.nodes[idx].job = None;
         }
+    }
+
+    /// What the pass reads of the nodes: which are free, who holds which.
+    pub(crate) fn occupancy(&self) -> &Occupancy {
+        &self.occupancy
+    }
+
+    /// Nodes up, per node set.
+    pub(crate) fn up_per_set(&self) -> &[usize] {
+        &self.up_per_set
     }
 
     /// The job, if it exists and the caller may act on it.
@@ -938,6 +957,9 @@ impl State {
             if job.state.is_active() != self.active.contains(&job.id) {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
             }
+        }
+        if self.occupancy != Occupancy::of(&self.nodes, self.node_sets.len()) {
+            return Err("the free nodes or a job's held nodes are off".into());
         }
         let recounted = crate::account::Tally::recount(self.pending_jobs(), self.active_jobs());
         if recounted != self.accounting.tally {
@@ -1075,7 +1097,7 @@ pub(crate) mod tests {
         let id = submit(&mut s, 1000, 2);
         assert_eq!(s.job(id).unwrap().state, JobState::Queued);
         s.start(id, &[0, 1], t(1)).unwrap();
-        assert_eq!(s.job(id).unwrap().exec_nodes, ["n0", "n1"]);
+        assert_eq!(s.job(id).unwrap().exec_nodes, ["n0".into(), "n1".into()]);
         let other = submit(&mut s, 1000, 1);
         assert!(s.start(other, &[1], t(1)).is_err(), "n1 is busy");
         s.check_invariants().unwrap();

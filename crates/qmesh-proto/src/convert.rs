@@ -95,7 +95,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         qtime: job.qtime.timestamp(),
         stime: unix(job.stime),
         end_time: unix(job.end_time),
-        exec_nodes: job.exec_nodes.clone(),
+        exec_nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
         exit_status: job.exit.as_ref().map(JobExit::exit_status),
         exit_signal: job.exit.as_ref().and_then(|e| e.signal),
         comment,
@@ -251,7 +251,7 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
             .into_iter()
             .map(|(name, value)| v1::EnvVar { name, value })
             .collect(),
-        nodes: job.exec_nodes.clone(),
+        nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
         walltime: job.walltime,
         kill_grace,
         queue: job.queue.clone(),

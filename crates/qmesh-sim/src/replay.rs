@@ -215,6 +215,10 @@ struct Planned {
     queue: i64,
 }
 
+/// Finished jobs dropped from the state once this many have ended: the
+/// state stays the size of what is queued and running.
+const PURGE_EVERY: usize = 4096;
+
 /// Replays `trace` under `options`.
 pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     let nodes = match (options.topology.size(), options.nodes) {
@@ -242,7 +246,9 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     config.queues.insert("batch".into(), Queue::open("batch"));
     config.server.default_queue = Some("batch".into());
     config.server.scheduling = true;
-    config.server.job_history_duration = u64::MAX / 4;
+    // Finished jobs are of no use to later passes: the replay keeps its own
+    // records and drops them from the state as it goes (see below).
+    config.server.job_history_duration = 0;
     options.policy.configure(&mut config);
     let set = NodeSet {
         name: "machine".into(),
@@ -265,6 +271,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     let mut next = 0;
     let mut passes = 0;
     let mut callers: HashMap<i64, Caller> = HashMap::new();
+    let mut finished = 0usize;
     while next < planned.len() || !ends.is_empty() {
         let now_s = match (planned.get(next), ends.peek()) {
             (Some(p), Some(Reverse((end, _)))) => p.submit.min(*end),
@@ -287,6 +294,10 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
             state
                 .finish(id, exit, now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?;
+            finished += 1;
+            if finished % PURGE_EVERY == 0 {
+                state.purge_history(now);
+            }
         }
         let mut arrived = Vec::new();
         while let Some(p) = planned.get(next).filter(|p| p.submit <= now_s) {

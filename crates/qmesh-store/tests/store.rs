@@ -52,7 +52,7 @@ fn schema_1_job_record_loads() {
     let bytes = include_bytes!("fixtures/job-v1.json");
     let job: qmesh_core::Job = decode("fixture", bytes).unwrap();
     assert_eq!(job.id, qmesh_core::JobId(17));
-    assert_eq!(job.exec_nodes, vec!["local00", "local01"]);
+    assert_eq!(job.exec_nodes, ["local00".into(), "local01".into()]);
     assert_eq!(job.exit.unwrap().exit_status(), 271);
 }
 

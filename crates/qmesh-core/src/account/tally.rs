@@ -5,7 +5,7 @@
 //! [`State`](crate::state::State) updates them wherever a job enters or
 //! leaves the pending or the active set; `check_invariants` recounts them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::group_of;
 use crate::job::Job;

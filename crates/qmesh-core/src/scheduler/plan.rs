@@ -31,7 +31,7 @@ use crate::alloc::{self, Allocator, Part};
 use crate::job::{Job, JobId, JobState};
 use crate::periods;
 use crate::server::Backfill;
-use crate::state::State;
+use crate::state::{NodeBits, State};
 
 /// The planner's working state for one pass.
 pub(super) struct Planner<'a> {
@@ -42,8 +42,10 @@ pub(super) struct Planner<'a> {
     block_priority: f64,
     search_depth: usize,
     profiles: Vec<Profile>,
-    /// Free node indices now, per set, in set order.
-    free: Vec<Vec<usize>>,
+    /// The nodes free now, and how many per set: the state's, less what
+    /// this pass has started.
+    free: NodeBits,
+    free_in: Vec<usize>,
     up: Vec<usize>,
     /// Per set, its topology's allocator holding what is taken now; `None`
     /// for a flat set, whose free nodes are simply counted.
@@ -75,36 +77,28 @@ impl<'a> Planner<'a> {
         let attrs = &state.config().server;
         let now_s = now.timestamp();
         let sets = state.node_sets();
-        let mut free = vec![Vec::new(); sets.len()];
-        let mut up = vec![0usize; sets.len()];
-        let mut ends: HashMap<JobId, Secs> = HashMap::new();
-        let mut releases: Vec<(usize, Secs)> = Vec::new();
-        for (idx, node) in state.nodes().iter().enumerate() {
-            if !node.up {
+        let occupancy = state.occupancy();
+        let up = state.up_per_set().to_vec();
+        // Per set, when the nodes of running jobs come free: one entry per
+        // job and set.
+        let mut releases: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); sets.len()];
+        for (&id, held) in &occupancy.held {
+            if held.up_in.is_empty() {
                 continue;
             }
-            up[node.set] += 1;
-            match node.job {
-                None => free[node.set].push(idx),
-                Some(id) => {
-                    let end = *ends.entry(id).or_insert_with(|| {
-                        state
-                            .job(id)
-                            .map_or(now_s + 1, |job| expected_end(job, now_s, attrs.kill_delay))
-                    });
-                    releases.push((node.set, end));
-                }
+            let end = state
+                .job(id)
+                .map_or(now_s + 1, |job| expected_end(job, now_s, attrs.kill_delay));
+            for &(set, count) in &held.up_in {
+                releases[set].push((end, count as i64));
             }
         }
         let (allocators, base) = allocators_of(state);
-        let mut per_set: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); sets.len()];
-        for (set, end) in releases {
-            per_set[set].push((end, 1));
-        }
-        let profiles: Vec<Profile> = free
+        let profiles: Vec<Profile> = occupancy
+            .free_in
             .iter()
-            .zip(per_set.iter_mut())
-            .map(|(f, ends)| Profile::with_releases(now_s, f.len() as i64, ends))
+            .zip(releases.iter_mut())
+            .map(|(&free, ends)| Profile::with_releases(now_s, free as i64, ends))
             .collect();
 
         let config = state.config();
@@ -122,7 +116,8 @@ impl<'a> Planner<'a> {
             block_priority: attrs.block_priority,
             search_depth: attrs.search_depth as usize,
             profiles,
-            free,
+            free: occupancy.free.clone(),
+            free_in: occupancy.free_in.clone(),
             up,
             allocators,
             base,
@@ -260,7 +255,7 @@ impl<'a> Planner<'a> {
 
         let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
-        let free_now: usize = sets.iter().map(|&s| self.free[s].len()).sum();
+        let free_now: usize = sets.iter().map(|&s| self.free_in[s]).sum();
         let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
         let reserve = match self.mode {
             Backfill::Conservative => true,
@@ -356,9 +351,9 @@ impl<'a> Planner<'a> {
             .iter()
             .copied()
             .enumerate()
-            .filter(|&(_, s)| self.allocators[s].is_some() && !self.free[s].is_empty())
+            .filter(|&(_, s)| self.allocators[s].is_some() && self.free_in[s] > 0)
             .collect();
-        shaped.sort_by_key(|&(order, s)| (self.free[s].len(), order));
+        shaped.sort_by_key(|&(order, s)| (self.free_in[s], order));
         for (_, s) in shaped {
             let Some(size) = self.allocators[s]
                 .as_ref()
@@ -367,7 +362,7 @@ impl<'a> Planner<'a> {
                 continue;
             };
             let size = size as usize;
-            if self.free[s].len() < size || self.profiles[s].min_over(now, end) < size as i64 {
+            if self.free_in[s] < size || self.profiles[s].min_over(now, end) < size as i64 {
                 continue;
             }
             let Some(placement) = self.allocators[s]
@@ -381,7 +376,12 @@ impl<'a> Planner<'a> {
             let mut nodes: Vec<usize> =
                 placement.nodes.iter().map(|&i| base + i as usize).collect();
             nodes.sort_unstable();
-            self.free[s].retain(|i| nodes.binary_search(i).is_err());
+            for &i in &nodes {
+                if self.free.get(i) {
+                    self.free.set(i, false);
+                    self.free_in[s] -= 1;
+                }
+            }
             self.profiles[s].add(now, end, -(nodes.len() as i64));
             return Now::Started(nodes, placement.parts);
         }
@@ -389,10 +389,10 @@ impl<'a> Planner<'a> {
         // In the queue's (or node group's) order.
         let caps: Vec<(usize, usize)> = sets
             .iter()
-            .filter(|&&s| self.allocators[s].is_none() && !self.free[s].is_empty())
+            .filter(|&&s| self.allocators[s].is_none() && self.free_in[s] > 0)
             .map(|&s| {
                 let window = self.profiles[s].min_over(now, end).max(0) as usize;
-                (s, window.min(self.free[s].len()))
+                (s, window.min(self.free_in[s]))
             })
             .collect();
         if caps.iter().map(|(_, c)| c).sum::<usize>() < n {
@@ -406,7 +406,7 @@ impl<'a> Planner<'a> {
             .iter()
             .enumerate()
             .filter(|(_, (_, cap))| *cap >= n)
-            .min_by_key(|(order, (s, _))| (self.free[*s].len(), *order))
+            .min_by_key(|(order, (s, _))| (self.free_in[*s], *order))
             .map(|(_, c)| c)
         {
             Some(&(s, _)) => vec![(s, n)],
@@ -423,7 +423,10 @@ impl<'a> Planner<'a> {
         };
         let mut nodes = Vec::with_capacity(n);
         for (s, k) in take {
-            nodes.extend(self.free[s].drain(..k));
+            let from = self.base[s];
+            let to = from + self.state.node_sets()[s].nodes.len();
+            nodes.extend(self.free.take_first(from, to, k));
+            self.free_in[s] -= k;
             self.profiles[s].add(now, end, -(k as i64));
         }
         Now::Started(nodes, Vec::new())

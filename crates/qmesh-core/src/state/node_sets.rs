@@ -2,7 +2,9 @@
 //! makes, changes or deletes a set ([`State::set_config`]). A rebuild keeps
 //! what is run-time state: which job holds a node, whether it is up.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::State;
 use crate::error::CoreError;
@@ -16,7 +18,7 @@ pub(super) fn index_nodes(
     up: impl Fn(&crate::node::NodeDef) -> bool,
 ) -> Result<(Vec<Node>, HashMap<String, usize>), CoreError> {
     let mut nodes = Vec::new();
-    let mut node_index = HashMap::new();
+    let mut node_index = HashMap::default();
     let mut set_names = BTreeSet::new();
     for (set_idx, set) in sets.iter().enumerate() {
         if !set_names.insert(set.name.as_str()) {
@@ -44,7 +46,7 @@ pub(super) fn index_nodes(
                 });
             }
             nodes.push(Node {
-                name: def.name.clone(),
+                name: def.name.as_str().into(),
                 host: def.host.clone(),
                 set: set_idx,
                 up: up(def),
@@ -87,7 +89,7 @@ impl State {
                 continue;
             };
             for name in &job.exec_nodes {
-                match node_index.get(name) {
+                match node_index.get(&**name) {
                     Some(&i) => nodes[i].job = Some(*id),
                     None => warnings.push(format!(
                         "job {id} runs on node {name}, which is no longer in any node set"
@@ -103,6 +105,7 @@ impl State {
         self.nodes = nodes;
         self.node_index = node_index;
         self.up_per_set = up_per_set;
+        self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
         warnings
     }
 }
@@ -164,7 +167,7 @@ mod tests {
 
         // A job started on a qmgr set keeps it across another change.
         let x = submit(&mut s, 1, 1);
-        let x2 = s.nodes().iter().position(|n| n.name == "x2").unwrap();
+        let x2 = s.nodes().iter().position(|n| &*n.name == "x2").unwrap();
         s.start(x, &[x2], t(2)).unwrap();
         let mut config = s.config().clone();
         config.node_sets.remove("far");

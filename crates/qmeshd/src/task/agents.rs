@@ -45,7 +45,7 @@ impl SchedulerTask {
             .nodes()
             .iter()
             .filter(|n| n.host == host)
-            .map(|n| n.name.clone())
+            .map(|n| n.name.to_string())
             .collect();
         if configured.is_empty() {
             warn!(host, "agent refused: no nodes for its host");

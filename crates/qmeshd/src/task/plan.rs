@@ -289,7 +289,7 @@ impl SchedulerTask {
         let info = |node: &qmesh_core::node::Node| {
             let job = node.job.and_then(|id| state.job(id));
             v1::NodeInfo {
-                name: node.name.clone(),
+                name: node.name.to_string(),
                 node_set: state
                     .node_sets()
                     .get(node.set)

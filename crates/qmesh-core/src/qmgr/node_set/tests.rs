@@ -143,7 +143,7 @@ fn every_error_names_the_thing_and_nothing_is_applied() {
     // The state takes the sets; a job runs on a1.
     assert!(st.set_config(config.clone()).is_empty());
     let id = submit(&mut st, 1, 1);
-    let a1 = st.nodes().iter().position(|n| n.name == "a1").unwrap();
+    let a1 = st.nodes().iter().position(|n| &*n.name == "a1").unwrap();
     st.start(id, &[a1], t(1)).unwrap();
     let job = st.full_id(id);
 
