@@ -330,9 +330,10 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
         if state.pending_count() == 0 {
             continue;
         }
-        let plan = Scheduler.pass(&state, now);
+        // The starts are all a replay needs of a pass.
+        let starts = Scheduler.starts(&state, now);
         passes += 1;
-        for start in &plan.starts {
+        for start in &starts {
             state
                 .start_placed(start.job, &start.nodes, &start.parts, now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?;

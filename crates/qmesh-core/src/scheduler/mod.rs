@@ -14,7 +14,7 @@ mod plan;
 pub mod profile;
 
 pub use closedown::Closedown;
-use plan::Planner;
+use plan::{Planner, Stop};
 use profile::Secs;
 
 use std::fmt;
@@ -337,7 +337,21 @@ impl Scheduler {
                 ..Plan::default()
             };
         }
-        Planner::new(state, now, attrs.backfill).run(None)
+        Planner::new(state, now, attrs.backfill).run(Stop::Never)
+    }
+
+    /// The starts of [`Scheduler::pass`], and only those: the pass stops
+    /// once nothing more could start (no node free, or SDSC blocking), so
+    /// the jobs behind get no entry and no reason. What a simulator needs
+    /// from each instant, at a fraction of the cost when queues are long.
+    pub fn starts(&self, state: &State, now: Time) -> Vec<Start> {
+        let attrs = &state.config().server;
+        if !attrs.scheduling {
+            return Vec::new();
+        }
+        Planner::new(state, now, attrs.backfill)
+            .run(Stop::NothingStarts)
+            .starts
     }
 
     /// When a pending job is expected to start, given the jobs ahead of
@@ -350,7 +364,7 @@ impl Scheduler {
                 reason: self.reason_at(state, job, now),
             };
         }
-        let plan = Planner::new(state, now, Backfill::Conservative).run(Some(job.id));
+        let plan = Planner::new(state, now, Backfill::Conservative).run(Stop::At(job.id));
         match plan.entry(job.id) {
             // Its queue is outside its periods: plan again from when the
             // next begins, with the jobs running then (an estimate: jobs
@@ -363,7 +377,7 @@ impl Scheduler {
                     .filter(|&open| open > now)
                     .and_then(|open| {
                         Planner::new(state, open, Backfill::Conservative)
-                            .run(Some(job.id))
+                            .run(Stop::At(job.id))
                             .entry(job.id)
                             .and_then(|e| e.expected_start)
                     });

@@ -33,8 +33,11 @@ pub(super) struct Ranked {
     position: usize,
 }
 
-/// Every pending job of the configured queues, in the order a pass takes them.
-pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked> {
+/// Every pending job of the configured queues, in the order a pass takes
+/// them. With `fifo` by queue nothing needs sorting, and the jobs come as
+/// the pass asks for them: a pass that stops early (nothing more can
+/// start) reads no further.
+pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked> + '_> {
     let config = state.config();
     let attrs = &config.server;
     let by_queue = attrs.by_queue && attrs.job_order != JobOrder::PriorityAging;
@@ -59,37 +62,45 @@ pub(super) fn ranked(state: &State, now: Time) -> Vec<Ranked> {
         // name, as NQS walked them) and nothing needs sorting.
         queues.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     }
-    let mut out = Vec::with_capacity(state.pending_count());
-    for (index, queue, queue_priority) in queues {
-        for (position, view) in state.pending_views(&queue.name).enumerate() {
-            let waited_hours = (now - view.qtime).num_seconds().max(0) as f64 / 3600.0;
-            let priority = match attrs.job_order {
-                JobOrder::Fifo => f64::from(queue_priority),
-                JobOrder::PriorityAging => {
-                    f64::from(queue_priority) + attrs.age_factor * waited_hours
-                }
-                JobOrder::Hrn => {
-                    let wall = view.walltime.max(1) as f64;
-                    (waited_hours * 3600.0 + wall) / wall
-                }
-                JobOrder::Fairshare => match state.job(view.id) {
-                    Some(job) if view.has_account => state.fair_share(job, now),
-                    _ => 1.0,
-                },
-            };
-            out.push(Ranked {
-                view: *view,
-                priority,
-                queue_priority,
-                queue: index,
-                position,
-            });
-        }
+    let age_factor = attrs.age_factor;
+    let order = attrs.job_order;
+    let all = queues
+        .into_iter()
+        .flat_map(move |(index, queue, queue_priority)| {
+            state
+                .pending_views(&queue.name)
+                .enumerate()
+                .map(move |(position, view)| {
+                    let waited = || (now - view.qtime).num_seconds().max(0) as f64;
+                    let priority = match order {
+                        JobOrder::Fifo => f64::from(queue_priority),
+                        JobOrder::PriorityAging => {
+                            f64::from(queue_priority) + age_factor * waited() / 3600.0
+                        }
+                        JobOrder::Hrn => {
+                            let wall = view.walltime.max(1) as f64;
+                            (waited() + wall) / wall
+                        }
+                        JobOrder::Fairshare => match state.job(view.id) {
+                            Some(job) if view.has_account => state.fair_share(job, now),
+                            _ => 1.0,
+                        },
+                    };
+                    Ranked {
+                        view: *view,
+                        priority,
+                        queue_priority,
+                        queue: index,
+                        position,
+                    }
+                })
+        });
+    if fifo && by_queue {
+        return Box::new(all);
     }
-    if !(fifo && by_queue) {
-        out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
-    }
-    out
+    let mut out: Vec<Ranked> = all.collect();
+    out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
+    Box::new(out.into_iter())
 }
 
 fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {

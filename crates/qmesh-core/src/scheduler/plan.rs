@@ -168,23 +168,34 @@ impl<'a> Planner<'a> {
             .map(|&(_, _, reason)| reason)
     }
 
-    /// Plans every pending job, or up to `stop_at` (for spwhen).
-    pub fn run(mut self, stop_at: Option<JobId>) -> Plan {
+    /// Plans every pending job (`Stop::Never`), or up to one (spwhen), or,
+    /// with `Stop::NothingStarts`, until nothing more could start this
+    /// pass: no node is free, or SDSC blocking holds the rest back.
+    pub fn run(mut self, stop: Stop) -> Plan {
         let order = ranked(self.state, self.now);
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()
         };
-        plan.queue.reserve(order.len());
-        for ranked in &order {
-            let entry = self.plan_job(ranked, &mut plan.starts);
-            let last = Some(entry.job) == stop_at;
+        if stop == Stop::Never {
+            plan.queue.reserve(self.state.pending_count());
+        }
+        for ranked in order {
+            if stop == Stop::NothingStarts
+                && (self.blocked || self.free_in.iter().all(|&free| free == 0))
+            {
+                break;
+            }
+            let entry = self.plan_job(&ranked, &mut plan.starts);
+            let last = stop == Stop::At(entry.job);
             plan.queue.push(entry);
             if last {
                 break;
             }
         }
-        plan.steps = self.profiles.iter_mut().map(Profile::steps).collect();
+        if stop != Stop::NothingStarts {
+            plan.steps = self.profiles.iter_mut().map(Profile::steps).collect();
+        }
         plan
     }
 
@@ -571,6 +582,17 @@ impl QueueNow {
             cuts,
         }
     }
+}
+
+/// How far [`Planner::run`] plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// Every pending job.
+    Never,
+    /// Up to this job (spwhen).
+    At(JobId),
+    /// Until no other job could start (the starts, for the simulator).
+    NothingStarts,
 }
 
 /// What `start_now` found.

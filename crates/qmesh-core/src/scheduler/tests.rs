@@ -337,6 +337,9 @@ struct Scenario {
     /// The queue runs in a period that ends today at this minute of the
     /// day (now is 22:13:20), and its jobs are killed then.
     period_end: Option<i64>,
+    /// Every job above `block_priority` (SDSC blocking: with no backfill,
+    /// the first that cannot start holds back the rest).
+    block: bool,
 }
 
 /// Seconds from now (t(0), a Tuesday at 22:13:20 UTC) to `minute` of the day.
@@ -354,16 +357,20 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             prop::option::of(1u32..4),
             prop::collection::vec((-60i64..300, 1i64..120), 0..3),
             prop::option::of(22 * 60 + 14..24 * 60 - 1i64),
+            any::<bool>(),
         )
             .prop_map(
-                |(nodes, running, queued, mode, max_user_run, windows, period_end)| Scenario {
-                    nodes,
-                    running,
-                    queued,
-                    mode,
-                    max_user_run,
-                    windows,
-                    period_end,
+                |(nodes, running, queued, mode, max_user_run, windows, period_end, block)| {
+                    Scenario {
+                        nodes,
+                        running,
+                        queued,
+                        mode,
+                        max_user_run,
+                        windows,
+                        period_end,
+                        block,
+                    }
                 },
             )
     })
@@ -375,8 +382,14 @@ fn build(sc: &Scenario, skip: &BTreeSet<usize>) -> (State, Vec<Option<JobId>>) {
     set_server(&mut s, |a| {
         a.backfill = sc.mode;
         a.max_user_run = sc.max_user_run;
+        if sc.block {
+            a.block_priority = 0.5;
+        }
     });
     let mut config = s.config().clone();
+    if sc.block {
+        config.queues.get_mut("batch").unwrap().priority = 1;
+    }
     for (i, &(start, minutes)) in sc.windows.iter().enumerate() {
         let name = format!("w{i}");
         let w = crate::shutdown::Shutdown::new(&name, t(start * 60), t((start + minutes) * 60));
@@ -422,6 +435,9 @@ proptest! {
         let (s, ids) = build(&sc, &BTreeSet::new());
         let now = t(0);
         let plan = Scheduler.pass(&s, now);
+
+        // The simulator's starts-only pass starts exactly what the pass does.
+        prop_assert_eq!(&Scheduler.starts(&s, now), &plan.starts);
 
         // No node twice, and only free ones.
         let mut seen = BTreeSet::new();

@@ -5,7 +5,7 @@ use super::*;
 use crate::node::{NodeDef, NodeSet, Topology};
 use crate::queue::Queue;
 use crate::scheduler::closedown::Closedown;
-use crate::scheduler::plan::Planner;
+use crate::scheduler::plan::{Planner, Stop};
 use crate::shutdown::Shutdown;
 
 /// Adds a shutdown window `[start, end)` (seconds from `t(0)`) of `sets`.
@@ -170,7 +170,7 @@ fn a_closedown_without_end_is_never_crossed() {
         reason: Reason::PeriodEnd,
         name: "DAY".into(),
     }]);
-    let plan = planner.run(None);
+    let plan = planner.run(Stop::Never);
     assert_eq!(started(&plan), vec![short]);
     assert_eq!(reason(&plan, long), Some(Reason::PeriodEnd));
     assert_eq!(status(&plan, long), Status::Blocked);
