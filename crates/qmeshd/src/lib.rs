@@ -7,7 +7,6 @@
 //! hears "ready" only once every socket listens.
 
 mod args;
-mod config;
 mod event;
 mod identity;
 mod local_agent;
@@ -33,7 +32,7 @@ use tonic::transport::Server;
 use tracing::{error, info, warn};
 
 pub use args::Args;
-pub use config::{EMBEDDED, Settings};
+pub use qmesh_config::{EMBEDDED, Settings};
 
 pub fn main() -> ExitCode {
     let args = Args::parse();

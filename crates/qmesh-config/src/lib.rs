@@ -1,5 +1,9 @@
 //! The daemon's configuration file (TOML), and the embedded default.
 //!
+//! Its own crate so that qmeshd and qmesh-sim read one file the same way: a
+//! site replays a trace on the very machine, queues and calendar its daemon
+//! runs (`qmesh-sim --config`).
+//!
 //! The file describes the machine (node sets, agents, paths) and the
 //! *initial* server configuration (server attributes, queues). Once the
 //! store holds a configuration, qmgr owns the server attributes and queues
