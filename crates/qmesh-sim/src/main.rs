@@ -8,35 +8,56 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use qmesh_sim::metrics::measure;
-use qmesh_sim::replay::{Alloc, Options, Policy, Replay, replay};
+use qmesh_sim::machine::{Alloc, Machine, Policy};
+use qmesh_sim::metrics::{Metrics, measure};
+use qmesh_sim::replay::{Options, Replay, replay};
 use qmesh_sim::sweep::{self, Pair};
 use qmesh_sim::swf;
 
 /// Replay a Standard Workload Format trace through qmesh's scheduler.
 ///
 /// The machine is one flat node set of the trace's MaxProcs (or MaxNodes)
-/// unless --nodes says otherwise. Each job asks for its allocated (else
-/// requested) processors and its requested time (else its run time), and
-/// runs for its run time, cut at its requested time.
+/// unless --nodes, --alloc with --dims, or --config say otherwise. Each job
+/// asks for its allocated (else requested) processors and its requested
+/// time (else its run time), and runs for its run time, cut at its
+/// requested time.
 #[derive(Parser, Debug)]
 #[command(name = "qmesh-sim", version)]
 struct Args {
     /// The trace (.swf, or .swf.gz as the archive distributes them).
     #[arg(long, value_name = "FILE")]
     trace: PathBuf,
-    /// The scheduling policy.
-    #[arg(long, value_enum, default_value = "easy")]
-    policy: Policy,
+    /// A qmeshd configuration file: replay on its node sets, node groups,
+    /// queues and calendar. Each job goes to the queue of its trace's name
+    /// if the file has it and it takes the job, else to the default queue.
+    #[arg(long, value_name = "MACHINE.toml", conflicts_with_all = ["alloc", "dims", "nodes"])]
+    config: Option<PathBuf>,
+    /// The scheduling policy; `config` keeps the server attributes of
+    /// --config (the default with --config; easy without).
+    #[arg(long, value_enum)]
+    policy: Option<Policy>,
+    /// A qmgr command applied before the replay, e.g. "set server
+    /// job_order = priority_aging, age_factor = 2" (repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    qmgr: Vec<String>,
     /// How nodes are allocated: flat, m2db (a mesh), ep or nep (a torus).
-    #[arg(long, value_enum, default_value = "flat")]
-    alloc: Alloc,
+    #[arg(long, value_enum)]
+    alloc: Option<Alloc>,
     /// The mesh's or torus's dimensions, e.g. 16x25 or 2x2x2x4x4x8.
     #[arg(long, value_name = "AxBx...", value_delimiter = 'x')]
     dims: Vec<u32>,
     /// Nodes of a flat machine, in place of the trace header's size.
     #[arg(long)]
     nodes: Option<u32>,
+    /// Replay only the jobs of this partition (SWF field 16), by number or
+    /// by the header's name, e.g. batch.
+    #[arg(long, value_name = "PARTITION")]
+    partition: Option<String>,
+    /// A job asking more wall time than its queue allows asks for the
+    /// queue's maximum, and is killed there; without it, its queue refuses
+    /// it (counted with the reason).
+    #[arg(long)]
+    cap_walltime: bool,
     /// Multiply each job's size by K (rounded up).
     #[arg(long, default_value_t = 1.0, value_name = "K")]
     size_scale: f64,
@@ -92,23 +113,28 @@ fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--size-scale and --load-scale must be greater than 0");
     }
     let trace = swf::open(&args.trace)?;
-    let topology = args
-        .alloc
-        .topology(&args.dims)
-        .map_err(anyhow::Error::msg)?;
-    // A flat machine beside a mesh or torus has as many nodes (the seeds'
-    // baseline).
-    let nodes = args
-        .nodes
-        .or_else(|| (!args.dims.is_empty()).then(|| args.dims.iter().product::<u32>()));
+    let machine = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read configuration file {}", path.display()))?;
+            Machine::site(&text, &path.display().to_string()).map_err(anyhow::Error::msg)?
+        }
+        None => single(&args, args.alloc)?,
+    };
+    let policy = args.policy.unwrap_or(match args.config {
+        Some(_) => Policy::Config,
+        None => Policy::Easy,
+    });
     let options = Options {
-        policy: args.policy,
-        topology,
-        nodes,
+        policy,
+        machine,
+        qmgr: args.qmgr.clone(),
         size_scale: args.size_scale,
         round_pow2: args.round_pow2,
         load_scale: args.load_scale,
         predict: args.predict,
+        partition: args.partition.clone(),
+        cap_walltime: args.cap_walltime,
     };
     if let Some(range) = &args.sweep {
         return run_sweep(&args, &trace, &options, range);
@@ -124,9 +150,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.json {
         let doc = serde_json::json!({
             "trace": args.trace.display().to_string(),
-            "policy": args.policy.as_str(),
-            "alloc": args.alloc.as_str(),
+            "config": args.config.as_ref().map(|p| p.display().to_string()),
+            "policy": policy.as_str(),
+            "alloc": args.alloc.map(Alloc::as_str),
             "dims": args.dims,
+            "machine": options.machine.describe(),
             "nodes": result.nodes,
             "metrics": m,
             "skipped": result.skipped.len(),
@@ -143,11 +171,37 @@ fn run(args: Args) -> anyhow::Result<()> {
         "{} on {} nodes ({}), {}: {} jobs replayed, {} skipped\n",
         args.trace.display(),
         result.nodes,
-        options.topology.describe(),
-        args.policy.as_str(),
+        options.machine.describe(),
+        policy.as_str(),
         m.jobs,
         result.skipped.len()
     ));
+    out.push_str(&report(&m));
+    // Per kind of reason, how many, and the first in full where it says
+    // more (--json lists them all).
+    let mut kinds: std::collections::BTreeMap<&str, (usize, &qmesh_sim::replay::Skipped)> =
+        Default::default();
+    for s in &result.skipped {
+        kinds.entry(s.kind.as_str()).or_insert((0, s)).0 += 1;
+    }
+    for (kind, (count, first)) in kinds {
+        out.push_str(&format!("  skipped: {count} ({kind})\n"));
+        if first.why != kind {
+            out.push_str(&format!("    e.g. job {}: {}\n", first.number, first.why));
+        }
+    }
+    out.push_str(&format!(
+        "  replayed in {secs:.2} s ({rate:.0} jobs/s, {} passes)\n",
+        result.passes
+    ));
+    std::io::stdout().lock().write_all(out.as_bytes()).ok();
+    Ok(())
+}
+
+/// The measures as the text report prints them, with the SDSC tables: per
+/// queue (Table 5) and per request size (Table 3).
+fn report(m: &Metrics) -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "  utilization      {:.1} %   (offered load {:.1} %)\n",
         m.utilization * 100.0,
@@ -173,19 +227,54 @@ fn run(args: Args) -> anyhow::Result<()> {
             p.within_10_pct_of_wait * 100.0
         ));
     }
-    let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
-    for s in &result.skipped {
-        *reasons.entry(s.why.as_str()).or_default() += 1;
-    }
-    for (why, count) in reasons {
-        out.push_str(&format!("  skipped: {count} ({why})\n"));
-    }
-    out.push_str(&format!(
-        "  replayed in {secs:.2} s ({rate:.0} jobs/s, {} passes)\n",
-        result.passes
-    ));
-    std::io::stdout().lock().write_all(out.as_bytes()).ok();
-    Ok(())
+    let table = |out: &mut String, title: &str, rows: Vec<(String, &qmesh_sim::metrics::Group)>| {
+        out.push_str(&format!(
+            "  {title:<22} {:>7} {:>12} {:>10}\n",
+            "jobs", "mean wait", "expansion"
+        ));
+        for (key, g) in rows {
+            out.push_str(&format!(
+                "    {key:<20} {:>7} {:>10.0} s {:>10.2}\n",
+                g.jobs, g.mean_wait, g.expansion
+            ));
+        }
+    };
+    table(
+        &mut out,
+        "by queue",
+        m.by_queue.iter().map(|(q, g)| (q.clone(), g)).collect(),
+    );
+    table(
+        &mut out,
+        "by nodes",
+        m.by_size
+            .iter()
+            .map(|(&upper, g)| {
+                let lower = upper / 2 + 1;
+                let key = if lower >= upper {
+                    upper.to_string()
+                } else {
+                    format!("{lower}-{upper}")
+                };
+                (key, g)
+            })
+            .collect(),
+    );
+    out
+}
+
+/// The one-set machine of --alloc, --dims and --nodes.
+fn single(args: &Args, alloc: Option<Alloc>) -> anyhow::Result<Machine> {
+    let topology = alloc
+        .unwrap_or_default()
+        .topology(&args.dims)
+        .map_err(anyhow::Error::msg)?;
+    // A flat machine beside a mesh or torus has as many nodes (the seeds'
+    // baseline).
+    let nodes = args
+        .nodes
+        .or_else(|| (!args.dims.is_empty()).then(|| args.dims.iter().product::<u32>()));
+    Ok(Machine::Single { topology, nodes })
 }
 
 fn run_sweep(
@@ -196,14 +285,24 @@ fn run_sweep(
 ) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     let loads = sweep::parse_range(range).map_err(anyhow::Error::msg)?;
-    let pairs = if args.pairs.is_empty() {
+    let mut pairs = if args.pairs.is_empty() {
         vec![Pair {
-            policy: args.policy,
+            policy: options.policy,
             alloc: args.alloc,
         }]
     } else {
         args.pairs.clone()
     };
+    for pair in &mut pairs {
+        match (&args.config, pair.alloc) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "--pairs {pair}: with --config the node sets are the file's; \
+                 write the policy alone (e.g. easy,fcfs)"
+            ),
+            (Some(_), None) => {}
+            (None, alloc) => pair.alloc = Some(alloc.or(args.alloc).unwrap_or_default()),
+        }
+    }
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
@@ -216,7 +315,10 @@ fn run_sweep(
         &pairs,
         &loads,
         threads,
-        |alloc| alloc.topology(&args.dims),
+        |alloc| match &options.machine {
+            Machine::Site { .. } => Ok(options.machine.clone()),
+            Machine::Single { .. } => single(args, alloc).map_err(|e| e.to_string()),
+        },
         |done, all| {
             if bar {
                 let width = 40 * done / all.max(1);

@@ -25,14 +25,23 @@ pub struct Metrics {
     pub median_wait: f64,
     /// Mean of max(1, (wait + run) / max(run, 10 s)).
     pub mean_bounded_slowdown: f64,
-    /// (wait + run) / run, averaged per queue (SDSC's expansion factor).
-    pub expansion_by_queue: BTreeMap<i64, f64>,
+    /// Per queue, its jobs' mean wait and expansion factor (SDSC's Table 5).
+    pub by_queue: BTreeMap<String, Group>,
     /// The same by request size, in power-of-two classes (1, 2, 3-4, 5-8...),
-    /// keyed by the class's upper bound.
-    pub expansion_by_size: BTreeMap<u32, f64>,
+    /// keyed by the class's upper bound (SDSC's Table 3).
+    pub by_size: BTreeMap<u32, Group>,
     /// How good spwhen was, when predictions were recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predictions: Option<Predictions>,
+}
+
+/// The jobs of one queue or one size class.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Group {
+    pub jobs: usize,
+    pub mean_wait: f64,
+    /// Mean of (wait + run) / run: how much longer than on an empty machine.
+    pub expansion: f64,
 }
 
 /// spwhen's predictions against the starts that happened.
@@ -102,16 +111,19 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
         let run = r.run().max(1) as f64;
         (r.wait() as f64 + run) / run
     };
-    let mut by_queue: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
-    let mut by_size: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
+    // Per group: jobs, waits and expansions summed.
+    let mut by_queue: BTreeMap<String, (usize, f64, f64)> = BTreeMap::new();
+    let mut by_size: BTreeMap<u32, (usize, f64, f64)> = BTreeMap::new();
     for r in records {
         let e = expansion(r);
-        let q = by_queue.entry(r.queue).or_default();
-        q.0 += e;
-        q.1 += 1;
-        let s = by_size.entry(r.nodes.next_power_of_two()).or_default();
-        s.0 += e;
-        s.1 += 1;
+        for sums in [
+            by_queue.entry(r.queue.clone()).or_default(),
+            by_size.entry(r.nodes.next_power_of_two()).or_default(),
+        ] {
+            sums.0 += 1;
+            sums.1 += r.wait() as f64;
+            sums.2 += e;
+        }
     }
     Metrics {
         jobs: records.len(),
@@ -121,16 +133,26 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
         mean_wait: waits.iter().sum::<i64>() as f64 / n,
         median_wait,
         mean_bounded_slowdown: records.iter().map(bsld).sum::<f64>() / n,
-        expansion_by_queue: means(by_queue),
-        expansion_by_size: means(by_size),
+        by_queue: groups(by_queue),
+        by_size: groups(by_size),
         predictions: predictions(records),
     }
 }
 
-/// Sum and count per key, as the mean per key.
-fn means<K: Ord>(sums: BTreeMap<K, (f64, usize)>) -> BTreeMap<K, f64> {
+/// Count and sums per key, as means per key.
+fn groups<K: Ord>(sums: BTreeMap<K, (usize, f64, f64)>) -> BTreeMap<K, Group> {
     sums.into_iter()
-        .map(|(k, (sum, count))| (k, sum / count as f64))
+        .map(|(k, (jobs, waits, expansions))| {
+            let n = jobs as f64;
+            (
+                k,
+                Group {
+                    jobs,
+                    mean_wait: waits / n,
+                    expansion: expansions / n,
+                },
+            )
+        })
         .collect()
 }
 
@@ -138,14 +160,14 @@ fn means<K: Ord>(sums: BTreeMap<K, (f64, usize)>) -> BTreeMap<K, f64> {
 mod tests {
     use super::*;
 
-    fn rec(submit: i64, start: i64, end: i64, nodes: u32, queue: i64) -> JobRecord {
+    fn rec(submit: i64, start: i64, end: i64, nodes: u32, queue: &str) -> JobRecord {
         JobRecord {
             number: 0,
             submit,
             start,
             end,
             nodes,
-            queue,
+            queue: queue.into(),
             predicted: None,
         }
     }
@@ -155,9 +177,9 @@ mod tests {
         // 4 nodes. A: 2 nodes 0-100; B: 4 nodes, waits 99, runs 100-150;
         // C: 2 nodes, 5 s run after a 5 s wait.
         let records = [
-            rec(0, 0, 100, 2, 1),
-            rec(1, 100, 150, 4, 1),
-            rec(2, 7, 12, 2, 2),
+            rec(0, 0, 100, 2, "q1"),
+            rec(1, 100, 150, 4, "q1"),
+            rec(2, 7, 12, 2, "q2"),
         ];
         let m = measure(&records, 4);
         // Used: 200 + 200 + 10 node-seconds over 4 × 150.
@@ -169,9 +191,11 @@ mod tests {
         let bsld = (1.0 + 149.0 / 50.0 + 1.0) / 3.0;
         assert!((m.mean_bounded_slowdown - bsld).abs() < 1e-12);
         assert!(
-            (m.expansion_by_queue[&2] - 2.0).abs() < 1e-12,
+            (m.by_queue["q2"].expansion - 2.0).abs() < 1e-12,
             "(5 + 5) / 5"
         );
-        assert!((m.expansion_by_size[&4] - 149.0 / 50.0).abs() < 1e-12);
+        assert_eq!(m.by_queue["q1"].jobs, 2);
+        assert!((m.by_queue["q1"].mean_wait - 99.0 / 2.0).abs() < 1e-12);
+        assert!((m.by_size[&4].expansion - 149.0 / 50.0).abs() < 1e-12);
     }
 }

@@ -29,7 +29,7 @@ fn register_font() -> Result<(), String> {
 fn lines(points: &[Point], xy: impl Fn(&Point) -> (f64, f64)) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for p in points {
-        let label = format!("{}/{}", p.pair.policy.as_str(), p.pair.alloc.as_str());
+        let label = p.pair.to_string();
         match out.iter_mut().find(|(l, _)| *l == label) {
             Some((_, line)) => line.push(xy(p)),
             None => out.push((label, vec![xy(p)])),

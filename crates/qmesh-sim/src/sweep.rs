@@ -6,15 +6,17 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::machine::{Alloc, Machine, Policy};
 use crate::metrics::{Metrics, measure};
-use crate::replay::{Alloc, Options, Policy, ReplayError, replay};
+use crate::replay::{Options, ReplayError, replay};
 use crate::swf::Trace;
 
-/// One policy with one allocator (`easy/nep`).
+/// One policy with one allocator (`easy/nep`), or a policy alone (`easy`:
+/// the machine's own node sets, as `--alloc` or `--config` give them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pair {
     pub policy: Policy,
-    pub alloc: Alloc,
+    pub alloc: Option<Alloc>,
 }
 
 impl std::str::FromStr for Pair {
@@ -22,14 +24,34 @@ impl std::str::FromStr for Pair {
 
     fn from_str(text: &str) -> Result<Pair, String> {
         use clap::ValueEnum;
-        let (p, a) = text.split_once('/').unwrap_or((text, "flat"));
+        let (p, a) = match text.split_once('/') {
+            Some((p, a)) => (p, Some(a)),
+            None => (text, None),
+        };
         let policy = Policy::from_str(p, true).map_err(|_| {
-            format!("\"{p}\" in \"{text}\" is not a policy; write fcfs, easy or conservative")
+            format!(
+                "\"{p}\" in \"{text}\" is not a policy; write fcfs, easy, conservative or config"
+            )
         })?;
-        let alloc = Alloc::from_str(a, true).map_err(|_| {
-            format!("\"{a}\" in \"{text}\" is not an allocator; write flat, m2db, ep or nep")
-        })?;
+        let alloc = a
+            .map(|a| {
+                Alloc::from_str(a, true).map_err(|_| {
+                    format!(
+                        "\"{a}\" in \"{text}\" is not an allocator; write flat, m2db, ep or nep"
+                    )
+                })
+            })
+            .transpose()?;
         Ok(Pair { policy, alloc })
+    }
+}
+
+impl std::fmt::Display for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.alloc {
+            Some(alloc) => write!(f, "{}/{}", self.policy.as_str(), alloc.as_str()),
+            None => f.write_str(self.policy.as_str()),
+        }
     }
 }
 
@@ -63,15 +85,15 @@ pub struct Point {
 
 /// Replays every pair at every load scale on `threads` threads; points in
 /// pair order, then load order. `base` gives everything but the policy,
-/// allocator's topology and load scale; `topology` makes each pair's
-/// machine.
+/// machine and load scale; `machine` makes each pair's machine from its
+/// allocator.
 pub fn sweep(
     trace: &Trace,
     base: &Options,
     pairs: &[Pair],
     loads: &[f64],
     threads: usize,
-    topology: impl Fn(Alloc) -> Result<qmesh_core::Topology, String> + Sync,
+    machine: impl Fn(Option<Alloc>) -> Result<Machine, String> + Sync,
     progress: impl Fn(usize, usize) + Sync,
 ) -> Result<Vec<Point>, String> {
     let work: Vec<(Pair, f64)> = pairs
@@ -89,10 +111,10 @@ pub fn sweep(
                     let Some(&(pair, load_scale)) = work.get(i) else {
                         break;
                     };
-                    let point = topology(pair.alloc).and_then(|topology| {
+                    let point = machine(pair.alloc).and_then(|machine| {
                         let options = Options {
                             policy: pair.policy,
-                            topology,
+                            machine,
                             load_scale,
                             ..base.clone()
                         };
@@ -139,7 +161,7 @@ pub fn csv(points: &[Point]) -> String {
         out.push_str(&format!(
             "{},{},{:.3},{:.4},{:.4},{:.1},{:.1},{:.3},{},{},{mae},{ten_min},{ten_pct}\n",
             p.pair.policy.as_str(),
-            p.pair.alloc.as_str(),
+            p.pair.alloc.map_or("config", Alloc::as_str),
             p.load_scale,
             m.offered_load,
             m.utilization,
@@ -171,10 +193,11 @@ mod tests {
             "easy/nep".parse::<Pair>().unwrap(),
             Pair {
                 policy: Policy::Easy,
-                alloc: Alloc::Nep
+                alloc: Some(Alloc::Nep)
             }
         );
-        assert_eq!("fcfs".parse::<Pair>().unwrap().alloc, Alloc::Flat);
+        assert_eq!("fcfs".parse::<Pair>().unwrap().alloc, None);
+        assert_eq!("easy/nep".parse::<Pair>().unwrap().to_string(), "easy/nep");
         assert!(
             "lifo/ep"
                 .parse::<Pair>()
@@ -207,7 +230,12 @@ mod tests {
                 &pairs,
                 &loads,
                 threads,
-                |a| a.topology(&[]),
+                |a| {
+                    Ok(Machine::Single {
+                        topology: a.unwrap_or_default().topology(&[])?,
+                        nodes: None,
+                    })
+                },
                 |_, _| {},
             )
             .unwrap()

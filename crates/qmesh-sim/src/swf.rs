@@ -60,12 +60,41 @@ impl SwfJob {
 /// A trace: its header's fields and its jobs in file order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
-    /// `; Key: value` header lines, e.g. `MaxNodes` → `128`.
+    /// `; Key: value` header lines, e.g. `MaxNodes` → `128` (the last, for
+    /// a key given more than once).
     pub header: BTreeMap<String, String>,
+    /// `; Queue: 3 q8s` lines: the names of queue numbers.
+    pub queues: BTreeMap<i64, String>,
+    /// `; Partition: 2 batch` lines.
+    pub partitions: BTreeMap<i64, String>,
     pub jobs: Vec<SwfJob>,
 }
 
 impl Trace {
+    /// The Unix time of the log's second 0 (`UnixStartTime`), so that a
+    /// replay's calendar (prime time, weekends) is the log's own.
+    pub fn unix_start(&self) -> Option<i64> {
+        self.header.get("UnixStartTime")?.trim().parse().ok()
+    }
+
+    /// A queue number's name from the header, else the number itself.
+    pub fn queue_name(&self, queue: i64) -> String {
+        self.queues
+            .get(&queue)
+            .cloned()
+            .unwrap_or_else(|| queue.to_string())
+    }
+
+    /// A partition named by number or by its header name.
+    pub fn partition(&self, given: &str) -> Option<i64> {
+        given.trim().parse().ok().or_else(|| {
+            self.partitions
+                .iter()
+                .find(|(_, name)| name.as_str() == given.trim())
+                .map(|(&n, _)| n)
+        })
+    }
+
     /// The machine's size from the header: MaxProcs, else MaxNodes.
     pub fn max_procs(&self) -> Option<u32> {
         ["MaxProcs", "MaxNodes"]
@@ -108,9 +137,21 @@ pub fn read(input: impl BufRead, source_name: &str) -> Result<Trace, SwfError> {
             if let Some((key, value)) = comment.split_once(':') {
                 let key = key.trim();
                 if !key.is_empty() && !key.contains(' ') {
-                    trace
-                        .header
-                        .insert(key.to_string(), value.trim().to_string());
+                    let value = value.trim();
+                    // `Queue: 3 q8s`: a number and its name.
+                    let named = value
+                        .split_once(char::is_whitespace)
+                        .and_then(|(n, name)| Some((n.parse::<i64>().ok()?, name.trim())));
+                    match (key, named) {
+                        ("Queue", Some((n, name))) => {
+                            trace.queues.insert(n, name.to_string());
+                        }
+                        ("Partition", Some((n, name))) => {
+                            trace.partitions.insert(n, name.to_string());
+                        }
+                        _ => {}
+                    }
+                    trace.header.insert(key.to_string(), value.to_string());
                 }
             }
             continue;
@@ -201,6 +242,22 @@ mod tests {
             "requested, run"
         );
         assert_eq!((t.jobs[1].user, t.jobs[1].queue), (4, 2));
+    }
+
+    #[test]
+    fn queue_and_partition_names_and_the_start_time_come_from_the_header() {
+        let text = "; UnixStartTime: 820090437\n; Queue:  0  interactive\n\
+                    ; Queue:  3  q8s  \n; Partition:  2  batch\n\
+                    1 0 5 100 4 -1 -1 4 200 -1 1 3 2 -1 3 2 -1 -1\n";
+        let t = read(text.as_bytes(), "t.swf").unwrap();
+        assert_eq!(t.unix_start(), Some(820_090_437));
+        assert_eq!(t.queue_name(3), "q8s");
+        assert_eq!(t.queue_name(0), "interactive");
+        assert_eq!(t.queue_name(7), "7", "no name: the number");
+        assert_eq!(t.partition("batch"), Some(2));
+        assert_eq!(t.partition("2"), Some(2));
+        assert_eq!(t.partition("interactive"), None);
+        assert_eq!(t.jobs[0].partition, 2);
     }
 
     #[test]

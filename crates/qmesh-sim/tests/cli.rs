@@ -139,3 +139,68 @@ fn a_sweep_writes_one_row_per_pair_and_load() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("START <= END"));
 }
+
+/// The seed's SDSC Paragon, as its qmeshd configuration file.
+const PARAGON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../etc/examples/sdsc-paragon.toml"
+);
+
+#[test]
+fn a_site_configuration_gives_the_machine_queues_and_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("par.swf");
+    // Tuesday 2 January 1996, 10:00 in San Diego (prime time); the queues
+    // by the names of the log's header.
+    std::fs::write(
+        &trace,
+        "; UnixStartTime: 820605600\n; Queue: 2 q4s\n; Queue: 12 qf32m\n; Queue: 31 q320m\n\
+         1 0 -1 600 4 -1 -1 4 -1 -1 1 1 1 -1 2 2 -1 -1\n\
+         2 60 -1 3600 32 -1 -1 32 -1 -1 1 2 1 -1 12 2 -1 -1\n\
+         3 120 -1 600 320 -1 -1 320 -1 -1 1 3 1 -1 31 2 -1 -1\n",
+    )
+    .unwrap();
+    let csv = dir.path().join("jobs.csv");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--config", PARAGON])
+        .args(["--jobs-out", csv.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "job,submit,start,end,nodes,queue\n1,0,0,600,4,q4s\n2,60,60,3660,32,qf32m\n"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["nodes"], 368, "the three node sets of the seed");
+    assert_eq!(doc["policy"], "config");
+    // 320 nodes: no queue of the seed's takes it, nor does standby.
+    assert_eq!(doc["skipped_jobs"][0]["number"], 3);
+    assert_eq!(doc["skipped_jobs"][0]["kind"], "refused by the queues");
+
+    // A configuration with a mistake is named by file and key.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[queue]]\nname = \"q\"\nmax_nodes = \"many\"\n").unwrap();
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml") && err.contains("max_nodes"),
+        "{err}"
+    );
+    // The node sets are the file's: no --alloc beside it.
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--config", PARAGON])
+        .args(["--alloc", "nep"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap refuses the pair");
+}

@@ -1,0 +1,201 @@
+//! Schedules worked out by hand: EASY, FCFS, the ANL example, jobs cut at
+//! their requested time, spwhen's predictions.
+
+use super::*;
+use crate::swf;
+
+/// An SWF line: number, submit, run, procs, requested time.
+fn line(n: u64, submit: i64, run: i64, procs: i64, req: i64) -> String {
+    format!("{n} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 1 1 -1 1 -1 -1 -1\n")
+}
+
+fn starts(text: &str, policy: Policy) -> Vec<(u64, i64, i64)> {
+    let trace = swf::read(text.as_bytes(), "t.swf").unwrap();
+    let options = Options {
+        policy,
+        ..Options::default()
+    };
+    replay(&trace, &options)
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| (r.number, r.start, r.end))
+        .collect()
+}
+
+/// Four nodes. J2 needs all four and waits for J1; J3 fits in the two
+/// free nodes and ends before J1 does; J4 would not.
+fn easy_example() -> String {
+    let mut t = String::from("; MaxProcs: 4\n");
+    t += &line(1, 0, 100, 2, 100);
+    t += &line(2, 1, 50, 4, 50);
+    t += &line(3, 2, 50, 2, 50);
+    t += &line(4, 3, 200, 2, 200);
+    t
+}
+
+#[test]
+fn fcfs_lets_nothing_overtake() {
+    assert_eq!(
+        starts(&easy_example(), Policy::Fcfs),
+        [(1, 0, 100), (2, 100, 150), (3, 150, 200), (4, 150, 350)]
+    );
+}
+
+#[test]
+fn easy_and_conservative_backfill_what_delays_no_one() {
+    for policy in [Policy::Easy, Policy::Conservative] {
+        assert_eq!(
+            starts(&easy_example(), policy),
+            [(1, 0, 100), (2, 100, 150), (3, 2, 52), (4, 150, 350)],
+            "{policy:?}"
+        );
+    }
+}
+
+/// The ANL paper's queue (Lifka, "The ANL/IBM SP scheduling system"):
+/// 128 nodes, users A to H all waiting at once, minutes as given.
+fn anl(f_nodes: i64) -> String {
+    let mut t = String::from("; MaxNodes: 128\n");
+    let jobs = [
+        (32, 120),
+        (64, 60),
+        (24, 180),
+        (32, 120),
+        (16, 120),
+        (f_nodes, 480),
+        (4, 30),
+        (32, 120),
+    ];
+    for (i, (nodes, minutes)) in jobs.into_iter().enumerate() {
+        t += &line(i as u64 + 1, 0, minutes * 60, nodes, minutes * 60);
+    }
+    t
+}
+
+/// Start minutes of users A to H.
+fn start_minutes(text: &str, policy: Policy) -> Vec<i64> {
+    starts(text, policy)
+        .iter()
+        .map(|&(_, s, _)| s / 60)
+        .collect()
+}
+
+#[test]
+fn the_anl_example_by_hand() {
+    // Step 4: D is blocked until B ends at 60; G (4 nodes, 30 min) fits
+    // the 8 idle nodes and backfills; E and F cannot.
+    assert_eq!(
+        start_minutes(&anl(10), Policy::Easy),
+        [0, 0, 0, 60, 60, 60, 0, 120]
+    );
+    // With F at 8 nodes, F backfills for its 480 minutes: when B ends,
+    // 64 nodes come free, more than D needs. G then waits for B too.
+    assert_eq!(
+        start_minutes(&anl(8), Policy::Easy),
+        [0, 0, 0, 60, 60, 0, 60, 120]
+    );
+    // First come, first served: G waits behind D.
+    assert_eq!(
+        start_minutes(&anl(10), Policy::Fcfs),
+        [0, 0, 0, 60, 60, 60, 60, 120]
+    );
+}
+
+#[test]
+fn a_job_killed_at_its_requested_time_ends_there() {
+    let mut t = String::from("; MaxNodes: 2\n");
+    t += &line(1, 0, 300, 2, 100);
+    t += &line(2, 0, 10, 2, 10);
+    assert_eq!(
+        starts(&t, Policy::Easy),
+        [(1, 0, 100), (2, 100, 110)],
+        "run time cut at the requested 100 s"
+    );
+}
+
+#[test]
+fn jobs_that_cannot_be_replayed_are_counted_with_the_reason() {
+    let mut t = String::from("; MaxProcs: 4\n");
+    t += &line(1, 0, 10, 2, 10);
+    t += &line(2, 0, 10, 0, 10);
+    t += &line(3, 0, 10, 8, 10);
+    t += &line(4, 0, -1, 2, 10);
+    let trace = swf::read(t.as_bytes(), "t.swf").unwrap();
+    let r = replay(&trace, &Options::default()).unwrap();
+    assert_eq!(r.records.len(), 1);
+    let why: Vec<(u64, &str)> = r
+        .skipped
+        .iter()
+        .map(|s| (s.number, s.why.as_str()))
+        .collect();
+    assert_eq!(
+        why,
+        [
+            (2, "no processor count (fields 5 and 8)"),
+            (3, "larger than the machine"),
+            (4, "no run time (field 4)")
+        ]
+    );
+    let none = swf::read(line(1, 0, 1, 1, 1).as_bytes(), "t.swf").unwrap();
+    assert!(matches!(
+        replay(&none, &Options::default()),
+        Err(ReplayError::Machine(MachineError::NoSize))
+    ));
+}
+
+#[test]
+fn scaling_sizes_and_times() {
+    let mut t = String::from("; MaxProcs: 16\n");
+    t += &line(1, 0, 100, 3, 200);
+    let trace = swf::read(t.as_bytes(), "t.swf").unwrap();
+    let options = Options {
+        size_scale: 2.0,
+        round_pow2: true,
+        load_scale: 1.5,
+        ..Options::default()
+    };
+    let r = replay(&trace, &options).unwrap();
+    assert_eq!(r.records[0].nodes, 8, "3 × 2 = 6, rounded up to 8");
+    assert_eq!(r.records[0].end, 150, "100 s × 1.5");
+}
+
+mod prediction {
+    use super::*;
+    use crate::swf;
+
+    fn predicted(text: &str) -> Vec<(u64, i64, Option<i64>)> {
+        let trace = swf::read(text.as_bytes(), "t.swf").unwrap();
+        let options = Options {
+            policy: Policy::Conservative,
+            predict: true,
+            ..Options::default()
+        };
+        replay(&trace, &options)
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| (r.number, r.start, r.predicted))
+            .collect()
+    }
+
+    #[test]
+    fn exact_requests_give_exact_predictions_and_early_ends_early_starts() {
+        let line = |n, submit, run, procs, req| {
+            format!("{n} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 1 1 -1 1 -1 -1 -1\n")
+        };
+        let mut t = String::from("; MaxProcs: 4\n");
+        t += &line(1, 0, 100, 2, 100);
+        t += &line(2, 1, 50, 4, 50);
+        t += &line(3, 2, 50, 2, 50);
+        assert_eq!(
+            predicted(&t),
+            [(1, 0, Some(0)), (2, 100, Some(100)), (3, 2, Some(2))]
+        );
+        // J1 asked for 100 s and ends at 40: J2 was told 100, starts at 40.
+        let mut t = String::from("; MaxProcs: 4\n");
+        t += &line(1, 0, 40, 2, 100);
+        t += &line(2, 1, 50, 4, 50);
+        assert_eq!(predicted(&t), [(1, 0, Some(0)), (2, 40, Some(100))]);
+    }
+}
