@@ -144,6 +144,20 @@ pub struct ServerSection {
     pub kill_delay: Option<DurationSpec>,
     pub scheduler_iteration: Option<DurationSpec>,
     pub default_walltime: Option<DurationSpec>,
+    /// The scheduling policy (qmgr's server attributes of the same names):
+    /// fifo, priority_aging, hrn or fairshare.
+    pub job_order: Option<String>,
+    pub by_queue: Option<bool>,
+    /// Priority points per hour waited (priority_aging).
+    pub age_factor: Option<f64>,
+    /// Jobs above it hold nodes for themselves (SDSC blocking); 0: off.
+    pub block_priority: Option<f64>,
+    /// none, easy or conservative.
+    pub backfill: Option<String>,
+    /// Jobs a pass considers; 0: all.
+    pub search_depth: Option<u32>,
+    pub max_user_run: Option<u32>,
+    pub max_user_queued: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -321,6 +335,23 @@ impl Settings {
             &s.default_walltime,
             &mut server.default_walltime,
         )?;
+        // The policy takes qmgr's parsing and checks of the same attributes.
+        let policy: [(&str, Option<String>); 8] = [
+            ("job_order", s.job_order.clone()),
+            ("by_queue", s.by_queue.map(|v| v.to_string())),
+            ("age_factor", s.age_factor.map(|v| v.to_string())),
+            ("block_priority", s.block_priority.map(|v| v.to_string())),
+            ("backfill", s.backfill.clone()),
+            ("search_depth", s.search_depth.map(|v| v.to_string())),
+            ("max_user_run", s.max_user_run.map(|v| v.to_string())),
+            ("max_user_queued", s.max_user_queued.map(|v| v.to_string())),
+        ];
+        for (name, value) in policy {
+            if let Some(value) = value {
+                qmesh_core::qmgr::set_server_attr(&mut server, name, &value)
+                    .map_err(|why| invalid(format!("server.{name}"), why))?;
+            }
+        }
         if server.scheduler_iteration == 0 {
             return Err(invalid(
                 "server.scheduler_iteration".into(),
@@ -660,6 +691,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("node set \"x\" is not defined"), "{err}");
+    }
+
+    #[test]
+    fn the_scheduling_policy_comes_from_the_server_section_with_qmgrs_checks() {
+        let s = Settings::parse(
+            "[server]\njob_order = \"priority_aging\"\nage_factor = 2\n\
+             block_priority = 20.5\nbackfill = \"none\"\nby_queue = false\n",
+            "t",
+        )
+        .unwrap();
+        let server = &s.initial.server;
+        assert_eq!(server.job_order, qmesh_core::JobOrder::PriorityAging);
+        assert_eq!((server.age_factor, server.block_priority), (2.0, 20.5));
+        assert_eq!(server.backfill, qmesh_core::Backfill::None);
+        assert!(!server.by_queue);
+        let err = Settings::parse("[server]\nbackfill = \"eager\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "configuration t: server.backfill: \"eager\" is not a backfill mode; \
+             write none, easy or conservative"
+        );
     }
 
     const PIPE: &str = r#"

@@ -14,13 +14,16 @@ use chrono::{DateTime, Utc};
 use qmesh_core::node::{NodeDef, NodeSet, Topology};
 use qmesh_core::{Backfill, Caller, Config, JobOrder, Queue, Role, State};
 
-/// The scheduling policy replayed.
+/// The scheduling policy replayed. The classic three take jobs in the
+/// order they came, whatever their queues' priorities, and differ only in
+/// what may overtake the first job that cannot start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// First come, first served: nothing overtakes the first waiting job.
     Fcfs,
-    /// EASY backfilling: the first waiting job has a reservation.
+    /// EASY backfilling: the first waiting job has a reservation; a later
+    /// one starts if it does not delay it.
     Easy,
     /// Conservative backfilling: every waiting job has one.
     Conservative,
@@ -41,25 +44,27 @@ impl Policy {
 
     /// The server attributes that make the core's planner follow it.
     pub fn configure(self, config: &mut Config) {
+        let backfill = match self {
+            Policy::Fcfs => Backfill::None,
+            Policy::Easy => Backfill::Easy,
+            Policy::Conservative => Backfill::Conservative,
+            Policy::Config => return,
+        };
         let server = &mut config.server;
-        match self {
-            Policy::Fcfs => {
-                // Every job above block_priority: the first that cannot
-                // start blocks the rest (SDSC blocking), in submission order
-                // over all queues. With one queue, fifo takes it as it
-                // stands, no sort per pass.
-                server.backfill = Backfill::None;
-                server.job_order = JobOrder::Fifo;
-                server.by_queue = config.queues.len() <= 1;
-                server.block_priority = 0.5;
-                for q in config.queues.values_mut() {
-                    q.priority = 1;
-                }
-            }
-            Policy::Easy => server.backfill = Backfill::Easy,
-            Policy::Conservative => server.backfill = Backfill::Conservative,
-            Policy::Config => {}
+        server.backfill = backfill;
+        // Submission order over all queues: every queue of one priority,
+        // and with one queue fifo takes it as it stands, no sort per pass.
+        server.job_order = JobOrder::Fifo;
+        server.by_queue = config.queues.len() <= 1;
+        server.search_depth = 0;
+        for q in config.queues.values_mut() {
+            q.priority = 1;
+            q.period_priority.clear();
         }
+        // FCFS: every job is above block_priority, so the first that
+        // cannot start blocks the rest (SDSC blocking). Backfilling
+        // reserves for it instead.
+        server.block_priority = if self == Policy::Fcfs { 0.5 } else { 0.0 };
     }
 }
 

@@ -1,7 +1,7 @@
 //! `qmesh-sim --trace LOG.swf.gz --policy easy`: replays a workload log
 //! and prints what the schedule gave (see `qmesh_sim`).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use qmesh_sim::machine::{Alloc, Machine, Policy};
 use qmesh_sim::metrics::{Metrics, measure};
-use qmesh_sim::replay::{Options, Replay, replay};
+use qmesh_sim::replay::{Options, Replay, replay_with_progress};
 use qmesh_sim::sweep::{self, Pair};
 use qmesh_sim::swf;
 
@@ -139,8 +139,17 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(range) = &args.sweep {
         return run_sweep(&args, &trace, &options, range);
     }
+    // A bar on a terminal; nothing when stderr is piped.
+    let bar = std::io::stderr().is_terminal();
     let began = Instant::now();
-    let result = replay(&trace, &options)?;
+    let result = replay_with_progress(&trace, &options, |done, all| {
+        if bar {
+            draw_bar(done, all, "jobs submitted");
+        }
+    })?;
+    if bar {
+        eprint!("\r{:70}\r", "");
+    }
     let secs = began.elapsed().as_secs_f64();
     if let Some(path) = &args.jobs_out {
         write_jobs(path, &result).with_context(|| format!("write {}", path.display()))?;
@@ -277,13 +286,22 @@ fn single(args: &Args, alloc: Option<Alloc>) -> anyhow::Result<Machine> {
     Ok(Machine::Single { topology, nodes })
 }
 
+/// `[#####     ] 120/400 what` over the line before.
+fn draw_bar(done: usize, all: usize, what: &str) {
+    let width = 40 * done / all.max(1);
+    eprint!(
+        "\r[{}{}] {done}/{all} {what}",
+        "#".repeat(width),
+        " ".repeat(40 - width)
+    );
+}
+
 fn run_sweep(
     args: &Args,
     trace: &swf::Trace,
     options: &Options,
     range: &str,
 ) -> anyhow::Result<()> {
-    use std::io::IsTerminal;
     let loads = sweep::parse_range(range).map_err(anyhow::Error::msg)?;
     let mut pairs = if args.pairs.is_empty() {
         vec![Pair {
@@ -321,12 +339,7 @@ fn run_sweep(
         },
         |done, all| {
             if bar {
-                let width = 40 * done / all.max(1);
-                eprint!(
-                    "\r[{}{}] {done}/{all} points",
-                    "#".repeat(width),
-                    " ".repeat(40 - width)
-                );
+                draw_bar(done, all, "points");
             }
         },
     )

@@ -163,6 +163,16 @@ const STUCK_AFTER: i64 = 14 * 24 * 3600;
 
 /// Replays `trace` under `options`.
 pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
+    replay_with_progress(trace, options, |_, _| {})
+}
+
+/// [`replay`], telling `progress(submitted, to_submit)` as jobs arrive (at
+/// most a few hundred times).
+pub fn replay_with_progress(
+    trace: &Trace,
+    options: &Options,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Replay, ReplayError> {
     let mut state = build_state(
         &options.machine,
         options.policy,
@@ -202,6 +212,7 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     // When the calendar next turns, and when that was worked out.
     let mut wake: Option<(i64, Option<i64>)> = None;
     let mut last_progress = i64::MIN;
+    let tell_every = (planned.len() / 200).max(1);
     loop {
         let arrival = planned.get(next).map(|p| p.submit);
         let end = ends.peek().map(|Reverse((end, _))| *end);
@@ -256,6 +267,9 @@ pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
         let mut arrived = Vec::new();
         while let Some(p) = planned.get(next).filter(|p| p.submit <= now_s) {
             next += 1;
+            if next % tell_every == 0 || next == planned.len() {
+                progress(next, planned.len());
+            }
             last_progress = now_s;
             let caller = callers
                 .entry((p.user, p.group))

@@ -36,6 +36,10 @@ fn jobs_out_gives_each_jobs_schedule_and_json_the_measures() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        out.stderr.is_empty(),
+        "no progress bar when stderr is piped"
+    );
     assert_eq!(
         std::fs::read_to_string(&csv).unwrap(),
         "job,submit,start,end,nodes,queue\n1,0,0,100,2,1\n2,1,100,150,4,1\n3,2,2,52,2,2\n"

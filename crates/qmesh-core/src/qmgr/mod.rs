@@ -25,6 +25,16 @@ pub fn set_queue_attr(queue: &mut Queue, name: &str, value: &str) -> Result<(), 
     attrs::set_queue_named(queue, name, Op::Assign, value)
 }
 
+/// Sets one server attribute as qmgr would (`job_order = priority_aging`),
+/// for configuration read from elsewhere (the daemon's file).
+pub fn set_server_attr(
+    server: &mut crate::server::ServerAttrs,
+    name: &str,
+    value: &str,
+) -> Result<(), String> {
+    attrs::set_server(server, name, Op::Assign, value)
+}
+
 use crate::access::{Caller, Role};
 use crate::queue::{Queue, valid_queue_name};
 use crate::server::Config;
