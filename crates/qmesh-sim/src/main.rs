@@ -227,13 +227,21 @@ fn report(m: &Metrics) -> String {
     ));
     if let Some(p) = &m.predictions {
         out.push_str(&format!(
-            "  spwhen at submit {} jobs predicted, {} without: mean error {:.0} s, \
-             {:.1} % within 10 min, {:.1} % within 10 % of their wait\n",
+            "  spwhen at submit {} jobs predicted, {} without: mean error {:.0} s \
+             ({:+.0} s on average), {:.1} % within 10 min, {:.1} % within 10 % of their wait\n",
             p.predicted,
             p.without,
             p.mean_abs_error,
+            p.mean_error,
             p.within_10_min * 100.0,
             p.within_10_pct_of_wait * 100.0
+        ));
+        out.push_str(&format!(
+            "                   of the {} that waited: {:.1} % within 10 min, \
+             {:.1} % within 10 % of their wait\n",
+            p.waited,
+            p.waited_within_10_min * 100.0,
+            p.waited_within_10_pct_of_wait * 100.0
         ));
     }
     let table = |out: &mut String, title: &str, rows: Vec<(String, &qmesh_sim::metrics::Group)>| {

@@ -52,32 +52,51 @@ pub struct Predictions {
     pub without: usize,
     /// Mean of |predicted − actual start|, seconds.
     pub mean_abs_error: f64,
+    /// Mean of predicted − actual start: above 0, spwhen was pessimistic
+    /// (jobs ending before their wall time), below, optimistic (jobs that
+    /// came later overtook).
+    pub mean_error: f64,
     /// Share predicted within 10 minutes of their start.
     pub within_10_min: f64,
     /// Share predicted within 10 % of their wait (exactly, for no wait).
     pub within_10_pct_of_wait: f64,
+    /// The same two shares over the jobs that did not start at once (the
+    /// others are predicted exactly: they started in the pass that saw
+    /// them).
+    pub waited: usize,
+    pub waited_within_10_min: f64,
+    pub waited_within_10_pct_of_wait: f64,
 }
 
 /// The predictions' accuracy, if any were recorded.
 pub fn predictions(records: &[JobRecord]) -> Option<Predictions> {
+    // (job, signed error)
     let with: Vec<(&JobRecord, i64)> = records
         .iter()
-        .filter_map(|r| r.predicted.map(|p| (r, (p - r.start).abs())))
+        .filter_map(|r| r.predicted.map(|p| (r, p - r.start)))
         .collect();
     if with.is_empty() {
         return None;
     }
+    let share = |jobs: &[&(&JobRecord, i64)], test: &dyn Fn(&JobRecord, f64) -> bool| {
+        let hits = jobs.iter().filter(|(r, e)| test(r, e.abs() as f64)).count();
+        hits as f64 / jobs.len().max(1) as f64
+    };
+    let ten_min = |_: &JobRecord, e: f64| e <= 600.0;
+    let ten_pct = |r: &JobRecord, e: f64| e <= 0.1 * r.wait() as f64;
+    let all: Vec<&(&JobRecord, i64)> = with.iter().collect();
+    let waited: Vec<&(&JobRecord, i64)> = with.iter().filter(|(r, _)| r.wait() > 0).collect();
     let n = with.len() as f64;
     Some(Predictions {
         predicted: with.len(),
         without: records.len() - with.len(),
-        mean_abs_error: with.iter().map(|(_, e)| *e as f64).sum::<f64>() / n,
-        within_10_min: with.iter().filter(|(_, e)| *e <= 600).count() as f64 / n,
-        within_10_pct_of_wait: with
-            .iter()
-            .filter(|(r, e)| *e as f64 <= 0.1 * r.wait() as f64)
-            .count() as f64
-            / n,
+        mean_abs_error: with.iter().map(|(_, e)| e.abs() as f64).sum::<f64>() / n,
+        mean_error: with.iter().map(|(_, e)| *e as f64).sum::<f64>() / n,
+        within_10_min: share(&all, &ten_min),
+        within_10_pct_of_wait: share(&all, &ten_pct),
+        waited: waited.len(),
+        waited_within_10_min: share(&waited, &ten_min),
+        waited_within_10_pct_of_wait: share(&waited, &ten_pct),
     })
 }
 
@@ -197,5 +216,27 @@ mod tests {
         assert_eq!(m.by_queue["q1"].jobs, 2);
         assert!((m.by_queue["q1"].mean_wait - 99.0 / 2.0).abs() < 1e-12);
         assert!((m.by_size[&4].expansion - 149.0 / 50.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn predictions_by_hand() {
+        let with = |submit, start, predicted| JobRecord {
+            predicted: Some(predicted),
+            ..rec(submit, start, start + 100, 1, "q")
+        };
+        let records = [
+            with(0, 0, 0),           // started at once: exact
+            with(0, 1000, 1300),     // 300 s late: within 10 min, not 10 %
+            with(0, 10_000, 9500),   // 500 s early: within both
+            with(0, 10_000, 12_000), // 2000 s late: neither
+            rec(0, 50, 150, 1, "q"), // no prediction
+        ];
+        let p = predictions(&records).unwrap();
+        assert_eq!((p.predicted, p.without, p.waited), (4, 1, 3));
+        assert_eq!(p.mean_abs_error, (300.0 + 500.0 + 2000.0) / 4.0);
+        assert_eq!(p.mean_error, (300.0 - 500.0 + 2000.0) / 4.0);
+        assert_eq!((p.within_10_min, p.within_10_pct_of_wait), (0.75, 0.5));
+        assert_eq!(p.waited_within_10_min, 2.0 / 3.0);
+        assert_eq!(p.waited_within_10_pct_of_wait, 1.0 / 3.0);
     }
 }

@@ -146,20 +146,26 @@ pub fn sweep(
 pub fn csv(points: &[Point]) -> String {
     let mut out = String::from(
         "policy,alloc,load_scale,offered_load,utilization,mean_wait,median_wait,\
-         mean_bounded_slowdown,makespan,jobs,prediction_mae,within_10_min,within_10_pct\n",
+         mean_bounded_slowdown,makespan,jobs,prediction_mae,within_10_min,within_10_pct,\
+         prediction_bias,waited_within_10_min,waited_within_10_pct\n",
     );
     for p in points {
         let m = &p.metrics;
-        let (mae, ten_min, ten_pct) = match &m.predictions {
-            Some(pr) => (
-                format!("{:.1}", pr.mean_abs_error),
-                format!("{:.4}", pr.within_10_min),
-                format!("{:.4}", pr.within_10_pct_of_wait),
+        // spwhen's accuracy, when the sweep recorded it (--predict).
+        let predicted = match &m.predictions {
+            Some(pr) => format!(
+                "{:.1},{:.4},{:.4},{:.1},{:.4},{:.4}",
+                pr.mean_abs_error,
+                pr.within_10_min,
+                pr.within_10_pct_of_wait,
+                pr.mean_error,
+                pr.waited_within_10_min,
+                pr.waited_within_10_pct_of_wait
             ),
-            None => Default::default(),
+            None => ",,,,,".into(),
         };
         out.push_str(&format!(
-            "{},{},{:.3},{:.4},{:.4},{:.1},{:.1},{:.3},{},{},{mae},{ten_min},{ten_pct}\n",
+            "{},{},{:.3},{:.4},{:.4},{:.1},{:.1},{:.3},{},{},{predicted}\n",
             p.pair.policy.as_str(),
             p.pair.alloc.map_or("config", Alloc::as_str),
             p.load_scale,
