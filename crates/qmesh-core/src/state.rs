@@ -38,6 +38,9 @@ pub struct State {
     node_index: HashMap<String, usize>,
     /// Nodes up, per node set (kept by `set_host_up`).
     up_per_set: Vec<usize>,
+    /// Per node set, the largest job it can ever place (see
+    /// `node_sets::largest_jobs`).
+    largest_job: Vec<u32>,
     /// The free nodes and what each job holds, kept for the pass.
     occupancy: Occupancy,
     /// Hosts whose agent is connected (kept by `set_host_up`): nodes
@@ -155,6 +158,7 @@ impl State {
         Ok(State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
+            largest_job: node_sets::largest_jobs(&node_sets),
             occupancy,
             server_name: server_name.into(),
             config,
@@ -384,16 +388,21 @@ impl State {
         for i in self.sets_ever(q) {
             let set = &self.node_sets[i];
             let serves = set.attrs.satisfies(needs);
+            let largest = self.largest_job.get(i).copied().unwrap_or(0);
             if serves {
-                let n = set.nodes.len() as u32;
                 if set.topology == crate::node::Topology::Flat {
-                    flat += n;
+                    flat += largest;
                 } else {
-                    shaped = shaped.max(n);
+                    shaped = shaped.max(largest);
                 }
             }
+            let shape = if largest < set.nodes.len() as u32 {
+                format!(" (jobs of up to {largest} nodes)")
+            } else {
+                String::new()
+            };
             described.push(format!(
-                "{}: {} nodes, {}{}",
+                "{}: {} nodes{shape}, {}{}",
                 set.name,
                 set.nodes.len(),
                 set.attrs.describe(),

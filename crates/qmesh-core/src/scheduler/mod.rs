@@ -470,3 +470,5 @@ impl Scheduler {
 mod tests;
 #[cfg(test)]
 mod tests_node_sets;
+#[cfg(test)]
+mod tests_placed;

@@ -27,7 +27,7 @@ use super::order::{Ranked, ranked};
 use super::profile::{FOREVER, Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
-use crate::alloc::{self, Allocator, Part};
+use crate::alloc::{self, Allocator, Part, Placement};
 use crate::job::{Job, JobId, JobState};
 use crate::periods;
 use crate::server::Backfill;
@@ -50,6 +50,15 @@ pub(super) struct Planner<'a> {
     /// Per set, its topology's allocator holding what is taken now; `None`
     /// for a flat set, whose free nodes are simply counted.
     allocators: Vec<Option<Box<dyn Allocator>>>,
+    /// Per set with an allocator, when the nodes of its running jobs (and
+    /// of this pass's starts) come back: the end and the set's own node
+    /// indices. A reservation there is placed on the allocator as it will
+    /// be then (see `reserve_placed`).
+    releases: Vec<Vec<(Secs, Vec<u32>)>>,
+    /// Per set with an allocator, the reservations placed there:
+    /// `[start, end)` and their nodes. A job started now keeps off the
+    /// nodes of those it would still be running at.
+    placed: Vec<Vec<(Secs, Secs, Vec<u32>)>>,
     /// Index in `State::nodes` of each set's first node.
     base: Vec<usize>,
     /// Per queue (in the configuration's name order): what it may do now.
@@ -94,6 +103,24 @@ impl<'a> Planner<'a> {
             }
         }
         let (allocators, base) = allocators_of(state);
+        let mut shaped_releases: Vec<Vec<(Secs, Vec<u32>)>> = vec![Vec::new(); sets.len()];
+        if allocators.iter().any(Option::is_some) {
+            let nodes = state.nodes();
+            for (&id, held) in &occupancy.held {
+                let end = state
+                    .job(id)
+                    .map_or(now_s + 1, |job| expected_end(job, now_s, attrs.kill_delay));
+                for &(set, _) in held.up_in.iter().filter(|(s, _)| allocators[*s].is_some()) {
+                    let local: Vec<u32> = held
+                        .nodes
+                        .iter()
+                        .filter(|&&i| nodes[i].set == set && nodes[i].up)
+                        .map(|&i| (i - base[set]) as u32)
+                        .collect();
+                    shaped_releases[set].push((end, local));
+                }
+            }
+        }
         let profiles: Vec<Profile> = occupancy
             .free_in
             .iter()
@@ -120,6 +147,8 @@ impl<'a> Planner<'a> {
             free_in: occupancy.free_in.clone(),
             up,
             allocators,
+            releases: shaped_releases,
+            placed: vec![Vec::new(); sets.len()],
             base,
             queues,
             user_running: HashMap::new(),
@@ -357,6 +386,8 @@ impl<'a> Planner<'a> {
     fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Now {
         let now = self.now_s;
         let mut unplaceable = false;
+        // A placement exists, but only on nodes a reservation needs.
+        let mut in_the_way = false;
         // Ties go to the set first in the queue's (or node group's) order.
         let mut shaped: Vec<(usize, usize)> = sets
             .iter()
@@ -376,13 +407,18 @@ impl<'a> Planner<'a> {
             if self.free_in[s] < size || self.profiles[s].min_over(now, end) < size as i64 {
                 continue;
             }
-            let Some(placement) = self.allocators[s]
-                .as_mut()
-                .and_then(|a| a.allocate(n as u32))
-            else {
-                unplaceable = true;
-                continue;
+            let placement = match self.allocate_clear_of_reservations(s, n as u32, end) {
+                Placed::Yes(placement) => placement,
+                Placed::InTheWay => {
+                    in_the_way = true;
+                    continue;
+                }
+                Placed::No => {
+                    unplaceable = true;
+                    continue;
+                }
             };
+            self.releases[s].push((end, placement.nodes.clone()));
             let base = self.base[s];
             let mut nodes: Vec<usize> =
                 placement.nodes.iter().map(|&i| base + i as usize).collect();
@@ -407,7 +443,7 @@ impl<'a> Planner<'a> {
             })
             .collect();
         if caps.iter().map(|(_, c)| c).sum::<usize>() < n {
-            return if unplaceable {
+            return if unplaceable && !in_the_way {
                 Now::NoPlacement
             } else {
                 Now::NoRoom
@@ -444,8 +480,10 @@ impl<'a> Planner<'a> {
     }
 
     /// Reserves the earliest window of `n` nodes for `wall` seconds in one
-    /// of the sets; returns its start. A job that could not be placed now is not reserved before the free
-    /// nodes next change (`later`): its count fits now, its shape does not.
+    /// of the sets; returns its start. On a set with a topology the window
+    /// is placed (`reserve_placed`). On a flat set it is counted, and a job
+    /// that could not be placed now elsewhere is not reserved before the
+    /// free nodes next change (`later`).
     ///
     /// With `cuts` (per set, when the queue's jobs there are ended), only a
     /// window that ends by its set's cut is taken.
@@ -458,7 +496,8 @@ impl<'a> Planner<'a> {
         cuts: Option<&[Secs]>,
     ) -> Option<Time> {
         let now = self.now_s;
-        let mut best: Option<(Secs, usize, i64)> = None;
+        // (start, set, size, the placed nodes on a set with a topology)
+        let mut best: Option<(Secs, usize, i64, Option<Vec<u32>>)> = None;
         for &s in sets {
             // A topology may round the request up (a torus: a power of two).
             let size = match &self.allocators[s] {
@@ -471,27 +510,132 @@ impl<'a> Planner<'a> {
             if (self.up[s] as i64) < size {
                 continue;
             }
-            let mut from = self.hint(s, size, wall).max(now);
-            if later {
-                match self.profiles[s].next_after(now) {
-                    Some(next) => from = from.max(next),
-                    None => continue,
+            let cut = cuts.map(|cuts| cuts[s]);
+            let found = if self.allocators[s].is_some() {
+                self.reserve_placed(s, n, size, wall, cut)
+                    .map(|(t, nodes)| (t, Some(nodes)))
+            } else {
+                let mut from = self.hint(s, size, wall).max(now);
+                if later {
+                    match self.profiles[s].next_after(now) {
+                        Some(next) => from = from.max(next),
+                        None => continue,
+                    }
                 }
-            }
-            if let Some(t) = self.profiles[s].earliest(from, wall, size)
-                && cuts.is_none_or(|cuts| t.saturating_add(wall) <= cuts[s])
-                && best.is_none_or(|b| (t, s) < (b.0, b.1))
+                self.profiles[s]
+                    .earliest(from, wall, size)
+                    .filter(|&t| cut.is_none_or(|cut| t.saturating_add(wall) <= cut))
+                    .map(|t| (t, None))
+            };
+            if let Some((t, nodes)) = found
+                && best.as_ref().is_none_or(|b| (t, s) < (b.0, b.1))
             {
-                best = Some((t, s, size));
+                best = Some((t, s, size, nodes));
             }
         }
-        let (start, s, n) = best?;
-        self.profiles[s].add(start, start.saturating_add(wall), -n);
-        if !later {
+        let (start, s, n, nodes) = best?;
+        let end = start.saturating_add(wall);
+        self.profiles[s].add(start, end, -n);
+        match nodes {
+            Some(nodes) => self.placed[s].push((start, end, nodes)),
             // Not a lower bound for others when it was pushed past `now`.
-            self.hints[s].entry(n).or_default().insert(wall, start);
+            None if !later => {
+                self.hints[s].entry(n).or_default().insert(wall, start);
+            }
+            None => {}
         }
         chrono::DateTime::from_timestamp(start, 0)
+    }
+
+    /// The earliest window of set `s` (which has a topology) where `n`
+    /// nodes can be placed for `wall` seconds, ending by `cut`: its start
+    /// and nodes. Counting is not enough there: the nodes free at a time
+    /// may be scattered. So at each instant the profile allows, the set's
+    /// allocator is taken as it will be then (the jobs that end by then
+    /// gone, the reservations of the window in place) and asked for a
+    /// placement; jobs started now keep off its nodes if they would still
+    /// run then (`allocate_clear_of_reservations`), so it is not delayed.
+    fn reserve_placed(
+        &mut self,
+        s: usize,
+        n: u32,
+        size: i64,
+        wall: Secs,
+        cut: Option<Secs>,
+    ) -> Option<(Secs, Vec<u32>)> {
+        let mut t = self.now_s;
+        loop {
+            t = self.profiles[s].earliest(t, wall, size)?;
+            let end = t.saturating_add(wall);
+            if cut.is_some_and(|cut| end > cut) {
+                return None;
+            }
+            // Where it can, on nodes busy now: those free now stay free
+            // for jobs to start on (backfilling, or later passes).
+            if t > self.now_s {
+                let mut busy_first = self.allocator_at(s, t, end)?;
+                let from = self.base[s];
+                let free_now: Vec<u32> = self
+                    .free
+                    .ones(from, from + self.state.node_sets()[s].nodes.len())
+                    .map(|i| (i - from) as u32)
+                    .collect();
+                occupy(busy_first.as_mut(), &free_now);
+                if let Some(placement) = busy_first.allocate(n) {
+                    return Some((t, placement.nodes));
+                }
+            }
+            if let Some(placement) = self.allocator_at(s, t, end)?.allocate(n) {
+                return Some((t, placement.nodes));
+            }
+            t = self.profiles[s].next_after(t)?;
+        }
+    }
+
+    /// Set `s`'s allocator as it will be over `[t, until)`: the nodes of
+    /// jobs that end by `t` given back, those of the reservations placed
+    /// in the window taken.
+    fn allocator_at(&self, s: usize, t: Secs, until: Secs) -> Option<Box<dyn Allocator>> {
+        let mut allocator = self.allocators[s].as_ref()?.boxed_clone();
+        for (end, nodes) in &self.releases[s] {
+            if *end <= t {
+                allocator.release(nodes);
+            }
+        }
+        for (from, to, nodes) in &self.placed[s] {
+            if *from < until && t < *to {
+                occupy(allocator.as_mut(), nodes);
+            }
+        }
+        Some(allocator)
+    }
+
+    /// Places `n` nodes now on set `s` for a job that runs until `end`,
+    /// off the nodes of every reservation placed there that begins before
+    /// it ends.
+    fn allocate_clear_of_reservations(&mut self, s: usize, n: u32, end: Secs) -> Placed {
+        let now = self.now_s;
+        let Some(allocator) = self.allocators[s].as_mut() else {
+            return Placed::No;
+        };
+        let in_the_way: Vec<&Vec<u32>> = self.placed[s]
+            .iter()
+            .filter(|(from, to, _)| *from < end && now < *to)
+            .map(|(_, _, nodes)| nodes)
+            .collect();
+        if in_the_way.is_empty() {
+            return allocator.allocate(n).map_or(Placed::No, Placed::Yes);
+        }
+        let mut clear = allocator.boxed_clone();
+        for nodes in in_the_way {
+            occupy(clear.as_mut(), nodes);
+        }
+        match clear.allocate(n) {
+            Some(placement) if allocator.occupy(&placement.nodes).is_ok() => Placed::Yes(placement),
+            Some(_) => Placed::No,
+            None if allocator.boxed_clone().allocate(n).is_some() => Placed::InTheWay,
+            None => Placed::No,
+        }
     }
 
     /// The latest start of a reservation made in set `s` for a job no
@@ -593,6 +737,24 @@ pub(super) enum Stop {
     At(JobId),
     /// Until no other job could start (the starts, for the simulator).
     NothingStarts,
+}
+
+/// What a set with a topology answered for a job to start now.
+enum Placed {
+    Yes(Placement),
+    /// It could be placed, but only on nodes a reservation needs.
+    InTheWay,
+    No,
+}
+
+/// Takes `nodes` on `allocator`: together if it can (as they were placed),
+/// else those still free one by one.
+fn occupy(allocator: &mut dyn Allocator, nodes: &[u32]) {
+    if allocator.occupy(nodes).is_err() {
+        for &node in nodes {
+            let _ = allocator.occupy(&[node]);
+        }
+    }
 }
 
 /// What `start_now` found.

@@ -57,6 +57,24 @@ pub(super) fn index_nodes(
     Ok((nodes, node_index))
 }
 
+/// Per set, the largest job it can ever place: all its nodes when flat,
+/// else the largest request its topology's allocator can give (a 2×6
+/// torus places subtori of up to 8 nodes, not 12).
+pub(super) fn largest_jobs(sets: &[NodeSet]) -> Vec<u32> {
+    sets.iter()
+        .map(|set| {
+            let all = set.nodes.len() as u32;
+            match crate::alloc::for_topology(&set.topology) {
+                Ok(Some(allocator)) => (1..=all)
+                    .rev()
+                    .find(|&n| allocator.size_for(n).is_some_and(|size| size <= all))
+                    .unwrap_or(0),
+                _ => all,
+            }
+        })
+        .collect()
+}
+
 impl State {
     /// The node sets of the daemon's file: the first of
     /// [`State::node_sets`]. qmgr does not change them.
@@ -105,6 +123,7 @@ impl State {
         self.nodes = nodes;
         self.node_index = node_index;
         self.up_per_set = up_per_set;
+        self.largest_job = largest_jobs(&self.node_sets);
         self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
         warnings
     }
