@@ -16,8 +16,10 @@
 //! only on sets it would not outlast there, and reserves only windows that
 //! end in time; a queue outside its periods starts nothing.
 //!
-//! Counting nodes is exact for flat node sets; topology-aware placement of
-//! future reservations comes with the allocators of meshes and tori.
+//! Counting nodes is exact for flat node sets. On a mesh or torus the
+//! nodes free at a time may be scattered, so a reservation there is also
+//! placed on the set's allocator as it will be then, and jobs started now
+//! keep off its nodes (see `reserve_placed`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -511,11 +513,15 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let cut = cuts.map(|cuts| cuts[s]);
-            let found = if self.allocators[s].is_some() {
-                self.reserve_placed(s, n, size, wall, cut)
+            let mut from = self.hint(s, size, wall).max(now);
+            // Placing costs a copy of the allocator per instant tried; past
+            // the first reservations of a set (conservative backfilling
+            // with a long queue) they are counted, as estimates.
+            let placed = self.allocators[s].is_some() && self.placed[s].len() < PLACED_PER_SET;
+            let found = if placed {
+                self.reserve_placed(s, n, size, wall, from, cut)
                     .map(|(t, nodes)| (t, Some(nodes)))
             } else {
-                let mut from = self.hint(s, size, wall).max(now);
                 if later {
                     match self.profiles[s].next_after(now) {
                         Some(next) => from = from.max(next),
@@ -536,13 +542,13 @@ impl<'a> Planner<'a> {
         let (start, s, n, nodes) = best?;
         let end = start.saturating_add(wall);
         self.profiles[s].add(start, end, -n);
-        match nodes {
-            Some(nodes) => self.placed[s].push((start, end, nodes)),
-            // Not a lower bound for others when it was pushed past `now`.
-            None if !later => {
-                self.hints[s].entry(n).or_default().insert(wall, start);
-            }
-            None => {}
+        // Not a lower bound for others when it was counted and pushed past
+        // `now`.
+        if nodes.is_some() || !later {
+            self.hints[s].entry(n).or_default().insert(wall, start);
+        }
+        if let Some(nodes) = nodes {
+            self.placed[s].push((start, end, nodes));
         }
         chrono::DateTime::from_timestamp(start, 0)
     }
@@ -561,53 +567,54 @@ impl<'a> Planner<'a> {
         n: u32,
         size: i64,
         wall: Secs,
+        from: Secs,
         cut: Option<Secs>,
     ) -> Option<(Secs, Vec<u32>)> {
-        let mut t = self.now_s;
+        // The set's allocator as time goes on: running jobs give their
+        // nodes back in the order they end.
+        let mut future = self.allocators[s].as_ref()?.boxed_clone();
+        let mut ending: Vec<&(Secs, Vec<u32>)> = self.releases[s].iter().collect();
+        ending.sort_by_key(|(end, _)| *end);
+        let mut ended = 0;
+        let first = self.base[s];
+        let free_now: Vec<u32> = self
+            .free
+            .ones(first, first + self.state.node_sets()[s].nodes.len())
+            .map(|i| (i - first) as u32)
+            .collect();
+        let mut t = from;
         loop {
             t = self.profiles[s].earliest(t, wall, size)?;
             let end = t.saturating_add(wall);
             if cut.is_some_and(|cut| end > cut) {
                 return None;
             }
+            while let Some((_, nodes)) = ending.get(ended).filter(|(end, _)| *end <= t) {
+                future.release(nodes);
+                ended += 1;
+            }
+            // The reservations of the window hold their nodes.
+            let mut then = future.boxed_clone();
+            for (_, _, nodes) in self.placed[s]
+                .iter()
+                .filter(|(from, to, _)| *from < end && t < *to)
+            {
+                occupy(then.as_mut(), nodes);
+            }
             // Where it can, on nodes busy now: those free now stay free
             // for jobs to start on (backfilling, or later passes).
-            if t > self.now_s {
-                let mut busy_first = self.allocator_at(s, t, end)?;
-                let from = self.base[s];
-                let free_now: Vec<u32> = self
-                    .free
-                    .ones(from, from + self.state.node_sets()[s].nodes.len())
-                    .map(|i| (i - from) as u32)
-                    .collect();
+            if t > self.now_s && !free_now.is_empty() {
+                let mut busy_first = then.boxed_clone();
                 occupy(busy_first.as_mut(), &free_now);
                 if let Some(placement) = busy_first.allocate(n) {
                     return Some((t, placement.nodes));
                 }
             }
-            if let Some(placement) = self.allocator_at(s, t, end)?.allocate(n) {
+            if let Some(placement) = then.allocate(n) {
                 return Some((t, placement.nodes));
             }
             t = self.profiles[s].next_after(t)?;
         }
-    }
-
-    /// Set `s`'s allocator as it will be over `[t, until)`: the nodes of
-    /// jobs that end by `t` given back, those of the reservations placed
-    /// in the window taken.
-    fn allocator_at(&self, s: usize, t: Secs, until: Secs) -> Option<Box<dyn Allocator>> {
-        let mut allocator = self.allocators[s].as_ref()?.boxed_clone();
-        for (end, nodes) in &self.releases[s] {
-            if *end <= t {
-                allocator.release(nodes);
-            }
-        }
-        for (from, to, nodes) in &self.placed[s] {
-            if *from < until && t < *to {
-                occupy(allocator.as_mut(), nodes);
-            }
-        }
-        Some(allocator)
     }
 
     /// Places `n` nodes now on set `s` for a job that runs until `end`,
@@ -738,6 +745,10 @@ pub(super) enum Stop {
     /// Until no other job could start (the starts, for the simulator).
     NothingStarts,
 }
+
+/// Reservations placed per set with a topology in one pass; the rest are
+/// counted (see `reserve`).
+const PLACED_PER_SET: usize = 32;
 
 /// What a set with a topology answered for a job to start now.
 enum Placed {
