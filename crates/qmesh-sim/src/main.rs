@@ -360,9 +360,15 @@ fn run_sweep(
             .trace
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let title = match args.dims.is_empty() {
-            true => name,
-            false => format!(
+        let title = match (&args.config, args.dims.is_empty()) {
+            (Some(config), _) => format!(
+                "{name} on {}",
+                config
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            ),
+            (None, true) => name,
+            (None, false) => format!(
                 "{name} on {}",
                 args.dims
                     .iter()
