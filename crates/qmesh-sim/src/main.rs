@@ -14,6 +14,10 @@ use qmesh_sim::replay::{Options, Replay, replay_with_progress};
 use qmesh_sim::sweep::{self, Pair};
 use qmesh_sim::swf;
 
+/// See Cargo.toml: the replay allocates and frees all the time.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Replay a Standard Workload Format trace through qmesh's scheduler.
 ///
 /// The machine is one flat node set of the trace's MaxProcs (or MaxNodes)
