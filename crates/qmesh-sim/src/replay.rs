@@ -209,29 +209,26 @@ pub fn replay_with_progress(
     let mut passes = 0;
     let mut callers: HashMap<(i64, i64), Caller> = HashMap::new();
     let mut finished = 0usize;
-    // When the calendar next turns, and when that was worked out.
+    // When the calendar next turns after `clock` (the instant last
+    // replayed), and when that was worked out.
     let mut wake: Option<(i64, Option<i64>)> = None;
+    let mut clock = i64::MIN;
     let mut last_progress = i64::MIN;
     let tell_every = (planned.len() / 200).max(1);
     loop {
         let arrival = planned.get(next).map(|p| p.submit);
         let end = ends.peek().map(|Reverse((end, _))| *end);
         let turn = if state.pending_count() > 0 {
-            let now_s = arrival
-                .into_iter()
-                .chain(end)
-                .min()
-                .unwrap_or(last_progress);
             let stale = match wake {
                 None => true,
-                Some((_, Some(t))) => t <= now_s,
+                Some((_, Some(t))) => t <= clock,
                 // Nothing within the calendar's horizon: look again later.
-                Some((at, None)) => now_s - at > 24 * 3600,
+                Some((at, None)) => clock - at > 24 * 3600,
             };
             if stale {
                 let t =
-                    next_calendar_change(&state, at(base + now_s)).map(|t| t.timestamp() - base);
-                wake = Some((now_s, t));
+                    next_calendar_change(&state, at(base + clock)).map(|t| t.timestamp() - base);
+                wake = Some((clock, t));
             }
             wake.and_then(|(_, t)| t)
         } else {
@@ -243,6 +240,7 @@ pub fn replay_with_progress(
             (None, Some(w)) if w <= last_progress.saturating_add(STUCK_AFTER) => w,
             (None, _) => break,
         };
+        clock = now_s;
         let now = at(base + now_s);
         while let Some(&Reverse((end, id))) = ends.peek() {
             if end > now_s {

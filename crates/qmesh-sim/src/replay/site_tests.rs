@@ -84,6 +84,7 @@ fn jobs_go_to_their_queues_else_the_default_and_wait_for_their_period() {
     t += &line(2, 0, 600, 4, 600, 1, 2); // too big for small: standby
     t += &line(3, 100, 900, 1, 900, 9, 2); // queue 9 is not the site's: standby
     t += &line(4, 12 * 3600, 600, 1, 600, 2, 2); // night: at 20:00
+    t += &line(5, 22 * 3600, 600, 1, 600, 1, 2); // after the turn
     let trace = swf::read(t.as_bytes(), "t.swf").unwrap();
     let r = replay(&trace, &site_options()).unwrap();
     assert_eq!(
@@ -92,8 +93,9 @@ fn jobs_go_to_their_queues_else_the_default_and_wait_for_their_period() {
             (1, "small", 0, 600),
             (2, "standby", 0, 600),
             (3, "standby", 100, 1000),
-            // Nothing happens between noon and 20:00 but the calendar.
+            // Nothing happens between noon and 22:00 but the calendar.
             (4, "night", 20 * 3600, 20 * 3600 + 600),
+            (5, "small", 22 * 3600, 22 * 3600 + 600),
         ]
     );
     assert_eq!(r.nodes, 8);
