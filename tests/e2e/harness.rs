@@ -43,6 +43,7 @@ pub fn bin(name: &str) -> &'static str {
         "sprelease" => env!("CARGO_BIN_EXE_sprelease"),
         "sphelp" => env!("CARGO_BIN_EXE_sphelp"),
         "getjid" => env!("CARGO_BIN_EXE_getjid"),
+        "pbsnodes" => env!("CARGO_BIN_EXE_pbsnodes"),
         "spusage" => env!("CARGO_BIN_EXE_spusage"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),

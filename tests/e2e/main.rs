@@ -10,6 +10,7 @@ mod examples;
 mod harness;
 mod jobs;
 mod node_sets;
+mod node_states;
 mod periods;
 mod pipe;
 mod qmgr;

@@ -163,6 +163,7 @@ mod tests {
             up: true,
             job_id: job.into(),
             job_owner: if job.is_empty() { "" } else { "alice" }.into(),
+            ..NodeInfo::default()
         }
     }
 

@@ -17,6 +17,7 @@ pub mod output;
 pub mod spview;
 
 pub mod getjid;
+pub mod pbsnodes;
 pub mod qdel;
 pub mod qhold;
 pub mod qmgr;

@@ -38,6 +38,9 @@ pub struct Args {
     /// Show queues instead of jobs; names restrict the list.
     #[arg(short = 'Q')]
     pub queues: bool,
+    /// Under each job, the nodes it runs on (PBS's -n).
+    #[arg(short = 'n')]
+    pub nodes: bool,
     /// Include finished jobs still in the history.
     #[arg(short = 'x')]
     pub finished: bool,
@@ -89,7 +92,9 @@ async fn run(args: Args) -> Result<bool, CliError> {
             include_finished: args.finished,
         };
         let (reply, errors) = fetch_jobs(&mut jobs_client, request).await?;
-        (Box::new(JobListing::new(reply, args.full)), errors)
+        let mut listing = JobListing::new(reply, args.full);
+        listing.show_nodes = args.nodes;
+        (Box::new(listing), errors)
     };
     output::emit(listing.as_ref(), json)
         .map_err(|e| CliError::msg(format!("cannot write the listing: {e}")))?;

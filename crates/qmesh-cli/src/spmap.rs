@@ -134,6 +134,7 @@ mod tests {
             up,
             job_id: job.into(),
             job_owner: if job.is_empty() { "" } else { "alice" }.into(),
+            ..NodeInfo::default()
         }
     }
 

@@ -271,6 +271,38 @@ pub fn merge_sets(
 /// start copies one name per node (a 1,024-node job, 1,024 names).
 pub type NodeName = std::sync::Arc<str>;
 
+/// What an administrator has said of a node (`qmgr -c "set node n7 state
+/// = offline"`, `pbsnodes -o n7`): it takes no new job, and the jobs it
+/// runs go on. NCAR repaired one machine this way without bringing the
+/// cluster down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdminState {
+    /// Out of service (PBS's offline).
+    Offline,
+    /// To leave service once its jobs end (Slurm's drain): it shows as
+    /// drained when they have.
+    Draining,
+}
+
+impl AdminState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdminState::Offline => "offline",
+            AdminState::Draining => "draining",
+        }
+    }
+}
+
+/// An administrator's mark on a node, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeMark {
+    pub state: AdminState,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+}
+
 /// A node at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -282,11 +314,35 @@ pub struct Node {
     pub up: bool,
     /// The job holding it, if any.
     pub job: Option<JobId>,
+    /// An administrator took it out of service (see [`AdminState`]).
+    pub admin: Option<AdminState>,
 }
 
 impl Node {
+    /// Up and in service: it may take jobs, now or when its job ends.
+    pub fn usable(&self) -> bool {
+        self.up && self.admin.is_none()
+    }
+
+    /// Usable and holding no job.
     pub fn is_free(&self) -> bool {
-        self.up && self.job.is_none()
+        self.usable() && self.job.is_none()
+    }
+
+    /// As pbsnodes says it: `down` (no agent), `offline`, `draining`
+    /// (jobs still on it), `drained`, `job-busy` or `free`; a node both
+    /// down and marked is `down,offline` or `down,draining`.
+    pub fn state_name(&self) -> &'static str {
+        match (self.up, self.admin, self.job) {
+            (false, None, _) => "down",
+            (false, Some(AdminState::Offline), _) => "down,offline",
+            (false, Some(AdminState::Draining), _) => "down,draining",
+            (true, Some(AdminState::Offline), _) => "offline",
+            (true, Some(AdminState::Draining), Some(_)) => "draining",
+            (true, Some(AdminState::Draining), None) => "drained",
+            (true, None, Some(_)) => "job-busy",
+            (true, None, None) => "free",
+        }
     }
 }
 

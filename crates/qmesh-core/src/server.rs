@@ -179,6 +179,11 @@ pub struct Config {
     /// Planned shutdown windows by name (`qmgr -c "create shutdown maint"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub shutdowns: BTreeMap<String, Shutdown>,
+    /// Nodes an administrator took out of service, by node name (`qmgr -c
+    /// "set node n7 state = offline"`). Kept with the configuration, so a
+    /// restart keeps them out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_marks: BTreeMap<String, crate::node::NodeMark>,
 }
 
 fn is_default_calendar(calendar: &Calendar) -> bool {

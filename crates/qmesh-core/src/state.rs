@@ -36,7 +36,8 @@ pub struct State {
     file_sets: usize,
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
-    /// Nodes up, per node set (kept by `set_host_up`).
+    /// Nodes usable (up and in service), per node set (kept by
+    /// `set_host_up` and `apply_node_marks`).
     up_per_set: Vec<usize>,
     /// Per node set, the largest job it can ever place (see
     /// `node_sets::largest_jobs`).
@@ -155,7 +156,7 @@ impl State {
         let occupancy = Occupancy::of(&nodes, node_sets.len());
         let mut accounting = Accounting::default();
         accounting.configure(&config);
-        Ok(State {
+        let mut state = State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
             largest_job: node_sets::largest_jobs(&node_sets),
@@ -172,7 +173,9 @@ impl State {
             active: BTreeSet::new(),
             dependents: HashMap::default(),
             next_id: 1,
-        })
+        };
+        state.apply_node_marks();
+        Ok(state)
     }
 
     /// Puts back jobs loaded from the store. Active jobs take their nodes
@@ -226,13 +229,18 @@ impl State {
     /// warnings (qmgr refuses the changes that would cause them).
     pub fn set_config(&mut self, mut config: Config) -> Vec<String> {
         let mut warnings = Vec::new();
-        if config.node_sets != self.config.node_sets {
+        let sets_changed = config.node_sets != self.config.node_sets;
+        let marks_changed = config.node_marks != self.config.node_marks;
+        if sets_changed {
             let (sets, dropped) = crate::node::merge_sets(self.file_sets(), &mut config);
             warnings = dropped;
             warnings.extend(self.replace_node_sets(sets));
         }
         self.accounting.configure(&config);
         self.config = config;
+        if sets_changed || marks_changed {
+            self.apply_node_marks();
+        }
         warnings
     }
 
@@ -778,9 +786,9 @@ impl State {
             if node.up != up {
                 node.up = up;
                 changed = true;
-                if up {
+                if node.admin.is_none() && up {
                     self.up_per_set[node.set] += 1;
-                } else {
+                } else if node.admin.is_none() {
                     self.up_per_set[node.set] -= 1;
                 }
             }
@@ -975,9 +983,13 @@ impl State {
             return Err("the per-user and per-group job counters are off".into());
         }
         for (set, up) in self.up_per_set.iter().enumerate() {
-            let counted = self.nodes.iter().filter(|n| n.set == set && n.up).count();
+            let counted = self
+                .nodes
+                .iter()
+                .filter(|n| n.set == set && n.usable())
+                .count();
             if counted != *up {
-                return Err(format!("node set {set}: {up} up counted, {counted} up"));
+                return Err(format!("node set {set}: {up} usable counted, {counted} usable"));
             }
         }
         for node in &self.nodes {
@@ -1217,5 +1229,48 @@ pub(crate) mod tests {
         };
         let err = State::new("s", Config::default(), vec![mesh]).unwrap_err();
         assert!(err.to_string().contains("lists 1 nodes"), "{err}");
+    }
+
+    #[test]
+    fn offline_nodes_take_no_job_and_draining_ones_keep_theirs() {
+        use crate::node::{AdminState, NodeMark};
+        use crate::scheduler::Scheduler;
+        let mut s = state(3);
+        let running = submit(&mut s, 1000, 1);
+        s.start(running, &[2], t(1)).unwrap();
+        let mut config = s.config().clone();
+        let mark = |state| NodeMark {
+            state,
+            comment: "repair".into(),
+        };
+        config.node_marks.insert("n0".into(), mark(AdminState::Offline));
+        config.node_marks.insert("n2".into(), mark(AdminState::Draining));
+        s.set_config(config);
+        s.check_invariants().unwrap();
+        assert_eq!(s.nodes()[0].state_name(), "offline");
+        assert_eq!(s.nodes()[2].state_name(), "draining");
+        // Two single-node jobs: only n1 is usable.
+        let a = submit(&mut s, 1000, 1);
+        let b = submit(&mut s, 1000, 1);
+        let starts = Scheduler.pass(&s, t(2)).starts;
+        assert_eq!(starts.len(), 1, "{starts:?}");
+        assert_eq!((starts[0].job, starts[0].nodes.clone()), (a, vec![1]));
+        s.start(a, &[1], t(2)).unwrap();
+        // The draining node's job ends: the node is drained, not free.
+        s.finish(running, exited(0), t(3)).unwrap();
+        assert_eq!(s.nodes()[2].state_name(), "drained");
+        assert!(Scheduler.pass(&s, t(4)).starts.is_empty());
+        // A job as large as the set still waits for the nodes to return.
+        let big = submit(&mut s, 1000, 3);
+        assert!(Scheduler.pass(&s, t(4)).starts.is_empty());
+        // Back in service: b runs on n0 or n2.
+        let mut config = s.config().clone();
+        config.node_marks.clear();
+        s.set_config(config);
+        s.check_invariants().unwrap();
+        let starts = Scheduler.pass(&s, t(5)).starts;
+        assert_eq!(starts.len(), 1);
+        assert_eq!(starts[0].job, b);
+        let _ = big;
     }
 }

@@ -16,6 +16,8 @@ pub struct JobListing {
     pub jobs: Vec<JobInfo>,
     /// `-f`: the full form instead of the table.
     pub full: bool,
+    /// `-n`: under each job of the table, the nodes it runs on.
+    pub show_nodes: bool,
 }
 
 impl JobListing {
@@ -30,6 +32,7 @@ impl JobListing {
             time,
             jobs: reply.jobs,
             full,
+            show_nodes: false,
         }
     }
 
@@ -83,7 +86,28 @@ impl Output for JobListing {
                 ]
             })
             .collect();
-        output::table(&COLUMNS, &rows)
+        let table = output::table(&COLUMNS, &rows);
+        if !self.show_nodes {
+            return table;
+        }
+        // PBS's -n: the job's line, then its nodes joined by '+'.
+        let mut lines = table.lines();
+        let mut out = String::new();
+        for header in lines.by_ref().take(2) {
+            out.push_str(header);
+            out.push('\n');
+        }
+        for (line, job) in lines.zip(&self.jobs) {
+            out.push_str(line);
+            out.push_str("\n   ");
+            if job.exec_nodes.is_empty() {
+                out.push_str("--");
+            } else {
+                out.push_str(&job.exec_nodes.join("+"));
+            }
+            out.push('\n');
+        }
+        out
     }
 
     fn json(&self) -> Tree {
@@ -431,6 +455,7 @@ mod tests {
             time: T0 + 1000,
             jobs: vec![running(), queued()],
             full: false,
+            show_nodes: false,
         };
         assert_eq!(
             listing.text(),
@@ -444,12 +469,30 @@ Job ID    Name             User  Queue Nodes Walltime S  Elapsed
     }
 
     #[test]
+    fn dash_n_puts_each_jobs_nodes_under_it() {
+        let listing = JobListing {
+            server: "server".into(),
+            time: T0 + 1000,
+            jobs: vec![running(), queued()],
+            full: false,
+            show_nodes: true,
+        };
+        let text = listing.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].starts_with("17.server"), "{text}");
+        assert_eq!(lines[3], "   n1+n2+n3");
+        assert!(lines[4].starts_with("18.server"), "{text}");
+        assert_eq!(lines[5], "   --");
+    }
+
+    #[test]
     fn nothing_to_list_prints_nothing() {
         let listing = JobListing {
             server: "server".into(),
             time: T0,
             jobs: vec![],
             full: false,
+            show_nodes: false,
         };
         assert_eq!(listing.text(), "");
     }
@@ -461,6 +504,7 @@ Job ID    Name             User  Queue Nodes Walltime S  Elapsed
             time: T0 + 1000,
             jobs: vec![finished()],
             full: false,
+            show_nodes: false,
         };
         let doc: serde_json::Value =
             serde_json::from_str(&serde_json::to_string(&listing.json()).unwrap()).unwrap();

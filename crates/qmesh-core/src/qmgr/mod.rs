@@ -8,6 +8,7 @@ mod account;
 mod attrs;
 mod calendar;
 mod lex;
+mod node;
 mod node_group;
 mod node_set;
 mod parse;
@@ -76,6 +77,7 @@ pub fn run(
         }
         apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
         if cmd.action.changes() {
+            node::forget_missing(config, state);
             validate(config, state).map_err(fail)?;
             outcome.applied += 1;
         }
@@ -271,6 +273,9 @@ fn apply(
         | Action::UnsetNodeSet(..)
         | Action::ListNodeSet(..) => {
             node_set::apply(action, config, state, outcome)?;
+        }
+        Action::SetNode(..) | Action::UnsetNode(..) | Action::ListNode(..) => {
+            node::apply(action, config, state, outcome)?;
         }
         Action::SetCalendar(..) | Action::UnsetCalendar(..) | Action::ListCalendar => {
             calendar::apply(action, config, outcome)?;

@@ -71,6 +71,9 @@ pub enum Action {
     UnsetNodeSet(Vec<String>, Vec<String>),
     /// Empty: all node sets, the daemon file's and qmgr's.
     ListNodeSet(Vec<String>),
+    SetNode(Vec<String>, Vec<Assignment>),
+    UnsetNode(Vec<String>, Vec<String>),
+    ListNode(Vec<String>),
     SetCalendar(Vec<Assignment>),
     UnsetCalendar(Vec<String>),
     ListCalendar,
@@ -108,6 +111,8 @@ impl Action {
                 | Action::UnsetNodeSet(..)
                 | Action::SetCalendar(..)
                 | Action::UnsetCalendar(..)
+                | Action::SetNode(..)
+                | Action::UnsetNode(..)
         ) || matches!(self, Action::Shutdown(s) if s.changes())
     }
 }
@@ -256,13 +261,9 @@ impl Parser {
                 }
             }
             "node_set" | "node_sets" | "ns" => self.node_set_command(verb),
-            "n" | "node" | "nodes" => Err(
-                "nodes belong to node sets: create node_set NAME nodes = \"n1,n2\", host = HOST \
-                 (or the daemon's configuration file)"
-                    .into(),
-            ),
+            "n" | "node" | "nodes" => self.node_command(verb),
             other => Err(format!(
-                "unknown object \"{other}\"; objects: server, queue, account, node_group, \
+                "unknown object \"{other}\"; objects: server, queue, account, node, node_group, \
                  node_set, calendar, shutdown (and set per_request)"
             )),
         }
@@ -402,6 +403,31 @@ impl Parser {
             _ => {
                 return Err(
                     "accounts are printed by print server; use list account to see one".into(),
+                );
+            }
+        })
+    }
+
+    fn node_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list" | "p" | "print") {
+            return Err("name the node: set node n7 state = offline".into());
+        }
+        Ok(match verb {
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set node NAME state = offline".into());
+                }
+                Action::SetNode(names, attrs)
+            }
+            "u" | "unset" => Action::UnsetNode(names, self.attribute_names()?),
+            "l" | "list" | "p" | "print" => Action::ListNode(names),
+            _ => {
+                return Err(
+                    "nodes belong to node sets: create node_set NAME nodes = \"n1,n2\", host = HOST \
+                     (or the daemon's configuration file); set node NAME state = offline takes one out"
+                        .into(),
                 );
             }
         })

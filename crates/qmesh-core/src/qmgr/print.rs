@@ -112,6 +112,7 @@ pub fn print_server(config: &Config) -> String {
     }
     out.push_str(&super::account::print(config));
     out.push_str(&super::shutdown::print(config));
+    out.push_str(&super::node::print(config));
     out
 }
 
@@ -170,6 +171,8 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   set [s] node_set NAME attr = value (nodes += n16, host = H2, ...)\n\
               \x20   unset [u] node_set NAME mem|ncpus|features   delete [d] node_set NAME\n\
               \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
+              \x20   set [s] node NAME state = offline|draining|free [, comment = \"why\"]\n\
+              \x20   unset [u] node NAME state   list [l] node [NAME]  (operators; see pbsnodes)\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\

@@ -116,7 +116,7 @@ impl<'a> Planner<'a> {
                     let local: Vec<u32> = held
                         .nodes
                         .iter()
-                        .filter(|&&i| nodes[i].set == set && nodes[i].up)
+                        .filter(|&&i| nodes[i].set == set && nodes[i].usable())
                         .map(|&i| (i - base[set]) as u32)
                         .collect();
                     shaped_releases[set].push((end, local));
@@ -801,7 +801,7 @@ fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>)
         if allocators[node.set].is_none() || node.is_free() {
             continue;
         }
-        let owner = if node.up { node.job } else { None };
+        let owner = if node.usable() { node.job } else { None };
         taken[node.set]
             .entry(owner)
             .or_default()

@@ -51,6 +51,7 @@ pub(super) fn index_nodes(
                 set: set_idx,
                 up: up(def),
                 job: None,
+                admin: None,
             });
         }
     }
@@ -76,6 +77,26 @@ pub(super) fn largest_jobs(sets: &[NodeSet]) -> Vec<u32> {
 }
 
 impl State {
+    /// Gives each node the administrator's mark of the configuration (or
+    /// none), then counts the usable nodes again and rebuilds who holds
+    /// what: a node out of service takes no job, and gives back none when
+    /// its job ends.
+    pub(super) fn apply_node_marks(&mut self) {
+        for node in &mut self.nodes {
+            node.admin = self
+                .config
+                .node_marks
+                .get(&*node.name)
+                .map(|mark| mark.state);
+        }
+        let mut usable = vec![0; self.node_sets.len()];
+        for node in self.nodes.iter().filter(|n| n.usable()) {
+            usable[node.set] += 1;
+        }
+        self.up_per_set = usable;
+        self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
+    }
+
     /// The node sets of the daemon's file: the first of
     /// [`State::node_sets`]. qmgr does not change them.
     pub fn file_sets(&self) -> &[NodeSet] {

@@ -105,7 +105,7 @@ impl Occupancy {
         };
         for (i, node) in nodes.iter().enumerate() {
             match node.job {
-                None if node.up => {
+                None if node.usable() => {
                     occupancy.free.set(i, true);
                     occupancy.free_in[node.set] += 1;
                 }
@@ -146,7 +146,7 @@ impl Occupancy {
             return Vec::new();
         };
         for &i in &held.nodes {
-            if nodes[i].up {
+            if nodes[i].usable() {
                 self.free.set(i, true);
                 self.free_in[nodes[i].set] += 1;
             }
@@ -155,12 +155,12 @@ impl Occupancy {
     }
 }
 
-/// Counts of the up nodes among `indices`, per set (in set order).
+/// Counts of the usable nodes among `indices`, per set (in set order).
 fn up_in(nodes: &[Node], indices: &[usize]) -> Vec<(usize, usize)> {
     let mut counts: Vec<(usize, usize)> = Vec::new();
     for &i in indices {
         let node = &nodes[i];
-        if !node.up {
+        if !node.usable() {
             continue;
         }
         match counts.iter_mut().find(|(s, _)| *s == node.set) {

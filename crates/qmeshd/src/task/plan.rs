@@ -299,6 +299,13 @@ impl SchedulerTask {
                 up: node.up,
                 job_id: job.map(|j| j.id.full(server)).unwrap_or_default(),
                 job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
+                state: node.state_name().to_string(),
+                comment: state
+                    .config()
+                    .node_marks
+                    .get(&*node.name)
+                    .map(|m| m.comment.clone())
+                    .unwrap_or_default(),
             }
         };
         let host_ok =
