@@ -5,6 +5,7 @@
 mod accounts;
 mod agents;
 mod bad_input;
+mod cluster;
 mod depend;
 mod examples;
 mod harness;

@@ -144,3 +144,49 @@ fn a_job_its_agent_lost_is_requeued_if_rerunnable_and_failed_if_not() {
     assert_eq!(info.exit_status, Some(-2), "{info:?}");
     assert!(info.comment.contains("lost"), "{}", info.comment);
 }
+
+#[test]
+fn restarting_the_daemon_during_100_running_jobs_loses_none_and_runs_none_twice() {
+    let config = r#"
+[agents]
+local = true
+
+[server]
+default_queue = "batch"
+
+[[queue]]
+name = "batch"
+
+[[node_set]]
+name = "many"
+count = 100
+host = "localhost"
+"#;
+    let mut d = Daemon::start_with(Some(config));
+    let started = d.fifo("started");
+    d.script(
+        "hold.sh",
+        "#!/bin/sh\necho $QMESH_JOBID > started\n\
+         while [ ! -e go ]; do sleep 0.5; done\necho $QMESH_JOBID >> runs.log\n",
+    );
+    let mut ids: Vec<String> = (0..100).map(|_| d.qsub(&["hold.sh"])).collect();
+    let mut up = crate::cluster::read_lines(&d, &started, 100);
+    up.sort();
+    ids.sort();
+    assert_eq!(up, ids, "all 100 run at once");
+
+    d.kill9();
+    d.spawn();
+    std::fs::write(d.work.join("go"), "").unwrap();
+    for id in &ids {
+        let info = d.wait_job(id);
+        assert_eq!(info.exit_status, Some(0), "{id}: {info:?}");
+    }
+    let runs = std::fs::read_to_string(d.work.join("runs.log")).unwrap();
+    let mut runs: Vec<&str> = runs.lines().collect();
+    runs.sort();
+    assert_eq!(runs, ids, "each job ran to its end exactly once");
+    for id in &ids {
+        assert_eq!(d.job_json(id)["run_count"], 1, "{id} was started again");
+    }
+}

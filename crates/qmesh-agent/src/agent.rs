@@ -11,6 +11,7 @@ use tracing::info;
 
 use crate::cli::Cli;
 use crate::error::{AgentError, Result};
+use crate::joined::{Hooks, Joined};
 use crate::session::{self, SessionConfig};
 use crate::spool::Spool;
 use crate::supervise::Supervisor;
@@ -47,13 +48,25 @@ pub fn run(cli: Cli) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| AgentError::io("start the async runtime in", "/", e))?;
-    let outcome = runtime.block_on(serve(cfg, spool));
+    let hooks = Hooks {
+        prologue: cli.prologue,
+        epilogue: cli.epilogue,
+    };
+    for path in [&hooks.prologue, &hooks.epilogue].into_iter().flatten() {
+        if !path.is_file() {
+            return Err(AgentError::Config(format!(
+                "the prologue or epilogue {} is not a file; give its full path",
+                path.display()
+            )));
+        }
+    }
+    let outcome = runtime.block_on(serve(cfg, spool, hooks));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
 }
 
-async fn serve(cfg: SessionConfig, spool: Spool) -> Result<()> {
+async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks) -> Result<()> {
     let mut term =
         signal(SignalKind::terminate()).map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
     let mut int =
@@ -66,10 +79,11 @@ async fn serve(cfg: SessionConfig, spool: Spool) -> Result<()> {
         "agent starting"
     );
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let joined = Joined::open(spool.root(), hooks, tx.clone())?;
     let sup = Supervisor::new(spool, tx);
     sup.adopt_all()?;
     tokio::select! {
-        () = session::run_forever(&cfg, &sup, &mut events) => {}
+        () = session::run_forever(&cfg, &sup, &joined, &mut events) => {}
         _ = term.recv() => info!("SIGTERM: stopping; jobs keep running under their shepherds"),
         _ = int.recv() => info!("SIGINT: stopping; jobs keep running under their shepherds"),
     }

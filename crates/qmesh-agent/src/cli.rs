@@ -41,6 +41,16 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub cluster_key_file: Option<PathBuf>,
 
+    /// The site's prologue: run as root, with the job id, user and group
+    /// as arguments, when a job launched on another host joins this one.
+    /// A failure ends the job.
+    #[arg(long, value_name = "PROGRAM")]
+    pub prologue: Option<PathBuf>,
+
+    /// The site's epilogue: run like the prologue when such a job leaves.
+    #[arg(long, value_name = "PROGRAM")]
+    pub epilogue: Option<PathBuf>,
+
     /// What to log, to stderr: error, warn, info, debug, trace, or a
     /// tracing filter such as "qmesh_agent=debug,info".
     #[arg(long, value_name = "FILTER", default_value = "info")]

@@ -7,6 +7,8 @@
 //! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
 //! - [`session`]: one session with the daemon, and the reconnect loop.
 //! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
+//! - [`joined`]: jobs launched on another host that hold nodes here;
+//!   the site's prologue and epilogue.
 //! - [`signals`]: signals for a running job, through the spool to its shepherd.
 //! - [`spool`]: the per-job directories, the agent's only memory.
 //! - [`lock`]: one agent per spool.
@@ -25,6 +27,7 @@ pub mod cli;
 pub mod env;
 pub mod error;
 pub mod exec;
+pub mod joined;
 pub mod lock;
 pub mod plan;
 pub mod procfs;

@@ -18,6 +18,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::error::{AgentError, Result};
+use crate::joined::Joined;
 use crate::shepherd::now;
 use crate::supervise::{Event, Supervisor};
 
@@ -71,6 +72,7 @@ impl Default for Backoff {
 pub async fn run_forever(
     cfg: &SessionConfig,
     sup: &Supervisor,
+    joined: &Joined,
     events: &mut UnboundedReceiver<Event>,
 ) {
     let mut backoff = Backoff::new();
@@ -78,7 +80,7 @@ pub async fn run_forever(
     let mut last_failure = String::new();
     loop {
         let mut welcomed = false;
-        let outcome = session(cfg, sup, events, &mut welcomed).await;
+        let outcome = session(cfg, sup, joined, events, &mut welcomed).await;
         if welcomed {
             backoff.reset();
             last_failure.clear();
@@ -113,6 +115,7 @@ async fn send(tx: &mpsc::Sender<v1::AgentMessage>, kind: agent_message::Kind) ->
 async fn session(
     cfg: &SessionConfig,
     sup: &Supervisor,
+    joined: &Joined,
     events: &mut UnboundedReceiver<Event>,
     welcomed: &mut bool,
 ) -> Result<()> {
@@ -137,6 +140,7 @@ async fn session(
         running: state.running.clone(),
         finished: state.finished.iter().map(|r| r.to_proto()).collect(),
         cluster_key: cfg.cluster_key.clone(),
+        joined: joined.jobs(),
     };
     let (tx, rx) = mpsc::channel(64);
     send(&tx, agent_message::Kind::Hello(hello)).await?;
@@ -183,7 +187,7 @@ async fn session(
     loop {
         tokio::select! {
             received = inbound.message() => match received {
-                Ok(Some(msg)) => handle(msg, sup, &tx, &mut reported).await?,
+                Ok(Some(msg)) => handle(msg, sup, joined, &tx, &mut reported).await?,
                 Ok(None) => return Ok(()),
                 Err(status) => return Err(AgentError::stream(&status)),
             },
@@ -198,6 +202,7 @@ async fn session(
 async fn handle(
     msg: v1::DaemonMessage,
     sup: &Supervisor,
+    joined: &Joined,
     tx: &mpsc::Sender<v1::AgentMessage>,
     reported: &mut HashSet<u64>,
 ) -> Result<()> {
@@ -234,6 +239,8 @@ async fn handle(
             // host reports its own end.
             reported.remove(&ack.job);
         }
+        Some(daemon_message::Kind::Join(order)) => joined.join(order),
+        Some(daemon_message::Kind::Leave(order)) => joined.leave(order.job, order.reason),
         Some(daemon_message::Kind::Welcome(_)) => warn!("a second Welcome in one session; ignored"),
         None => debug!("an empty message from the daemon; ignored"),
     }
@@ -252,6 +259,7 @@ async fn forward(
                 send(tx, agent_message::Kind::Started(started)).await?;
             }
         }
+        Event::Joined(answer) => send(tx, agent_message::Kind::Joined(answer)).await?,
         Event::Finished(result) => {
             if reported.insert(result.job) {
                 send(tx, agent_message::Kind::Finished(result.to_proto())).await?;

@@ -35,6 +35,8 @@ const ADOPTED_POLL: Duration = Duration::from_millis(500);
 pub enum Event {
     Started { job: u64, pid: i32, time: i64 },
     Finished(JobResult),
+    /// A job launched elsewhere joined here (see `joined`).
+    Joined(v1::JobJoined),
 }
 
 /// What the spool says, for a Hello.

@@ -102,6 +102,11 @@ pub struct AgentsSection {
     pub local_host: String,
     #[serde(default = "ten")]
     pub heartbeat_secs: u32,
+    /// Seconds a host's agent may stay away (disconnected, or silent for
+    /// three heartbeats) before its jobs are given up: requeued if
+    /// rerunnable, else failed. An agent back sooner finds its jobs again.
+    #[serde(default = "sixty")]
+    pub lost_after_secs: u32,
     /// A file whose content agents must present.
     pub cluster_key_file: Option<PathBuf>,
     /// Path to the qmesh-agent binary; default: next to qmeshd.
@@ -116,6 +121,10 @@ fn ten() -> u32 {
     10
 }
 
+fn sixty() -> u32 {
+    60
+}
+
 impl Default for AgentsSection {
     fn default() -> Self {
         AgentsSection {
@@ -123,6 +132,7 @@ impl Default for AgentsSection {
             local: false,
             local_host: localhost(),
             heartbeat_secs: ten(),
+            lost_after_secs: sixty(),
             cluster_key_file: None,
             agent_bin: None,
         }
@@ -268,6 +278,7 @@ pub struct Settings {
     pub local_agent: bool,
     pub local_host: String,
     pub heartbeat_secs: u32,
+    pub lost_after_secs: u32,
     pub cluster_key_file: Option<PathBuf>,
     pub agent_bin: Option<PathBuf>,
     /// The server attributes and queues a new store starts with.
@@ -474,6 +485,7 @@ impl Settings {
             local_agent: file.agents.local,
             local_host: file.agents.local_host,
             heartbeat_secs: file.agents.heartbeat_secs.max(1),
+            lost_after_secs: file.agents.lost_after_secs.max(1),
             cluster_key_file: file.agents.cluster_key_file,
             agent_bin: file.agents.agent_bin,
             initial: config,

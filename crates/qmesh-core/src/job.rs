@@ -216,7 +216,7 @@ impl JobExit {
             ),
             ExitCause::Deleted => format!("job deleted while running; {how}"),
             ExitCause::LaunchFailed => String::from("job could not be started"),
-            ExitCause::Lost => String::from("job lost: its agent did not know it"),
+            ExitCause::Lost => String::from("job lost"),
         };
         if !self.message.is_empty() {
             line.push_str(": ");

@@ -28,6 +28,9 @@ pub struct ServerAttrs {
     pub job_history_duration: u64,
     /// Seconds between SIGTERM and SIGKILL when a job is killed.
     pub kill_delay: u64,
+    /// Whether a job that names no `qsub -r` may be rerun when its node
+    /// is lost (requeued rather than failed).
+    pub default_rerunnable: bool,
     /// Seconds between scheduling passes when nothing else prompts one.
     pub scheduler_iteration: u64,
     /// Wall time, in seconds, of a job that names none and whose queue has
@@ -135,6 +138,7 @@ impl Default for ServerAttrs {
             operators: Vec::new(),
             job_history_duration: 14 * 24 * 3600,
             kill_delay: 30,
+            default_rerunnable: true,
             scheduler_iteration: 10,
             default_walltime: 3600,
             job_order: JobOrder::Fifo,

@@ -809,6 +809,38 @@ impl State {
     }
 
     /// Active jobs whose agent is this host.
+    /// The distinct hosts of a job's nodes, in node order: the first is
+    /// the host that launches it, the others join it.
+    pub fn job_hosts(&self, job: &Job) -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        for name in &job.exec_nodes {
+            if let Some(node) = self.node_by_name(name)
+                && !hosts.contains(&node.host)
+            {
+                hosts.push(node.host.clone());
+            }
+        }
+        hosts
+    }
+
+    /// Active jobs holding nodes on `host` that another host launched.
+    pub fn jobs_joining_host(&self, host: &str) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = self
+            .nodes
+            .iter()
+            .filter(|n| n.host == host)
+            .filter_map(|n| n.job)
+            .filter(|&id| {
+                self.jobs
+                    .get(&id)
+                    .is_some_and(|job| self.job_host(job) != Some(host))
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     pub fn jobs_on_host(&self, host: &str) -> Vec<JobId> {
         self.active_jobs()
             .filter(|job| self.job_host(job) == Some(host))

@@ -162,7 +162,9 @@ impl Submission {
             stdout_path,
             stderr_path,
             join_output: self.join_output,
-            rerunnable: self.rerunnable.unwrap_or(true),
+            rerunnable: self
+                .rerunnable
+                .unwrap_or(config.server.default_rerunnable),
             submit_host: self.submit_host,
             holds,
             state: if holds.any() {
@@ -377,6 +379,19 @@ mod tests {
         assert_eq!(job.stderr_path, "/home/alice/run.sh.e17");
         assert_eq!(job.state, JobState::Queued);
         assert!(job.rerunnable);
+        let mut site = config();
+        site.server.default_rerunnable = false;
+        let reach = |_: &str, _: &NodeNeeds| Reach {
+            nodes: 16,
+            sets: String::new(),
+        };
+        let job = basic().into_job(JobId(18), &alice(), &site, reach, now()).unwrap();
+        assert!(!job.rerunnable, "the server's default_rerunnable");
+        let asked = Submission {
+            rerunnable: Some(true),
+            ..basic()
+        };
+        assert!(asked.into_job(JobId(19), &alice(), &site, reach, now()).unwrap().rerunnable);
     }
 
     #[test]

@@ -191,6 +191,7 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
         store.clone() as Arc<dyn Store>,
         task::TaskSettings {
             heartbeat_secs: settings.heartbeat_secs,
+            lost_after: Duration::from_secs(settings.lost_after_secs.into()),
             pass_interval: Duration::from_millis(settings.pass_interval_ms),
             daemon_uid: uid,
             cluster_key,

@@ -42,6 +42,7 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("resources_default.walltime", &["default_walltime"]),
     ("job_history_duration", &[]),
     ("kill_delay", &[]),
+    ("default_rerunnable", &["rerunnable"]),
     ("scheduler_iteration", &[]),
     ("job_order", &["job_sort", "sort_by"]),
     ("by_queue", &["queue_priority_first"]),
@@ -404,6 +405,7 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "resources_default.walltime" => s.default_walltime = parse_secs(name, value)?,
         "job_history_duration" => s.job_history_duration = parse_secs(name, value)?,
         "kill_delay" => s.kill_delay = parse_secs(name, value)?,
+        "default_rerunnable" => s.default_rerunnable = parse_bool(name, value)?,
         "scheduler_iteration" => {
             let secs = parse_secs(name, value)?;
             if secs == 0 {
@@ -459,6 +461,7 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "resources_default.walltime" => s.default_walltime = d.default_walltime,
         "job_history_duration" => s.job_history_duration = d.job_history_duration,
         "kill_delay" => s.kill_delay = d.kill_delay,
+        "default_rerunnable" => s.default_rerunnable = d.default_rerunnable,
         "scheduler_iteration" => s.scheduler_iteration = d.scheduler_iteration,
         "job_order" => s.job_order = d.job_order,
         "by_queue" => s.by_queue = d.by_queue,
@@ -508,6 +511,11 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(&'static str, String, bool)> {
             "kill_delay",
             s.kill_delay.to_string(),
             s.kill_delay != d.kill_delay,
+        ),
+        (
+            "default_rerunnable",
+            s.default_rerunnable.to_string(),
+            s.default_rerunnable != d.default_rerunnable,
         ),
         (
             "scheduler_iteration",

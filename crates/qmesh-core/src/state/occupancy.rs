@@ -201,8 +201,8 @@ mod tests {
             prop_assert_eq!(bits.ones(from, to).collect::<Vec<_>>(), expected.clone());
             let taken = bits.take_first(from, to, k);
             prop_assert_eq!(&taken[..], &expected[..k.min(expected.len())]);
-            for i in 0..len {
-                prop_assert_eq!(bits.get(i), plain[i] && !taken.contains(&i));
+            for (i, &was) in plain.iter().enumerate().take(len) {
+                prop_assert_eq!(bits.get(i), was && !taken.contains(&i));
             }
         }
     }

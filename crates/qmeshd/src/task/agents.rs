@@ -87,6 +87,7 @@ impl SchedulerTask {
             self.sessions.remove(&old.session);
         }
         self.sessions.insert(session, host.clone());
+        self.away.remove(&host);
         self.state.set_host_up(&host, true);
         self.dirty = true;
         let _ = reply.send(Ok(()));
@@ -99,10 +100,14 @@ impl SchedulerTask {
         );
 
         let finished: HashSet<u64> = hello.finished.iter().map(|f| f.job).collect();
+        let running: HashSet<u64> = hello.running.iter().copied().collect();
+        // Old runs the agent no longer has (its spool was wiped) are over.
+        if let Some(stale) = self.stale.get_mut(&host) {
+            stale.retain(|id| running.contains(&id.0) || finished.contains(&id.0));
+        }
         for report in &hello.finished {
             self.job_finished(&host, report);
         }
-        let running: HashSet<u64> = hello.running.iter().copied().collect();
         for id in self.state.jobs_on_host(&host) {
             if finished.contains(&id.0) {
                 continue;
@@ -118,7 +123,7 @@ impl SchedulerTask {
                 continue;
             }
             match self.launches.get(&id) {
-                Some(Launch::AwaitingDurable) => {}
+                Some(Launch::AwaitingDurable | Launch::Joining) => {}
                 Some(Launch::Ready) => self.launch(id),
                 _ if exiting => {
                     self.finish_unlaunched(id, "job deleted; its agent no longer ran it");
@@ -146,8 +151,10 @@ impl SchedulerTask {
                 job = id,
                 host, "the agent runs a job the daemon does not place there; killing it"
             );
+            self.mark_stale(&host, JobId(*id));
             self.kill(&host, JobId(*id), "the daemon does not run this job here");
         }
+        self.reconcile_joins(&host, &hello.joined);
     }
 
     pub(super) fn agent_said(&mut self, session: u64, message: v1::agent_message::Kind) {
@@ -164,6 +171,7 @@ impl SchedulerTask {
                 debug!(job = s.job, pid = s.pid, host, "job process started");
             }
             v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
+            v1::agent_message::Kind::Joined(j) => self.joined(&host, &j),
             v1::agent_message::Kind::Hello(_) => {
                 warn!(host, "a second hello in one session; ignored");
             }
@@ -186,9 +194,18 @@ impl SchedulerTask {
     }
 
     fn job_finished(&mut self, host: &str, report: &v1::JobFinished) {
+        let id = JobId(report.job);
+        if self.stale_report(host, id) {
+            self.send(
+                host,
+                v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }),
+            );
+            return;
+        }
         let (exit, end) = convert::job_exit(report);
+        let exit = self.given_up_exit(id, exit);
         self.finish(
-            JobId(report.job),
+            id,
             exit,
             end.unwrap_or_else(Utc::now),
             Some(host.to_string()),

@@ -12,6 +12,7 @@
 
 mod admin;
 mod agents;
+mod hosts;
 mod jobs;
 mod period_end;
 mod plan;
@@ -19,7 +20,7 @@ mod qmove;
 mod signal;
 mod usage;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,8 @@ use plan::LastPlan;
 #[derive(Clone, Debug)]
 pub struct TaskSettings {
     pub heartbeat_secs: u32,
+    /// How long a host's agent may be away before its jobs are lost.
+    pub lost_after: Duration,
     pub pass_interval: Duration,
     /// The uid the daemon runs as: a manager, like root.
     pub daemon_uid: u32,
@@ -55,6 +58,8 @@ enum Launch {
     AwaitingDurable,
     /// Durable, but its agent was not connected: send when it comes.
     Ready,
+    /// Waiting for the other hosts of the job to join it (prologues).
+    Joining,
     /// Sent to the agent.
     Sent,
 }
@@ -78,6 +83,17 @@ pub struct SchedulerTask {
     waiters: HashMap<JobId, Vec<Reply<v1::JobInfo>>>,
     agents: HashMap<String, AgentLink>,
     sessions: HashMap<u64, String>,
+    /// Hosts holding active jobs whose agent is away, and since when.
+    away: HashMap<String, Instant>,
+    /// Jobs being ended from outside (a lost host they joined, a failed
+    /// prologue): killed where they were launched; the end report counts
+    /// as this cause and reason.
+    giving_up: HashMap<JobId, (qmesh_core::ExitCause, String)>,
+    /// Per host, jobs whose old run there has not confirmed its end.
+    stale: HashMap<String, HashSet<JobId>>,
+    /// Per job spanning hosts, the hosts that have not joined it yet; the
+    /// launch leaves when none is left.
+    awaiting_joins: HashMap<JobId, std::collections::BTreeSet<String>>,
     durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
     dirty: bool,
     passes: u64,
@@ -111,6 +127,10 @@ impl SchedulerTask {
             waiters: HashMap::new(),
             agents: HashMap::new(),
             sessions: HashMap::new(),
+            away: HashMap::new(),
+            giving_up: HashMap::new(),
+            stale: HashMap::new(),
+            awaiting_joins: HashMap::new(),
             durable_tx,
             dirty: true,
             passes: 0,
@@ -357,6 +377,18 @@ impl SchedulerTask {
             self.launches.insert(id, Launch::Ready);
             return;
         }
+        if self.stale_on(&host, id) {
+            debug!(job = %id, host, "its old run there has not ended yet; the launch waits for it");
+            self.launches.insert(id, Launch::Ready);
+            return;
+        }
+        if self.joins_pending(id) {
+            self.launches.insert(id, Launch::Joining);
+            return;
+        }
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
         let payload = match self.store.payload(id) {
             Ok(Some(p)) => p,
             Ok(None) => {
@@ -415,8 +447,22 @@ impl SchedulerTask {
     /// Records a job's end; once durable, `ack_host`'s agent is told.
     fn finish(&mut self, id: JobId, exit: JobExit, end: Time, ack_host: Option<String>) {
         let was_stopped = self.state.job(id).is_some_and(|j| j.period_stop.is_some());
+        let joined_hosts: Vec<String> = self
+            .state
+            .job(id)
+            .map(|job| self.state.job_hosts(job).into_iter().skip(1).collect())
+            .unwrap_or_default();
+        self.giving_up.remove(&id);
+        self.awaiting_joins.remove(&id);
         match self.state.finish(id, exit, end) {
             Ok((how, job)) => {
+                if !joined_hosts.is_empty() {
+                    let reason = job.comment.clone();
+                    self.send_leaves(id, &joined_hosts, &reason);
+                }
+                let Some(job) = self.state.job(id) else {
+                    return;
+                };
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
                 let charged = match how {
@@ -497,6 +543,7 @@ impl SchedulerTask {
             self.state.set_host_up(&host, false);
             self.dirty = true;
         }
+        self.give_up_lost_hosts();
         if now.duration_since(self.last_purge) >= Duration::from_secs(60) {
             self.last_purge = now;
             let old = self.state.purge_history(Utc::now());
