@@ -20,6 +20,18 @@ pub(crate) fn agent(
     key_file: &std::path::Path,
     label: &str,
 ) -> Child {
+    agent_with(d, port, host, key_file, label, &[])
+}
+
+/// [`agent`] with more options.
+pub(crate) fn agent_with(
+    d: &Daemon,
+    port: u16,
+    host: &str,
+    key_file: &std::path::Path,
+    label: &str,
+    extra: &[&str],
+) -> Child {
     let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
     Command::new(bin("qmesh-agent"))
         .arg("--server")
@@ -30,6 +42,7 @@ pub(crate) fn agent(
         .arg(d.root.path().join(format!("spool-{label}")))
         .arg("--cluster-key-file")
         .arg(key_file)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)

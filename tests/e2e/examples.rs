@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-use crate::agents::{agent, free_port};
+use crate::agents::{agent_with, free_port};
 use crate::harness::{Daemon, stderr};
 
 fn repo_file(path: &str) -> PathBuf {
@@ -36,6 +36,20 @@ fn assert_lists(dump: &str, lines: &[&str]) {
 }
 
 /// A job that exits 0; waits for it and returns the nodes it ran on.
+/// Waits until pbsnodes shows `node` in `state` (the daemon's view; no
+/// event to await).
+fn await_state(d: &Daemon, node: &str, state: &str) {
+    for _ in 0..600 {
+        let out = d.ok("pbsnodes", &["-F", "json", node]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if doc["nodes"][node]["state"] == state {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("node {node} is not {state} after 60 s:\n{}", d.log());
+}
+
 fn run_job(d: &Daemon, args: &[&str]) -> String {
     d.script("hello.sh", "#!/bin/sh\necho hello\n");
     let mut args = args.to_vec();
@@ -213,12 +227,19 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     std::fs::write(&key, "el-cluster\n").unwrap();
     let config = example("ncar-cluster.toml")
         .replace("0.0.0.0:15001", &format!("127.0.0.1:{port}"))
-        .replace("/etc/qmesh/cluster.key", &key.display().to_string());
+        .replace("/etc/qmesh/cluster.key", &key.display().to_string())
+        .replace("[agents]\n", "[agents]\nheartbeat_secs = 1\n");
     let mut d = Daemon::start_with(Some(&config));
-    // el1 is the daemon's own agent; the other machines connect over TCP.
+    // el1 is the daemon's own agent; the other machines connect over TCP
+    // and report the load the test writes for them.
     let mut agents: Vec<Child> = ["el2", "el3", "el4"]
         .iter()
-        .map(|host| agent(&d, port, host, &key, host))
+        .map(|host| {
+            let load = d.work.join(format!("load-{host}"));
+            std::fs::write(&load, "0\n").unwrap();
+            let command = format!("cat {}", load.display());
+            agent_with(&d, port, host, &key, host, &["--load-command", &command])
+        })
         .collect();
 
     let dump = print_server(&d);
@@ -249,6 +270,35 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     d.script("huge.sh", "#!/bin/sh\n");
     let out = d.run("qsub", &["-l", "mem=4gb", "huge.sh"]);
     assert!(!out.status.success(), "a 4 GB job was taken");
+    // el4 (512 MB) is listed first, so a job that fits it goes there; a
+    // job asking 1 GB never does.
+    for _ in 0..3 {
+        let host = run_job(&d, &["-l", "mem=1gb"]);
+        assert!(host != "el4" && host.starts_with("el"), "{host}");
+    }
+
+    // el2's run queue at 40, over four times its 8 CPUs: busy. el1 and el3
+    // are taken out for repair. A job that needs 8 CPUs has no machine.
+    std::fs::write(d.work.join("load-el2"), "40\n").unwrap();
+    d.ok("pbsnodes", &["-o", "el1", "el3", "-C", "repair"]);
+    await_state(&d, "el2", "busy");
+    d.script("eight.sh", "#!/bin/sh\necho hello\n");
+    let eight = d.qsub(&["-l", "ncpus=8", "eight.sh"]);
+    // Once a pass has looked at it (it says why it waits), it still waits.
+    for _ in 0..600 {
+        if !d.job_json(&eight)["reason"].as_str().unwrap_or("").is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let job = d.job_json(&eight);
+    assert_eq!(job["job_state"], "Q", "{job}");
+    // el2's load drops: the job runs there, not on the offline machines.
+    std::fs::write(d.work.join("load-el2"), "3\n").unwrap();
+    let info = d.wait_job(&eight);
+    assert_eq!(info.exit_status, Some(0));
+    assert_eq!(d.job_json(&eight)["exec_host"], "el2");
+    d.ok("pbsnodes", &["-r", "el1", "el3"]);
 
     for child in &mut agents {
         let _ = child.kill();

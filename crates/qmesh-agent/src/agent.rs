@@ -43,6 +43,10 @@ pub fn run(cli: Cli) -> Result<()> {
         host,
         nodes: cli.nodes.into_iter().filter(|n| !n.is_empty()).collect(),
         cluster_key,
+        facts: crate::facts::FactsConfig {
+            cpus: cli.cpus,
+            load_command: cli.load_command,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

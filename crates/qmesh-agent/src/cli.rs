@@ -41,6 +41,17 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub cluster_key_file: Option<PathBuf>,
 
+    /// CPUs to report for this host [default: the CPUs this process may
+    /// use]. A host whose load reaches the server's max_load_factor times
+    /// its CPUs takes no new job.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<u32>,
+
+    /// A shell command whose first word on stdout is the host's load
+    /// [default: the run-queue length from /proc/stat].
+    #[arg(long, value_name = "COMMAND")]
+    pub load_command: Option<String>,
+
     /// The site's prologue: run as root, with the job id, user and group
     /// as arguments, when a job launched on another host joins this one.
     /// A failure ends the job.

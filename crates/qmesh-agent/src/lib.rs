@@ -7,6 +7,7 @@
 //! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
 //! - [`session`]: one session with the daemon, and the reconnect loop.
 //! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
+//! - [`facts`]: CPUs, memory and load, with every heartbeat.
 //! - [`joined`]: jobs launched on another host that hold nodes here;
 //!   the site's prologue and epilogue.
 //! - [`signals`]: signals for a running job, through the spool to its shepherd.
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod env;
 pub mod error;
 pub mod exec;
+pub mod facts;
 pub mod joined;
 pub mod lock;
 pub mod plan;

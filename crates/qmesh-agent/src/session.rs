@@ -34,6 +34,7 @@ pub struct SessionConfig {
     pub host: String,
     pub nodes: Vec<String>,
     pub cluster_key: String,
+    pub facts: crate::facts::FactsConfig,
 }
 
 /// Reconnect delays: 100 ms doubling to 5 s; back to 100 ms after a session
@@ -141,6 +142,7 @@ async fn session(
         finished: state.finished.iter().map(|r| r.to_proto()).collect(),
         cluster_key: cfg.cluster_key.clone(),
         joined: joined.jobs(),
+        facts: Some(crate::facts::gather(&cfg.facts).await),
     };
     let (tx, rx) = mpsc::channel(64);
     send(&tx, agent_message::Kind::Hello(hello)).await?;
@@ -192,7 +194,9 @@ async fn session(
                 Err(status) => return Err(AgentError::stream(&status)),
             },
             _ = heartbeat.tick() => {
-                send(&tx, agent_message::Kind::Heartbeat(v1::Heartbeat { time: now() })).await?;
+                let facts = crate::facts::gather(&cfg.facts).await;
+                let beat = v1::Heartbeat { time: now(), facts: Some(facts) };
+                send(&tx, agent_message::Kind::Heartbeat(beat)).await?;
             }
             Some(event) = events.recv() => forward(event, &tx, &mut reported).await?,
         }

@@ -37,6 +37,16 @@ impl Daemon {
     /// Starts qmeshd in `dir` (made by the caller) and returns how long it
     /// took to be ready.
     pub fn start(qmeshd: &Path, dir: tempfile::TempDir) -> anyhow::Result<(Daemon, Duration)> {
+        Daemon::start_configured(qmeshd, dir, None, "warn")
+    }
+
+    /// [`Daemon::start`] with a configuration file and a log level.
+    pub fn start_configured(
+        qmeshd: &Path,
+        dir: tempfile::TempDir,
+        config: Option<&Path>,
+        log_level: &str,
+    ) -> anyhow::Result<(Daemon, Duration)> {
         let socket = dir.path().join("qmeshd.sock");
         let notify = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify);
@@ -47,13 +57,17 @@ impl Daemon {
             .append(true)
             .open(dir.path().join("qmeshd.log"))?;
         let started = Instant::now();
-        let child = Command::new(qmeshd)
+        let mut cmd = Command::new(qmeshd);
+        if let Some(config) = config {
+            cmd.arg("--config").arg(config);
+        }
+        let child = cmd
             .arg("--state-dir")
             .arg(Daemon::state_dir(dir.path()))
             .arg("--socket")
             .arg(&socket)
             .arg("--log-level")
-            .arg("warn")
+            .arg(log_level)
             .env("NOTIFY_SOCKET", &notify)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

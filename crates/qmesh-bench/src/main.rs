@@ -4,10 +4,13 @@
 //! * `submit`: durable submissions per second over the Unix socket, from N
 //!   concurrent clients (each its own connection, each waiting for the
 //!   daemon's answer, which comes only once the job is on disk).
+//! * `churn`: many one-second jobs through 16 agents: starts and ends per
+//!   second, decision-to-exec latency.
 //! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
 //!   store (the store is filled directly, then the daemon is started).
 
 mod alloc;
+mod churn;
 mod daemon;
 mod disk;
 mod pass;
@@ -78,6 +81,20 @@ enum What {
         #[arg(long)]
         calendar: bool,
     },
+    /// Many short jobs through many agents (TCP, one process per host):
+    /// starts and ends per second, decision-to-exec latency.
+    Churn {
+        #[arg(long, default_value_t = 10_000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 16)]
+        agents: usize,
+        /// Nodes in all, shared out among the agents' hosts.
+        #[arg(long, default_value_t = 4096)]
+        nodes: usize,
+        /// Each job's run time, in seconds.
+        #[arg(long, default_value_t = 1.0)]
+        secs: f64,
+    },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
         #[arg(long, default_value_t = 1_000_000)]
@@ -111,6 +128,12 @@ fn main() -> ExitCode {
             qmeshd().and_then(|q| restart::run(&q, *jobs, *runs).map(|r| vec![r]))
         }
         What::Disk { flushes } => disk::run(*flushes).map(|r| vec![r]),
+        What::Churn {
+            jobs,
+            agents,
+            nodes,
+            secs,
+        } => qmeshd().and_then(|q| churn::run(&q, *jobs, *agents, *nodes, *secs).map(|r| vec![r])),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
             Ok(vec![

@@ -112,7 +112,7 @@ async fn run(args: Args) -> Result<(), CliError> {
 /// Whether a node is out of service (what `-l` lists).
 fn out_of_service(node: &NodeInfo) -> bool {
     node.state.starts_with("down")
-        || matches!(node.state.as_str(), "offline" | "draining" | "drained")
+        || matches!(node.state.as_str(), "offline" | "draining" | "drained" | "busy")
 }
 
 /// The nodes, ready to print.
@@ -155,6 +155,9 @@ impl Output for Listing {
             out.push_str(&format!("     state = {}\n", n.state));
             out.push_str(&format!("     host = {}\n", n.host));
             out.push_str(&format!("     node_set = {}\n", n.node_set));
+            if n.cpus > 0 {
+                out.push_str(&format!("     ncpus = {}\n     load = {}\n", n.cpus, n.load));
+            }
             if !n.job_id.is_empty() {
                 out.push_str(&format!("     jobs = {} ({})\n", n.job_id, n.job_owner));
             }
@@ -176,6 +179,10 @@ impl Output for Listing {
                     ("node_set".into(), Tree::text(&n.node_set)),
                     ("up".into(), Tree::Bool(n.up)),
                 ];
+                if n.cpus > 0 {
+                    attrs.push(("ncpus".into(), Tree::int(i64::from(n.cpus))));
+                    attrs.push(("load".into(), Tree::Float(n.load)));
+                }
                 if !n.job_id.is_empty() {
                     attrs.push(("jobs".into(), Tree::List(vec![Tree::text(&n.job_id)])));
                     attrs.push(("job_owner".into(), Tree::text(&n.job_owner)));
@@ -207,6 +214,7 @@ mod tests {
             job_owner: if job.is_empty() { "" } else { "alice" }.into(),
             state: state.into(),
             comment: comment.into(),
+            ..NodeInfo::default()
         }
     }
 

@@ -168,6 +168,11 @@ pub struct ServerSection {
     pub search_depth: Option<u32>,
     pub max_user_run: Option<u32>,
     pub max_user_queued: Option<u32>,
+    /// A host whose load reaches this many times its CPUs takes no new
+    /// job (NCAR: 4); 0: off.
+    pub max_load_factor: Option<f64>,
+    /// Whether a job that names no qsub -r may be rerun after a lost host.
+    pub default_rerunnable: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -347,7 +352,7 @@ impl Settings {
             &mut server.default_walltime,
         )?;
         // The policy takes qmgr's parsing and checks of the same attributes.
-        let policy: [(&str, Option<String>); 8] = [
+        let policy: [(&str, Option<String>); 10] = [
             ("job_order", s.job_order.clone()),
             ("by_queue", s.by_queue.map(|v| v.to_string())),
             ("age_factor", s.age_factor.map(|v| v.to_string())),
@@ -356,6 +361,8 @@ impl Settings {
             ("search_depth", s.search_depth.map(|v| v.to_string())),
             ("max_user_run", s.max_user_run.map(|v| v.to_string())),
             ("max_user_queued", s.max_user_queued.map(|v| v.to_string())),
+            ("max_load_factor", s.max_load_factor.map(|v| v.to_string())),
+            ("default_rerunnable", s.default_rerunnable.map(|v| v.to_string())),
         ];
         for (name, value) in policy {
             if let Some(value) = value {

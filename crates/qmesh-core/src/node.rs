@@ -316,12 +316,14 @@ pub struct Node {
     pub job: Option<JobId>,
     /// An administrator took it out of service (see [`AdminState`]).
     pub admin: Option<AdminState>,
+    /// Its host's load is over the limit (see `State::set_host_load`).
+    pub overloaded: bool,
 }
 
 impl Node {
     /// Up and in service: it may take jobs, now or when its job ends.
     pub fn usable(&self) -> bool {
-        self.up && self.admin.is_none()
+        self.up && self.admin.is_none() && !self.overloaded
     }
 
     /// Usable and holding no job.
@@ -330,7 +332,8 @@ impl Node {
     }
 
     /// As pbsnodes says it: `down` (no agent), `offline`, `draining`
-    /// (jobs still on it), `drained`, `job-busy` or `free`; a node both
+    /// (jobs still on it), `drained`, `job-busy`, `busy` (its host's load
+    /// is over the limit) or `free`; a node both
     /// down and marked is `down,offline` or `down,draining`.
     pub fn state_name(&self) -> &'static str {
         match (self.up, self.admin, self.job) {
@@ -341,6 +344,7 @@ impl Node {
             (true, Some(AdminState::Draining), Some(_)) => "draining",
             (true, Some(AdminState::Draining), None) => "drained",
             (true, None, Some(_)) => "job-busy",
+            (true, None, None) if self.overloaded => "busy",
             (true, None, None) => "free",
         }
     }

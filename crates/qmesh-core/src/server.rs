@@ -28,6 +28,10 @@ pub struct ServerAttrs {
     pub job_history_duration: u64,
     /// Seconds between SIGTERM and SIGKILL when a job is killed.
     pub kill_delay: u64,
+    /// A host whose load (run-queue length) reaches this many times its
+    /// CPUs takes no new job (NCAR: 4); 0 (the default) turns the check
+    /// off: on space-shared nodes a job has its node to itself.
+    pub max_load_factor: f64,
     /// Whether a job that names no `qsub -r` may be rerun when its node
     /// is lost (requeued rather than failed).
     pub default_rerunnable: bool,
@@ -139,6 +143,7 @@ impl Default for ServerAttrs {
             job_history_duration: 14 * 24 * 3600,
             kill_delay: 30,
             default_rerunnable: true,
+            max_load_factor: 0.0,
             scheduler_iteration: 10,
             default_walltime: 3600,
             job_order: JobOrder::Fifo,

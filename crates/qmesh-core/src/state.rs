@@ -36,6 +36,8 @@ pub struct State {
     file_sets: usize,
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
+    /// Per host, the load and CPUs its agent last reported.
+    host_load: HashMap<String, (f64, u32)>,
     /// Nodes usable (up and in service), per node set (kept by
     /// `set_host_up` and `apply_node_marks`).
     up_per_set: Vec<usize>,
@@ -159,6 +161,7 @@ impl State {
         let mut state = State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
+            host_load: HashMap::default(),
             largest_job: node_sets::largest_jobs(&node_sets),
             occupancy,
             server_name: server_name.into(),
@@ -237,9 +240,13 @@ impl State {
             warnings.extend(self.replace_node_sets(sets));
         }
         self.accounting.configure(&config);
+        let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
         self.config = config;
         if sets_changed || marks_changed {
             self.apply_node_marks();
+        }
+        if factor_changed || sets_changed {
+            self.judge_loads();
         }
         warnings
     }
@@ -781,23 +788,59 @@ impl State {
             self.up_hosts.remove(host);
         }
         let mut names = Vec::new();
+        self.change_host(host, |node| node.up = up);
+        for node in self.nodes.iter().filter(|n| n.host == host) {
+            names.push(node.name.to_string());
+        }
+        names
+    }
+
+    /// Applies `change` to the nodes of `host`, keeping the usable counts
+    /// and the occupancy; whether any node became usable or unusable.
+    fn change_host(&mut self, host: &str, change: impl Fn(&mut Node)) -> bool {
         let mut changed = false;
         for node in self.nodes.iter_mut().filter(|n| n.host == host) {
-            if node.up != up {
-                node.up = up;
-                changed = true;
-                if node.admin.is_none() && up {
-                    self.up_per_set[node.set] += 1;
-                } else if node.admin.is_none() {
-                    self.up_per_set[node.set] -= 1;
-                }
+            let before = node.usable();
+            change(node);
+            match (before, node.usable()) {
+                (false, true) => self.up_per_set[node.set] += 1,
+                (true, false) => self.up_per_set[node.set] -= 1,
+                _ => continue,
             }
-            names.push(node.name.to_string());
+            changed = true;
         }
         if changed {
             self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
         }
-        names
+        changed
+    }
+
+    /// What a host's agent last said of its load (the run-queue length,
+    /// NCAR's measure) and its CPUs. A host whose load reaches the
+    /// server's `max_load_factor` times its CPUs takes no new job until it
+    /// drops (seed: four times); running jobs go on. Whether the host's
+    /// nodes became usable or unusable.
+    pub fn set_host_load(&mut self, host: &str, load: f64, cpus: u32) -> bool {
+        self.host_load.insert(host.to_string(), (load, cpus));
+        let busy = overloaded(load, cpus, self.config.server.max_load_factor);
+        self.change_host(host, |node| node.overloaded = busy)
+    }
+
+    /// The load and CPUs a host's agent last reported.
+    pub fn host_load(&self, host: &str) -> Option<(f64, u32)> {
+        self.host_load.get(host).copied()
+    }
+
+    /// After `max_load_factor` changed: every host judged again.
+    fn judge_loads(&mut self) {
+        let hosts: Vec<(String, f64, u32)> = self
+            .host_load
+            .iter()
+            .map(|(h, &(load, cpus))| (h.clone(), load, cpus))
+            .collect();
+        for (host, load, cpus) in hosts {
+            self.set_host_load(&host, load, cpus);
+        }
     }
 
     /// Nodes up in the node sets a queue may use (in any period).
@@ -808,7 +851,6 @@ impl State {
             .sum()
     }
 
-    /// Active jobs whose agent is this host.
     /// The distinct hosts of a job's nodes, in node order: the first is
     /// the host that launches it, the others join it.
     pub fn job_hosts(&self, job: &Job) -> Vec<String> {
@@ -841,6 +883,7 @@ impl State {
         ids
     }
 
+    /// Active jobs whose agent is this host.
     pub fn jobs_on_host(&self, host: &str) -> Vec<JobId> {
         self.active_jobs()
             .filter(|job| self.job_host(job) == Some(host))
@@ -1081,6 +1124,12 @@ fn remove_pending(pending: &mut Pending, job: &Job) {
     }
 }
 
+/// Whether a host's load is at or over `factor` times its CPUs (a
+/// factor of 0 turns the check off; a host that names no CPUs counts one).
+pub fn overloaded(load: f64, cpus: u32, factor: f64) -> bool {
+    factor > 0.0 && load >= factor * f64::from(cpus.max(1))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1304,5 +1353,30 @@ pub(crate) mod tests {
         assert_eq!(starts.len(), 1);
         assert_eq!(starts[0].job, b);
         let _ = big;
+    }
+
+    #[test]
+    fn a_host_over_its_load_limit_takes_no_new_job() {
+        use crate::scheduler::Scheduler;
+        let mut s = state(2);
+        let mut config = s.config().clone();
+        config.server.max_load_factor = 4.0;
+        s.set_config(config);
+        let id = submit(&mut s, 1000, 1);
+        // 2 CPUs, load 8: four times the CPUs, the seed's limit.
+        assert!(s.set_host_load("h", 8.0, 2));
+        s.check_invariants().unwrap();
+        assert_eq!(s.nodes()[0].state_name(), "busy");
+        assert!(Scheduler.pass(&s, t(1)).starts.is_empty());
+        // Just under the limit: it runs.
+        assert!(s.set_host_load("h", 7.9, 2));
+        assert_eq!(Scheduler.pass(&s, t(2)).starts[0].job, id);
+        // The limit is the server's: 0 turns it off.
+        s.set_host_load("h", 100.0, 2);
+        let mut config = s.config().clone();
+        config.server.max_load_factor = 0.0;
+        s.set_config(config);
+        s.check_invariants().unwrap();
+        assert_eq!(Scheduler.pass(&s, t(3)).starts[0].job, id);
     }
 }

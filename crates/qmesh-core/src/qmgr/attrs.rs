@@ -43,6 +43,7 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("job_history_duration", &[]),
     ("kill_delay", &[]),
     ("default_rerunnable", &["rerunnable"]),
+    ("max_load_factor", &["load_factor"]),
     ("scheduler_iteration", &[]),
     ("job_order", &["job_sort", "sort_by"]),
     ("by_queue", &["queue_priority_first"]),
@@ -406,6 +407,7 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "job_history_duration" => s.job_history_duration = parse_secs(name, value)?,
         "kill_delay" => s.kill_delay = parse_secs(name, value)?,
         "default_rerunnable" => s.default_rerunnable = parse_bool(name, value)?,
+        "max_load_factor" => s.max_load_factor = parse_number(name, value)?,
         "scheduler_iteration" => {
             let secs = parse_secs(name, value)?;
             if secs == 0 {
@@ -462,6 +464,7 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "job_history_duration" => s.job_history_duration = d.job_history_duration,
         "kill_delay" => s.kill_delay = d.kill_delay,
         "default_rerunnable" => s.default_rerunnable = d.default_rerunnable,
+        "max_load_factor" => s.max_load_factor = d.max_load_factor,
         "scheduler_iteration" => s.scheduler_iteration = d.scheduler_iteration,
         "job_order" => s.job_order = d.job_order,
         "by_queue" => s.by_queue = d.by_queue,
@@ -516,6 +519,11 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(&'static str, String, bool)> {
             "default_rerunnable",
             s.default_rerunnable.to_string(),
             s.default_rerunnable != d.default_rerunnable,
+        ),
+        (
+            "max_load_factor",
+            s.max_load_factor.to_string(),
+            s.max_load_factor != d.max_load_factor,
         ),
         (
             "scheduler_iteration",

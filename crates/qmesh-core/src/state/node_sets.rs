@@ -52,6 +52,7 @@ pub(super) fn index_nodes(
                 up: up(def),
                 job: None,
                 admin: None,
+                overloaded: false,
             });
         }
     }

@@ -89,6 +89,9 @@ impl SchedulerTask {
         self.sessions.insert(session, host.clone());
         self.away.remove(&host);
         self.state.set_host_up(&host, true);
+        if let Some(facts) = &hello.facts {
+            self.state.set_host_load(&host, facts.load, facts.cpus);
+        }
         self.dirty = true;
         let _ = reply.send(Ok(()));
         info!(
@@ -166,7 +169,15 @@ impl SchedulerTask {
             link.last_seen = Instant::now();
         }
         match message {
-            v1::agent_message::Kind::Heartbeat(_) => {}
+            v1::agent_message::Kind::Heartbeat(beat) => {
+                if let Some(facts) = beat.facts
+                    && self.state.set_host_load(&host, facts.load, facts.cpus)
+                {
+                    let busy = self.state.nodes().iter().any(|n| n.host == host && n.overloaded);
+                    info!(host, load = facts.load, cpus = facts.cpus, busy, "host load crossed the limit");
+                    self.dirty = true;
+                }
+            }
             v1::agent_message::Kind::Started(s) => {
                 debug!(job = s.job, pid = s.pid, host, "job process started");
             }

@@ -300,6 +300,8 @@ impl SchedulerTask {
                 job_id: job.map(|j| j.id.full(server)).unwrap_or_default(),
                 job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
                 state: node.state_name().to_string(),
+                load: state.host_load(&node.host).map_or(0.0, |(load, _)| load),
+                cpus: state.host_load(&node.host).map_or(0, |(_, cpus)| cpus),
                 comment: state
                     .config()
                     .node_marks
