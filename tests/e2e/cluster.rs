@@ -49,11 +49,22 @@ impl NetNs {
             name: name.clone(),
             gateway: format!("{net}.1"),
         };
-        let ok = ip(&["link", "add", &host_if, "type", "veth", "peer", "name", &ns_if])
-            && ip(&["link", "set", &ns_if, "netns", &name])
+        let ok = ip(&[
+            "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
+        ]) && ip(&["link", "set", &ns_if, "netns", &name])
             && ip(&["addr", "add", &format!("{net}.1/24"), "dev", &host_if])
             && ip(&["link", "set", &host_if, "up"])
-            && ip(&["netns", "exec", &name, "ip", "addr", "add", &format!("{net}.2/24"), "dev", &ns_if])
+            && ip(&[
+                "netns",
+                "exec",
+                &name,
+                "ip",
+                "addr",
+                "add",
+                &format!("{net}.2/24"),
+                "dev",
+                &ns_if,
+            ])
             && ip(&["netns", "exec", &name, "ip", "link", "set", &ns_if, "up"])
             && ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"]);
         ok.then_some(ns)
@@ -190,12 +201,16 @@ nodes = [{nodes}]
         let mut cmd = match &agent.ns {
             Some(ns) => {
                 let mut cmd = Command::new("ip");
-                cmd.args(["netns", "exec", &ns.name]).arg(bin("qmesh-agent"));
+                cmd.args(["netns", "exec", &ns.name])
+                    .arg(bin("qmesh-agent"));
                 cmd
             }
             None => Command::new(bin("qmesh-agent")),
         };
-        let gateway = agent.ns.as_ref().map_or("127.0.0.1", |ns| ns.gateway.as_str());
+        let gateway = agent
+            .ns
+            .as_ref()
+            .map_or("127.0.0.1", |ns| ns.gateway.as_str());
         cmd.arg("--server")
             .arg(format!("http://{gateway}:{}", self.port))
             .arg("--host")
@@ -239,9 +254,11 @@ nodes = [{nodes}]
         for _ in 0..600 {
             let out = self.d.ok("pbsnodes", &["--json"]);
             let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-            let all = doc["nodes"].as_object().unwrap().values().all(|n| {
-                !hosts.contains(&n["host"].as_str().unwrap()) || n["state"] == state
-            });
+            let all = doc["nodes"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|n| !hosts.contains(&n["host"].as_str().unwrap()) || n["state"] == state);
             if all {
                 return;
             }
@@ -283,7 +300,12 @@ pub(crate) fn read_lines(d: &Daemon, path: &Path, n: usize) -> Vec<String> {
         let _ = tx.send(lines);
     });
     rx.recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| panic!("fewer than {n} lines came through the FIFO in 120 s:\n{}", d.log()))
+        .unwrap_or_else(|_| {
+            panic!(
+                "fewer than {n} lines came through the FIFO in 120 s:\n{}",
+                d.log()
+            )
+        })
 }
 
 #[test]
@@ -292,8 +314,14 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
         let hooks = d.work.join("hooks.log");
         let epilogues = d.work.join("epilogues");
         (
-            format!("#!/bin/sh\necho \"pro $1 $QMESH_NODES\" >> {}\n", hooks.display()),
-            format!("#!/bin/sh\necho \"epi $1 $QMESH_NODES\" > {}\n", epilogues.display()),
+            format!(
+                "#!/bin/sh\necho \"pro $1 $QMESH_NODES\" >> {}\n",
+                hooks.display()
+            ),
+            format!(
+                "#!/bin/sh\necho \"epi $1 $QMESH_NODES\" > {}\n",
+                epilogues.display()
+            ),
         )
     };
     let c = Cluster::start(3, 2, 30, Some(&write));
@@ -315,7 +343,11 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
     let seq = id.split('.').next().unwrap();
     let out = std::fs::read_to_string(d.work.join(format!("span.sh.o{seq}"))).unwrap();
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[..6], ["h1a", "h1b", "h2a", "h2b", "h3a", "h3b"], "{out}");
+    assert_eq!(
+        lines[..6],
+        ["h1a", "h1b", "h2a", "h2b", "h3a", "h3b"],
+        "{out}"
+    );
     if c.namespaced() {
         // The script ran in the first host's namespace, not the test's.
         assert!(lines[6].starts_with("qa"), "{out}");
@@ -325,14 +357,20 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
     // The prologues of the two other hosts ran before the job, once each.
     let mut epi = read_lines(d, &epilogues, 2);
     epi.sort();
-    assert_eq!(epi, [format!("epi {id} h2a,h2b"), format!("epi {id} h3a,h3b")]);
+    assert_eq!(
+        epi,
+        [format!("epi {id} h2a,h2b"), format!("epi {id} h3a,h3b")]
+    );
     let order = std::fs::read_to_string(&hooks).unwrap();
     let order: Vec<&str> = order.lines().collect();
     assert_eq!(order.len(), 3, "{order:?}");
     assert_eq!(order[2], "job", "{order:?}");
     let mut pro = order[..2].to_vec();
     pro.sort();
-    assert_eq!(pro, [format!("pro {id} h2a,h2b"), format!("pro {id} h3a,h3b")]);
+    assert_eq!(
+        pro,
+        [format!("pro {id} h2a,h2b"), format!("pro {id} h3a,h3b")]
+    );
 }
 
 #[test]
@@ -379,7 +417,10 @@ fn a_killed_agent_takes_its_nodes_down_and_its_job_runs_again_elsewhere() {
     let job = c.d.job_json(&id);
     assert_eq!(job["run_count"], 2, "{job}");
     let listed = c.d.ok("pbsnodes", &["-l"]);
-    assert!(listed.contains("h2a") && listed.contains("down"), "{listed}");
+    assert!(
+        listed.contains("h2a") && listed.contains("down"),
+        "{listed}"
+    );
     let log = c.d.log();
     assert!(log.contains("host h2 was lost"), "{log}");
     c.d.ok("qdel", &[&id]);

@@ -286,7 +286,11 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     let eight = d.qsub(&["-l", "ncpus=8", "eight.sh"]);
     // Once a pass has looked at it (it says why it waits), it still waits.
     for _ in 0..600 {
-        if !d.job_json(&eight)["reason"].as_str().unwrap_or("").is_empty() {
+        if !d.job_json(&eight)["reason"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

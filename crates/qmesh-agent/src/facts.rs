@@ -22,9 +22,9 @@ pub struct FactsConfig {
 
 /// The host's facts now.
 pub async fn gather(cfg: &FactsConfig) -> v1::HostFacts {
-    let cpus = cfg.cpus.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-    });
+    let cpus = cfg
+        .cpus
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| mem_total(&text))
@@ -89,8 +89,14 @@ mod tests {
 
     #[test]
     fn memory_and_run_queue_from_proc() {
-        assert_eq!(mem_total("MemTotal:       16384 kB\nMemFree: 1 kB\n"), Some(16384 * 1024));
-        assert_eq!(run_queue("cpu 1 2 3\nprocs_running 5\nprocs_blocked 0\n"), Some(4.0));
+        assert_eq!(
+            mem_total("MemTotal:       16384 kB\nMemFree: 1 kB\n"),
+            Some(16384 * 1024)
+        );
+        assert_eq!(
+            run_queue("cpu 1 2 3\nprocs_running 5\nprocs_blocked 0\n"),
+            Some(4.0)
+        );
         assert_eq!(run_queue("nothing here"), None);
     }
 

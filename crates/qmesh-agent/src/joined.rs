@@ -102,13 +102,7 @@ impl Joined {
             .map(|entries| {
                 entries
                     .flatten()
-                    .filter_map(|e| {
-                        e.file_name()
-                            .to_str()?
-                            .strip_suffix(".json")?
-                            .parse()
-                            .ok()
-                    })
+                    .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse().ok())
                     .collect()
             })
             .unwrap_or_default();
@@ -230,7 +224,12 @@ async fn run_hook(what: &str, program: &Path, record: &Record) -> std::result::R
                 HOOK_TIMEOUT.as_secs()
             )
         })?
-        .map_err(|e| format!("the {what} {} could not be waited for: {e}", program.display()))?;
+        .map_err(|e| {
+            format!(
+                "the {what} {} could not be waited for: {e}",
+                program.display()
+            )
+        })?;
     if output.status.success() {
         return Ok(());
     }
@@ -320,7 +319,11 @@ mod tests {
     async fn a_failing_prologue_fails_the_join_with_its_words() {
         let dir = tempfile::tempdir().unwrap();
         let hooks = Hooks {
-            prologue: Some(script(dir.path(), "prologue", "echo 'scratch not mounted' >&2; exit 3")),
+            prologue: Some(script(
+                dir.path(),
+                "prologue",
+                "echo 'scratch not mounted' >&2; exit 3",
+            )),
             epilogue: None,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -331,7 +334,9 @@ mod tests {
         };
         assert!(!answer.ok);
         assert!(
-            answer.message.contains("failed (exit status: 3): scratch not mounted"),
+            answer
+                .message
+                .contains("failed (exit status: 3): scratch not mounted"),
             "{}",
             answer.message
         );

@@ -33,7 +33,11 @@ const ADOPTED_POLL: Duration = Duration::from_millis(500);
 /// What watchers tell the session.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    Started { job: u64, pid: i32, time: i64 },
+    Started {
+        job: u64,
+        pid: i32,
+        time: i64,
+    },
     Finished(JobResult),
     /// A job launched elsewhere joined here (see `joined`).
     Joined(v1::JobJoined),

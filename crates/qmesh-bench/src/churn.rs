@@ -22,14 +22,22 @@ use qmesh_proto::v1;
 use crate::Report;
 use crate::daemon::Daemon;
 
-pub fn run(qmeshd: &Path, jobs: usize, agents: usize, nodes: usize, secs: f64) -> anyhow::Result<Report> {
+pub fn run(
+    qmeshd: &Path,
+    jobs: usize,
+    agents: usize,
+    nodes: usize,
+    secs: f64,
+) -> anyhow::Result<Report> {
     let agents = agents.max(1);
     let per_host = nodes.div_ceil(agents).max(1);
     let dir = tempfile::Builder::new().prefix("qmesh-churn-").tempdir()?;
     let root = dir.path().to_path_buf();
     let work = root.join("work");
     std::fs::create_dir_all(&work)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let config = root.join("qmesh.toml");
     std::fs::write(&config, config_text(port, agents, per_host))?;
     let (mut daemon, _) = Daemon::start_configured(qmeshd, dir, Some(&config), "info")?;
@@ -131,7 +139,10 @@ async fn drive(
     // Every agent connected: all nodes up.
     let waited = Instant::now();
     loop {
-        let reply = client.nodes(v1::NodesRequest::default()).await?.into_inner();
+        let reply = client
+            .nodes(v1::NodesRequest::default())
+            .await?
+            .into_inner();
         if reply.nodes.len() == nodes && reply.nodes.iter().all(|n| n.up) {
             break;
         }
@@ -167,7 +178,8 @@ async fn drive(
         }));
     }
     for t in tasks {
-        t.await?.map_err(|s| anyhow::anyhow!("a submission failed: {}", s.message()))?;
+        t.await?
+            .map_err(|s| anyhow::anyhow!("a submission failed: {}", s.message()))?;
     }
     let go = Utc::now();
     admin.qmgr(qmgr("set server scheduling = true")).await?;
@@ -184,7 +196,10 @@ async fn drive(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(Timing { go, done: Utc::now() })
+    Ok(Timing {
+        go,
+        done: Utc::now(),
+    })
 }
 
 struct Measured {
@@ -261,7 +276,12 @@ impl Measured {
                 "churn: {jobs} jobs of {secs} s through {agents} agents ({nodes} nodes): \
                  {:.0} starts/s, {:.0} ends/s (all done in {:.1} s); decision to exec \
                  p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-                self.starts_per_s, self.ends_per_s, self.wall_s, self.p50_ms, self.p99_ms, self.max_ms
+                self.starts_per_s,
+                self.ends_per_s,
+                self.wall_s,
+                self.p50_ms,
+                self.p99_ms,
+                self.max_ms
             ),
             json: serde_json::json!({
                 "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
@@ -280,7 +300,8 @@ mod tests {
 
     #[test]
     fn log_lines_give_the_time_and_the_job() {
-        let line = "2026-11-23T08:30:45.591300Z  INFO qmeshd::task: starting job=17.srv nodes=h0n03";
+        let line =
+            "2026-11-23T08:30:45.591300Z  INFO qmeshd::task: starting job=17.srv nodes=h0n03";
         let (t, job) = log_event(line, "starting").unwrap();
         assert_eq!(job, "17");
         assert_eq!(t.timestamp_subsec_micros(), 591_300);

@@ -72,7 +72,9 @@ pub fn lever_script(args: &Args) -> Result<Option<String>, CliError> {
         return Ok(Some(script));
     }
     if args.comment.is_some() && !args.reset {
-        return Err(CliError::msg("-C goes with -o: pbsnodes -o NODE -C \"why\""));
+        return Err(CliError::msg(
+            "-C goes with -o: pbsnodes -o NODE -C \"why\"",
+        ));
     }
     if args.reset {
         return Ok(Some(format!("set node {names} state = free")));
@@ -112,7 +114,10 @@ async fn run(args: Args) -> Result<(), CliError> {
 /// Whether a node is out of service (what `-l` lists).
 fn out_of_service(node: &NodeInfo) -> bool {
     node.state.starts_with("down")
-        || matches!(node.state.as_str(), "offline" | "draining" | "drained" | "busy")
+        || matches!(
+            node.state.as_str(),
+            "offline" | "draining" | "drained" | "busy"
+        )
 }
 
 /// The nodes, ready to print.
@@ -156,7 +161,10 @@ impl Output for Listing {
             out.push_str(&format!("     host = {}\n", n.host));
             out.push_str(&format!("     node_set = {}\n", n.node_set));
             if n.cpus > 0 {
-                out.push_str(&format!("     ncpus = {}\n     load = {}\n", n.cpus, n.load));
+                out.push_str(&format!(
+                    "     ncpus = {}\n     load = {}\n",
+                    n.cpus, n.load
+                ));
             }
             if !n.job_id.is_empty() {
                 out.push_str(&format!("     jobs = {} ({})\n", n.job_id, n.job_owner));
@@ -238,7 +246,10 @@ mod tests {
             out_of_service_only: false,
         }
         .text();
-        assert!(text.starts_with("n0\n     state = free\n     host = h1\n"), "{text}");
+        assert!(
+            text.starts_with("n0\n     state = free\n     host = h1\n"),
+            "{text}"
+        );
         assert!(text.contains("n1\n     state = job-busy\n"), "{text}");
         assert!(text.contains("     jobs = 3.srv (alice)\n"), "{text}");
         assert!(text.contains("     comment = fan\n"), "{text}");
@@ -272,7 +283,10 @@ mod tests {
             lever_script(&args).unwrap().unwrap(),
             "set node n2 state = free"
         );
-        assert!(Args::try_parse_from(["pbsnodes", "-o"]).is_err(), "-o needs a node");
+        assert!(
+            Args::try_parse_from(["pbsnodes", "-o"]).is_err(),
+            "-o needs a node"
+        );
         assert!(Args::try_parse_from(["pbsnodes", "-o", "-r", "n1"]).is_err());
         let args = Args::try_parse_from(["pbsnodes", "-a"]).unwrap();
         assert!(lever_script(&args).unwrap().is_none());

@@ -362,7 +362,10 @@ impl Settings {
             ("max_user_run", s.max_user_run.map(|v| v.to_string())),
             ("max_user_queued", s.max_user_queued.map(|v| v.to_string())),
             ("max_load_factor", s.max_load_factor.map(|v| v.to_string())),
-            ("default_rerunnable", s.default_rerunnable.map(|v| v.to_string())),
+            (
+                "default_rerunnable",
+                s.default_rerunnable.map(|v| v.to_string()),
+            ),
         ];
         for (name, value) in policy {
             if let Some(value) = value {

@@ -1064,7 +1064,9 @@ impl State {
                 .filter(|n| n.set == set && n.usable())
                 .count();
             if counted != *up {
-                return Err(format!("node set {set}: {up} usable counted, {counted} usable"));
+                return Err(format!(
+                    "node set {set}: {up} usable counted, {counted} usable"
+                ));
             }
         }
         for node in &self.nodes {
@@ -1324,8 +1326,12 @@ pub(crate) mod tests {
             state,
             comment: "repair".into(),
         };
-        config.node_marks.insert("n0".into(), mark(AdminState::Offline));
-        config.node_marks.insert("n2".into(), mark(AdminState::Draining));
+        config
+            .node_marks
+            .insert("n0".into(), mark(AdminState::Offline));
+        config
+            .node_marks
+            .insert("n2".into(), mark(AdminState::Draining));
         s.set_config(config);
         s.check_invariants().unwrap();
         assert_eq!(s.nodes()[0].state_name(), "offline");

@@ -162,9 +162,7 @@ impl Submission {
             stdout_path,
             stderr_path,
             join_output: self.join_output,
-            rerunnable: self
-                .rerunnable
-                .unwrap_or(config.server.default_rerunnable),
+            rerunnable: self.rerunnable.unwrap_or(config.server.default_rerunnable),
             submit_host: self.submit_host,
             holds,
             state: if holds.any() {
@@ -385,13 +383,20 @@ mod tests {
             nodes: 16,
             sets: String::new(),
         };
-        let job = basic().into_job(JobId(18), &alice(), &site, reach, now()).unwrap();
+        let job = basic()
+            .into_job(JobId(18), &alice(), &site, reach, now())
+            .unwrap();
         assert!(!job.rerunnable, "the server's default_rerunnable");
         let asked = Submission {
             rerunnable: Some(true),
             ..basic()
         };
-        assert!(asked.into_job(JobId(19), &alice(), &site, reach, now()).unwrap().rerunnable);
+        assert!(
+            asked
+                .into_job(JobId(19), &alice(), &site, reach, now())
+                .unwrap()
+                .rerunnable
+        );
     }
 
     #[test]

@@ -51,12 +51,19 @@ fn parse_state(value: &str) -> Result<Option<AdminState>, String> {
 }
 
 /// Applies one node's assignments to its mark (none: in service).
-fn set(mark: Option<NodeMark>, node: &str, assigns: &[Assignment]) -> Result<Option<NodeMark>, String> {
+fn set(
+    mark: Option<NodeMark>,
+    node: &str,
+    assigns: &[Assignment],
+) -> Result<Option<NodeMark>, String> {
     let mut state = mark.as_ref().map(|m| m.state);
     let mut comment = mark.map(|m| m.comment).unwrap_or_default();
     for a in assigns {
         if a.op != Op::Assign {
-            return Err(format!("node attributes take \"=\", not \"+=\" or \"-=\" (\"{}\")", a.name));
+            return Err(format!(
+                "node attributes take \"=\", not \"+=\" or \"-=\" (\"{}\")",
+                a.name
+            ));
         }
         match a.name.as_str() {
             "state" => state = parse_state(&a.value)?,
@@ -74,9 +81,14 @@ fn set(mark: Option<NodeMark>, node: &str, assigns: &[Assignment]) -> Result<Opt
     }
     match state {
         Some(state) => Ok(Some(NodeMark { state, comment })),
-        None if assigns.iter().any(|a| a.name == "comment" || a.name == "note") => Err(format!(
-            "node \"{node}\" is in service; a comment goes with state = offline or draining"
-        )),
+        None if assigns
+            .iter()
+            .any(|a| a.name == "comment" || a.name == "note") =>
+        {
+            Err(format!(
+                "node \"{node}\" is in service; a comment goes with state = offline or draining"
+            ))
+        }
         None => Ok(None),
     }
 }
@@ -220,7 +232,13 @@ mod tests {
     fn an_operator_takes_a_node_offline_with_a_reason_and_back() {
         let st = state();
         let mut config = st.config().clone();
-        qmgr(&mut config, &st, Role::Operator, "set node n2 state = offline, comment = \"fan\"").unwrap();
+        qmgr(
+            &mut config,
+            &st,
+            Role::Operator,
+            "set node n2 state = offline, comment = \"fan\"",
+        )
+        .unwrap();
         assert_eq!(
             config.node_marks["n2"],
             NodeMark {
@@ -229,7 +247,10 @@ mod tests {
             }
         );
         let listed = qmgr(&mut config, &st, Role::Operator, "list node n2").unwrap();
-        assert!(listed.contains("state = offline") && listed.contains("comment = fan"), "{listed}");
+        assert!(
+            listed.contains("state = offline") && listed.contains("comment = fan"),
+            "{listed}"
+        );
         qmgr(&mut config, &st, Role::Operator, "set node n2 state = free").unwrap();
         assert!(config.node_marks.is_empty());
     }
@@ -238,7 +259,13 @@ mod tests {
     fn draining_then_unset_state() {
         let st = state();
         let mut config = st.config().clone();
-        qmgr(&mut config, &st, Role::Operator, "set node n1,n3 state = draining").unwrap();
+        qmgr(
+            &mut config,
+            &st,
+            Role::Operator,
+            "set node n1,n3 state = draining",
+        )
+        .unwrap();
         assert_eq!(config.node_marks.len(), 2);
         qmgr(&mut config, &st, Role::Operator, "unset node n1 state").unwrap();
         assert_eq!(config.node_marks.keys().collect::<Vec<_>>(), ["n3"]);
@@ -248,7 +275,13 @@ mod tests {
     fn bad_nodes_states_and_attributes_are_refused_by_name() {
         let st = state();
         let mut config = st.config().clone();
-        let e = qmgr(&mut config, &st, Role::Operator, "set node n99 state = offline").unwrap_err();
+        let e = qmgr(
+            &mut config,
+            &st,
+            Role::Operator,
+            "set node n99 state = offline",
+        )
+        .unwrap_err();
         assert!(e.contains("node \"n99\" does not exist"), "{e}");
         let e = qmgr(&mut config, &st, Role::Operator, "set node n1 state = down").unwrap_err();
         assert!(e.contains("offline, draining or free"), "{e}");

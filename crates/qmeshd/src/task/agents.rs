@@ -173,8 +173,18 @@ impl SchedulerTask {
                 if let Some(facts) = beat.facts
                     && self.state.set_host_load(&host, facts.load, facts.cpus)
                 {
-                    let busy = self.state.nodes().iter().any(|n| n.host == host && n.overloaded);
-                    info!(host, load = facts.load, cpus = facts.cpus, busy, "host load crossed the limit");
+                    let busy = self
+                        .state
+                        .nodes()
+                        .iter()
+                        .any(|n| n.host == host && n.overloaded);
+                    info!(
+                        host,
+                        load = facts.load,
+                        cpus = facts.cpus,
+                        busy,
+                        "host load crossed the limit"
+                    );
                     self.dirty = true;
                 }
             }

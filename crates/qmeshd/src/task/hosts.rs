@@ -56,7 +56,11 @@ impl SchedulerTask {
         let nodes: Vec<String> = job
             .exec_nodes
             .iter()
-            .filter(|n| self.state.node_by_name(n).is_some_and(|node| node.host == host))
+            .filter(|n| {
+                self.state
+                    .node_by_name(n)
+                    .is_some_and(|node| node.host == host)
+            })
             .map(|n| n.to_string())
             .collect();
         let order = v1::JoinJob {
@@ -97,7 +101,11 @@ impl SchedulerTask {
         }
         let joining: HashSet<u64> = joining.iter().map(|id| id.0).collect();
         for &job in held.iter().filter(|j| !joining.contains(j)) {
-            self.send_leaves(JobId(job), &[host.to_string()], "the job no longer runs here");
+            self.send_leaves(
+                JobId(job),
+                &[host.to_string()],
+                "the job no longer runs here",
+            );
         }
     }
 
@@ -162,7 +170,11 @@ impl SchedulerTask {
     /// (one the daemon already ended there, or while the job now runs
     /// elsewhere); a stale job that waited for this report is launched.
     pub(super) fn stale_report(&mut self, host: &str, id: JobId) -> bool {
-        if self.stale.get_mut(host).is_some_and(|jobs| jobs.remove(&id)) {
+        if self
+            .stale
+            .get_mut(host)
+            .is_some_and(|jobs| jobs.remove(&id))
+        {
             info!(job = %id, host, "the old run's end is in; it ends nothing");
             if self.launches.get(&id) == Some(&Launch::Ready) {
                 self.launch(id);
