@@ -164,17 +164,11 @@ fn list(config: &Config, state: &State, names: &[String]) -> String {
             continue;
         }
         let mark = config.node_marks.get(&*node.name);
-        // The working copy's mark, which this script may just have set.
-        let shown = match (mark, node.up) {
-            (Some(m), false) => format!("down,{}", m.state.as_str()),
-            (None, false) => "down".to_string(),
-            (Some(m), true) => match (m.state, node.job) {
-                (AdminState::Draining, None) => "drained".into(),
-                (s, _) => s.as_str().into(),
-            },
-            (None, true) if node.job.is_some() => "job-busy".into(),
-            (None, true) => "free".into(),
-        };
+        // As the node will be under the working copy's mark, which this
+        // script may just have set.
+        let mut seen = node.clone();
+        seen.admin = mark.map(|m| m.state);
+        let shown = seen.state_name();
         out.push_str(&format!("Node {}\n", node.name));
         out.push_str(&format!("    host = {}\n", node.host));
         out.push_str(&format!("    state = {shown}\n"));

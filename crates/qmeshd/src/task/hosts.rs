@@ -196,18 +196,20 @@ impl SchedulerTask {
         self.stale.entry(host.to_string()).or_default().insert(id);
     }
 
-    /// Each tick: hosts holding active jobs whose agent is away; those
+    /// Each tick: hosts holding active jobs whose agent is away (their
+    /// nodes are down); those
     /// away for `lost_after` are given up.
     pub(super) fn give_up_lost_hosts(&mut self) {
         let now = Instant::now();
-        let mut away: BTreeSet<String> = BTreeSet::new();
-        for job in self.state.active_jobs() {
-            for host in self.state.job_hosts(job) {
-                if !self.agents.contains_key(&host) {
-                    away.insert(host);
-                }
-            }
-        }
+        // A node is down exactly while its host's agent is away; a pass
+        // over the nodes, not over every job's hosts.
+        let away: BTreeSet<String> = self
+            .state
+            .nodes()
+            .iter()
+            .filter(|n| !n.up && n.job.is_some())
+            .map(|n| n.host.clone())
+            .collect();
         self.away.retain(|host, _| away.contains(host));
         let limit = self.settings.lost_after;
         let mut lost = Vec::new();
