@@ -36,20 +36,6 @@ fn assert_lists(dump: &str, lines: &[&str]) {
 }
 
 /// A job that exits 0; waits for it and returns the nodes it ran on.
-/// Waits until pbsnodes shows `node` in `state` (the daemon's view; no
-/// event to await).
-fn await_state(d: &Daemon, node: &str, state: &str) {
-    for _ in 0..600 {
-        let out = d.ok("pbsnodes", &["-F", "json", node]);
-        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        if doc["nodes"][node]["state"] == state {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("node {node} is not {state} after 60 s:\n{}", d.log());
-}
-
 fn run_job(d: &Daemon, args: &[&str]) -> String {
     d.script("hello.sh", "#!/bin/sh\necho hello\n");
     let mut args = args.to_vec();
@@ -281,7 +267,7 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     // are taken out for repair. A job that needs 8 CPUs has no machine.
     std::fs::write(d.work.join("load-el2"), "40\n").unwrap();
     d.ok("pbsnodes", &["-o", "el1", "el3", "-C", "repair"]);
-    await_state(&d, "el2", "busy");
+    d.await_node_state("el2", "busy");
     d.script("eight.sh", "#!/bin/sh\necho hello\n");
     let eight = d.qsub(&["-l", "ncpus=8", "eight.sh"]);
     // Once a pass has looked at it (it says why it waits), it still waits.

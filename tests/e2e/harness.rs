@@ -300,6 +300,20 @@ impl Daemon {
         })
     }
 
+    /// Waits until pbsnodes shows `node` in `state` (the daemon's view of
+    /// its agents; there is no event to await).
+    pub fn await_node_state(&self, node: &str, state: &str) {
+        for _ in 0..600 {
+            let out = self.ok("pbsnodes", &["-F", "json", node]);
+            let doc: serde_json::Value = serde_json::from_str(&out).expect("pbsnodes JSON");
+            if doc["nodes"][node]["state"] == state {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("node {node} is not {state} after 60 s:\n{}", self.log());
+    }
+
     /// `qstat -x -f --json ID` as a JSON value for the job.
     pub fn job_json(&self, id: &str) -> serde_json::Value {
         let out = self.ok("qstat", &["-x", "-f", "--json", id]);

@@ -7,6 +7,8 @@ use crate::harness::Daemon;
 #[test]
 fn an_offline_node_takes_no_job_until_it_is_put_back() {
     let mut d = Daemon::start();
+    // The local agent has connected: its nodes are up.
+    d.await_node_state("local01", "free");
     d.ok("pbsnodes", &["-o", "local00", "-C", "fan replaced"]);
     let listed = d.ok("pbsnodes", &["-l"]);
     assert!(
