@@ -267,6 +267,7 @@ async fn forward(
         Event::Finished(result) => {
             if reported.insert(result.job) {
                 send(tx, agent_message::Kind::Finished(result.to_proto())).await?;
+                debug!(job = result.job, "finish sent");
             } else {
                 debug!(job = result.job, "finish already reported in this session");
             }

@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use qmesh_proto::v1;
 
 use crate::Report;
+use crate::cpu::CpuTimes;
 use crate::daemon::Daemon;
 
 pub fn run(
@@ -28,6 +29,7 @@ pub fn run(
     agents: usize,
     nodes: usize,
     secs: f64,
+    logs: &LogLevels,
 ) -> anyhow::Result<Report> {
     let agents = agents.max(1);
     let per_host = nodes.div_ceil(agents).max(1);
@@ -40,11 +42,11 @@ pub fn run(
         .port();
     let config = root.join("qmesh.toml");
     std::fs::write(&config, config_text(port, agents, per_host))?;
-    let (mut daemon, _) = Daemon::start_configured(qmeshd, dir, Some(&config), "info")?;
+    let (mut daemon, _) = Daemon::start_configured(qmeshd, dir, Some(&config), logs.daemon)?;
     let agent_bin = qmeshd.with_file_name("qmesh-agent");
     let mut children = Vec::new();
     for h in 0..agents {
-        children.push(start_agent(&agent_bin, &root, port, h)?);
+        children.push(start_agent(&agent_bin, &root, port, h, logs.agent)?);
     }
     let guard = Agents(children);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -57,13 +59,46 @@ pub fn run(
         agents * per_host,
         secs,
     ));
+    let cpu = Cpu {
+        daemon: daemon.pid().and_then(CpuTimes::of).unwrap_or_default(),
+        agents: guard
+            .0
+            .iter()
+            .filter_map(|c| CpuTimes::of(c.id()))
+            .fold(CpuTimes::default(), |a, b| a + b),
+    };
+    if timing.is_err() {
+        // What every process was doing when the run gave up.
+        if let Ok(ps) = Command::new("ps")
+            .args(["-eo", "pid,ppid,stat,wchan:32,etime,args"])
+            .output()
+        {
+            let _ = std::fs::write(root.join("ps.txt"), ps.stdout);
+        }
+    }
     drop(guard);
     daemon.stop();
-    let timing = timing?;
+    let timing = match timing {
+        Ok(t) => t,
+        Err(e) => {
+            // Keep the logs and spools of a failed run: they are the evidence.
+            daemon.dir.disable_cleanup(true);
+            return Err(e.context(format!(
+                "the churn run failed; its logs are kept in {}",
+                root.display()
+            )));
+        }
+    };
     let log = std::fs::read_to_string(root.join("qmeshd.log"))?;
-    let measured = measure(&log, &work, jobs, timing)?;
+    let measured = measure(&log, &work, jobs, timing, cpu)?;
     drop(daemon);
     Ok(measured.report(jobs, agents, agents * per_host, secs))
+}
+
+/// Log levels of the processes of a run.
+pub struct LogLevels<'a> {
+    pub agent: &'a str,
+    pub daemon: &'a str,
 }
 
 fn config_text(port: u16, agents: usize, per_host: usize) -> String {
@@ -82,7 +117,13 @@ fn config_text(port: u16, agents: usize, per_host: usize) -> String {
     )
 }
 
-fn start_agent(bin: &Path, root: &Path, port: u16, h: usize) -> anyhow::Result<Child> {
+fn start_agent(
+    bin: &Path,
+    root: &Path,
+    port: u16,
+    h: usize,
+    log_level: &str,
+) -> anyhow::Result<Child> {
     let log = std::fs::File::create(root.join(format!("agent-h{h}.log")))?;
     Command::new(bin)
         .arg("--server")
@@ -92,7 +133,7 @@ fn start_agent(bin: &Path, root: &Path, port: u16, h: usize) -> anyhow::Result<C
         .arg("--spool")
         .arg(root.join(format!("spool-h{h}")))
         .arg("--log-level")
-        .arg("warn")
+        .arg(log_level)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -183,6 +224,7 @@ async fn drive(
     }
     let go = Utc::now();
     admin.qmgr(qmgr("set server scheduling = true")).await?;
+    let (mut left, mut progress) = (usize::MAX, Instant::now());
     loop {
         let reply = client
             .status(v1::StatusRequest::default())
@@ -190,6 +232,17 @@ async fn drive(
             .into_inner();
         if reply.jobs.is_empty() {
             break;
+        }
+        if reply.jobs.len() < left {
+            (left, progress) = (reply.jobs.len(), Instant::now());
+        }
+        if progress.elapsed() > Duration::from_secs(60) {
+            let ids: Vec<&str> = reply.jobs.iter().take(10).map(|j| j.id.as_str()).collect();
+            bail!(
+                "{} jobs still unfinished and none ended for 60 s: {}",
+                reply.jobs.len(),
+                ids.join(" ")
+            );
         }
         if Utc::now() - go > chrono::Duration::seconds(600) {
             bail!("{} jobs still unfinished after 600 s", reply.jobs.len());
@@ -202,7 +255,16 @@ async fn drive(
     })
 }
 
+/// CPU seconds at the end of a run.
+#[derive(Clone, Copy, Debug)]
+struct Cpu {
+    daemon: CpuTimes,
+    /// The agents' own, and as children their shepherds and jobs.
+    agents: CpuTimes,
+}
+
 struct Measured {
+    cpu: Cpu,
     starts_per_s: f64,
     ends_per_s: f64,
     p50_ms: f64,
@@ -221,7 +283,13 @@ fn log_event<'a>(line: &'a str, what: &str) -> Option<(DateTime<Utc>, &'a str)> 
     Some((time.with_timezone(&Utc), job))
 }
 
-fn measure(log: &str, work: &Path, jobs: usize, timing: Timing) -> anyhow::Result<Measured> {
+fn measure(
+    log: &str,
+    work: &Path,
+    jobs: usize,
+    timing: Timing,
+    cpu: Cpu,
+) -> anyhow::Result<Measured> {
     let mut decided: HashMap<String, DateTime<Utc>> = HashMap::new();
     let mut ended = Vec::new();
     for line in log.lines() {
@@ -260,6 +328,7 @@ fn measure(log: &str, work: &Path, jobs: usize, timing: Timing) -> anyhow::Resul
     let last_end = ended.iter().max().copied().unwrap_or(timing.done);
     let secs = |to: DateTime<Utc>| (to - timing.go).num_microseconds().unwrap_or(1) as f64 / 1e6;
     Ok(Measured {
+        cpu,
         starts_per_s: jobs as f64 / secs(last_exec),
         ends_per_s: jobs as f64 / secs(last_end),
         p50_ms: pct(0.5),
@@ -275,13 +344,17 @@ impl Measured {
             text: format!(
                 "churn: {jobs} jobs of {secs} s through {agents} agents ({nodes} nodes): \
                  {:.0} starts/s, {:.0} ends/s (all done in {:.1} s); decision to exec \
-                 p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                 p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU: qmeshd {:.1} s, agents {:.1} s, \
+                 shepherds and jobs {:.1} s",
                 self.starts_per_s,
                 self.ends_per_s,
                 self.wall_s,
                 self.p50_ms,
                 self.p99_ms,
-                self.max_ms
+                self.max_ms,
+                self.cpu.daemon.own,
+                self.cpu.agents.own,
+                self.cpu.agents.children,
             ),
             json: serde_json::json!({
                 "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
@@ -289,6 +362,9 @@ impl Measured {
                 "ends_per_second": self.ends_per_s, "wall_seconds": self.wall_s,
                 "exec_latency_p50_ms": self.p50_ms, "exec_latency_p99_ms": self.p99_ms,
                 "exec_latency_max_ms": self.max_ms,
+                "cpu_seconds_qmeshd": self.cpu.daemon.own,
+                "cpu_seconds_agents": self.cpu.agents.own,
+                "cpu_seconds_shepherds_and_jobs": self.cpu.agents.children,
             }),
         }
     }

@@ -108,6 +108,11 @@ impl Daemon {
         Ok(())
     }
 
+    /// The daemon's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// SIGTERM and wait.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

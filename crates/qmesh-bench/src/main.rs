@@ -11,6 +11,7 @@
 
 mod alloc;
 mod churn;
+mod cpu;
 mod daemon;
 mod disk;
 mod pass;
@@ -94,6 +95,12 @@ enum What {
         /// Each job's run time, in seconds.
         #[arg(long, default_value_t = 1.0)]
         secs: f64,
+        /// The agents' log level (their logs are kept when a run fails).
+        #[arg(long, default_value = "warn")]
+        agent_log_level: String,
+        /// qmeshd's log level; the figures need at least info.
+        #[arg(long, default_value = "info")]
+        daemon_log_level: String,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -133,7 +140,15 @@ fn main() -> ExitCode {
             agents,
             nodes,
             secs,
-        } => qmeshd().and_then(|q| churn::run(&q, *jobs, *agents, *nodes, *secs).map(|r| vec![r])),
+            agent_log_level,
+            daemon_log_level,
+        } => qmeshd().and_then(|q| {
+            let logs = churn::LogLevels {
+                agent: agent_log_level,
+                daemon: daemon_log_level,
+            };
+            churn::run(&q, *jobs, *agents, *nodes, *secs, &logs).map(|r| vec![r])
+        }),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
             Ok(vec![

@@ -216,6 +216,7 @@ impl SchedulerTask {
 
     fn job_finished(&mut self, host: &str, report: &v1::JobFinished) {
         let id = JobId(report.job);
+        debug!(job = %id, host, "end report");
         if self.stale_report(host, id) {
             self.send(
                 host,

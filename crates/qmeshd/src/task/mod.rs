@@ -12,6 +12,7 @@
 
 mod admin;
 mod agents;
+mod batch;
 mod hosts;
 mod jobs;
 mod period_end;
@@ -190,26 +191,24 @@ impl SchedulerTask {
             };
             tokio::select! {
                 event = events.recv() => {
-                    // Take what has queued up meanwhile too (bounded, so the
-                    // timers still get their turn).
-                    let mut next = event;
-                    for _ in 0..256 {
-                        match next {
-                            Some(Event::Shutdown(done)) => {
-                                self.shutdown();
-                                let _ = done.send(());
-                                return;
-                            }
-                            Some(event) => self.handle(event),
-                            None => {
-                                self.shutdown();
-                                return;
-                            }
+                    let Some(first) = event else {
+                        self.shutdown();
+                        return;
+                    };
+                    // What has queued up meanwhile too, 256 at most.
+                    let flow = batch::drain(first, &mut events, 256, |event| match event {
+                        Event::Shutdown(done) => {
+                            self.shutdown();
+                            let _ = done.send(());
+                            std::ops::ControlFlow::Break(())
                         }
-                        match events.try_recv() {
-                            Ok(event) => next = Some(event),
-                            Err(_) => break,
+                        event => {
+                            self.handle(event);
+                            std::ops::ControlFlow::Continue(())
                         }
+                    });
+                    if flow.is_break() {
+                        return;
                     }
                 }
                 Some(after) = durable.recv() => self.after_durable(after),
