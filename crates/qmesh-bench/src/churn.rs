@@ -23,17 +23,16 @@ use crate::Report;
 use crate::cpu::CpuTimes;
 use crate::daemon::Daemon;
 
-pub fn run(
-    qmeshd: &Path,
-    jobs: usize,
-    agents: usize,
-    nodes: usize,
-    secs: f64,
-    logs: &LogLevels,
-) -> anyhow::Result<Report> {
-    let agents = agents.max(1);
-    let per_host = nodes.div_ceil(agents).max(1);
-    let dir = tempfile::Builder::new().prefix("qmesh-churn-").tempdir()?;
+pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
+    let (jobs, secs) = (run.jobs, run.secs);
+    let agents = run.agents.max(1);
+    let per_host = run.nodes.div_ceil(agents).max(1);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("qmesh-churn-");
+    let dir = match run.dir {
+        Some(parent) => builder.tempdir_in(parent)?,
+        None => builder.tempdir()?,
+    };
     let root = dir.path().to_path_buf();
     let work = root.join("work");
     std::fs::create_dir_all(&work)?;
@@ -42,11 +41,18 @@ pub fn run(
         .port();
     let config = root.join("qmesh.toml");
     std::fs::write(&config, config_text(port, agents, per_host))?;
-    let (mut daemon, _) = Daemon::start_configured(qmeshd, dir, Some(&config), logs.daemon)?;
+    let (mut daemon, _) =
+        Daemon::start_configured(qmeshd, dir, Some(&config), run.daemon_log_level)?;
     let agent_bin = qmeshd.with_file_name("qmesh-agent");
     let mut children = Vec::new();
     for h in 0..agents {
-        children.push(start_agent(&agent_bin, &root, port, h, logs.agent)?);
+        children.push(start_agent(
+            &agent_bin,
+            &root,
+            port,
+            h,
+            run.agent_log_level,
+        )?);
     }
     let guard = Agents(children);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -58,6 +64,7 @@ pub fn run(
         jobs,
         agents * per_host,
         secs,
+        run.rate,
     ));
     let cpu = Cpu {
         daemon: daemon.pid().and_then(CpuTimes::of).unwrap_or_default(),
@@ -95,10 +102,21 @@ pub fn run(
     Ok(measured.report(jobs, agents, agents * per_host, secs))
 }
 
-/// Log levels of the processes of a run.
-pub struct LogLevels<'a> {
-    pub agent: &'a str,
-    pub daemon: &'a str,
+/// What to run.
+pub struct Run<'a> {
+    pub jobs: usize,
+    pub agents: usize,
+    /// In all, shared out among the agents' hosts.
+    pub nodes: usize,
+    /// Each job's run time.
+    pub secs: f64,
+    pub agent_log_level: &'a str,
+    pub daemon_log_level: &'a str,
+    /// The parent of the run's directory; the temporary directory if none.
+    pub dir: Option<&'a Path>,
+    /// Jobs submitted per second, scheduling on; `None`: all submitted
+    /// first, then scheduling switched on (a burst).
+    pub rate: Option<f64>,
 }
 
 fn config_text(port: u16, agents: usize, per_host: usize) -> String {
@@ -167,6 +185,7 @@ async fn drive(
     jobs: usize,
     nodes: usize,
     secs: f64,
+    rate: Option<f64>,
 ) -> anyhow::Result<Timing> {
     let channel = qmesh_proto::endpoint::connect_unix(&socket).await?;
     let mut admin = v1::admin_client::AdminClient::new(channel.clone());
@@ -193,27 +212,42 @@ async fn drive(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let script = format!("#!/bin/bash\necho $EPOCHREALTIME\nsleep {secs}\n").into_bytes();
+    let request = v1::SubmitRequest {
+        script,
+        script_name: "churn".into(),
+        workdir: work.display().to_string(),
+        submit_host: "bench".into(),
+        resources: vec![v1::Resource {
+            name: "walltime".into(),
+            value: "60".into(),
+        }],
+        ..Default::default()
+    };
+    if let Some(rate) = rate {
+        // Offered load: one job every 1/rate s with scheduling on, so that
+        // below saturation each start is measured on its own.
+        admin.qmgr(qmgr("set server scheduling = true")).await?;
+        let go = Utc::now();
+        let mut every = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        for _ in 0..jobs {
+            every.tick().await;
+            client
+                .submit(request.clone())
+                .await
+                .map_err(|s| anyhow::anyhow!("a submission failed: {}", s.message()))?;
+        }
+        return wait_all_ended(&mut client, go).await;
+    }
     let mut tasks = Vec::new();
     let clients = 16;
     for i in 0..clients {
         let share = jobs / clients + usize::from(i < jobs % clients);
         let mut c = client.clone();
-        let script = script.clone();
-        let work = work.display().to_string();
+        let request = request.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..share {
-                c.submit(v1::SubmitRequest {
-                    script: script.clone(),
-                    script_name: "churn".into(),
-                    workdir: work.clone(),
-                    submit_host: "bench".into(),
-                    resources: vec![v1::Resource {
-                        name: "walltime".into(),
-                        value: "60".into(),
-                    }],
-                    ..Default::default()
-                })
-                .await?;
+                c.submit(request.clone()).await?;
             }
             Ok::<_, tonic::Status>(())
         }));
@@ -224,6 +258,14 @@ async fn drive(
     }
     let go = Utc::now();
     admin.qmgr(qmgr("set server scheduling = true")).await?;
+    wait_all_ended(&mut client, go).await
+}
+
+/// Until no job is left; an error after 60 s without an end or 600 s in all.
+async fn wait_all_ended(
+    client: &mut v1::jobs_client::JobsClient<tonic::transport::Channel>,
+    go: DateTime<Utc>,
+) -> anyhow::Result<Timing> {
     let (mut left, mut progress) = (usize::MAX, Instant::now());
     loop {
         let reply = client

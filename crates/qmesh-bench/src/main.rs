@@ -101,6 +101,14 @@ enum What {
         /// qmeshd's log level; the figures need at least info.
         #[arg(long, default_value = "info")]
         daemon_log_level: String,
+        /// Where the run's spools, store and job output go (default: the
+        /// temporary directory). The file system matters: see PERFORMANCE.md.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Submit this many jobs per second with scheduling on, instead of
+        /// all at once before it is switched on: latency below saturation.
+        #[arg(long)]
+        rate: Option<f64>,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -142,12 +150,20 @@ fn main() -> ExitCode {
             secs,
             agent_log_level,
             daemon_log_level,
+            dir,
+            rate,
         } => qmeshd().and_then(|q| {
-            let logs = churn::LogLevels {
-                agent: agent_log_level,
-                daemon: daemon_log_level,
+            let run = churn::Run {
+                jobs: *jobs,
+                agents: *agents,
+                nodes: *nodes,
+                secs: *secs,
+                agent_log_level,
+                daemon_log_level,
+                dir: dir.as_deref(),
+                rate: rate.filter(|r| *r > 0.0),
             };
-            churn::run(&q, *jobs, *agents, *nodes, *secs, &logs).map(|r| vec![r])
+            churn::run(&q, &run).map(|r| vec![r])
         }),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
