@@ -1,6 +1,7 @@
 //! `spq --map SET`: a node set's occupancy as text, one cell per node, like
 //! the layout pictures of the EPCC paper: a letter per job, `.` free, `x`
-//! down. A mesh is drawn as its rows; a torus as slices of its first two
+//! down, `o` out of service (offline or drained, no job on it), `b` busy
+//! (its host's load is over the limit). A mesh is drawn as its rows; a torus as slices of its first two
 //! dimensions, one slice per combination of the others.
 
 use std::collections::BTreeMap;
@@ -49,7 +50,11 @@ pub fn draw(set: &NodeSetInfo, nodes: &[&NodeInfo]) -> String {
                 return 'x';
             }
             if node.job_id.is_empty() {
-                return '.';
+                return match node.state.as_str() {
+                    "offline" | "drained" | "draining" => 'o',
+                    "busy" => 'b',
+                    _ => '.',
+                };
             }
             let next = LETTERS.get(letter_of.len()).map_or('#', |&b| b as char);
             let letter = *letter_of.entry(node.job_id.as_str()).or_insert(next);
@@ -75,14 +80,21 @@ pub fn draw(set: &NodeSetInfo, nodes: &[&NodeInfo]) -> String {
     };
     let slice = (width * height).max(1);
     let slices = cells.len().div_ceil(slice).max(1);
+    let count = |c: char| cells.iter().filter(|&&x| x == c).count();
     let mut out = format!(
-        "node set {} ({}): {} nodes, {} free, {} down\n",
+        "node set {} ({}): {} nodes, {} free, {} down",
         set.name,
         set.topology,
         cells.len(),
-        cells.iter().filter(|&&c| c == '.').count(),
-        cells.iter().filter(|&&c| c == 'x').count()
+        count('.'),
+        count('x')
     );
+    for (c, what) in [('o', "offline"), ('b', "busy")] {
+        if count(c) > 0 {
+            out.push_str(&format!(", {} {what}", count(c)));
+        }
+    }
+    out.push('\n');
     for k in 0..slices {
         if slices > 1 && dims.len() > 2 {
             out.push_str(&format!("{}:\n", slice_label(&dims[2..], k)));
@@ -160,6 +172,31 @@ mod tests {
             draw(&set, &refs),
             "node set m (mesh2d 4x2): 8 nodes, 3 free, 1 down\n  AA.x\n  BA..\n\
              A = 1.s (alice, 3 nodes)\nB = 2.s (alice, 1 node)\n"
+        );
+    }
+
+    #[test]
+    fn offline_and_busy_nodes_are_not_drawn_free() {
+        let set = NodeSetInfo {
+            name: "m".into(),
+            topology: "flat".into(),
+            dims: vec![4],
+        };
+        let with = |state: &str, job: &str| NodeInfo {
+            state: state.into(),
+            ..node(job, true)
+        };
+        let nodes = [
+            with("offline", ""),
+            with("draining", "3.s"),
+            with("busy", ""),
+            with("free", ""),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        assert_eq!(
+            draw(&set, &refs),
+            "node set m (flat): 4 nodes, 1 free, 0 down, 1 offline, 1 busy\n  oAb.\n\
+             A = 3.s (alice, 1 node)\n"
         );
     }
 

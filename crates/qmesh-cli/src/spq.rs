@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Draw the occupancy of node set SET instead: one cell per node, a
-    /// letter per job, `.` free, `x` down.
+    /// letter per job, `.` free, `x` down, `o` offline, `b` busy.
     #[arg(long, value_name = "SET")]
     pub map: Option<String>,
 }
