@@ -95,6 +95,18 @@ impl Agent {
         self.child.as_ref().expect("the agent runs").id()
     }
 
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) the agent: it stays connected
+    /// but says nothing, like a host that hangs.
+    pub fn freeze(&self, frozen: bool) {
+        let sig = if frozen {
+            nix::sys::signal::Signal::SIGSTOP
+        } else {
+            nix::sys::signal::Signal::SIGCONT
+        };
+        let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
+        nix::sys::signal::kill(pid, sig).expect("signal the agent");
+    }
+
     /// SIGKILL: no goodbye.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -434,6 +446,49 @@ fn a_killed_agent_takes_its_nodes_down_and_its_job_runs_again_elsewhere() {
     assert!(info.comment.contains("host h3 was lost"), "{info:?}");
     let job = c.d.job_json(&once);
     assert_eq!(job["run_count"], 1, "{job}");
+}
+
+/// A host given up while its job still ran there (its agent hung, not
+/// died): the job is queued again, but its old run must end before the
+/// host gets it again, and that old run's end must not end the new run.
+#[test]
+fn a_hung_host_s_old_run_ends_before_the_job_runs_there_again() {
+    let c = Cluster::start(1, 1, 3, None);
+    c.await_nodes(&["h1"], "free");
+    let started = c.d.fifo("started");
+    let go = c.d.fifo("go");
+    c.d.script(
+        "hang.sh",
+        "#!/bin/sh\necho up > started\nread x < go\nexit 0\n",
+    );
+    let id = c.d.qsub(&["-r", "y", "hang.sh"]);
+    assert_eq!(c.d.read_fifo(&started).trim(), "up");
+    c.agents[0].freeze(true);
+    // Three missed heartbeats, then three seconds away: given up, queued.
+    c.await_nodes(&["h1"], "down");
+    for tries in 0.. {
+        // The daemon's own view; there is no event to await.
+        if c.d.job_json(&id)["job_state"] == "Q" {
+            break;
+        }
+        assert!(tries < 600, "not queued again after 60 s:\n{}", c.d.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.agents[0].freeze(false);
+    // The agent comes back still running the old run: it is killed, its
+    // end ends nothing, and only then does the job run there again.
+    assert_eq!(c.d.read_fifo(&started).trim(), "up");
+    let log = c.d.log();
+    assert!(log.contains("the old run's end is in"), "{log}");
+    c.d.write_fifo(&go, "go\n");
+    let info = c.d.wait_job(&id);
+    assert_eq!(
+        info.exit_status,
+        Some(0),
+        "the second run's own end: {info:?}"
+    );
+    let job = c.d.job_json(&id);
+    assert_eq!(job["run_count"], 2, "{job}");
 }
 
 #[test]

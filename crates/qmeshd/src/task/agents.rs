@@ -218,10 +218,13 @@ impl SchedulerTask {
         let id = JobId(report.job);
         debug!(job = %id, host, "end report");
         if self.stale_report(host, id) {
+            // The acknowledgement first: until it, the agent's spool holds
+            // the old run, and a launch of the same job would be ignored.
             self.send(
                 host,
                 v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }),
             );
+            self.launch_after_stale(id);
             return;
         }
         let (exit, end) = convert::job_exit(report);

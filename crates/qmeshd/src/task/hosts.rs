@@ -168,7 +168,8 @@ impl SchedulerTask {
 
     /// Whether an end report from `host` belongs to an old run of the job
     /// (one the daemon already ended there, or while the job now runs
-    /// elsewhere); a stale job that waited for this report is launched.
+    /// elsewhere). The caller acknowledges it, then calls
+    /// [`Self::launch_after_stale`].
     pub(super) fn stale_report(&mut self, host: &str, id: JobId) -> bool {
         if self
             .stale
@@ -176,14 +177,19 @@ impl SchedulerTask {
             .is_some_and(|jobs| jobs.remove(&id))
         {
             info!(job = %id, host, "the old run's end is in; it ends nothing");
-            if self.launches.get(&id) == Some(&Launch::Ready) {
-                self.launch(id);
-            }
             return true;
         }
         self.state
             .job(id)
             .is_some_and(|job| job.state.is_active() && self.state.job_host(job) != Some(host))
+    }
+
+    /// A job whose launch waited for its old run's end (now acknowledged,
+    /// so the agent's spool no longer holds that run) is launched.
+    pub(super) fn launch_after_stale(&mut self, id: JobId) {
+        if self.launches.get(&id) == Some(&Launch::Ready) {
+            self.launch(id);
+        }
     }
 
     /// Whether the job's old run on `host` has not yet confirmed its end.
