@@ -1,8 +1,9 @@
 //! Churn: many short jobs through many agents, on the real binaries. A
 //! qmeshd listens on TCP; `agents` qmesh-agent processes serve a host each
-//! (`nodes` nodes in all). The jobs are submitted with scheduling off, then
-//! scheduling is switched on and the clock runs until the last job has
-//! ended.
+//! (`nodes` nodes in all). In a burst the jobs are submitted with
+//! scheduling off, then scheduling is switched on; with a rate, one job is
+//! submitted every 1/rate s with scheduling on (latency below saturation).
+//! The clock runs until the last job has ended.
 //!
 //! Each job is `sleep SECS` in bash, which first prints bash's
 //! `$EPOCHREALTIME`: the moment the script runs. The daemon's log (info)
@@ -24,6 +25,13 @@ use crate::cpu::CpuTimes;
 use crate::daemon::Daemon;
 
 pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
+    if let Some(rate) = run.rate
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        bail!(
+            "--rate {rate} is not a rate; give jobs per second above 0, or leave it out for a burst"
+        );
+    }
     let (jobs, secs) = (run.jobs, run.secs);
     let agents = run.agents.max(1);
     let per_host = run.nodes.div_ceil(agents).max(1);
@@ -99,7 +107,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
     let log = std::fs::read_to_string(root.join("qmeshd.log"))?;
     let measured = measure(&log, &work, jobs, timing, cpu)?;
     drop(daemon);
-    Ok(measured.report(jobs, agents, agents * per_host, secs))
+    Ok(measured.report(run, agents * per_host))
 }
 
 /// What to run.
@@ -381,10 +389,14 @@ fn measure(
 }
 
 impl Measured {
-    fn report(&self, jobs: usize, agents: usize, nodes: usize, secs: f64) -> Report {
+    fn report(&self, run: &Run, nodes: usize) -> Report {
+        let (jobs, secs, agents) = (run.jobs, run.secs, run.agents.max(1));
+        let offered = run
+            .rate
+            .map_or_else(|| "a burst".to_string(), |r| format!("{r} jobs/s"));
         Report {
             text: format!(
-                "churn: {jobs} jobs of {secs} s through {agents} agents ({nodes} nodes): \
+                "churn: {jobs} jobs of {secs} s ({offered}) through {agents} agents ({nodes} nodes): \
                  {:.0} starts/s, {:.0} ends/s (all done in {:.1} s); decision to exec \
                  p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU: qmeshd {:.1} s, agents {:.1} s, \
                  shepherds and jobs {:.1} s",
@@ -400,7 +412,7 @@ impl Measured {
             ),
             json: serde_json::json!({
                 "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
-                "job_secs": secs, "starts_per_second": self.starts_per_s,
+                "job_secs": secs, "rate": run.rate, "starts_per_second": self.starts_per_s,
                 "ends_per_second": self.ends_per_s, "wall_seconds": self.wall_s,
                 "exec_latency_p50_ms": self.p50_ms, "exec_latency_p99_ms": self.p99_ms,
                 "exec_latency_max_ms": self.max_ms,

@@ -161,7 +161,7 @@ fn main() -> ExitCode {
                 agent_log_level,
                 daemon_log_level,
                 dir: dir.as_deref(),
-                rate: rate.filter(|r| *r > 0.0),
+                rate: *rate,
             };
             churn::run(&q, &run).map(|r| vec![r])
         }),

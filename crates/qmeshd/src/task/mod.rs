@@ -22,6 +22,7 @@ mod signal;
 mod usage;
 
 use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -200,11 +201,11 @@ impl SchedulerTask {
                         Event::Shutdown(done) => {
                             self.shutdown();
                             let _ = done.send(());
-                            std::ops::ControlFlow::Break(())
+                            ControlFlow::Break(())
                         }
                         event => {
                             self.handle(event);
-                            std::ops::ControlFlow::Continue(())
+                            ControlFlow::Continue(())
                         }
                     });
                     if flow.is_break() {
