@@ -76,6 +76,18 @@ pub trait Allocator: fmt::Debug + Send {
     /// Places a request for `n` nodes among the free ones, or `None`.
     fn allocate(&mut self, n: u32) -> Option<Placement>;
 
+    /// Places `n` nodes like `allocate`, or else on any free nodes the
+    /// topology could give as one placement, however this allocator's
+    /// own bookkeeping has them cut: for a job a reservation promised a
+    /// start. Where `allocate` answers from history (a torus's semitori
+    /// are cut by the requests before, and rebuilt from the nodes taken at
+    /// every pass), a promise made on one pass's cuts may find other cuts
+    /// on the next; this answer depends only on which nodes are free.
+    /// `allocate` itself where that already holds.
+    fn allocate_promised(&mut self, n: u32) -> Option<Placement> {
+        self.allocate(n)
+    }
+
     /// Gives nodes back (those of a placement, or any taken by `occupy`),
     /// merging free pieces back into their parents where the topology does.
     fn release(&mut self, nodes: &[u32]);

@@ -394,6 +394,34 @@ impl Torus {
         }
     }
 
+    /// The first box of 2^k nodes, all free, that halving a preprocessed
+    /// semitorus could make (power-of-two sides, aligned to them within
+    /// it), whatever pieces the free nodes lie in now. Shapes are tried
+    /// from the most cube-like, then origins in node order.
+    fn free_box(&self, k: u32) -> Option<Semi> {
+        let n = self.ndims();
+        let mut shapes: Vec<[u8; MAX_DIMS]> = Vec::new();
+        for r in 0..self.roots {
+            let root = self.cells[r as usize].semi;
+            if root.level() < k {
+                continue;
+            }
+            shapes.clear();
+            shapes_of(&root.exps[..n], k, &mut [0; MAX_DIMS], 0, &mut shapes);
+            shapes.sort_by_key(|e| e[..n].iter().max().copied());
+            for exps in &shapes {
+                let found = aligned_boxes(&root, exps, n, |semi| {
+                    all_nodes(&self.dims, semi, |id| self.owner[id as usize] == NONE)
+                        .then_some(*semi)
+                });
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+        None
+    }
+
     fn same_tree(&self, x: u32, other: &Torus, y: u32) -> bool {
         let (a, b) = (&self.cells[x as usize], &other.cells[y as usize]);
         if a.semi != b.semi || a.state != b.state || a.children != b.children {
@@ -411,9 +439,72 @@ impl Torus {
     }
 }
 
+/// Every way of giving 2^`k` nodes power-of-two sides no larger than
+/// `within` (log2 per dimension), from dimension `d` on.
+fn shapes_of(
+    within: &[u8],
+    k: u32,
+    exps: &mut [u8; MAX_DIMS],
+    d: usize,
+    out: &mut Vec<[u8; MAX_DIMS]>,
+) {
+    if d == within.len() {
+        if k == 0 {
+            out.push(*exps);
+        }
+        return;
+    }
+    let rest: u32 = within[d + 1..].iter().map(|&e| e as u32).sum();
+    for e in k.saturating_sub(rest)..=k.min(within[d] as u32) {
+        exps[d] = e as u8;
+        shapes_of(within, k - e, exps, d + 1, out);
+    }
+    exps[d] = 0;
+}
+
+/// Calls `f` with each box of sides 2^`exps` aligned to them inside
+/// `root`, the first dimension fastest, until it answers something.
+fn aligned_boxes<T>(
+    root: &Semi,
+    exps: &[u8; MAX_DIMS],
+    n: usize,
+    mut f: impl FnMut(&Semi) -> Option<T>,
+) -> Option<T> {
+    let mut semi = Semi {
+        origin: root.origin,
+        exps: *exps,
+    };
+    loop {
+        if let Some(found) = f(&semi) {
+            return Some(found);
+        }
+        let mut d = 0;
+        loop {
+            if d == n {
+                return None;
+            }
+            semi.origin[d] += 1 << exps[d];
+            if semi.origin[d] < root.origin[d] + (1 << root.exps[d]) {
+                break;
+            }
+            semi.origin[d] = root.origin[d];
+            d += 1;
+        }
+    }
+}
+
 /// Calls `f` with every node of `s` in a torus of `dims`, first dimension
 /// fastest.
 fn each_node(dims: &[u32], s: &Semi, mut f: impl FnMut(u32)) {
+    all_nodes(dims, s, |id| {
+        f(id);
+        true
+    });
+}
+
+/// Whether `f` holds for every node of `s` in a torus of `dims` (asked
+/// first dimension fastest, stopping at the first that fails).
+fn all_nodes(dims: &[u32], s: &Semi, mut f: impl FnMut(u32) -> bool) -> bool {
     let n = dims.len();
     let mut stride = [0u32; MAX_DIMS];
     let mut acc = 1;
@@ -425,11 +516,13 @@ fn each_node(dims: &[u32], s: &Semi, mut f: impl FnMut(u32)) {
     }
     let mut at = [0u32; MAX_DIMS];
     loop {
-        f(id);
+        if !f(id) {
+            return false;
+        }
         let mut i = 0;
         loop {
             if i == n {
-                return;
+                return true;
             }
             at[i] += 1;
             id += stride[i];
@@ -480,6 +573,26 @@ impl Allocator for Torus {
         let s = self.cells[target as usize].semi;
         let mut nodes = Vec::with_capacity(1 << k);
         each_node(&self.dims, &s, |id| nodes.push(id));
+        Some(Placement {
+            nodes,
+            parts: vec![self.part_of(&s)],
+        })
+    }
+
+    /// The seed's allocation, else the first free box a semitorus could
+    /// be halved into (`free_box`), taken by `occupy`.
+    fn allocate_promised(&mut self, n: u32) -> Option<Placement> {
+        if let Some(placement) = self.allocate(n) {
+            return Some(placement);
+        }
+        let k = self.size_for(n)?.trailing_zeros();
+        if self.free < 1 << k {
+            return None;
+        }
+        let s = self.free_box(k)?;
+        let mut nodes = Vec::with_capacity(1 << k);
+        each_node(&self.dims, &s, |id| nodes.push(id));
+        self.occupy(&nodes).ok()?;
         Some(Placement {
             nodes,
             parts: vec![self.part_of(&s)],

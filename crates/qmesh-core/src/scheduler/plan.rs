@@ -316,7 +316,7 @@ impl<'a> Planner<'a> {
         };
         let mut unplaceable = false;
         if free_now >= n {
-            match self.start_now(usable, n, end) {
+            match self.start_now(usable, n, end, reserve) {
                 Now::Started(nodes, parts) => {
                     if self.limits_on
                         && let Some(job) = job()
@@ -385,7 +385,13 @@ impl<'a> Planner<'a> {
     /// SDSC's rule: the set with the fewest free nodes that holds the whole
     /// job (keeping big holes for big jobs), else spread over the flat sets
     /// in order.
-    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs) -> Now {
+    ///
+    /// A job that is `promised` (it gets a reservation if it cannot start)
+    /// is placed on any free nodes its set's topology could give it, not
+    /// only on those the allocator's bookkeeping holds as one piece
+    /// ([`Allocator::allocate_promised`]): that is where the reservation
+    /// an earlier pass gave it lies.
+    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs, promised: bool) -> Now {
         let now = self.now_s;
         let mut unplaceable = false;
         // A placement exists, but only on nodes a reservation needs.
@@ -409,7 +415,7 @@ impl<'a> Planner<'a> {
             if self.free_in[s] < size || self.profiles[s].min_over(now, end) < size as i64 {
                 continue;
             }
-            let placement = match self.allocate_clear_of_reservations(s, n as u32, end) {
+            let placement = match self.allocate_clear_of_reservations(s, n as u32, end, promised) {
                 Placed::Yes(placement) => placement,
                 Placed::InTheWay => {
                     in_the_way = true;
@@ -561,6 +567,12 @@ impl<'a> Planner<'a> {
     /// gone, the reservations of the window in place) and asked for a
     /// placement; jobs started now keep off its nodes if they would still
     /// run then (`allocate_clear_of_reservations`), so it is not delayed.
+    ///
+    /// The placement is the one a promised job gets
+    /// ([`Allocator::allocate_promised`]), so it depends only on which
+    /// nodes are free then. The allocator the next pass rebuilds may be
+    /// cut otherwise, but it finds these nodes free as long as the jobs
+    /// started meanwhile keep off them: the promise holds.
     fn reserve_placed(
         &mut self,
         s: usize,
@@ -606,11 +618,11 @@ impl<'a> Planner<'a> {
             if t > self.now_s && !free_now.is_empty() {
                 let mut busy_first = then.boxed_clone();
                 occupy(busy_first.as_mut(), &free_now);
-                if let Some(placement) = busy_first.allocate(n) {
+                if let Some(placement) = busy_first.allocate_promised(n) {
                     return Some((t, placement.nodes));
                 }
             }
-            if let Some(placement) = then.allocate(n) {
+            if let Some(placement) = then.allocate_promised(n) {
                 return Some((t, placement.nodes));
             }
             t = self.profiles[s].next_after(t)?;
@@ -619,11 +631,24 @@ impl<'a> Planner<'a> {
 
     /// Places `n` nodes now on set `s` for a job that runs until `end`,
     /// off the nodes of every reservation placed there that begins before
-    /// it ends.
-    fn allocate_clear_of_reservations(&mut self, s: usize, n: u32, end: Secs) -> Placed {
+    /// it ends; as a `promised` job if it is one (see `start_now`).
+    fn allocate_clear_of_reservations(
+        &mut self,
+        s: usize,
+        n: u32,
+        end: Secs,
+        promised: bool,
+    ) -> Placed {
         let now = self.now_s;
         let Some(allocator) = self.allocators[s].as_mut() else {
             return Placed::No;
+        };
+        let place = |a: &mut dyn Allocator| {
+            if promised {
+                a.allocate_promised(n)
+            } else {
+                a.allocate(n)
+            }
         };
         let in_the_way: Vec<&Vec<u32>> = self.placed[s]
             .iter()
@@ -631,16 +656,16 @@ impl<'a> Planner<'a> {
             .map(|(_, _, nodes)| nodes)
             .collect();
         if in_the_way.is_empty() {
-            return allocator.allocate(n).map_or(Placed::No, Placed::Yes);
+            return place(allocator.as_mut()).map_or(Placed::No, Placed::Yes);
         }
         let mut clear = allocator.boxed_clone();
         for nodes in in_the_way {
             occupy(clear.as_mut(), nodes);
         }
-        match clear.allocate(n) {
+        match place(clear.as_mut()) {
             Some(placement) if allocator.occupy(&placement.nodes).is_ok() => Placed::Yes(placement),
             Some(_) => Placed::No,
-            None if allocator.boxed_clone().allocate(n).is_some() => Placed::InTheWay,
+            None if place(allocator.boxed_clone().as_mut()).is_some() => Placed::InTheWay,
             None => Placed::No,
         }
     }

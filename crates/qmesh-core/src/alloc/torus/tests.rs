@@ -225,6 +225,67 @@ fn a_second_odd_dimension_is_refused_by_name() {
     );
 }
 
+/// The case the scheduler's reservation test found: rebuilt from the
+/// nodes taken (0-1 for one job, 2 for another), the 4×4 torus holds the
+/// free row 4-7 as two pieces of two that are not siblings. The seed's
+/// allocation has no piece of four; a promised job still gets the row.
+#[test]
+fn a_promised_job_gets_a_free_box_the_pieces_split() {
+    let mut t = torus(&[4, 4], Partition::Nep);
+    t.occupy(&[0, 1]).unwrap();
+    t.occupy(&[2]).unwrap();
+    assert_eq!(t.free_count(), 13);
+    t.occupy(&[8, 9, 10, 11, 12, 13, 14, 15]).unwrap();
+    assert!(t.clone().allocate(3).is_none());
+    let p = t.allocate_promised(3).expect("the free row 4-7");
+    assert_eq!(p.nodes, [4, 5, 6, 7]);
+    assert_eq!(extent(&p), [4, 1]);
+    assert_eq!(t.free_count(), 1);
+    assert!(t.allocate_promised(2).is_none(), "only node 3 is left");
+    t.release(&p.nodes);
+    assert_eq!(t.free_count(), 5);
+}
+
+/// Whether some box of 2^k nodes, power-of-two sides aligned to them
+/// inside one preprocessed semitorus, has every node free: by brute force
+/// over every node's box of every shape.
+fn some_free_box(t: &Torus, k: u32, free: &[bool]) -> bool {
+    let n = t.dims.len();
+    t.semitori().iter().any(|root| {
+        let Part::Box { origin, extent } = root else {
+            return false;
+        };
+        let volume: u32 = extent.iter().product();
+        (0..volume).any(|corner| {
+            // The corner's coordinates inside the root.
+            let mut c = vec![0u32; n];
+            let mut rest = corner;
+            for d in 0..n {
+                c[d] = rest % extent[d];
+                rest /= extent[d];
+            }
+            let mut shapes = Vec::new();
+            let within: Vec<u8> = extent.iter().map(|e| e.trailing_zeros() as u8).collect();
+            shapes_of(&within, k, &mut [0; MAX_DIMS], 0, &mut shapes);
+            shapes.iter().any(|exps| {
+                (0..n).all(|d| c[d] % (1 << exps[d]) == 0)
+                    && (0..1u32 << k).all(|i| {
+                        let mut id = 0;
+                        let mut stride = 1;
+                        let mut rest = i;
+                        for d in 0..n {
+                            let side = 1u32 << exps[d];
+                            id += (origin[d] + c[d] + rest % side) * stride;
+                            rest /= side;
+                            stride *= t.dims[d];
+                        }
+                        free[id as usize]
+                    })
+            })
+        })
+    })
+}
+
 fn ops() -> impl Strategy<Value = Vec<(bool, u32)>> {
     proptest::collection::vec(
         prop_oneof![
@@ -281,5 +342,48 @@ proptest! {
             t.release(&pl.nodes);
         }
         prop_assert_eq!(t, fresh);
+    }
+}
+
+proptest! {
+    /// Whatever history cut the pieces (allocations of either partition,
+    /// then nodes taken and freed one by one), a promised job is placed
+    /// exactly when a free aligned box of its size exists, on free nodes
+    /// only, and its release gives them back.
+    #[test]
+    fn a_promised_job_is_placed_whenever_a_free_box_exists(
+        dims in shapes(),
+        p in scheme(),
+        sizes in proptest::collection::vec(1u32..40, 0..20),
+        flips in proptest::collection::vec(0u32..384, 0..60),
+        ask in 1u32..70,
+    ) {
+        let mut t = torus(&dims, p);
+        for n in sizes {
+            t.allocate(n);
+        }
+        let capacity = t.capacity();
+        for id in flips.into_iter().filter(|&id| id < capacity) {
+            if t.owner[id as usize] == NONE {
+                t.occupy(&[id]).unwrap();
+            } else {
+                t.release(&[id]);
+            }
+        }
+        let free: Vec<bool> = t.owner.iter().map(|&o| o == NONE).collect();
+        let Some(size) = t.size_for(ask) else { return Ok(()) };
+        let exists = some_free_box(&t, size.trailing_zeros(), &free);
+        let before = t.free_count();
+        match t.allocate_promised(ask) {
+            Some(placement) => {
+                prop_assert!(exists, "placed where no free box exists");
+                prop_assert_eq!(placement.nodes.len() as u32, size);
+                prop_assert!(placement.nodes.iter().all(|&id| free[id as usize]));
+                prop_assert_eq!(t.free_count(), before - size);
+                t.release(&placement.nodes);
+                prop_assert_eq!(t.free_count(), before);
+            }
+            None => prop_assert!(!exists, "a free box of {} exists but was not found", size),
+        }
     }
 }
