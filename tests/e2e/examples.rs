@@ -217,14 +217,15 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
         .replace("[agents]\n", "[agents]\nheartbeat_secs = 1\n");
     let mut d = Daemon::start_with(Some(&config));
     // el1 is the daemon's own agent; the other machines connect over TCP
-    // and report the load the test writes for them.
-    let mut agents: Vec<Child> = ["el2", "el3", "el4"]
+    // and report their CPUs and the load the test writes for them.
+    let mut agents: Vec<Child> = [("el2", "8"), ("el3", "8"), ("el4", "2")]
         .iter()
-        .map(|host| {
+        .map(|&(host, cpus)| {
             let load = d.work.join(format!("load-{host}"));
             std::fs::write(&load, "0\n").unwrap();
             let command = format!("cat {}", load.display());
-            agent_with(&d, port, host, &key, host, &["--load-command", &command])
+            let args = ["--load-command", &command, "--cpus", cpus];
+            agent_with(&d, port, host, &key, host, &args)
         })
         .collect();
 
@@ -288,11 +289,48 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     let info = d.wait_job(&eight);
     assert_eq!(info.exit_status, Some(0));
     assert_eq!(d.job_json(&eight)["exec_host"], "el2");
-    d.ok("pbsnodes", &["-r", "el1", "el3"]);
+
+    // The machines are shared (jobs_per_node): among those that may take
+    // a job, the least busy by run queue over CPUs wins. el1 (the test
+    // machine's own load) stays out.
+    d.ok("pbsnodes", &["-r", "el3"]);
+    let loads = |el2: &str, el3: &str, el4: &str| {
+        for (host, load) in [("el2", el2), ("el3", el3), ("el4", el4)] {
+            std::fs::write(d.work.join(format!("load-{host}")), format!("{load}\n")).unwrap();
+        }
+        for (host, load) in [("el2", el2), ("el3", el3), ("el4", el4)] {
+            await_node_load(&d, host, load.parse().unwrap());
+        }
+    };
+    // el3 at 2/8 is less busy than el4 at 1/2 and el2 at 12/8.
+    loads("12", "2", "1");
+    assert_eq!(run_job(&d, &[]), "el3");
+    // el3 at 12/8: el4 at 1/2 now.
+    loads("12", "12", "1");
+    assert_eq!(run_job(&d, &[]), "el4");
+    let node = d.ok("pbsnodes", &["el4"]);
+    assert!(node.contains("jobs_per_node = 2"), "{node}");
+    d.ok("pbsnodes", &["-r", "el1"]);
 
     for child in &mut agents {
         let _ = child.kill();
         let _ = child.wait();
     }
     d.stop();
+}
+
+/// Waits until pbsnodes shows `load` for `node` (its agent reported it).
+fn await_node_load(d: &Daemon, node: &str, load: f64) {
+    for _ in 0..600 {
+        let out = d.ok("pbsnodes", &["-F", "json", node]);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("pbsnodes JSON");
+        if doc["nodes"][node]["load"].as_f64() == Some(load) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!(
+        "node {node} does not show load {load} after 60 s:\n{}",
+        d.log()
+    );
 }

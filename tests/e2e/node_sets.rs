@@ -141,3 +141,57 @@ fn a_stored_set_the_file_now_overlaps_is_left_out_with_a_warning() {
         &["-c", "create node_set extra nodes = e1, host = localhost"],
     );
 }
+
+#[test]
+fn a_shared_node_runs_as_many_jobs_as_it_has_room_for() {
+    let mut d = Daemon::start();
+    d.ok(
+        "qmgr",
+        &[
+            "-c",
+            "create node_set pool nodes = s1, host = localhost, jobs_per_node = 2\n\
+             set queue batch node_sets = pool",
+        ],
+    );
+    let listed = d.ok("qmgr", &["-c", "list node_set pool"]);
+    assert!(listed.contains("attributes = jobs_per_node=2"), "{listed}");
+    let started = d.fifo("started");
+    // Each job holds its slot until the test makes the file `release`.
+    d.script(
+        "hold.sh",
+        "#!/bin/sh\necho \"$PBS_JOBID\" > started\n\
+         while [ ! -e release ]; do sleep 0.05; done\nexit 0\n",
+    );
+    let ids: Vec<String> = (0..3).map(|_| d.qsub(&["hold.sh"])).collect();
+    // Two jobs run on s1 at once.
+    let mut running: Vec<String> = Vec::new();
+    while running.len() < 2 {
+        running.extend(d.read_fifo(&started).lines().map(String::from));
+    }
+    running.sort();
+    assert_eq!(running, ids[..2], "the first two start");
+    for id in &ids[..2] {
+        assert_eq!(d.job_json(id)["exec_host"], "s1");
+    }
+    let node = d.ok("pbsnodes", &["-F", "json", "s1"]);
+    let doc: serde_json::Value = serde_json::from_str(&node).unwrap();
+    assert_eq!(doc["nodes"]["s1"]["state"], "job-busy", "{doc}");
+    assert_eq!(doc["nodes"]["s1"]["jobs"].as_array().map(Vec::len), Some(2));
+    // The third waits for room, and says so once a pass has seen it.
+    let third = &ids[2];
+    loop {
+        let job = d.job_json(third);
+        if !job["reason"].as_str().unwrap_or("").is_empty() {
+            assert_eq!(job["job_state"], "Q", "{job}");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Let them go: the third runs on s1 too.
+    std::fs::write(d.work.join("release"), "").unwrap();
+    let line = d.read_fifo(&started);
+    assert_eq!(line.trim(), third.as_str());
+    assert_eq!(d.wait_job(third).exit_status, Some(0));
+    assert_eq!(d.job_json(third)["exec_host"], "s1");
+    d.stop();
+}

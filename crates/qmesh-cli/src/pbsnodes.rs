@@ -166,7 +166,12 @@ impl Output for Listing {
                     n.cpus, n.load
                 ));
             }
-            if !n.job_id.is_empty() {
+            if n.jobs_per_node > 1 {
+                out.push_str(&format!("     jobs_per_node = {}\n", n.jobs_per_node));
+            }
+            if n.job_ids.len() > 1 {
+                out.push_str(&format!("     jobs = {}\n", n.job_ids.join(", ")));
+            } else if !n.job_id.is_empty() {
                 out.push_str(&format!("     jobs = {} ({})\n", n.job_id, n.job_owner));
             }
             if !n.comment.is_empty() {
@@ -191,8 +196,19 @@ impl Output for Listing {
                     attrs.push(("ncpus".into(), Tree::int(i64::from(n.cpus))));
                     attrs.push(("load".into(), Tree::Float(n.load)));
                 }
+                if n.jobs_per_node > 1 {
+                    attrs.push((
+                        "jobs_per_node".into(),
+                        Tree::int(i64::from(n.jobs_per_node)),
+                    ));
+                }
                 if !n.job_id.is_empty() {
-                    attrs.push(("jobs".into(), Tree::List(vec![Tree::text(&n.job_id)])));
+                    let ids: Vec<Tree> = if n.job_ids.is_empty() {
+                        vec![Tree::text(&n.job_id)]
+                    } else {
+                        n.job_ids.iter().map(Tree::text).collect()
+                    };
+                    attrs.push(("jobs".into(), Tree::List(ids)));
                     attrs.push(("job_owner".into(), Tree::text(&n.job_owner)));
                 }
                 if !n.comment.is_empty() {

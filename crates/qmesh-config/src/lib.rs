@@ -259,6 +259,10 @@ pub struct NodeSetSection {
     /// Node features (-l feature=fat).
     #[serde(default)]
     pub features: Vec<String>,
+    /// Jobs each node runs at once: 1 (the default) gives each job its
+    /// nodes alone; more shares them, the least busy node taking the next
+    /// job (flat sets only).
+    pub jobs_per_node: Option<u32>,
 }
 
 fn flat() -> String {
@@ -628,6 +632,7 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             mem,
             cpus: spec.cpus,
             features,
+            jobs_per_node: spec.jobs_per_node,
         },
     })
 }

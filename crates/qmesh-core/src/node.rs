@@ -139,6 +139,12 @@ pub struct NodeAttrs {
     /// Features (licensed software, "fat", "gpu"...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
+    /// How many jobs a node runs at once. Unset (or 1): the set is
+    /// exclusive, one job per node (ANL). More makes it shared (NCAR's
+    /// machines): a node takes jobs while it has room, and among the
+    /// nodes with room the least busy wins. Only a flat set is shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_per_node: Option<u32>,
 }
 
 /// What a job needs of each of its nodes (`-l mem=`, `-l ncpus=`,
@@ -173,6 +179,11 @@ impl NodeNeeds<'_> {
 }
 
 impl NodeAttrs {
+    /// How many jobs each node runs at once (1: exclusive).
+    pub fn slots(&self) -> u32 {
+        self.jobs_per_node.unwrap_or(1).max(1)
+    }
+
     /// Whether every node of a set with these attributes serves `needs`.
     pub fn satisfies(&self, needs: &NodeNeeds) -> bool {
         needs
@@ -184,17 +195,25 @@ impl NodeAttrs {
             && needs.features.iter().all(|f| self.features.contains(f))
     }
 
-    /// `mem=16gb, ncpus=4, feature=fat` (or `no attributes`).
+    /// `mem=16gb, ncpus=4, feature=fat, jobs_per_node=8` (or `no
+    /// attributes`).
     pub fn describe(&self) -> String {
         let needs = NodeNeeds {
             mem: self.mem,
             cpus: self.cpus,
             features: &self.features,
         };
-        if needs.any() {
-            needs.describe()
-        } else {
+        let mut text = needs.describe();
+        if self.slots() > 1 {
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
+            text.push_str(&format!("jobs_per_node={}", self.slots()));
+        }
+        if text.is_empty() {
             "no attributes".into()
+        } else {
+            text
         }
     }
 }
@@ -217,6 +236,9 @@ pub fn conflict(set: &NodeSet, sets: &[NodeSet]) -> Option<String> {
             set.nodes.len()
         ));
     }
+    if let Some(why) = sharing_conflict(set) {
+        return Some(why);
+    }
     let mut own = std::collections::HashSet::new();
     for def in &set.nodes {
         if !own.insert(def.name.as_str()) {
@@ -233,6 +255,28 @@ pub fn conflict(set: &NodeSet, sets: &[NodeSet]) -> Option<String> {
                 def.name, other.name
             ));
         }
+    }
+    None
+}
+
+/// Why `set` cannot be shared as it asks: `jobs_per_node = 0`, or more
+/// than one on a mesh or torus (whose allocators give each job nodes of
+/// its own). `None` if it can.
+pub fn sharing_conflict(set: &NodeSet) -> Option<String> {
+    if set.attrs.jobs_per_node == Some(0) {
+        return Some(format!(
+            "node set \"{}\": jobs_per_node = 0 would run no job; give 1 (exclusive) or more (shared)",
+            set.name
+        ));
+    }
+    if set.attrs.slots() > 1 && set.topology != Topology::Flat {
+        return Some(format!(
+            "node set \"{}\" is a {}: only a flat set may be shared (jobs_per_node = {}); \
+             a mesh or torus gives each job nodes of its own",
+            set.name,
+            set.topology.describe(),
+            set.attrs.slots()
+        ));
     }
     None
 }
@@ -312,8 +356,11 @@ pub struct Node {
     pub set: usize,
     /// Its agent is connected.
     pub up: bool,
-    /// The job holding it, if any.
-    pub job: Option<JobId>,
+    /// The jobs holding it, in the order they started: at most one on an
+    /// exclusive set, up to `slots` on a shared one.
+    pub jobs: Vec<JobId>,
+    /// How many jobs it runs at once (its set's `jobs_per_node`).
+    pub slots: u32,
     /// An administrator took it out of service (see [`AdminState`]).
     pub admin: Option<AdminState>,
     /// Its host's load is over the limit (see `State::set_host_load`).
@@ -326,26 +373,42 @@ impl Node {
         self.up && self.admin.is_none() && !self.overloaded
     }
 
-    /// Usable and holding no job.
+    /// Usable and with room for one more job.
     pub fn is_free(&self) -> bool {
-        self.usable() && self.job.is_none()
+        self.room() > 0
+    }
+
+    /// How many more jobs it may take now (0 when not usable).
+    pub fn room(&self) -> u32 {
+        if self.usable() {
+            self.slots.saturating_sub(self.jobs.len() as u32)
+        } else {
+            0
+        }
+    }
+
+    /// The job holding it first (an exclusive node's only one).
+    pub fn job(&self) -> Option<JobId> {
+        self.jobs.first().copied()
     }
 
     /// As pbsnodes says it: `down` (no agent), `offline`, `draining`
-    /// (jobs still on it), `drained`, `job-busy`, `busy` (its host's load
-    /// is over the limit) or `free`; a node both
+    /// (jobs still on it), `drained`, `job-busy` (no room for another
+    /// job), `busy` (its host's load is over the limit) or `free` (a
+    /// shared node with room is free, its jobs listed); a node both
     /// down and marked is `down,offline` or `down,draining`.
     pub fn state_name(&self) -> &'static str {
-        match (self.up, self.admin, self.job) {
+        let full = self.jobs.len() as u32 >= self.slots;
+        match (self.up, self.admin, self.job()) {
             (false, None, _) => "down",
             (false, Some(AdminState::Offline), _) => "down,offline",
             (false, Some(AdminState::Draining), _) => "down,draining",
             (true, Some(AdminState::Offline), _) => "offline",
             (true, Some(AdminState::Draining), Some(_)) => "draining",
             (true, Some(AdminState::Draining), None) => "drained",
-            (true, None, Some(_)) => "job-busy",
-            (true, None, None) if self.overloaded => "busy",
-            (true, None, None) => "free",
+            (true, None, Some(_)) if full => "job-busy",
+            (true, None, _) if self.overloaded => "busy",
+            (true, None, _) => "free",
         }
     }
 }
@@ -360,6 +423,7 @@ mod tests {
             mem: Some(64 << 30),
             cpus: Some(16),
             features: vec!["fat".into(), "nag".into()],
+            jobs_per_node: None,
         };
         let plain = NodeAttrs::default();
         let features = vec!["fat".to_string()];

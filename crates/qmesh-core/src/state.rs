@@ -38,6 +38,10 @@ pub struct State {
     node_index: HashMap<String, usize>,
     /// Per host, the load and CPUs its agent last reported.
     host_load: HashMap<String, (f64, u32)>,
+    /// Per host, jobs started there since that report: the load does not
+    /// show them yet, and without them one pass would pile its jobs onto
+    /// the host that looked least busy.
+    started_since_load: HashMap<String, u32>,
     /// Nodes usable (up and in service), per node set (kept by
     /// `set_host_up` and `apply_node_marks`).
     up_per_set: Vec<usize>,
@@ -162,6 +166,7 @@ impl State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
             host_load: HashMap::default(),
+            started_since_load: HashMap::default(),
             largest_job: node_sets::largest_jobs(&node_sets),
             occupancy,
             server_name: server_name.into(),
@@ -197,13 +202,29 @@ impl State {
                 self.accounting.tally.enter_active(&job);
                 for name in &job.exec_nodes {
                     match self.node_index.get(&**name) {
-                        Some(&idx) => match self.nodes[idx].job {
-                            Some(other) if other != id => warnings.push(format!(
-                                "jobs {other} and {id} both hold node {name} in the store; \
-                                 keeping it for {other}"
-                            )),
-                            _ => self.nodes[idx].job = Some(id),
-                        },
+                        Some(&idx) => {
+                            // A running job keeps its node, even past the
+                            // node's slots (jobs_per_node lowered in the
+                            // file, or a store that says two jobs hold an
+                            // exclusive node): the node takes no new job
+                            // until enough of them end.
+                            let node = &mut self.nodes[idx];
+                            if node.jobs.contains(&id) {
+                                continue;
+                            }
+                            node.jobs.push(id);
+                            if node.jobs.len() as u32 > node.slots {
+                                let held: Vec<String> =
+                                    node.jobs.iter().map(|j| j.to_string()).collect();
+                                warnings.push(format!(
+                                    "node {name} runs jobs {} but takes {} at once (its node \
+                                     set's jobs_per_node); it takes no new job until enough \
+                                     of them end",
+                                    held.join(", "),
+                                    node.slots
+                                ));
+                            }
+                        }
                         None => warnings.push(format!(
                             "job {id} runs on node {name}, which is no longer configured"
                         )),
@@ -534,13 +555,11 @@ impl State {
         }
         let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
         remove_pending(&mut self.pending, job);
-        for &i in nodes {
-            self.nodes[i].job = Some(id);
-        }
-        self.occupancy.take(&self.nodes, id, nodes);
+        self.occupancy.take(&mut self.nodes, id, nodes);
         self.accounting.tally.leave_pending(job);
         self.accounting.tally.enter_active(job);
         self.active.insert(id);
+        self.note_started_on(nodes);
         let job = self
             .jobs
             .get_mut(&id)
@@ -822,6 +841,7 @@ impl State {
     /// nodes became usable or unusable.
     pub fn set_host_load(&mut self, host: &str, load: f64, cpus: u32) -> bool {
         self.host_load.insert(host.to_string(), (load, cpus));
+        self.started_since_load.remove(host);
         let busy = overloaded(load, cpus, self.config.server.max_load_factor);
         self.change_host(host, |node| node.overloaded = busy)
     }
@@ -829,6 +849,46 @@ impl State {
     /// The load and CPUs a host's agent last reported.
     pub fn host_load(&self, host: &str) -> Option<(f64, u32)> {
         self.host_load.get(host).copied()
+    }
+
+    /// How busy node `i`'s host is, NCAR's way: its run-queue length and
+    /// its CPUs. The run queue is the last load reported plus the jobs
+    /// started there since; the CPUs are those reported, else its set's,
+    /// else its job slots. Among the nodes of shared sets with room for a
+    /// job, the least busy (run queue over CPUs) takes it.
+    pub fn run_queue(&self, i: usize) -> (f64, u32) {
+        let Some(node) = self.nodes.get(i) else {
+            return (f64::INFINITY, 1);
+        };
+        let reported = self.host_load.get(&node.host);
+        let started = self
+            .started_since_load
+            .get(&node.host)
+            .copied()
+            .unwrap_or(0);
+        let load = reported.map_or(0.0, |&(load, _)| load) + f64::from(started);
+        let cpus = reported
+            .map(|&(_, cpus)| cpus)
+            .filter(|&c| c > 0)
+            .or(self.node_sets[node.set].attrs.cpus)
+            .unwrap_or(node.slots)
+            .max(1);
+        (load, cpus)
+    }
+
+    /// A job started on `nodes`: each of their hosts counts one more job
+    /// until its next load report.
+    fn note_started_on(&mut self, nodes: &[usize]) {
+        let mut hosts: Vec<&str> = nodes
+            .iter()
+            .filter_map(|&i| self.nodes.get(i))
+            .map(|n| n.host.as_str())
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        for host in hosts {
+            *self.started_since_load.entry(host.to_string()).or_default() += 1;
+        }
     }
 
     /// After `max_load_factor` changed: every host judged again.
@@ -871,7 +931,7 @@ impl State {
             .nodes
             .iter()
             .filter(|n| n.host == host)
-            .filter_map(|n| n.job)
+            .flat_map(|n| n.jobs.iter().copied())
             .filter(|&id| {
                 self.jobs
                     .get(&id)
@@ -910,9 +970,7 @@ impl State {
     }
 
     fn release_nodes(&mut self, id: JobId) {
-        for idx in self.occupancy.give_back(&self.nodes, id) {
-            self.nodes[idx].job = None;
-        }
+        self.occupancy.give_back(&mut self.nodes, id);
     }
 
     /// What the pass reads of the nodes: which are free, who holds which.
@@ -1070,7 +1128,7 @@ impl State {
             }
         }
         for node in &self.nodes {
-            if let Some(id) = node.job {
+            for &id in &node.jobs {
                 let ok = self
                     .jobs
                     .get(&id)
@@ -1209,7 +1267,7 @@ pub(crate) mod tests {
         assert_eq!(how, Finished::Finished);
         assert_eq!(job.exit.as_ref().unwrap().exit_status(), 3);
         assert_eq!(job.elapsed(t(100)), Some(4));
-        assert!(s.nodes().iter().all(|n| n.job.is_none()));
+        assert!(s.nodes().iter().all(|n| n.jobs.is_empty()));
         s.check_invariants().unwrap();
     }
 
@@ -1279,7 +1337,7 @@ pub(crate) mod tests {
         let warnings = fresh.restore(jobs, 0);
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(fresh.next_id(), JobId(b.0 + 1));
-        assert_eq!(fresh.nodes()[2].job, Some(a));
+        assert_eq!(fresh.nodes()[2].job(), Some(a));
         assert_eq!(fresh.pending_jobs().count(), 1);
         fresh.check_invariants().unwrap();
     }

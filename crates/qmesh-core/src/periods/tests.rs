@@ -291,7 +291,7 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
             assert_eq!(job.comment, "killed at the end of period \"DAY\"");
         }
         assert!(
-            s.nodes().iter().all(|n| n.job.is_none()),
+            s.nodes().iter().all(|n| n.jobs.is_empty()),
             "its nodes are free"
         );
         s.check_invariants().unwrap();

@@ -180,8 +180,9 @@ fn list(config: &Config, state: &State, names: &[String]) -> String {
                 out.push_str(&format!("    comment = {}\n", m.comment));
             }
         }
-        if let Some(job) = node.job {
-            out.push_str(&format!("    job = {job}\n"));
+        if !node.jobs.is_empty() {
+            let jobs: Vec<String> = node.jobs.iter().map(|j| j.to_string()).collect();
+            out.push_str(&format!("    jobs = {}\n", jobs.join(", ")));
         }
         out.push('\n');
     }

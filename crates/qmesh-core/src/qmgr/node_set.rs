@@ -2,8 +2,8 @@
 //! `create node_set s1 nodes = "n[0-15]", host = h1, mem = 32gb, ncpus = 8,
 //! features = "fat,gpu"` (flat sets; a node may name its own host,
 //! `n3@h2`), `set node_set s1 mem = 64gb` (also `nodes += n16`,
-//! `nodes -= n0`, `host = h2`, `features += nag`), `unset node_set s1
-//! features`, `delete node_set s1`, `list node_set [NAMES]`.
+//! `nodes -= n0`, `host = h2`, `features += nag`, `jobs_per_node = 8` to
+//! share its nodes among jobs), `unset node_set s1 features`, `delete node_set s1`, `list node_set [NAMES]`.
 //!
 //! The sets of the daemon's file describe the machine: qmgr lists them but
 //! changes only its own, kept in [`Config::node_sets`]. Sets stay disjoint,
@@ -63,7 +63,7 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-const ATTRS: &str = "nodes, host, topology, mem, ncpus and features";
+const ATTRS: &str = "nodes, host, topology, mem, ncpus, features and jobs_per_node";
 
 /// Expands `n[0-15]` (and `n[00-15]`, zero-padded) to its names; any other
 /// name is itself.
@@ -155,7 +155,8 @@ fn topology(value: &str) -> Result<Topology, String> {
     }
 }
 
-/// Sets mem, ncpus or features; `Ok(false)` if `a` names none of them.
+/// Sets mem, ncpus, features or jobs_per_node; `Ok(false)` if `a` names
+/// none of them.
 fn set_attr(attrs: &mut NodeAttrs, a: &Assignment) -> Result<bool, String> {
     let scalar = || super::attrs::scalar_only(&a.name, a.op);
     match a.name.as_str() {
@@ -167,6 +168,10 @@ fn set_attr(attrs: &mut NodeAttrs, a: &Assignment) -> Result<bool, String> {
         "ncpus" | "cpus" => {
             scalar()?;
             attrs.cpus = Some(super::attrs::parse_count(&a.name, &a.value)?);
+        }
+        "jobs_per_node" => {
+            scalar()?;
+            attrs.jobs_per_node = Some(super::attrs::parse_count(&a.name, &a.value)?);
         }
         "features" | "feature" => {
             let mut features = attrs.features.clone();
@@ -304,7 +309,7 @@ fn check_idle<'a>(
     doing: &str,
 ) -> Result<(), String> {
     let Some((node, job)) = nodes.find_map(|def| {
-        let job = state.node_by_name(&def.name)?.job?;
+        let job = state.node_by_name(&def.name)?.job()?;
         Some((def.name.as_str(), job))
     }) else {
         return Ok(());
@@ -411,6 +416,7 @@ pub fn apply(
                         "mem" => set.attrs.mem = None,
                         "ncpus" | "cpus" => set.attrs.cpus = None,
                         "features" | "feature" => set.attrs.features.clear(),
+                        "jobs_per_node" => set.attrs.jobs_per_node = None,
                         "nodes" | "host" | "topology" => {
                             return Err(format!(
                                 "a node set always has {attr}; set it instead (set node_set {name} {attr} = ...)"
@@ -559,6 +565,9 @@ pub fn print(config: &Config) -> String {
                 "features = {}",
                 quoted(&set.attrs.features.join(","))
             ));
+        }
+        if set.attrs.slots() > 1 {
+            parts.push(format!("jobs_per_node = {}", set.attrs.slots()));
         }
         out.push_str(&format!(
             "create node_set {} {}\n",

@@ -311,28 +311,32 @@ mod tests {
             proptest::option::of(1u64..512),
             proptest::option::of(1u32..64),
             proptest::sample::subsequence(vec!["fat", "gpu", "nag"], 0..3),
+            proptest::option::of(2u32..16),
         )
-            .prop_map(|(nodes, mem, cpus, features)| crate::node::NodeSet {
-                name: "extra".into(),
-                topology: crate::node::Topology::Flat,
-                nodes: nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(other_host, odd_name))| crate::node::NodeDef {
-                        name: if odd_name {
-                            format!("y{i}a")
-                        } else {
-                            format!("x{i:02}")
-                        },
-                        host: if other_host { "h2" } else { "h" }.into(),
-                    })
-                    .collect(),
-                attrs: crate::node::NodeAttrs {
-                    mem: mem.map(|gb| gb << 30),
-                    cpus,
-                    features: features.into_iter().map(String::from).collect(),
+            .prop_map(
+                |(nodes, mem, cpus, features, jobs_per_node)| crate::node::NodeSet {
+                    name: "extra".into(),
+                    topology: crate::node::Topology::Flat,
+                    nodes: nodes
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(other_host, odd_name))| crate::node::NodeDef {
+                            name: if odd_name {
+                                format!("y{i}a")
+                            } else {
+                                format!("x{i:02}")
+                            },
+                            host: if other_host { "h2" } else { "h" }.into(),
+                        })
+                        .collect(),
+                    attrs: crate::node::NodeAttrs {
+                        mem: mem.map(|gb| gb << 30),
+                        cpus,
+                        features: features.into_iter().map(String::from).collect(),
+                        jobs_per_node,
+                    },
                 },
-            })
+            )
     }
 
     fn arb_config() -> impl Strategy<Value = Config> {

@@ -472,3 +472,5 @@ mod tests;
 mod tests_node_sets;
 #[cfg(test)]
 mod tests_placed;
+#[cfg(test)]
+mod tests_shared;

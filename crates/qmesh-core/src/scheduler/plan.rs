@@ -16,6 +16,13 @@
 //! only on sets it would not outlast there, and reserves only windows that
 //! end in time; a queue outside its periods starts nothing.
 //!
+//! On a shared set (`jobs_per_node` over 1) the profiles count job slots,
+//! not nodes: a job takes one slot on each of its nodes, which must be
+//! distinct, so a job starts only where that many nodes have room, on the
+//! least busy of them (NCAR: run queue over CPUs, counting the jobs this
+//! pass starts). A reservation there is counted in slots, an estimate
+//! when the nodes with room are fewer than the job asks.
+//!
 //! Counting nodes is exact for flat node sets. On a mesh or torus the
 //! nodes free at a time may be scattered, so a reservation there is also
 //! placed on the set's allocator as it will be then, and jobs started now
@@ -49,6 +56,12 @@ pub(super) struct Planner<'a> {
     free: NodeBits,
     free_in: Vec<usize>,
     up: Vec<usize>,
+    /// Per set, the jobs each node runs at once (1: exclusive).
+    slots: Vec<usize>,
+    /// Jobs this pass started, per node of a shared set and per host:
+    /// the room and the run queue the state does not show yet.
+    started_on_node: HashMap<usize, u32>,
+    started_on_host: HashMap<&'a str, u32>,
     /// Per set, its topology's allocator holding what is taken now; `None`
     /// for a flat set, whose free nodes are simply counted.
     allocators: Vec<Option<Box<dyn Allocator>>>,
@@ -148,6 +161,9 @@ impl<'a> Planner<'a> {
             free: occupancy.free.clone(),
             free_in: occupancy.free_in.clone(),
             up,
+            slots: sets.iter().map(|s| s.attrs.slots() as usize).collect(),
+            started_on_node: HashMap::new(),
+            started_on_host: HashMap::new(),
             allocators,
             releases: shaped_releases,
             placed: vec![Vec::new(); sets.len()],
@@ -181,8 +197,8 @@ impl<'a> Planner<'a> {
             let to = c.end.map_or(FOREVER, |end| end.timestamp());
             for (s, set) in sets.iter().enumerate() {
                 if c.covers(&set.name) {
-                    // No set has more free nodes than it has nodes up.
-                    self.profiles[s].add(from, to, -(self.up[s] as i64));
+                    // No set has more free slots than its nodes up have.
+                    self.profiles[s].add(from, to, -((self.up[s] * self.slots[s]) as i64));
                     self.closed[s].push((from, to, c.reason));
                 }
             }
@@ -382,9 +398,10 @@ impl<'a> Planner<'a> {
     /// Takes `n` nodes now if they stay free until `end` in the profiles.
     /// A set with a topology must place the job as a whole (its allocator
     /// gives a concrete placement or nothing); flat sets are tried by
-    /// SDSC's rule: the set with the fewest free nodes that holds the whole
-    /// job (keeping big holes for big jobs), else spread over the flat sets
-    /// in order.
+    /// SDSC's rule: the exclusive set with the fewest free nodes that holds
+    /// the whole job (keeping big holes for big jobs), else the shared set
+    /// whose least busy nodes are least busy (NCAR), else spread over the
+    /// flat sets in order.
     ///
     /// A job that is `promised` (it gets a reservation if it cannot start)
     /// is placed on any free nodes its set's topology could give it, not
@@ -447,7 +464,14 @@ impl<'a> Planner<'a> {
             .filter(|&&s| self.allocators[s].is_none() && self.free_in[s] > 0)
             .map(|&s| {
                 let window = self.profiles[s].min_over(now, end).max(0) as usize;
-                (s, window.min(self.free_in[s]))
+                let mut cap = window.min(self.free_in[s]);
+                if self.slots[s] > 1 {
+                    // One slot per node: as many nodes as have room.
+                    let from = self.base[s];
+                    let to = from + self.state.node_sets()[s].nodes.len();
+                    cap = cap.min(self.free.ones(from, to).count());
+                }
+                (s, cap)
             })
             .collect();
         if caps.iter().map(|(_, c)| c).sum::<usize>() < n {
@@ -457,13 +481,25 @@ impl<'a> Planner<'a> {
                 Now::NoRoom
             };
         }
-        let take: Vec<(usize, usize)> = match caps
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, cap))| *cap >= n)
-            .min_by_key(|(order, (s, _))| (self.free_in[*s], *order))
-            .map(|(_, c)| c)
-        {
+        let whole = || caps.iter().enumerate().filter(|(_, (_, cap))| *cap >= n);
+        let exclusive = whole()
+            .filter(|(_, (s, _))| self.slots[*s] == 1)
+            .min_by_key(|(order, (s, _))| (self.free_in[*s], *order));
+        let shared = || {
+            whole()
+                .filter(|(_, (s, _))| self.slots[*s] > 1)
+                .map(|(order, c)| {
+                    // How busy the busiest of the n nodes it would take is.
+                    let busiest = self
+                        .least_busy(c.0)
+                        .get(n - 1)
+                        .map_or(f64::INFINITY, |&(busy, _, _)| busy);
+                    (busiest, order, c)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+                .map(|(_, order, c)| (order, c))
+        };
+        let take: Vec<(usize, usize)> = match exclusive.or_else(shared).map(|(_, c)| c) {
             Some(&(s, _)) => vec![(s, n)],
             None => {
                 let mut left = n;
@@ -480,11 +516,70 @@ impl<'a> Planner<'a> {
         for (s, k) in take {
             let from = self.base[s];
             let to = from + self.state.node_sets()[s].nodes.len();
-            nodes.extend(self.free.take_first(from, to, k));
+            if self.slots[s] > 1 {
+                let picked = self.take_least_busy(s, k);
+                nodes.extend(picked);
+            } else {
+                nodes.extend(self.free.take_first(from, to, k));
+            }
             self.free_in[s] -= k;
             self.profiles[s].add(now, end, -(k as i64));
         }
         Now::Started(nodes, Vec::new())
+    }
+
+    /// The nodes of set `s` with room for a job now (this pass's starts
+    /// counted).
+    fn with_room(&self, s: usize) -> impl Iterator<Item = usize> + '_ {
+        let from = self.base[s];
+        self.free
+            .ones(from, from + self.state.node_sets()[s].nodes.len())
+    }
+
+    /// The nodes of shared set `s` with room, least busy first: by run
+    /// queue over CPUs (NCAR), then fewest jobs, then in set order. Each
+    /// with its busyness and its jobs.
+    fn least_busy(&self, s: usize) -> Vec<(f64, u32, usize)> {
+        let nodes = self.state.nodes();
+        let mut ranked: Vec<(f64, u32, usize)> = self
+            .with_room(s)
+            .map(|i| {
+                let (queue, cpus) = self.state.run_queue(i);
+                let here = self
+                    .started_on_host
+                    .get(nodes[i].host.as_str())
+                    .copied()
+                    .unwrap_or(0);
+                let jobs =
+                    nodes[i].jobs.len() as u32 + self.started_on_node.get(&i).copied().unwrap_or(0);
+                ((queue + f64::from(here)) / f64::from(cpus), jobs, i)
+            })
+            .collect();
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        ranked
+    }
+
+    /// Takes a slot on each of the `k` least busy nodes of shared set
+    /// `s`; a node left without room is no longer free this pass.
+    fn take_least_busy(&mut self, s: usize, k: usize) -> Vec<usize> {
+        let nodes = self.state.nodes();
+        let mut picked: Vec<usize> = self
+            .least_busy(s)
+            .into_iter()
+            .take(k)
+            .map(|(_, _, i)| i)
+            .collect();
+        for &i in &picked {
+            let node = &nodes[i];
+            let started = self.started_on_node.entry(i).or_default();
+            *started += 1;
+            if *started >= node.room() {
+                self.free.set(i, false);
+            }
+            *self.started_on_host.entry(node.host.as_str()).or_default() += 1;
+        }
+        picked.sort_unstable();
+        picked
     }
 
     /// Reserves the earliest window of `n` nodes for `wall` seconds in one
@@ -826,7 +921,7 @@ fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>)
         if allocators[node.set].is_none() || node.is_free() {
             continue;
         }
-        let owner = if node.usable() { node.job } else { None };
+        let owner = if node.usable() { node.job() } else { None };
         taken[node.set]
             .entry(owner)
             .or_default()

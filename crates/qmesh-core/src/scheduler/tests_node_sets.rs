@@ -28,11 +28,13 @@ fn thin_and_fat() -> State {
         mem: Some(16 << 30),
         cpus: Some(4),
         features: Vec::new(),
+        jobs_per_node: None,
     };
     let fat = NodeAttrs {
         mem: Some(64 << 30),
         cpus: Some(16),
         features: vec!["fat".into()],
+        jobs_per_node: None,
     };
     let mut config = Config::default();
     config.queues.insert("batch".into(), Queue::open("batch"));

@@ -39,6 +39,9 @@ pub(super) fn index_nodes(
                 ),
             });
         }
+        if let Some(why) = crate::node::sharing_conflict(set) {
+            return Err(CoreError::BadNodeSets { why });
+        }
         for def in &set.nodes {
             if node_index.insert(def.name.clone(), nodes.len()).is_some() {
                 return Err(CoreError::BadNodeSets {
@@ -50,7 +53,8 @@ pub(super) fn index_nodes(
                 host: def.host.clone(),
                 set: set_idx,
                 up: up(def),
-                job: None,
+                jobs: Vec::new(),
+                slots: set.attrs.slots(),
                 admin: None,
                 overloaded: false,
             });
@@ -130,7 +134,7 @@ impl State {
             };
             for name in &job.exec_nodes {
                 match node_index.get(&**name) {
-                    Some(&i) => nodes[i].job = Some(*id),
+                    Some(&i) => nodes[i].jobs.push(*id),
                     None => warnings.push(format!(
                         "job {id} runs on node {name}, which is no longer in any node set"
                     )),
@@ -189,7 +193,7 @@ mod tests {
         assert_eq!(s.file_sets().len(), 1);
         assert!(s.is_file_set("local") && !s.is_file_set("extra"));
         // The job keeps n0 and n1; x1 and x2 are on a connected host.
-        assert_eq!(s.node_by_name("n1").unwrap().job, Some(id));
+        assert_eq!(s.node_by_name("n1").unwrap().job(), Some(id));
         assert!(s.node_by_name("x2").unwrap().is_free());
         assert!(!s.node_by_name("f1").unwrap().up, "no agent on host other");
         s.check_invariants().unwrap();
@@ -213,7 +217,7 @@ mod tests {
         let mut config = s.config().clone();
         config.node_sets.remove("far");
         assert!(s.set_config(config).is_empty());
-        assert_eq!(s.node_by_name("x2").unwrap().job, Some(x));
+        assert_eq!(s.node_by_name("x2").unwrap().job(), Some(x));
         s.check_invariants().unwrap();
     }
 

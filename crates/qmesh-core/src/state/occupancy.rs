@@ -8,6 +8,10 @@
 //! the node indices and the count of its up nodes per set. Starts and ends
 //! update them in O(the job's nodes); the rare changes of node sets and
 //! hosts rebuild them from the nodes, which stay the source of truth.
+//!
+//! A node of a shared set (`jobs_per_node` over 1) runs several jobs: it
+//! stays free while it has room, and a set's count is of free slots (one
+//! per job a node may still take). On an exclusive set a slot is a node.
 
 use std::collections::BTreeMap;
 
@@ -88,9 +92,10 @@ pub struct Held {
 /// The free nodes and what each job holds (see the module comment).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Occupancy {
-    /// Up and held by no job.
+    /// Up and with room for a job (on an exclusive set: held by none).
     pub free: NodeBits,
-    /// Per set, how many of its nodes are free.
+    /// Per set, how many jobs its nodes may still take: its free nodes
+    /// on an exclusive set, their free slots on a shared one.
     pub free_in: Vec<usize>,
     pub held: BTreeMap<JobId, Held>,
 }
@@ -104,13 +109,13 @@ impl Occupancy {
             held: BTreeMap::new(),
         };
         for (i, node) in nodes.iter().enumerate() {
-            match node.job {
-                None if node.usable() => {
-                    occupancy.free.set(i, true);
-                    occupancy.free_in[node.set] += 1;
-                }
-                None => {}
-                Some(id) => occupancy.held.entry(id).or_default().nodes.push(i),
+            let room = node.room() as usize;
+            if room > 0 {
+                occupancy.free.set(i, true);
+                occupancy.free_in[node.set] += room;
+            }
+            for &id in &node.jobs {
+                occupancy.held.entry(id).or_default().nodes.push(i);
             }
         }
         for held in occupancy.held.values_mut() {
@@ -119,16 +124,19 @@ impl Occupancy {
         occupancy
     }
 
-    /// `id` takes `taken`, which were free.
-    pub fn take(&mut self, nodes: &[Node], id: JobId, taken: &[usize]) {
+    /// `id` takes a slot on each of `taken`, which were free: the nodes
+    /// record it, and the counts follow.
+    pub fn take(&mut self, nodes: &mut [Node], id: JobId, taken: &[usize]) {
         let mut taken = taken.to_vec();
         taken.sort_unstable();
         taken.dedup();
         for &i in &taken {
-            if self.free.get(i) {
-                self.free.set(i, false);
-                self.free_in[nodes[i].set] -= 1;
+            let node = &mut nodes[i];
+            let before = node.room() as usize;
+            if !node.jobs.contains(&id) {
+                node.jobs.push(id);
             }
+            self.recount(node, i, before);
         }
         let up_in = up_in(nodes, &taken);
         self.held.insert(
@@ -140,18 +148,27 @@ impl Occupancy {
         );
     }
 
-    /// `id` gives its nodes back; returns them (indices).
-    pub fn give_back(&mut self, nodes: &[Node], id: JobId) -> Vec<usize> {
+    /// `id` gives its slots back: the nodes forget it, and the counts
+    /// follow. Returns its nodes (indices).
+    pub fn give_back(&mut self, nodes: &mut [Node], id: JobId) -> Vec<usize> {
         let Some(held) = self.held.remove(&id) else {
             return Vec::new();
         };
         for &i in &held.nodes {
-            if nodes[i].usable() {
-                self.free.set(i, true);
-                self.free_in[nodes[i].set] += 1;
-            }
+            let node = &mut nodes[i];
+            let before = node.room() as usize;
+            node.jobs.retain(|&j| j != id);
+            self.recount(node, i, before);
         }
         held.nodes
+    }
+
+    /// After node `i`'s jobs changed from when it had room for `before`.
+    fn recount(&mut self, node: &Node, i: usize, before: usize) {
+        let after = node.room() as usize;
+        let count = &mut self.free_in[node.set];
+        *count = (*count + after).saturating_sub(before);
+        self.free.set(i, after > 0);
     }
 }
 

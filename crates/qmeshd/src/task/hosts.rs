@@ -213,7 +213,7 @@ impl SchedulerTask {
             .state
             .nodes()
             .iter()
-            .filter(|n| !n.up && n.job.is_some())
+            .filter(|n| !n.up && !n.jobs.is_empty())
             .map(|n| n.host.clone())
             .collect();
         self.away.retain(|host, _| away.contains(host));

@@ -287,7 +287,7 @@ impl SchedulerTask {
         let state = &self.state;
         let server = state.server_name();
         let info = |node: &qmesh_core::node::Node| {
-            let job = node.job.and_then(|id| state.job(id));
+            let job = node.job().and_then(|id| state.job(id));
             v1::NodeInfo {
                 name: node.name.to_string(),
                 node_set: state
@@ -299,6 +299,8 @@ impl SchedulerTask {
                 up: node.up,
                 job_id: job.map(|j| j.id.full(server)).unwrap_or_default(),
                 job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
+                job_ids: node.jobs.iter().map(|id| id.full(server)).collect(),
+                jobs_per_node: node.slots,
                 state: node.state_name().to_string(),
                 load: state.host_load(&node.host).map_or(0.0, |(load, _)| load),
                 cpus: state.host_load(&node.host).map_or(0, |(_, cpus)| cpus),
