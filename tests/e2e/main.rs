@@ -19,4 +19,5 @@ mod qsig;
 mod restart;
 mod shutdown;
 mod sp;
+mod tls;
 mod topology;

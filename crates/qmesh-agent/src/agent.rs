@@ -38,11 +38,18 @@ pub fn run(cli: Cli) -> Result<()> {
             .to_string(),
         None => String::new(),
     };
+    let tls = crate::tls::client_config(
+        &server,
+        cli.tls_ca_file.as_deref(),
+        cli.tls_cert_file.as_deref(),
+        cli.tls_key_file.as_deref(),
+    )?;
     let cfg = SessionConfig {
         server,
         host,
         nodes: cli.nodes.into_iter().filter(|n| !n.is_empty()).collect(),
         cluster_key,
+        tls,
         facts: crate::facts::FactsConfig {
             cpus: cli.cpus,
             load_command: cli.load_command,

@@ -41,6 +41,20 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub cluster_key_file: Option<PathBuf>,
 
+    /// The CA that signed the daemon's certificate (PEM), for a server
+    /// given as https://host:port.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+
+    /// This agent's client certificate (PEM), when the daemon requires
+    /// one (its tls_client_ca_file); with --tls-key-file.
+    #[arg(long, value_name = "FILE", requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The private key of --tls-cert-file (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+
     /// CPUs to report for this host [default: the CPUs this process may
     /// use]. A host whose load reaches the server's max_load_factor times
     /// its CPUs takes no new job.

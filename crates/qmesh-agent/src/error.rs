@@ -55,6 +55,21 @@ pub enum AgentError {
     Closed,
 }
 
+/// An error's text and its sources', joined by ": ", each once (layers
+/// often repeat their source's text).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
 fn pid_text(pid: Option<u32>) -> String {
     pid.map_or_else(|| "unknown".to_string(), |p| p.to_string())
 }
@@ -70,28 +85,24 @@ impl AgentError {
     }
 
     pub fn connect(url: &str, e: &tonic::transport::Error) -> Self {
-        let mut parts = vec![e.to_string()];
-        let mut source = std::error::Error::source(e);
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            // Layers often repeat their source's text.
-            if parts.last() != Some(&text) {
-                parts.push(text);
-            }
-            source = cause.source();
-        }
-        let detail = parts.join(": ");
         AgentError::Connect {
             url: url.to_string(),
-            detail,
+            detail: chain(e),
         }
     }
 
+    /// The session was refused: a status from the daemon, or the TLS
+    /// layer's (the reason is in its sources: tonic's own text is only
+    /// "transport error").
     pub fn refused(url: &str, status: &tonic::Status) -> Self {
+        let message = match std::error::Error::source(status) {
+            Some(source) => format!("{}: {}", status.message(), chain(source)),
+            None => status.message().to_string(),
+        };
         AgentError::Refused {
             url: url.to_string(),
             code: status.code(),
-            message: status.message().to_string(),
+            message,
         }
     }
 

@@ -38,6 +38,7 @@ pub mod shepherd;
 pub mod signals;
 pub mod spool;
 pub mod supervise;
+pub mod tls;
 
 use std::process::ExitCode;
 

@@ -34,6 +34,8 @@ pub struct SessionConfig {
     pub host: String,
     pub nodes: Vec<String>,
     pub cluster_key: String,
+    /// TLS to the daemon's TCP port (`https://` servers).
+    pub tls: Option<tonic::transport::ClientTlsConfig>,
     pub facts: crate::facts::FactsConfig,
 }
 
@@ -122,7 +124,7 @@ async fn session(
 ) -> Result<()> {
     let channel = tokio::time::timeout(
         CONNECT_TIMEOUT,
-        qmesh_proto::endpoint::connect_url(&cfg.server),
+        qmesh_proto::endpoint::connect_url_tls(&cfg.server, cfg.tls.clone()),
     )
     .await
     .map_err(|_| AgentError::Timeout {

@@ -109,6 +109,13 @@ pub struct AgentsSection {
     pub lost_after_secs: u32,
     /// A file whose content agents must present.
     pub cluster_key_file: Option<PathBuf>,
+    /// The daemon's certificate (PEM, its chain after it) and private key:
+    /// the TCP port for agents speaks TLS.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    /// The cluster's CA (PEM): an agent connecting over TCP must present
+    /// a client certificate it signed, or is refused.
+    pub tls_client_ca_file: Option<PathBuf>,
     /// Path to the qmesh-agent binary; default: next to qmeshd.
     pub agent_bin: Option<PathBuf>,
 }
@@ -134,6 +141,9 @@ impl Default for AgentsSection {
             heartbeat_secs: ten(),
             lost_after_secs: sixty(),
             cluster_key_file: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
             agent_bin: None,
         }
     }
@@ -276,6 +286,15 @@ pub enum NodeEntry {
     Full { name: String, host: String },
 }
 
+/// The files of TLS on the agents' TCP port (PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentTlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// When set, agents must present a client certificate it signed.
+    pub client_ca: Option<PathBuf>,
+}
+
 /// Everything the daemon takes from its configuration.
 #[derive(Debug)]
 pub struct Settings {
@@ -289,6 +308,8 @@ pub struct Settings {
     pub heartbeat_secs: u32,
     pub lost_after_secs: u32,
     pub cluster_key_file: Option<PathBuf>,
+    /// TLS on the agents' TCP port.
+    pub tls: Option<AgentTlsFiles>,
     pub agent_bin: Option<PathBuf>,
     /// The server attributes and queues a new store starts with.
     pub initial: Config,
@@ -447,7 +468,7 @@ impl Settings {
         }
         // The checks qmgr runs after every change: destinations exist, no
         // route queue names itself or loops, holding queues keep jobs.
-        let warnings =
+        let mut warnings =
             qmesh_core::route::check(&config).map_err(|why| invalid("queue".into(), why))?;
 
         let mut node_sets = Vec::new();
@@ -490,6 +511,34 @@ impl Settings {
         qmesh_core::node_group::check(&config, &set_names)
             .map_err(|(key, why)| invalid(key, why))?;
 
+        let agents = &file.agents;
+        let tls = match (&agents.tls_cert_file, &agents.tls_key_file) {
+            (Some(cert), Some(key)) => Some(AgentTlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: agents.tls_client_ca_file.clone(),
+            }),
+            (None, None) if agents.tls_client_ca_file.is_some() => {
+                return Err(invalid(
+                    "agents.tls_client_ca_file".into(),
+                    "client certificates need TLS: give tls_cert_file and tls_key_file too".into(),
+                ));
+            }
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(invalid(
+                    "agents.tls_cert_file".into(),
+                    "TLS needs both tls_cert_file and tls_key_file".into(),
+                ));
+            }
+        };
+        if tls.is_some() && agents.listen.is_none() {
+            warnings.push(
+                "agents.tls_cert_file is set but agents.listen is not: TLS applies to the \
+                 TCP port for agents only"
+                    .into(),
+            );
+        }
         Ok(Settings {
             server_name: s.name.clone(),
             state_dir: file.daemon.state_dir,
@@ -501,6 +550,7 @@ impl Settings {
             heartbeat_secs: file.agents.heartbeat_secs.max(1),
             lost_after_secs: file.agents.lost_after_secs.max(1),
             cluster_key_file: file.agents.cluster_key_file,
+            tls,
             agent_bin: file.agents.agent_bin,
             initial: config,
             node_sets,
@@ -689,6 +739,39 @@ mod tests {
             let s = Settings::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
             assert!(s.warnings.is_empty(), "{name}: {:?}", s.warnings);
         }
+    }
+
+    #[test]
+    fn tls_needs_a_certificate_and_its_key_and_client_certificates_need_tls() {
+        let agents = |keys: &str| format!("[agents]\nlisten = \"0.0.0.0:15001\"\n{keys}");
+        let s = Settings::parse(
+            &agents("tls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\n"),
+            "t",
+        )
+        .unwrap();
+        let tls = s.tls.unwrap();
+        assert_eq!((tls.cert.to_str(), tls.client_ca), (Some("c.pem"), None));
+        let err = Settings::parse(&agents("tls_cert_file = \"c.pem\"\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("agents.tls_cert_file") && err.contains("both"),
+            "{err}"
+        );
+        let err = Settings::parse(&agents("tls_client_ca_file = \"ca.pem\"\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("agents.tls_client_ca_file"), "{err}");
+        let s = Settings::parse(
+            "[agents]\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\n",
+            "t",
+        )
+        .unwrap();
+        assert!(
+            s.warnings.iter().any(|w| w.contains("agents.listen")),
+            "{:?}",
+            s.warnings
+        );
     }
 
     #[test]

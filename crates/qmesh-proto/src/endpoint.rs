@@ -51,10 +51,20 @@ pub async fn connect_unix(path: &Path) -> Result<Channel, tonic::transport::Erro
 
 /// Connects to `unix:///path` or `http://host:port` (the agents' form).
 pub async fn connect_url(url: &str) -> Result<Channel, tonic::transport::Error> {
-    Endpoint::from_shared(url.to_string())?
+    connect_url_tls(url, None).await
+}
+
+/// Like [`connect_url`], over TLS when `tls` is given (`https://host:port`).
+pub async fn connect_url_tls(
+    url: &str,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+) -> Result<Channel, tonic::transport::Error> {
+    let mut endpoint = Endpoint::from_shared(url.to_string())?
         .tcp_nodelay(true)
         .http2_keep_alive_interval(std::time::Duration::from_secs(10))
-        .keep_alive_timeout(std::time::Duration::from_secs(20))
-        .connect()
-        .await
+        .keep_alive_timeout(std::time::Duration::from_secs(20));
+    if let Some(tls) = tls {
+        endpoint = endpoint.tls_config(tls)?;
+    }
+    endpoint.connect().await
 }

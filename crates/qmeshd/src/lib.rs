@@ -14,6 +14,7 @@ mod paths;
 mod service;
 mod status;
 mod task;
+mod tls;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -61,6 +62,15 @@ pub fn main() -> ExitCode {
     for warning in &settings.warnings {
         warn!("configuration: {warning}");
     }
+    // The TLS files are read now: a wrong one fails here, and with
+    // --check-config, before any state is touched.
+    let tls = match settings.tls.as_ref().map(tls::acceptor).transpose() {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("qmeshd: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     if args.check_config {
         print_summary(&settings);
         return ExitCode::SUCCESS;
@@ -76,7 +86,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args, settings)) {
+    match runtime.block_on(run(args, settings, tls)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -123,7 +133,11 @@ fn short_hostname() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
-async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
+async fn run(
+    args: Args,
+    settings: Settings,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> anyhow::Result<()> {
     let uid = nix::unistd::getuid().as_raw();
     let state_dir = args
         .state_dir
@@ -248,18 +262,31 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
             ),
     ));
     if let Some(listener) = tcp_listener {
-        info!(addr = %listener.local_addr()?, "listening for agents over TCP");
-        servers.push(tokio::spawn(
-            Server::builder()
-                .tcp_nodelay(true)
-                .add_service(AgentServer::new(service::AgentService {
-                    link: link.clone(),
-                }))
-                .serve_with_incoming_shutdown(
+        let agents = Server::builder()
+            .tcp_nodelay(true)
+            .add_service(AgentServer::new(service::AgentService {
+                link: link.clone(),
+            }));
+        match &tls {
+            Some(acceptor) => {
+                info!(
+                    addr = %listener.local_addr()?,
+                    client_certificates = settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
+                    "listening for agents over TCP with TLS"
+                );
+                servers.push(tokio::spawn(agents.serve_with_incoming_shutdown(
+                    tls::incoming(listener, acceptor.clone()),
+                    stopped(stop_rx.clone()),
+                )));
+            }
+            None => {
+                info!(addr = %listener.local_addr()?, "listening for agents over TCP");
+                servers.push(tokio::spawn(agents.serve_with_incoming_shutdown(
                     TcpListenerStream::new(listener),
                     stopped(stop_rx.clone()),
-                ),
-        ));
+                )));
+            }
+        }
     }
 
     let mut local = None;

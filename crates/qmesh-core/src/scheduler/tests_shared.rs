@@ -245,7 +245,10 @@ fn running_jobs_keep_a_node_whose_slots_were_lowered() {
     end(&mut s, j1, 3);
     assert!(pass_and_start(&mut s, 4).is_empty(), "at its one slot");
     end(&mut s, j2, 5);
-    let started: Vec<JobId> = pass_and_start(&mut s, 6).into_iter().map(|(j, _)| j).collect();
+    let started: Vec<JobId> = pass_and_start(&mut s, 6)
+        .into_iter()
+        .map(|(j, _)| j)
+        .collect();
     assert_eq!(started, [j3]);
 
     // The same after a restart into a file that shares less: both jobs
