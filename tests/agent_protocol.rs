@@ -631,6 +631,79 @@ async fn a_running_job_survives_agent_restarts() {
     h.assert_no_error_logs();
 }
 
+/// The parent pid of `pid`, from /proc.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shepherds_come_from_the_zygote_and_from_exec_when_it_is_gone() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(h.launch(20, "sleep 100\n"));
+    s.started(20).await;
+    let dir = h.job_dir(20);
+    let shepherd = pid_in(&dir.join("shepherd.pid")).expect("shepherd.pid");
+
+    // Its command line is a shepherd's (ps shows it; a restarted agent
+    // knows it by it), written over the zygote's, the rest zeroed.
+    let cmdline = fs::read(format!("/proc/{shepherd}/cmdline")).unwrap();
+    let want = format!("qmesh-agent\0shepherd\0{}\0", dir.display());
+    assert!(
+        cmdline.starts_with(want.as_bytes()) && cmdline[want.len()..].iter().all(|&b| b == 0),
+        "{:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    // Its parent is the zygote, which the agent started with its spool.
+    let zygote = parent_of(shepherd).expect("the shepherd's parent");
+    let parent = fs::read(format!("/proc/{zygote}/cmdline")).unwrap();
+    let want = format!("qmesh-agent\0zygote\0{}\0", h.spool.display());
+    assert!(
+        parent.starts_with(want.as_bytes()),
+        "{:?}",
+        String::from_utf8_lossy(&parent)
+    );
+
+    // Without the zygote, the agent execs the next shepherd itself, and
+    // the first job runs on.
+    kill(Pid::from_raw(zygote), Signal::SIGKILL).unwrap();
+    let agent = h.agents[0].id() as i32;
+    eventually("the zygote is gone", || !alive(zygote)).await;
+    let go = h.work.join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done\nexit 3\n",
+        go.display()
+    );
+    s.launch(h.launch(21, &script));
+    s.started(21).await;
+    let second = pid_in(&h.job_dir(21).join("shepherd.pid")).expect("shepherd.pid");
+    assert_eq!(parent_of(second), Some(agent), "exec'd by the agent");
+    fs::write(&go, "").unwrap();
+    let f = s.finished(21).await;
+    assert_eq!(f.exit_code, Some(3), "{f:?}");
+    assert!(alive(shepherd), "the first job runs on");
+    assert!(
+        h.agent_log(0).contains("the zygote failed"),
+        "{}",
+        h.agent_log(0)
+    );
+    s.send(daemon_message::Kind::Kill(KillJob {
+        job: 20,
+        reason: String::new(),
+    }));
+    let f = s.finished(20).await;
+    assert_eq!(f.cause, FinishCause::Killed as i32, "{f:?}");
+    h.assert_no_error_logs();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_failures_name_the_problem() {
     let mut h = Harness::new().await;

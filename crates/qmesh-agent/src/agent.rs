@@ -71,13 +71,13 @@ pub fn run(cli: Cli) -> Result<()> {
             )));
         }
     }
-    let outcome = runtime.block_on(serve(cfg, spool, hooks));
+    let outcome = runtime.block_on(serve(cfg, spool, hooks, cli.exec_shepherds));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
 }
 
-async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks) -> Result<()> {
+async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks, exec_shepherds: bool) -> Result<()> {
     let mut term =
         signal(SignalKind::terminate()).map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
     let mut int =
@@ -92,6 +92,11 @@ async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks) -> Result<()> {
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let joined = Joined::open(spool.root(), hooks, tx.clone())?;
     let sup = Supervisor::new(spool, tx);
+    let sup = if exec_shepherds {
+        sup
+    } else {
+        sup.with_zygote()
+    };
     sup.adopt_all()?;
     tokio::select! {
         () = session::run_forever(&cfg, &sup, &joined, &mut events) => {}

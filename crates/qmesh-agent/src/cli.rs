@@ -81,6 +81,12 @@ pub struct Cli {
     #[arg(long, value_name = "FILTER", default_value = "info")]
     pub log_level: String,
 
+    /// Start each job's shepherd by exec'ing this binary, instead of
+    /// forking it from the zygote the agent starts once (slower: for
+    /// comparison, or where the zygote cannot run).
+    #[arg(long)]
+    pub exec_shepherds: bool,
+
     #[command(subcommand)]
     pub mode: Option<Mode>,
 }
@@ -92,6 +98,15 @@ pub enum Mode {
     Shepherd {
         /// The job's spool directory, SPOOL/jobs/SEQ.
         jobdir: PathBuf,
+    },
+    /// Forks shepherds for the agent (started by the agent itself).
+    #[command(hide = true)]
+    Zygote {
+        /// The agent's spool: only its job directories are served.
+        spool: PathBuf,
+        /// Room in the command line for the shepherds' own.
+        #[arg(default_value = "")]
+        pad: String,
     },
 }
 

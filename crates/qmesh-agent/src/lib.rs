@@ -14,6 +14,8 @@
 //! - [`spool`]: the per-job directories, the agent's only memory.
 //! - [`lock`]: one agent per spool.
 //! - [`shepherd`]: the per-job process (`qmesh-agent shepherd JOBDIR`).
+//! - [`zygote`]: the small process that forks shepherds, so that none is
+//!   exec'd per job.
 //! - [`plan`]: what the job will be: user, groups, program, output, env.
 //! - [`exec`]: how the shepherd starts it (the code between fork and exec).
 //! - [`env`](mod@env): the job's environment.
@@ -39,6 +41,7 @@ pub mod signals;
 pub mod spool;
 pub mod supervise;
 pub mod tls;
+pub mod zygote;
 
 use std::process::ExitCode;
 
@@ -49,8 +52,10 @@ pub use error::AgentError;
 /// The `qmesh-agent` binary.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    if let Some(cli::Mode::Shepherd { jobdir }) = &cli.mode {
-        return shepherd::run(jobdir);
+    match &cli.mode {
+        Some(cli::Mode::Shepherd { jobdir }) => return shepherd::run(jobdir),
+        Some(cli::Mode::Zygote { spool, .. }) => return zygote::run(spool),
+        None => {}
     }
     match agent::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -65,6 +65,12 @@ pub fn now() -> i64 {
 
 /// The shepherd's main.
 pub fn run(jobdir: &Path) -> ExitCode {
+    ExitCode::from(run_code(jobdir))
+}
+
+/// The shepherd, to its exit code: for `run`, and for a shepherd the
+/// zygote forked, which exits with it.
+pub fn run_code(jobdir: &Path) -> u8 {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -76,7 +82,7 @@ pub fn run(jobdir: &Path) -> ExitCode {
     let set = signals();
     if let Err(e) = set.thread_block() {
         error!("cannot block signals ({e}); the shepherd cannot work without sigwait");
-        return ExitCode::FAILURE;
+        return 1;
     }
     // An inherited "ignore" on SIGCHLD would make the kernel reap the job.
     // SAFETY: SIG_DFL installs no handler.
@@ -91,7 +97,7 @@ pub fn run(jobdir: &Path) -> ExitCode {
             "{} is not a job directory (SPOOL/jobs/SEQ); the shepherd is started by the agent",
             jobdir.display()
         );
-        return ExitCode::from(2);
+        return 2;
     };
     let span = tracing::info_span!("job", job = dir.seq);
     let _enter = span.enter();
@@ -99,11 +105,11 @@ pub fn run(jobdir: &Path) -> ExitCode {
     match dir.write_result(&result) {
         Ok(()) => {
             info!(cause = ?result.cause, exit_code = ?result.exit_code, signal = ?result.signal, "result written");
-            ExitCode::SUCCESS
+            0
         }
         Err(e) => {
             error!("{e}; the agent will report this job's end as unknown");
-            ExitCode::FAILURE
+            1
         }
     }
 }

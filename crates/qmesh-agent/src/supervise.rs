@@ -9,13 +9,15 @@
 //! any, forwards them. The spool, not the events, is the truth: a session
 //! starts by reading it.
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::{SigmaskHow, Signal};
 use qmesh_proto::v1;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, Interest};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
@@ -26,6 +28,7 @@ use crate::spool::{
     Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, SHEPHERD_LOG,
     SHEPHERD_PID_FILE, Spool,
 };
+use crate::zygote::{Forked, Zygote};
 
 /// How often an adopted shepherd (not our child) is looked at.
 const ADOPTED_POLL: Duration = Duration::from_millis(500);
@@ -53,11 +56,25 @@ pub struct SpoolState {
 pub struct Supervisor {
     spool: Spool,
     events: UnboundedSender<Event>,
+    /// Forks shepherds; without it (or when it fails) they are exec'd.
+    zygote: Option<Zygote>,
 }
 
 impl Supervisor {
     pub fn new(spool: Spool, events: UnboundedSender<Event>) -> Self {
-        Supervisor { spool, events }
+        Supervisor {
+            spool,
+            events,
+            zygote: None,
+        }
+    }
+
+    /// Shepherds are forked by a zygote (see [`crate::zygote`]) started
+    /// now.
+    pub fn with_zygote(mut self) -> Self {
+        let spool = self.spool.root().to_path_buf();
+        self.zygote = Some(Zygote::start(shepherd_program(), spool));
+        self
     }
 
     /// Jobs with a result are finished; the others run (every one of them
@@ -131,6 +148,16 @@ impl Supervisor {
                 return Err(JobResult::launch_failed(seq, message, now()).to_proto());
             }
         };
+        if let Some((forked, out)) = self.fork_shepherd(&dir).await {
+            debug!(shepherd = forked.pid, "shepherd forked");
+            if let Err(e) = dir.write_pid(SHEPHERD_PID_FILE, forked.pid) {
+                error!("{e}; a restarted agent will look for the shepherd by its command line");
+            }
+            let events = self.events.clone();
+            let span = info_span!(parent: None, "job", job = seq);
+            tokio::spawn(watch_forked(dir, forked, out, events).instrument(span));
+            return Ok(());
+        }
         match spawn_shepherd(&dir) {
             Ok(child) => {
                 let pid = child.id().map_or(0, |p| p as i32);
@@ -151,6 +178,30 @@ impl Supervisor {
             }
         }
         Ok(())
+    }
+
+    /// A shepherd for `dir` from the zygote, with the read end of the pipe
+    /// it announces the job's start on; `None` when there is no zygote or
+    /// it failed (its thread says so), and the shepherd is to be exec'd.
+    async fn fork_shepherd(&self, dir: &JobDir) -> Option<(Forked, OwnedFd)> {
+        let zygote = self.zygote.as_ref()?;
+        let pipe = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| AgentError::io("make the start pipe for", &dir.path, e.into()));
+        let opened = open_log(dir).and_then(|log| pipe.map(|(read, write)| (read, write, log)));
+        let (read, write, log) = match opened {
+            Ok(fds) => fds,
+            Err(e) => {
+                warn!("{e}; the shepherd is exec'd");
+                return None;
+            }
+        };
+        match zygote.fork(&dir.path, write, log.into()).await {
+            Ok(forked) => Some((forked, read)),
+            Err(e) => {
+                debug!("{e}; the shepherd is exec'd");
+                None
+            }
+        }
     }
 
     /// Passes a kill order to the job's shepherd (SIGTERM), which performs
@@ -238,13 +289,18 @@ fn shepherd_program() -> PathBuf {
     }
 }
 
-fn spawn_shepherd(dir: &JobDir) -> Result<tokio::process::Child> {
+/// The shepherd's log, `shepherd.log` in its job directory.
+fn open_log(dir: &JobDir) -> Result<std::fs::File> {
     let log_path = dir.file(SHEPHERD_LOG);
-    let log = std::fs::File::options()
+    std::fs::File::options()
         .create(true)
         .append(true)
         .open(&log_path)
-        .map_err(|e| AgentError::io("open", &log_path, e))?;
+        .map_err(|e| AgentError::io("open", &log_path, e))
+}
+
+fn spawn_shepherd(dir: &JobDir) -> Result<tokio::process::Child> {
+    let log = open_log(dir)?;
     let program = shepherd_program();
     let mut cmd = tokio::process::Command::new(&program);
     cmd.arg0(SHEPHERD_ARG0)
@@ -276,30 +332,70 @@ async fn watch_child(
     events: UnboundedSender<Event>,
 ) {
     if let Some(out) = child.stdout.take() {
-        let mut lines = BufReader::new(out).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some((pid, time)) = shepherd::parse_started(&line) {
-                debug!(pid, "job process spawned");
-                let _ = events.send(Event::Started {
-                    job: dir.seq,
-                    pid,
-                    time,
-                });
-            }
-        }
+        read_start(&dir, out, &events).await;
     }
     let status = child.wait().await;
+    report_end(&dir, &events, &status);
+}
+
+/// Watches a shepherd the zygote forked: its start line on `out`, then
+/// its exit, through its pidfd (it is not our child to wait for), else
+/// by looking at /proc now and then.
+async fn watch_forked(dir: JobDir, forked: Forked, out: OwnedFd, events: UnboundedSender<Event>) {
+    match tokio::net::unix::pipe::Receiver::from_owned_fd(out) {
+        Ok(pipe) => read_start(&dir, pipe, &events).await,
+        Err(e) => {
+            warn!("cannot read the shepherd's start pipe ({e}); watching its spool instead");
+            return watch_adopted(dir, forked.pid, events).await;
+        }
+    }
+    // SAFETY: the pidfd is ours alone, and neither closed nor replaced
+    // while the AsyncFd owns it.
+    let ended = match forked
+        .pidfd
+        .map(|fd| unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) })
+    {
+        Some(Ok(fd)) => fd.readable().await.is_ok(),
+        _ => false,
+    };
+    if !ended {
+        while procfs::is_shepherd(forked.pid, &dir.path) {
+            tokio::time::sleep(ADOPTED_POLL).await;
+        }
+    }
+    report_end(&dir, &events, &"ended");
+}
+
+/// Reads a shepherd's start line (`started PID TIME`) until it lets go of
+/// the pipe, and passes the start on.
+async fn read_start(dir: &JobDir, out: impl AsyncRead + Unpin, events: &UnboundedSender<Event>) {
+    let mut lines = BufReader::new(out).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some((pid, time)) = shepherd::parse_started(&line) {
+            debug!(pid, "job process spawned");
+            let _ = events.send(Event::Started {
+                job: dir.seq,
+                pid,
+                time,
+            });
+        }
+    }
+}
+
+/// A shepherd has ended (`how`, for the log): its result, or a vanished
+/// or unknown end when it left none, goes to the session.
+fn report_end(dir: &JobDir, events: &UnboundedSender<Event>, how: &dyn std::fmt::Debug) {
     let result = match dir.read_result() {
         Ok(Some(result)) => result,
         Ok(None) => {
-            let result = vanished(&dir);
-            warn!(?status, "{}", result.message);
-            persist(&dir, &result);
+            let result = vanished(dir);
+            warn!(status = ?how, "{}", result.message);
+            persist(dir, &result);
             result
         }
         Err(e) => {
             error!("{e}");
-            unknown_end(&dir, format!("its result is unreadable: {e}"))
+            unknown_end(dir, format!("its result is unreadable: {e}"))
         }
     };
     log_finish(&result);

@@ -60,6 +60,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
             port,
             h,
             run.agent_log_level,
+            run.exec_shepherds,
         )?);
     }
     let guard = Agents(children);
@@ -74,12 +75,17 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
         secs,
         run.rate,
     ));
+    // Shepherds are the zygotes' children (see qmesh-agent's zygote.rs):
+    // their time counts once the zygotes have reaped them all.
+    let agent_pids: Vec<u32> = guard.0.iter().map(|c| c.id()).collect();
+    let zygotes = crate::cpu::zygotes_of(&agent_pids);
+    crate::cpu::await_reaped(&zygotes, Duration::from_secs(5));
     let cpu = Cpu {
         daemon: daemon.pid().and_then(CpuTimes::of).unwrap_or_default(),
-        agents: guard
-            .0
+        agents: agent_pids
             .iter()
-            .filter_map(|c| CpuTimes::of(c.id()))
+            .chain(&zygotes)
+            .filter_map(|&pid| CpuTimes::of(pid))
             .fold(CpuTimes::default(), |a, b| a + b),
     };
     if timing.is_err() {
@@ -106,6 +112,13 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
     };
     let log = std::fs::read_to_string(root.join("qmeshd.log"))?;
     let measured = measure(&log, &work, jobs, timing, cpu)?;
+    if run.keep {
+        daemon.dir.disable_cleanup(true);
+        eprintln!(
+            "the run's logs, spools and job output are kept in {}",
+            root.display()
+        );
+    }
     drop(daemon);
     Ok(measured.report(run, agents * per_host))
 }
@@ -125,6 +138,10 @@ pub struct Run<'a> {
     /// Jobs submitted per second, scheduling on; `None`: all submitted
     /// first, then scheduling switched on (a burst).
     pub rate: Option<f64>,
+    /// The agents exec their shepherds (no zygote).
+    pub exec_shepherds: bool,
+    /// Keep the run's directory (logs, spools, job output) after success.
+    pub keep: bool,
 }
 
 fn config_text(port: u16, agents: usize, per_host: usize) -> String {
@@ -149,10 +166,14 @@ fn start_agent(
     port: u16,
     h: usize,
     log_level: &str,
+    exec_shepherds: bool,
 ) -> anyhow::Result<Child> {
     let log = std::fs::File::create(root.join(format!("agent-h{h}.log")))?;
-    Command::new(bin)
-        .arg("--server")
+    let mut cmd = Command::new(bin);
+    if exec_shepherds {
+        cmd.arg("--exec-shepherds");
+    }
+    cmd.arg("--server")
         .arg(format!("http://127.0.0.1:{port}"))
         .arg("--host")
         .arg(format!("h{h}"))
@@ -309,7 +330,8 @@ async fn wait_all_ended(
 #[derive(Clone, Copy, Debug)]
 struct Cpu {
     daemon: CpuTimes,
-    /// The agents' own, and as children their shepherds and jobs.
+    /// The agents' own (and their zygotes'), and as children their
+    /// shepherds and jobs.
     agents: CpuTimes,
 }
 
@@ -394,9 +416,15 @@ impl Measured {
         let offered = run
             .rate
             .map_or_else(|| "a burst".to_string(), |r| format!("{r} jobs/s"));
+        let shepherds = if run.exec_shepherds {
+            "exec'd"
+        } else {
+            "forked by zygotes"
+        };
         Report {
             text: format!(
-                "churn: {jobs} jobs of {secs} s ({offered}) through {agents} agents ({nodes} nodes): \
+                "churn: {jobs} jobs of {secs} s ({offered}) through {agents} agents ({nodes} nodes), \
+                 shepherds {shepherds}: \
                  {:.0} starts/s, {:.0} ends/s (all done in {:.1} s); decision to exec \
                  p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU: qmeshd {:.1} s, agents {:.1} s, \
                  shepherds and jobs {:.1} s",
@@ -412,7 +440,8 @@ impl Measured {
             ),
             json: serde_json::json!({
                 "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
-                "job_secs": secs, "rate": run.rate, "starts_per_second": self.starts_per_s,
+                "job_secs": secs, "rate": run.rate, "exec_shepherds": run.exec_shepherds,
+                "starts_per_second": self.starts_per_s,
                 "ends_per_second": self.ends_per_s, "wall_seconds": self.wall_s,
                 "exec_latency_p50_ms": self.p50_ms, "exec_latency_p99_ms": self.p99_ms,
                 "exec_latency_max_ms": self.max_ms,

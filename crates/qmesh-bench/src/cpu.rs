@@ -41,6 +41,55 @@ impl CpuTimes {
     }
 }
 
+/// The zygotes of these agents: their children that run `qmesh-agent
+/// zygote`, whose children are the shepherds.
+pub fn zygotes_of(agents: &[u32]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| parent_in(&stat));
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            parent.is_some_and(|p| agents.contains(&p))
+                && cmdline.split(|&b| b == 0).nth(1) == Some(b"zygote")
+        })
+        .collect()
+}
+
+/// Waits (up to `limit`) until none of `parents` has a child left to
+/// reap, so their reaped children's time is complete.
+pub fn await_reaped(parents: &[u32], limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline && parents.iter().any(|&p| has_zombie_child(p)) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn has_zombie_child(parent: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
+            let mut fields = rest.split_whitespace();
+            fields.next() == Some("Z") && fields.next().and_then(|p| p.parse().ok()) == Some(parent)
+        })
+}
+
+/// The parent pid (field 4) of a stat line.
+fn parent_in(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 impl std::ops::Add for CpuTimes {
     type Output = CpuTimes;
     fn add(self, other: CpuTimes) -> CpuTimes {

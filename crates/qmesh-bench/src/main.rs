@@ -109,6 +109,14 @@ enum What {
         /// all at once before it is switched on: latency below saturation.
         #[arg(long)]
         rate: Option<f64>,
+        /// The agents exec each shepherd instead of forking it from their
+        /// zygote (qmesh-agent --exec-shepherds): to compare the two.
+        #[arg(long)]
+        exec_shepherds: bool,
+        /// Keep the run's logs, spools and job output (a failed run's are
+        /// always kept).
+        #[arg(long)]
+        keep: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -152,6 +160,8 @@ fn main() -> ExitCode {
             daemon_log_level,
             dir,
             rate,
+            exec_shepherds,
+            keep,
         } => qmeshd().and_then(|q| {
             let run = churn::Run {
                 jobs: *jobs,
@@ -162,6 +172,8 @@ fn main() -> ExitCode {
                 daemon_log_level,
                 dir: dir.as_deref(),
                 rate: *rate,
+                exec_shepherds: *exec_shepherds,
+                keep: *keep,
             };
             churn::run(&q, &run).map(|r| vec![r])
         }),
