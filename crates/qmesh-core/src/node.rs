@@ -347,6 +347,59 @@ pub struct NodeMark {
     pub comment: String,
 }
 
+/// The jobs holding a node, first started first. The first is kept in
+/// place: an exclusive node never holds more, and starting or ending a job
+/// (the pass's and the simulator's hot path) then touches nothing else.
+/// The others, on a shared node, follow it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeJobs {
+    first: Option<JobId>,
+    more: Vec<JobId>,
+}
+
+impl NodeJobs {
+    pub fn first(&self) -> Option<JobId> {
+        self.first
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+
+    pub fn contains(&self, id: JobId) -> bool {
+        self.first == Some(id) || self.more.contains(&id)
+    }
+
+    /// Adds `id` after the others.
+    pub fn push(&mut self, id: JobId) {
+        match self.first {
+            None => self.first = Some(id),
+            Some(_) => self.more.push(id),
+        }
+    }
+
+    /// Takes `id` out; the next one, if any, becomes the first.
+    pub fn remove(&mut self, id: JobId) {
+        if self.first == Some(id) {
+            self.first = (!self.more.is_empty()).then(|| self.more.remove(0));
+        } else {
+            self.more.retain(|&j| j != id);
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<JobId> {
+        self.iter().collect()
+    }
+}
+
 /// A node at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -358,7 +411,7 @@ pub struct Node {
     pub up: bool,
     /// The jobs holding it, in the order they started: at most one on an
     /// exclusive set, up to `slots` on a shared one.
-    pub jobs: Vec<JobId>,
+    pub jobs: NodeJobs,
     /// How many jobs it runs at once (its set's `jobs_per_node`).
     pub slots: u32,
     /// An administrator took it out of service (see [`AdminState`]).
@@ -389,7 +442,7 @@ impl Node {
 
     /// The job holding it first (an exclusive node's only one).
     pub fn job(&self) -> Option<JobId> {
-        self.jobs.first().copied()
+        self.jobs.first()
     }
 
     /// As pbsnodes says it: `down` (no agent), `offline`, `draining`
@@ -416,6 +469,24 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_jobs_keep_their_order_when_the_first_leaves() {
+        let mut jobs = NodeJobs::default();
+        assert!(jobs.is_empty() && jobs.first().is_none());
+        for id in [JobId(3), JobId(5), JobId(7)] {
+            jobs.push(id);
+        }
+        assert_eq!((jobs.len(), jobs.first()), (3, Some(JobId(3))));
+        assert!(jobs.contains(JobId(5)) && !jobs.contains(JobId(4)));
+        jobs.remove(JobId(3));
+        assert_eq!(jobs.to_vec(), [JobId(5), JobId(7)]);
+        jobs.remove(JobId(7));
+        jobs.remove(JobId(9));
+        assert_eq!(jobs.to_vec(), [JobId(5)]);
+        jobs.remove(JobId(5));
+        assert!(jobs.is_empty());
+    }
 
     #[test]
     fn a_set_serves_needs_it_meets_and_does_not_check_what_it_does_not_declare() {

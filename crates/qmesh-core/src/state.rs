@@ -209,7 +209,7 @@ impl State {
                             // exclusive node): the node takes no new job
                             // until enough of them end.
                             let node = &mut self.nodes[idx];
-                            if node.jobs.contains(&id) {
+                            if node.jobs.contains(id) {
                                 continue;
                             }
                             node.jobs.push(id);
@@ -877,8 +877,12 @@ impl State {
     }
 
     /// A job started on `nodes`: each of their hosts counts one more job
-    /// until its next load report.
+    /// until its next load report. Only shared sets read the count, so
+    /// without one nothing is counted (the pass's hot path).
     fn note_started_on(&mut self, nodes: &[usize]) {
+        if self.node_sets.iter().all(|set| set.attrs.slots() == 1) {
+            return;
+        }
         let mut hosts: Vec<&str> = nodes
             .iter()
             .filter_map(|&i| self.nodes.get(i))
@@ -887,7 +891,12 @@ impl State {
         hosts.sort_unstable();
         hosts.dedup();
         for host in hosts {
-            *self.started_since_load.entry(host.to_string()).or_default() += 1;
+            match self.started_since_load.get_mut(host) {
+                Some(count) => *count += 1,
+                None => {
+                    self.started_since_load.insert(host.to_string(), 1);
+                }
+            }
         }
     }
 
@@ -931,7 +940,7 @@ impl State {
             .nodes
             .iter()
             .filter(|n| n.host == host)
-            .flat_map(|n| n.jobs.iter().copied())
+            .flat_map(|n| n.jobs.iter())
             .filter(|&id| {
                 self.jobs
                     .get(&id)
@@ -1128,7 +1137,7 @@ impl State {
             }
         }
         for node in &self.nodes {
-            for &id in &node.jobs {
+            for id in node.jobs.iter() {
                 let ok = self
                     .jobs
                     .get(&id)

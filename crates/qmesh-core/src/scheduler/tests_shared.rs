@@ -239,7 +239,7 @@ fn running_jobs_keep_a_node_whose_slots_were_lowered() {
     s.set_config(config);
     s.check_invariants().unwrap();
     let x1 = s.node_by_name("x1").unwrap();
-    assert_eq!((x1.jobs.clone(), x1.slots), (vec![j1, j2], 1));
+    assert_eq!((x1.jobs.to_vec(), x1.slots), (vec![j1, j2], 1));
     assert_eq!(x1.state_name(), "job-busy");
     assert!(pass_and_start(&mut s, 2).is_empty(), "over its slots");
     end(&mut s, j1, 3);
@@ -261,7 +261,7 @@ fn running_jobs_keep_a_node_whose_slots_were_lowered() {
     let warnings = fresh.restore(jobs, 0);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("node a runs jobs"), "{warnings:?}");
-    assert_eq!(fresh.nodes()[0].jobs, [k1, k2]);
+    assert_eq!(fresh.nodes()[0].jobs.to_vec(), [k1, k2]);
     fresh.check_invariants().unwrap();
     assert_eq!(fresh.nodes()[0].state_name(), "job-busy");
 }

@@ -53,7 +53,7 @@ pub(super) fn index_nodes(
                 host: def.host.clone(),
                 set: set_idx,
                 up: up(def),
-                jobs: Vec::new(),
+                jobs: Default::default(),
                 slots: set.attrs.slots(),
                 admin: None,
                 overloaded: false,

@@ -114,7 +114,7 @@ impl Occupancy {
                 occupancy.free.set(i, true);
                 occupancy.free_in[node.set] += room;
             }
-            for &id in &node.jobs {
+            for id in node.jobs.iter() {
                 occupancy.held.entry(id).or_default().nodes.push(i);
             }
         }
@@ -132,8 +132,17 @@ impl Occupancy {
         taken.dedup();
         for &i in &taken {
             let node = &mut nodes[i];
+            if node.slots == 1 && node.jobs.is_empty() {
+                // An exclusive node: the common case, kept cheap.
+                node.jobs.push(id);
+                if self.free.get(i) {
+                    self.free.set(i, false);
+                    self.free_in[node.set] -= 1;
+                }
+                continue;
+            }
             let before = node.room() as usize;
-            if !node.jobs.contains(&id) {
+            if !node.jobs.contains(id) {
                 node.jobs.push(id);
             }
             self.recount(node, i, before);
@@ -156,8 +165,17 @@ impl Occupancy {
         };
         for &i in &held.nodes {
             let node = &mut nodes[i];
+            if node.slots == 1 && node.jobs.first() == Some(id) && node.jobs.len() == 1 {
+                // An exclusive node: the common case, kept cheap.
+                node.jobs.remove(id);
+                if node.usable() && !self.free.get(i) {
+                    self.free.set(i, true);
+                    self.free_in[node.set] += 1;
+                }
+                continue;
+            }
             let before = node.room() as usize;
-            node.jobs.retain(|&j| j != id);
+            node.jobs.remove(id);
             self.recount(node, i, before);
         }
         held.nodes
