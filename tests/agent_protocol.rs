@@ -704,6 +704,103 @@ async fn shepherds_come_from_the_zygote_and_from_exec_when_it_is_gone() {
     h.assert_no_error_logs();
 }
 
+/// A hook script in the work directory: it appends `line` (shell words)
+/// to `hooks.log` there, then runs `then`.
+fn hook(h: &Harness, name: &str, line: &str, then: &str) -> PathBuf {
+    let path = h.work.join(name);
+    let log = h.work.join("hooks.log");
+    fs::write(
+        &path,
+        format!("#!/bin/sh\necho \"{line}\" >> {}\n{then}\n", log.display()),
+    )
+    .unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launching_host_runs_the_prologue_before_the_job_and_the_epilogue_after() {
+    let mut h = Harness::new().await;
+    let pro = hook(
+        &h,
+        "prologue",
+        "pro $1 $2 $3 $QMESH_NODES $(cat $QMESH_NODEFILE | wc -l)",
+        "",
+    );
+    let epi = hook(
+        &h,
+        "epilogue",
+        "epi $1",
+        "echo 'scratch left behind' >&2; exit 2",
+    );
+    let (pro, epi) = (pro.display().to_string(), epi.display().to_string());
+    h.start_agent(&["--prologue", &pro, "--epilogue", &epi]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let log = h.work.join("hooks.log");
+    let script = format!("echo job >> {}\nexit 5\n", log.display());
+    s.launch(h.launch(30, &script));
+    let f = s.finished(30).await;
+    assert_eq!(
+        (f.cause, f.exit_code),
+        (FinishCause::Exited as i32, Some(5)),
+        "the job's exit is kept: {f:?}"
+    );
+    assert!(
+        f.message.contains("the epilogue") && f.message.contains("scratch left behind"),
+        "a failed epilogue is noted: {f:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "pro 30.testserver root root n1,n2 2\njob\nepi 30.testserver\n"
+    );
+
+    // A failing prologue: the job fails with its words and never runs,
+    // and there is no epilogue for it.
+    fs::remove_file(&log).unwrap();
+    hook(
+        &h,
+        "prologue",
+        "pro $1",
+        "echo 'scratch not mounted' >&2; exit 1",
+    );
+    s.launch(h.launch(31, &script));
+    let f = s.finished(31).await;
+    assert_eq!(f.cause, FinishCause::LaunchFailed as i32, "{f:?}");
+    assert!(
+        f.message.contains("the prologue") && f.message.contains("scratch not mounted"),
+        "{f:?}"
+    );
+    assert_eq!(fs::read_to_string(&log).unwrap(), "pro 31.testserver\n");
+
+    // A kill order while the prologue runs: it is killed, the job never
+    // starts.
+    let started = h.work.join("prologue-started");
+    hook(
+        &h,
+        "prologue",
+        "pro $1",
+        &format!("touch {}; sleep 100", started.display()),
+    );
+    s.launch(h.launch(32, &script));
+    eventually("the prologue runs", || started.exists()).await;
+    s.send(daemon_message::Kind::Kill(KillJob {
+        job: 32,
+        reason: "deleted by test".into(),
+    }));
+    let f = s.finished(32).await;
+    assert_eq!(f.cause, FinishCause::Killed as i32, "{f:?}");
+    assert!(
+        f.message.contains("deleted by test") && f.message.contains("during the prologue"),
+        "{f:?}"
+    );
+    assert!(
+        !fs::read_to_string(&log).unwrap().contains("job"),
+        "never ran"
+    );
+    h.assert_no_error_logs();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_failures_name_the_problem() {
     let mut h = Harness::new().await;

@@ -350,6 +350,10 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
         ),
     );
     let id = d.qsub(&["-lP", "6", "span.sh"]);
+    // The epilogues write to a FIFO: read them first, since the launching
+    // host's runs before the job's end is reported (PBS: the job stays in
+    // E until its epilogue is done).
+    let mut epi = read_lines(d, &epilogues, 3);
     let info = d.wait_job(&id);
     assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());
     let seq = id.split('.').next().unwrap();
@@ -366,17 +370,26 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
     }
     let runs = std::fs::read_to_string(d.work.join("runs.log")).unwrap();
     assert_eq!(runs.lines().collect::<Vec<_>>(), [id.as_str()], "ran once");
-    // The prologues of the two other hosts ran before the job, once each.
-    let mut epi = read_lines(d, &epilogues, 2);
+    // Every host ran the prologue before the job, once, with its own
+    // nodes; the launching host's shepherd ran it last, just before the
+    // script. Every host ran the epilogue after.
     epi.sort();
     assert_eq!(
         epi,
-        [format!("epi {id} h2a,h2b"), format!("epi {id} h3a,h3b")]
+        [
+            format!("epi {id} h1a,h1b"),
+            format!("epi {id} h2a,h2b"),
+            format!("epi {id} h3a,h3b")
+        ]
     );
     let order = std::fs::read_to_string(&hooks).unwrap();
     let order: Vec<&str> = order.lines().collect();
-    assert_eq!(order.len(), 3, "{order:?}");
-    assert_eq!(order[2], "job", "{order:?}");
+    assert_eq!(order.len(), 4, "{order:?}");
+    assert_eq!(
+        order[2..],
+        [format!("pro {id} h1a,h1b").as_str(), "job"],
+        "{order:?}"
+    );
     let mut pro = order[..2].to_vec();
     pro.sort();
     assert_eq!(

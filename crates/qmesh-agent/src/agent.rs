@@ -90,8 +90,8 @@ async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks, exec_shepherds: b
         "agent starting"
     );
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let joined = Joined::open(spool.root(), hooks, tx.clone())?;
-    let sup = Supervisor::new(spool, tx);
+    let joined = Joined::open(spool.root(), hooks.clone(), tx.clone())?;
+    let sup = Supervisor::new(spool, tx).with_hooks(hooks);
     let sup = if exec_shepherds {
         sup
     } else {

@@ -67,12 +67,14 @@ pub struct Cli {
     pub load_command: Option<String>,
 
     /// The site's prologue: run as root, with the job id, user and group
-    /// as arguments, when a job launched on another host joins this one.
-    /// A failure ends the job.
+    /// as arguments and the job's nodes here in QMESH_NODES, before a job
+    /// starts on this host (on the host that launches it, before its
+    /// script). A failure ends the job with the prologue's words.
     #[arg(long, value_name = "PROGRAM")]
     pub prologue: Option<PathBuf>,
 
-    /// The site's epilogue: run like the prologue when such a job leaves.
+    /// The site's epilogue: run like the prologue once the job has ended
+    /// on this host. A failure is noted in the job's comment.
     #[arg(long, value_name = "PROGRAM")]
     pub epilogue: Option<PathBuf>,
 

@@ -8,14 +8,12 @@
 //! before the prologue runs and removed after the epilogue, so an agent
 //! that restarts still knows what it holds (its Hello lists them) and a
 //! join the daemon sends again after a reconnection runs nothing twice.
-//! Prologue and epilogue follow PBS: run as root with the job id, the
-//! user and the group as arguments; a non-zero exit or five minutes'
-//! silence fails the join, and the daemon ends the job.
+//! Prologue and epilogue follow PBS (see [`crate::hooks`]): a failed
+//! prologue fails the join, and the daemon ends the job.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
 
 use qmesh_proto::v1;
 use serde::{Deserialize, Serialize};
@@ -23,18 +21,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
 use crate::error::{AgentError, Result};
+pub use crate::hooks::Hooks;
+use crate::hooks::{self, HOOK_TIMEOUT, HookJob};
 use crate::spool::write_atomic;
 use crate::supervise::Event;
-
-/// How long a prologue or epilogue may run (PBS's default too).
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The site's programs around a job.
-#[derive(Clone, Debug, Default)]
-pub struct Hooks {
-    pub prologue: Option<PathBuf>,
-    pub epilogue: Option<PathBuf>,
-}
 
 /// A job this host joined, as kept in the spool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -195,56 +185,37 @@ impl Joined {
     }
 }
 
-/// Runs a prologue or epilogue as PBS does: `PROGRAM JOBID USER GROUP`,
-/// with the job's nodes on this host in `QMESH_NODES`.
+/// Runs a prologue or epilogue (see [`crate::hooks`]), with the host
+/// that launched the job in `QMESH_LAUNCHED_ON`.
 async fn run_hook(what: &str, program: &Path, record: &Record) -> std::result::Result<(), String> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.arg(&record.job_id)
-        .arg(&record.user)
-        .arg(&record.group)
-        .env_clear()
-        .env("PATH", crate::env::DEFAULT_PATH)
-        .env("QMESH_JOBID", &record.job_id)
-        .env("PBS_JOBID", &record.job_id)
-        .env("QMESH_NODES", record.nodes.join(","))
-        .env("QMESH_LAUNCHED_ON", &record.launched_on)
+    let job = HookJob {
+        job_id: &record.job_id,
+        user: &record.user,
+        group: &record.group,
+        nodes: &record.nodes,
+    };
+    let mut cmd = tokio::process::Command::from(hooks::command(program, &job));
+    cmd.env("QMESH_LAUNCHED_ON", &record.launched_on)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let child = cmd
         .spawn()
-        .map_err(|e| format!("the {what} {} could not start: {e}", program.display()))?;
+        .map_err(|e| hooks::unstartable(what, program, &e))?;
     let output = tokio::time::timeout(HOOK_TIMEOUT, child.wait_with_output())
         .await
-        .map_err(|_| {
-            format!(
-                "the {what} {} ran over {} s and was killed",
-                program.display(),
-                HOOK_TIMEOUT.as_secs()
-            )
-        })?
+        .map_err(|_| hooks::overran(what, program))?
         .map_err(|e| {
             format!(
                 "the {what} {} could not be waited for: {e}",
                 program.display()
             )
         })?;
-    if output.status.success() {
-        return Ok(());
+    match hooks::failure(what, program, output.status, &output.stderr) {
+        None => Ok(()),
+        Some(why) => Err(why),
     }
-    let said = String::from_utf8_lossy(&output.stderr);
-    let said = said.lines().next().unwrap_or("").trim();
-    Err(format!(
-        "the {what} {} failed ({}){}",
-        program.display(),
-        output.status,
-        if said.is_empty() {
-            String::new()
-        } else {
-            format!(": {said}")
-        }
-    ))
 }
 
 #[cfg(test)]

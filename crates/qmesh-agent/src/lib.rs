@@ -8,8 +8,8 @@
 //! - [`session`]: one session with the daemon, and the reconnect loop.
 //! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
 //! - [`facts`]: CPUs, memory and load, with every heartbeat.
-//! - [`joined`]: jobs launched on another host that hold nodes here;
-//!   the site's prologue and epilogue.
+//! - [`joined`]: jobs launched on another host that hold nodes here.
+//! - [`hooks`]: the site's prologue and epilogue, on every host of a job.
 //! - [`signals`]: signals for a running job, through the spool to its shepherd.
 //! - [`spool`]: the per-job directories, the agent's only memory.
 //! - [`lock`]: one agent per spool.
@@ -31,6 +31,7 @@ pub mod env;
 pub mod error;
 pub mod exec;
 pub mod facts;
+pub mod hooks;
 pub mod joined;
 pub mod lock;
 pub mod plan;

@@ -13,8 +13,9 @@
 //! lingering as orphans (or zombies, on hosts whose init does not reap).
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -24,9 +25,9 @@ use nix::unistd::{Pid, alarm};
 use tracing::{debug, error, info, warn};
 
 use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec,
+    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec, NODE_FILE,
 };
-use crate::{exec, plan, signals};
+use crate::{exec, hooks, plan, signals};
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -129,12 +130,24 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     for name in &plan.dropped_env {
         warn!(variable = %name, "job variable dropped: a process environment cannot hold it");
     }
+    if let Some(prologue) = &spec.prologue {
+        match run_hook("prologue", prologue, &spec, dir, Orders::Kill) {
+            HookEnd::Done => {}
+            HookEnd::Failed(why) => {
+                warn!("job not started: {why}");
+                return JobResult::launch_failed(dir.seq, why, now());
+            }
+            HookEnd::Killed => return killed_before_start(dir, &spec),
+        }
+    }
     let start = now();
     let pid = match exec::spawn(&plan) {
         Ok(pid) => pid,
         Err(e) => {
             warn!("job not started: {e}");
-            return JobResult::launch_failed(dir.seq, e.to_string(), now());
+            let mut result = JobResult::launch_failed(dir.seq, e.to_string(), now());
+            epilogue(&spec, dir, &mut result);
+            return result;
         }
     };
     info!(pid, user = %plan.user.name, command = %exec::command_line(&plan), "job started");
@@ -153,7 +166,169 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     let ended = watch.run(set, spec.walltime);
     cleanup(watch.job, set);
     info!(?ended, "job ended");
-    result(dir, &spec, &watch, ended, start)
+    let mut result = result(dir, &spec, &watch, ended, start);
+    epilogue(&spec, dir, &mut result);
+    result
+}
+
+/// What a kill order (SIGTERM, SIGINT) does while a hook runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Orders {
+    /// Kills the hook, and with it the job (the prologue).
+    Kill,
+    /// Waits: the job has ended (the epilogue).
+    Wait,
+}
+
+/// How a hook the shepherd ran ended.
+#[derive(Debug, PartialEq, Eq)]
+enum HookEnd {
+    Done,
+    Failed(String),
+    /// A kill order came while it ran.
+    Killed,
+}
+
+/// Runs the site's epilogue, if any, once the job is over; a failure is
+/// added to the result's message (the job's comment), its exit kept.
+fn epilogue(spec: &LaunchSpec, dir: &JobDir, result: &mut JobResult) {
+    let Some(program) = &spec.epilogue else {
+        return;
+    };
+    if let HookEnd::Failed(why) = run_hook("epilogue", program, spec, dir, Orders::Wait) {
+        warn!("{why}");
+        if !result.message.is_empty() {
+            result.message.push_str("; ");
+        }
+        result.message.push_str(&why);
+    }
+}
+
+/// Runs the site's `what` (prologue or epilogue) for the job as PBS does
+/// (see [`crate::hooks`]), with the job's node file in `QMESH_NODEFILE`,
+/// for at most [`hooks::HOOK_TIMEOUT`]. Its stderr goes to `WHAT.err` in
+/// the job's directory (a file, so that a talkative hook cannot fill a
+/// pipe nobody reads); the first line goes into a failure. Signal
+/// requests for the job (the doorbell) stay pending until the job runs.
+fn run_hook(
+    what: &str,
+    program: &Path,
+    spec: &LaunchSpec,
+    dir: &JobDir,
+    orders: Orders,
+) -> HookEnd {
+    let nodes = if spec.local_nodes.is_empty() {
+        &spec.nodes
+    } else {
+        &spec.local_nodes
+    };
+    let job = hooks::HookJob {
+        job_id: &spec.job_id,
+        user: &spec.user,
+        group: &spec.group,
+        nodes,
+    };
+    let err_path = dir.file(&format!("{what}.err"));
+    let stderr = match std::fs::File::create(&err_path) {
+        Ok(file) => file,
+        Err(e) => return HookEnd::Failed(hooks::unstartable(what, program, &e)),
+    };
+    let mut cmd = hooks::command(program, &job);
+    cmd.env("QMESH_NODEFILE", dir.file(NODE_FILE))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return HookEnd::Failed(hooks::unstartable(what, program, &e)),
+    };
+    info!(program = %program.display(), "{what} started");
+    let group = Pid::from_raw(child.id() as i32);
+    let mut waits = SigSet::empty();
+    for sig in [
+        Signal::SIGCHLD,
+        Signal::SIGALRM,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+    ] {
+        waits.add(sig);
+    }
+    alarm::set(seconds(hooks::HOOK_TIMEOUT.as_secs()));
+    let end = loop {
+        match waits.wait() {
+            Ok(Signal::SIGCHLD) => match child.try_wait() {
+                Ok(Some(status)) => {
+                    let said = std::fs::read(&err_path).unwrap_or_default();
+                    break match hooks::failure(what, program, status, &said) {
+                        None => HookEnd::Done,
+                        Some(why) => HookEnd::Failed(why),
+                    };
+                }
+                // An orphan of the hook, adopted by us as subreaper: the
+                // job's cleanup reaps it.
+                Ok(None) => {}
+                Err(e) => {
+                    break HookEnd::Failed(format!(
+                        "the {what} {} could not be waited for: {e}",
+                        program.display()
+                    ));
+                }
+            },
+            Ok(Signal::SIGALRM) => {
+                signal_group(group, Signal::SIGKILL);
+                let _ = child.wait();
+                break HookEnd::Failed(hooks::overran(what, program));
+            }
+            Ok(sig) if orders == Orders::Kill => {
+                info!(
+                    ?sig,
+                    "kill order during the {what}: it is killed, the job not started"
+                );
+                signal_group(group, Signal::SIGKILL);
+                let _ = child.wait();
+                break HookEnd::Killed;
+            }
+            Ok(sig) => debug!(?sig, "kill order after the job's end; the {what} goes on"),
+            Err(e) => {
+                warn!("sigwait failed ({e}); waiting for the {what} without its time limit");
+                break match child.wait() {
+                    Ok(status) => match hooks::failure(what, program, status, b"") {
+                        None => HookEnd::Done,
+                        Some(why) => HookEnd::Failed(why),
+                    },
+                    Err(e) => HookEnd::Failed(format!(
+                        "the {what} {} could not be waited for: {e}",
+                        program.display()
+                    )),
+                };
+            }
+        }
+    };
+    alarm::cancel();
+    let _ = std::fs::remove_file(&err_path);
+    end
+}
+
+/// The result of a job killed before it started (during its prologue).
+fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
+    let reason = std::fs::read_to_string(dir.file(KILL_REASON_FILE)).unwrap_or_default();
+    let mut message = reason.trim().to_string();
+    if !message.is_empty() {
+        message.push_str("; ");
+    }
+    message.push_str("killed during the prologue, before the job started");
+    JobResult {
+        version: FORMAT_VERSION,
+        job: spec.job,
+        exit_code: None,
+        signal: None,
+        cause: Cause::Killed,
+        message,
+        start_time: 0,
+        end_time: now(),
+    }
 }
 
 /// Tells the agent that spawned us; then lets go of the pipe, which may

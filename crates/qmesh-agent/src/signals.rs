@@ -208,7 +208,10 @@ mod tests {
             script: b"exit 0\n".to_vec(),
             ..Default::default()
         };
-        let dir = spool.prepare(&launch).unwrap().unwrap();
+        let dir = spool
+            .prepare(&launch, &crate::hooks::Hooks::default())
+            .unwrap()
+            .unwrap();
         (tmp, dir)
     }
 

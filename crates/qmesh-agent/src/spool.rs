@@ -29,6 +29,7 @@ use qmesh_proto::v1;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AgentError, Result};
+use crate::hooks::Hooks;
 
 pub const LAUNCH_FILE: &str = "launch.json";
 pub const SCRIPT_FILE: &str = "script";
@@ -66,6 +67,15 @@ pub struct LaunchSpec {
     pub queue: String,
     pub account: String,
     pub submit_host: String,
+    /// The job's nodes on this host (all of them from an older daemon).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub local_nodes: Vec<String>,
+    /// The site's prologue and epilogue, which the shepherd runs around
+    /// the job (`--prologue`, `--epilogue` of the agent that launched it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prologue: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epilogue: Option<PathBuf>,
 }
 
 impl From<&v1::LaunchJob> for LaunchSpec {
@@ -94,6 +104,9 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             queue: l.queue.clone(),
             account: l.account.clone(),
             submit_host: l.submit_host.clone(),
+            local_nodes: l.local_nodes.clone(),
+            prologue: None,
+            epilogue: None,
         }
     }
 }
@@ -209,7 +222,7 @@ impl Spool {
 
     /// Writes a launch into `jobs/SEQ`. `Ok(None)` when the job is already
     /// in the spool (a repeated launch is ignored).
-    pub fn prepare(&self, launch: &v1::LaunchJob) -> Result<Option<JobDir>> {
+    pub fn prepare(&self, launch: &v1::LaunchJob, hooks: &Hooks) -> Result<Option<JobDir>> {
         let dir = self.job(launch.job);
         if dir.path.exists() {
             return Ok(None);
@@ -226,7 +239,11 @@ impl Spool {
         // Traversable by the job user, whatever the umask.
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o711))
             .map_err(|e| AgentError::io("set permissions of", &tmp, e))?;
-        let spec = LaunchSpec::from(launch);
+        let spec = LaunchSpec {
+            prologue: hooks.prologue.clone(),
+            epilogue: hooks.epilogue.clone(),
+            ..LaunchSpec::from(launch)
+        };
         let json = serde_json::to_vec_pretty(&spec).map_err(|e| AgentError::Json {
             path: tmp.join(LAUNCH_FILE),
             source: e,
@@ -422,7 +439,10 @@ mod tests {
     fn prepare_writes_a_complete_directory_once() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(&tmp.path().join("spool")).unwrap();
-        let dir = spool.prepare(&launch(7)).unwrap().unwrap();
+        let dir = spool
+            .prepare(&launch(7), &Hooks::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(dir.path, spool.jobs_dir().join("7"));
         let spec = dir.read_launch().unwrap();
         assert_eq!(spec, LaunchSpec::from(&launch(7)));
@@ -434,7 +454,12 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o700);
         // A repeated launch is ignored.
-        assert!(spool.prepare(&launch(7)).unwrap().is_none());
+        assert!(
+            spool
+                .prepare(&launch(7), &Hooks::default())
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(spool.scan().unwrap(), vec![dir]);
     }
 
@@ -442,7 +467,10 @@ mod tests {
     fn result_round_trips_and_marks_the_job_finished() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let dir = spool.prepare(&launch(3)).unwrap().unwrap();
+        let dir = spool
+            .prepare(&launch(3), &Hooks::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(dir.read_result().unwrap(), None);
         let result = JobResult {
             version: FORMAT_VERSION,
@@ -471,8 +499,8 @@ mod tests {
     fn scan_skips_partial_launches_and_remove_partial_cleans_them() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        spool.prepare(&launch(2)).unwrap();
-        spool.prepare(&launch(10)).unwrap();
+        spool.prepare(&launch(2), &Hooks::default()).unwrap();
+        spool.prepare(&launch(10), &Hooks::default()).unwrap();
         fs::create_dir(spool.jobs_dir().join(".5.new")).unwrap();
         let seqs: Vec<u64> = spool.scan().unwrap().iter().map(|d| d.seq).collect();
         assert_eq!(seqs, vec![2, 10]);
@@ -492,7 +520,10 @@ mod tests {
     fn pid_files_round_trip() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let dir = spool.prepare(&launch(1)).unwrap().unwrap();
+        let dir = spool
+            .prepare(&launch(1), &Hooks::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(dir.read_pid(JOB_PID_FILE), None);
         dir.write_pid(JOB_PID_FILE, 1234).unwrap();
         assert_eq!(dir.read_pid(JOB_PID_FILE), Some(1234));

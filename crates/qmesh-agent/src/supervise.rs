@@ -22,6 +22,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use crate::error::{AgentError, Result};
+use crate::hooks::Hooks;
 use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
 use crate::shepherd::{self, now};
 use crate::spool::{
@@ -58,6 +59,8 @@ pub struct Supervisor {
     events: UnboundedSender<Event>,
     /// Forks shepherds; without it (or when it fails) they are exec'd.
     zygote: Option<Zygote>,
+    /// The site's prologue and epilogue, for the shepherds to run.
+    hooks: Hooks,
 }
 
 impl Supervisor {
@@ -66,7 +69,14 @@ impl Supervisor {
             spool,
             events,
             zygote: None,
+            hooks: Hooks::default(),
         }
+    }
+
+    /// Jobs launched here run the site's prologue and epilogue.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Shepherds are forked by a zygote (see [`crate::zygote`]) started
@@ -133,7 +143,8 @@ impl Supervisor {
     pub async fn launch(&self, launch: v1::LaunchJob) -> std::result::Result<(), v1::JobFinished> {
         let seq = launch.job;
         let spool = self.spool.clone();
-        let prepared = tokio::task::spawn_blocking(move || spool.prepare(&launch))
+        let hooks = self.hooks.clone();
+        let prepared = tokio::task::spawn_blocking(move || spool.prepare(&launch, &hooks))
             .await
             .unwrap_or_else(|e| Err(AgentError::Config(format!("launch task failed: {e}"))));
         let dir = match prepared {
@@ -519,8 +530,11 @@ mod tests {
     fn state_splits_running_from_finished() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let a = spool.prepare(&launch(1)).unwrap().unwrap();
-        spool.prepare(&launch(2)).unwrap();
+        let a = spool
+            .prepare(&launch(1), &Hooks::default())
+            .unwrap()
+            .unwrap();
+        spool.prepare(&launch(2), &Hooks::default()).unwrap();
         let done = JobResult::launch_failed(1, "no".into(), 5);
         a.write_result(&done).unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -534,7 +548,10 @@ mod tests {
     fn a_vanished_shepherd_without_job_pid_is_a_launch_failure() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let dir = spool.prepare(&launch(4)).unwrap().unwrap();
+        let dir = spool
+            .prepare(&launch(4), &Hooks::default())
+            .unwrap()
+            .unwrap();
         let r = vanished(&dir);
         assert_eq!(r.cause, Cause::LaunchFailed);
         assert!(r.message.contains("shepherd.log"), "{}", r.message);
@@ -549,7 +566,7 @@ mod tests {
     async fn adopt_all_settles_jobs_without_shepherd_and_ack_forgets_them() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        spool.prepare(&launch(9)).unwrap();
+        spool.prepare(&launch(9), &Hooks::default()).unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool.clone(), tx);
         sup.adopt_all().unwrap();

@@ -257,6 +257,7 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
         queue: job.queue.clone(),
         account: job.account.clone().unwrap_or_default(),
         submit_host: job.submit_host.clone(),
+        local_nodes: Vec::new(),
     }
 }
 

@@ -48,13 +48,9 @@ impl SchedulerTask {
         true
     }
 
-    /// The JoinJob for one host of a job (sent again after a hello).
-    pub(super) fn send_join(&self, host: &str, id: JobId) {
-        let Some(job) = self.state.job(id) else {
-            return;
-        };
-        let nodes: Vec<String> = job
-            .exec_nodes
+    /// The nodes of `job` on `host`, in the job's order.
+    pub(super) fn nodes_on(&self, job: &qmesh_core::Job, host: &str) -> Vec<String> {
+        job.exec_nodes
             .iter()
             .filter(|n| {
                 self.state
@@ -62,7 +58,15 @@ impl SchedulerTask {
                     .is_some_and(|node| node.host == host)
             })
             .map(|n| n.to_string())
-            .collect();
+            .collect()
+    }
+
+    /// The JoinJob for one host of a job (sent again after a hello).
+    pub(super) fn send_join(&self, host: &str, id: JobId) {
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        let nodes = self.nodes_on(job, host);
         let order = v1::JoinJob {
             job: id.0,
             job_id: job.id.full(self.state.server_name()),

@@ -400,12 +400,13 @@ impl SchedulerTask {
                 return;
             }
         };
-        let order = qmesh_proto::convert::launch(
+        let mut order = qmesh_proto::convert::launch(
             job,
             payload,
             self.state.server_name(),
             self.state.config().server.kill_delay,
         );
+        order.local_nodes = self.nodes_on(job, &host);
         if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
             self.launches.insert(id, Launch::Sent);
         } else {
