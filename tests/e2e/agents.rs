@@ -110,3 +110,70 @@ host = "remote1"
     }
     d.stop();
 }
+
+#[test]
+fn a_feature_an_agent_reports_takes_the_jobs_that_ask_for_it() {
+    let port = free_port();
+    let keydir = tempfile::tempdir().unwrap();
+    let key = keydir.path().join("cluster.key");
+    std::fs::write(&key, "k\n").unwrap();
+    let config = format!(
+        r#"
+[agents]
+listen = "127.0.0.1:{port}"
+heartbeat_secs = 1
+cluster_key_file = "{key}"
+
+[server]
+default_queue = "remote"
+
+[[queue]]
+name = "remote"
+node_sets = ["plain", "licensed"]
+
+[[node_set]]
+name = "plain"
+nodes = ["p1"]
+host = "hp"
+
+[[node_set]]
+name = "licensed"
+nodes = ["l1"]
+host = "hl"
+"#,
+        key = key.display()
+    );
+    let mut d = Daemon::start_with(Some(&config));
+    let mut plain = agent(&d, port, "hp", &key, "plain");
+    let mut licensed = agent_with(
+        &d,
+        port,
+        "hl",
+        &key,
+        "licensed",
+        &["--features", "imsl,nag"],
+    );
+    d.await_node_state("p1", "free");
+    d.await_node_state("l1", "free");
+
+    d.script("where.sh", "#!/bin/sh\ncat $PBS_NODEFILE\n");
+    let id = d.qsub(&["-l", "feature=imsl", "where.sh"]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    assert_eq!(
+        d.job_json(&id)["exec_host"],
+        "l1",
+        "the node of the host that has it"
+    );
+    let out = d.run("qsub", &["-l", "feature=matlab", "where.sh"]);
+    assert!(!out.status.success(), "no host has matlab");
+    let said = crate::harness::stderr(&out);
+    assert!(said.contains("matlab"), "{said}");
+    let node = d.ok("pbsnodes", &["l1"]);
+    assert!(node.contains("properties = imsl,nag"), "{node}");
+
+    for child in [&mut plain, &mut licensed] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    d.stop();
+}

@@ -53,6 +53,7 @@ pub fn run(cli: Cli) -> Result<()> {
         facts: crate::facts::FactsConfig {
             cpus: cli.cpus,
             load_command: cli.load_command,
+            features: cli.features.into_iter().filter(|f| !f.is_empty()).collect(),
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

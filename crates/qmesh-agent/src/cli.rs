@@ -61,6 +61,13 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub cpus: Option<u32>,
 
+    /// What this host has that jobs may ask for with -l feature=NAME
+    /// (licensed software such as imsl, or anything the site names),
+    /// comma-separated. A node set whose every host reports a feature
+    /// has it, besides those the configuration gives it.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub features: Vec<String>,
+
     /// A shell command whose first word on stdout is the host's load
     /// [default: the run-queue length from /proc/stat].
     #[arg(long, value_name = "COMMAND")]

@@ -1,5 +1,6 @@
 //! What the agent tells the daemon of its host with every heartbeat: CPUs,
-//! memory and load (NCAR's machine constraints, section 3.1 of the seed).
+//! memory, load and the features the site gives it (NCAR's machine
+//! constraints, section 3.1 of the seed: licensed software).
 //! The load is the run-queue length (`procs_running` of /proc/stat, less
 //! the agent's own reading thread), as NQX measured it; a site that
 //! measures busyness otherwise gives `--load-command`, whose first word
@@ -18,6 +19,8 @@ pub struct FactsConfig {
     /// CPUs to report instead of the ones found.
     pub cpus: Option<u32>,
     pub load_command: Option<String>,
+    /// What the site says this host has (licensed software and the like).
+    pub features: Vec<String>,
 }
 
 /// The host's facts now.
@@ -36,7 +39,12 @@ pub async fn gather(cfg: &FactsConfig) -> v1::HostFacts {
             .and_then(|text| run_queue(&text)),
     }
     .unwrap_or(0.0);
-    v1::HostFacts { cpus, mem, load }
+    v1::HostFacts {
+        cpus,
+        mem,
+        load,
+        features: cfg.features.clone(),
+    }
 }
 
 /// `MemTotal: N kB` in bytes.
@@ -105,12 +113,15 @@ mod tests {
         let cfg = FactsConfig {
             cpus: Some(8),
             load_command: Some("echo 33.5 tasks".into()),
+            features: vec!["imsl".into()],
         };
         let facts = gather(&cfg).await;
         assert_eq!((facts.cpus, facts.load), (8, 33.5));
+        assert_eq!(facts.features, ["imsl"]);
         let bad = FactsConfig {
             cpus: None,
             load_command: Some("echo many".into()),
+            features: Vec::new(),
         };
         assert_eq!(gather(&bad).await.load, 0.0);
     }

@@ -166,6 +166,15 @@ impl Output for Listing {
                     n.cpus, n.load
                 ));
             }
+            if n.mem > 0 {
+                out.push_str(&format!(
+                    "     mem = {}\n",
+                    qmesh_core::resources::format_size(n.mem)
+                ));
+            }
+            if !n.properties.is_empty() {
+                out.push_str(&format!("     properties = {}\n", n.properties.join(",")));
+            }
             if n.jobs_per_node > 1 {
                 out.push_str(&format!("     jobs_per_node = {}\n", n.jobs_per_node));
             }
@@ -195,6 +204,14 @@ impl Output for Listing {
                 if n.cpus > 0 {
                     attrs.push(("ncpus".into(), Tree::int(i64::from(n.cpus))));
                     attrs.push(("load".into(), Tree::Float(n.load)));
+                }
+                if n.mem > 0 {
+                    let mem = qmesh_core::resources::format_size(n.mem);
+                    attrs.push(("mem".into(), Tree::text(&mem)));
+                }
+                if !n.properties.is_empty() {
+                    let properties = n.properties.iter().map(Tree::text).collect();
+                    attrs.push(("properties".into(), Tree::List(properties)));
                 }
                 if n.jobs_per_node > 1 {
                     attrs.push((

@@ -16,13 +16,16 @@ use crate::access::Caller;
 use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
-use crate::node::{Node, NodeName, NodeNeeds, NodeSet};
+use crate::node::{Node, NodeAttrs, NodeName, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
+mod hosts;
 mod node_sets;
 mod occupancy;
+
+pub use hosts::{HostFacts, overloaded};
 
 pub(crate) use occupancy::{NodeBits, Occupancy};
 
@@ -36,8 +39,11 @@ pub struct State {
     file_sets: usize,
     nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
-    /// Per host, the load and CPUs its agent last reported.
-    host_load: HashMap<String, (f64, u32)>,
+    /// Per host, what its agent last reported (see `hosts.rs`).
+    host_facts: HashMap<String, HostFacts>,
+    /// Per node set, its attributes for scheduling: the file's or qmgr's,
+    /// with what its hosts report where those say nothing (`hosts.rs`).
+    effective: Vec<NodeAttrs>,
     /// Per host, jobs started there since that report: the load does not
     /// show them yet, and without them one pass would pile its jobs onto
     /// the host that looked least busy.
@@ -165,7 +171,8 @@ impl State {
         let mut state = State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
-            host_load: HashMap::default(),
+            host_facts: HashMap::default(),
+            effective: node_sets.iter().map(|set| set.attrs.clone()).collect(),
             started_since_load: HashMap::default(),
             largest_job: node_sets::largest_jobs(&node_sets),
             occupancy,
@@ -423,7 +430,8 @@ impl State {
         let (mut flat, mut shaped) = (0u32, 0u32);
         for i in self.sets_ever(q) {
             let set = &self.node_sets[i];
-            let serves = set.attrs.satisfies(needs);
+            let attrs = &self.effective[i];
+            let serves = attrs.satisfies(needs);
             let largest = self.largest_job.get(i).copied().unwrap_or(0);
             if serves {
                 if set.topology == crate::node::Topology::Flat {
@@ -441,7 +449,7 @@ impl State {
                 "{}: {} nodes{shape}, {}{}",
                 set.name,
                 set.nodes.len(),
-                set.attrs.describe(),
+                attrs.describe(),
                 if serves { "" } else { ", not enough" }
             ));
         }
@@ -834,84 +842,6 @@ impl State {
         changed
     }
 
-    /// What a host's agent last said of its load (the run-queue length,
-    /// NCAR's measure) and its CPUs. A host whose load reaches the
-    /// server's `max_load_factor` times its CPUs takes no new job until it
-    /// drops (seed: four times); running jobs go on. Whether the host's
-    /// nodes became usable or unusable.
-    pub fn set_host_load(&mut self, host: &str, load: f64, cpus: u32) -> bool {
-        self.host_load.insert(host.to_string(), (load, cpus));
-        self.started_since_load.remove(host);
-        let busy = overloaded(load, cpus, self.config.server.max_load_factor);
-        self.change_host(host, |node| node.overloaded = busy)
-    }
-
-    /// The load and CPUs a host's agent last reported.
-    pub fn host_load(&self, host: &str) -> Option<(f64, u32)> {
-        self.host_load.get(host).copied()
-    }
-
-    /// How busy node `i`'s host is, NCAR's way: its run-queue length and
-    /// its CPUs. The run queue is the last load reported plus the jobs
-    /// started there since; the CPUs are those reported, else its set's,
-    /// else its job slots. Among the nodes of shared sets with room for a
-    /// job, the least busy (run queue over CPUs) takes it.
-    pub fn run_queue(&self, i: usize) -> (f64, u32) {
-        let Some(node) = self.nodes.get(i) else {
-            return (f64::INFINITY, 1);
-        };
-        let reported = self.host_load.get(&node.host);
-        let started = self
-            .started_since_load
-            .get(&node.host)
-            .copied()
-            .unwrap_or(0);
-        let load = reported.map_or(0.0, |&(load, _)| load) + f64::from(started);
-        let cpus = reported
-            .map(|&(_, cpus)| cpus)
-            .filter(|&c| c > 0)
-            .or(self.node_sets[node.set].attrs.cpus)
-            .unwrap_or(node.slots)
-            .max(1);
-        (load, cpus)
-    }
-
-    /// A job started on `nodes`: each of their hosts counts one more job
-    /// until its next load report. Only shared sets read the count, so
-    /// without one nothing is counted (the pass's hot path).
-    fn note_started_on(&mut self, nodes: &[usize]) {
-        if self.node_sets.iter().all(|set| set.attrs.slots() == 1) {
-            return;
-        }
-        let mut hosts: Vec<&str> = nodes
-            .iter()
-            .filter_map(|&i| self.nodes.get(i))
-            .map(|n| n.host.as_str())
-            .collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        for host in hosts {
-            match self.started_since_load.get_mut(host) {
-                Some(count) => *count += 1,
-                None => {
-                    self.started_since_load.insert(host.to_string(), 1);
-                }
-            }
-        }
-    }
-
-    /// After `max_load_factor` changed: every host judged again.
-    fn judge_loads(&mut self) {
-        let hosts: Vec<(String, f64, u32)> = self
-            .host_load
-            .iter()
-            .map(|(h, &(load, cpus))| (h.clone(), load, cpus))
-            .collect();
-        for (host, load, cpus) in hosts {
-            self.set_host_load(&host, load, cpus);
-        }
-    }
-
     /// Nodes up in the node sets a queue may use (in any period).
     pub fn up_for_queue(&self, queue: &Queue) -> usize {
         self.sets_ever(queue)
@@ -1191,12 +1121,6 @@ fn remove_pending(pending: &mut Pending, job: &Job) {
             pending.remove(&job.queue);
         }
     }
-}
-
-/// Whether a host's load is at or over `factor` times its CPUs (a
-/// factor of 0 turns the check off; a host that names no CPUs counts one).
-pub fn overloaded(load: f64, cpus: u32, factor: f64) -> bool {
-    factor > 0.0 && load >= factor * f64::from(cpus.max(1))
 }
 
 #[cfg(test)]

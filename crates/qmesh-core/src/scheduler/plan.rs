@@ -283,11 +283,10 @@ impl<'a> Planner<'a> {
         let sets = match job().filter(|_| view.has_needs) {
             Some(job) => {
                 let needs = job.needs();
-                let all = state.node_sets();
                 fitting = sets
                     .iter()
                     .copied()
-                    .filter(|&s| all[s].attrs.satisfies(&needs))
+                    .filter(|&s| state.effective_attrs(s).satisfies(&needs))
                     .collect();
                 &fitting[..]
             }

@@ -173,3 +173,94 @@ fn a_job_larger_than_any_one_mesh_is_refused_though_the_meshes_add_up() {
     assert!(e.contains("6") && e.contains("4"), "{e}");
     assert!(submit(&mut s, 4, &[]).is_ok());
 }
+
+/// Two flat sets that say nothing of their nodes: `a` on hosts a1 and a2,
+/// `b` on host b1; every host up.
+fn unsaid() -> State {
+    let set = |name: &str, hosts: &[&str]| NodeSet {
+        name: name.into(),
+        topology: Topology::Flat,
+        nodes: hosts
+            .iter()
+            .map(|h| NodeDef {
+                name: format!("{h}n"),
+                host: h.to_string(),
+            })
+            .collect(),
+        attrs: NodeAttrs::default(),
+    };
+    let mut config = Config::default();
+    config.queues.insert("batch".into(), Queue::open("batch"));
+    let sets = vec![set("a", &["a1", "a2"]), set("b", &["b1"])];
+    let mut s = State::new("srv", config, sets).unwrap();
+    for host in ["a1", "a2", "b1"] {
+        s.set_host_up(host, true);
+    }
+    s
+}
+
+fn facts(mem_gb: u64, cpus: u32, features: &[&str]) -> crate::state::HostFacts {
+    crate::state::HostFacts {
+        load: 0.0,
+        cpus,
+        mem: mem_gb << 30,
+        features: features.iter().map(|f| f.to_string()).collect(),
+    }
+}
+
+#[test]
+fn what_agents_report_fills_in_what_the_configuration_does_not_say() {
+    let mut s = unsaid();
+    // Nothing said nor reported: any memory may be asked; no feature.
+    assert!(submit(&mut s, 1, &[("mem", "64gb")]).is_ok());
+    let e = submit(&mut s, 1, &[("feature", "imsl")]).unwrap_err();
+    assert!(e.contains("imsl"), "{e}");
+
+    // a's hosts: the smaller memory and CPUs, and the features both have.
+    s.set_host_facts("a1", facts(8, 16, &["imsl", "nag"]));
+    s.set_host_facts("a2", facts(4, 8, &["imsl"]));
+    s.set_host_facts("b1", facts(2, 4, &[]));
+    let a = s.effective_attrs(0);
+    assert_eq!((a.mem, a.cpus), (Some(4 << 30), Some(8)));
+    assert_eq!(a.features, ["imsl"]);
+    assert!(
+        s.node_sets()[0].attrs.features.is_empty(),
+        "the configuration is unchanged"
+    );
+
+    let imsl = submit(&mut s, 2, &[("feature", "imsl")]).unwrap();
+    let e = submit(&mut s, 1, &[("feature", "nag")]).unwrap_err();
+    assert!(e.contains("nag"), "only a1 has it, so set a has not: {e}");
+    let e = submit(&mut s, 1, &[("mem", "8gb")]).unwrap_err();
+    assert!(e.contains("mem") || e.contains("8gb"), "{e}");
+    let three = submit(&mut s, 1, &[("mem", "3gb")]).unwrap();
+    let plan = Scheduler.pass(&s, t(0));
+    assert_eq!(sets_of(&s, &plan, imsl), ["a"]);
+    assert!(
+        plan.starts.iter().all(|st| st.job != three),
+        "b has 2 GB and a is taken: the 3 GB job waits for a"
+    );
+
+    // A new report changes the set: a2 gets nag too.
+    s.set_host_facts("a2", facts(4, 8, &["imsl", "nag"]));
+    assert_eq!(s.effective_attrs(0).features, ["imsl", "nag"]);
+    assert!(submit(&mut s, 1, &[("feature", "nag")]).is_ok());
+}
+
+#[test]
+fn what_the_configuration_says_wins_over_the_reports() {
+    let mut s = thin_and_fat();
+    s.set_host_facts("h", facts(256, 64, &["imsl"]));
+    let thin = s.effective_attrs(0);
+    assert_eq!((thin.mem, thin.cpus), (Some(16 << 30), Some(4)));
+    assert_eq!(thin.features, ["imsl"], "a reported feature is added");
+    assert_eq!(s.effective_attrs(1).features, ["fat", "imsl"]);
+    assert!(
+        submit(&mut s, 1, &[("mem", "32gb")]).is_ok(),
+        "fat has 64 GB"
+    );
+    assert!(
+        submit(&mut s, 1, &[("mem", "128gb")]).is_err(),
+        "none says 128"
+    );
+}

@@ -150,6 +150,7 @@ impl State {
         self.node_index = node_index;
         self.up_per_set = up_per_set;
         self.largest_job = largest_jobs(&self.node_sets);
+        self.recompute_effective();
         self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
         warnings
     }

@@ -90,7 +90,7 @@ impl SchedulerTask {
         self.away.remove(&host);
         self.state.set_host_up(&host, true);
         if let Some(facts) = &hello.facts {
-            self.state.set_host_load(&host, facts.load, facts.cpus);
+            self.state.set_host_facts(&host, host_facts(facts));
         }
         self.dirty = true;
         let _ = reply.send(Ok(()));
@@ -171,7 +171,7 @@ impl SchedulerTask {
         match message {
             v1::agent_message::Kind::Heartbeat(beat) => {
                 if let Some(facts) = beat.facts
-                    && self.state.set_host_load(&host, facts.load, facts.cpus)
+                    && self.state.set_host_facts(&host, host_facts(&facts))
                 {
                     let busy = self
                         .state
@@ -235,5 +235,15 @@ impl SchedulerTask {
             end.unwrap_or_else(Utc::now),
             Some(host.to_string()),
         );
+    }
+}
+
+/// An agent's report, for the state.
+fn host_facts(facts: &v1::HostFacts) -> qmesh_core::state::HostFacts {
+    qmesh_core::state::HostFacts {
+        load: facts.load,
+        cpus: facts.cpus,
+        mem: facts.mem,
+        features: facts.features.clone(),
     }
 }

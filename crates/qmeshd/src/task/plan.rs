@@ -301,6 +301,8 @@ impl SchedulerTask {
                 job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
                 job_ids: node.jobs.iter().map(|id| id.full(server)).collect(),
                 jobs_per_node: node.slots,
+                mem: state.effective_attrs(node.set).mem.unwrap_or(0),
+                properties: state.effective_attrs(node.set).features.clone(),
                 state: node.state_name().to_string(),
                 load: state.host_load(&node.host).map_or(0.0, |(load, _)| load),
                 cpus: state.host_load(&node.host).map_or(0, |(_, cpus)| cpus),

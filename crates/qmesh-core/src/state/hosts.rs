@@ -1,0 +1,176 @@
+//! What the agents say of their hosts with every hello and heartbeat:
+//! the load (the run-queue length, NCAR's measure), CPUs, memory and
+//! features (licensed software: `qmesh-agent --features imsl`).
+//!
+//! The load decides whether a host takes new jobs (at `max_load_factor`
+//! times its CPUs it does not) and, on shared sets, which node takes the
+//! next one (`run_queue`). Memory, CPUs and features fill in a node set's
+//! attributes where the configuration says nothing: its effective memory
+//! and CPUs are those of its smallest host that has reported, and a
+//! feature every such host reports is the set's. A set stays homogeneous
+//! for the pass, which reads the effective attributes; the
+//! configuration's values win where it gives them (a site may keep
+//! memory back for the system).
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::State;
+use crate::node::{NodeAttrs, NodeSet};
+
+/// What a host's agent last reported.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostFacts {
+    /// The run-queue length (or the site's `--load-command`).
+    pub load: f64,
+    pub cpus: u32,
+    /// Bytes.
+    pub mem: u64,
+    pub features: Vec<String>,
+}
+
+impl State {
+    /// Takes a host's report. A host whose load reaches the server's
+    /// `max_load_factor` times its CPUs takes no new job until it drops
+    /// (seed: four times); running jobs go on. Whether the host's nodes
+    /// became usable or unusable.
+    pub fn set_host_facts(&mut self, host: &str, facts: HostFacts) -> bool {
+        let resized = self.host_facts.get(host).is_none_or(|old| {
+            old.cpus != facts.cpus || old.mem != facts.mem || old.features != facts.features
+        });
+        let busy = overloaded(facts.load, facts.cpus, self.config.server.max_load_factor);
+        self.host_facts.insert(host.to_string(), facts);
+        self.started_since_load.remove(host);
+        if resized {
+            self.recompute_effective();
+        }
+        self.change_host(host, |node| node.overloaded = busy)
+    }
+
+    /// A host's load and CPUs, its memory and features as last reported.
+    pub fn set_host_load(&mut self, host: &str, load: f64, cpus: u32) -> bool {
+        let facts = HostFacts {
+            load,
+            cpus,
+            ..self.host_facts.get(host).cloned().unwrap_or_default()
+        };
+        self.set_host_facts(host, facts)
+    }
+
+    /// The load and CPUs a host's agent last reported.
+    pub fn host_load(&self, host: &str) -> Option<(f64, u32)> {
+        self.host_facts.get(host).map(|f| (f.load, f.cpus))
+    }
+
+    /// What a host's agent last reported.
+    pub fn host_facts(&self, host: &str) -> Option<&HostFacts> {
+        self.host_facts.get(host)
+    }
+
+    /// Node set `set`'s attributes for scheduling (see the module
+    /// comment); the configuration's are `node_sets()[set].attrs`.
+    pub fn effective_attrs(&self, set: usize) -> &NodeAttrs {
+        &self.effective[set]
+    }
+
+    /// After the sets or a host's memory, CPUs or features changed.
+    pub(super) fn recompute_effective(&mut self) {
+        self.effective = self
+            .node_sets
+            .iter()
+            .map(|set| effective(set, &self.host_facts))
+            .collect();
+    }
+
+    /// How busy node `i`'s host is, NCAR's way: its run-queue length and
+    /// its CPUs. The run queue is the last load reported plus the jobs
+    /// started there since; the CPUs are those reported, else its set's,
+    /// else its job slots. Among the nodes of shared sets with room for a
+    /// job, the least busy (run queue over CPUs) takes it.
+    pub fn run_queue(&self, i: usize) -> (f64, u32) {
+        let Some(node) = self.nodes.get(i) else {
+            return (f64::INFINITY, 1);
+        };
+        let reported = self.host_facts.get(&node.host);
+        let started = self
+            .started_since_load
+            .get(&node.host)
+            .copied()
+            .unwrap_or(0);
+        let load = reported.map_or(0.0, |f| f.load) + f64::from(started);
+        let cpus = reported
+            .map(|f| f.cpus)
+            .filter(|&c| c > 0)
+            .or(self.effective[node.set].cpus)
+            .unwrap_or(node.slots)
+            .max(1);
+        (load, cpus)
+    }
+
+    /// A job started on `nodes`: each of their hosts counts one more job
+    /// until its next load report. Only shared sets read the count, so
+    /// without one nothing is counted (the pass's hot path).
+    pub(super) fn note_started_on(&mut self, nodes: &[usize]) {
+        if self.node_sets.iter().all(|set| set.attrs.slots() == 1) {
+            return;
+        }
+        let mut hosts: Vec<&str> = nodes
+            .iter()
+            .filter_map(|&i| self.nodes.get(i))
+            .map(|n| n.host.as_str())
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        for host in hosts {
+            match self.started_since_load.get_mut(host) {
+                Some(count) => *count += 1,
+                None => {
+                    self.started_since_load.insert(host.to_string(), 1);
+                }
+            }
+        }
+    }
+
+    /// After `max_load_factor` changed: every host judged again.
+    pub(super) fn judge_loads(&mut self) {
+        let hosts: Vec<(String, f64, u32)> = self
+            .host_facts
+            .iter()
+            .map(|(h, f)| (h.clone(), f.load, f.cpus))
+            .collect();
+        for (host, load, cpus) in hosts {
+            self.set_host_load(&host, load, cpus);
+        }
+    }
+}
+
+/// `set`'s attributes with what its hosts reported filling the gaps.
+fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> NodeAttrs {
+    let mut attrs = set.attrs.clone();
+    let mut hosts: Vec<&str> = set.nodes.iter().map(|d| d.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let reported: Vec<&HostFacts> = hosts.iter().filter_map(|h| facts.get(*h)).collect();
+    let Some(first) = reported.first() else {
+        return attrs;
+    };
+    if attrs.mem.is_none() {
+        attrs.mem = reported.iter().map(|f| f.mem).filter(|&m| m > 0).min();
+    }
+    if attrs.cpus.is_none() {
+        attrs.cpus = reported.iter().map(|f| f.cpus).filter(|&c| c > 0).min();
+    }
+    for feature in &first.features {
+        if !attrs.features.contains(feature)
+            && reported.iter().all(|f| f.features.contains(feature))
+        {
+            attrs.features.push(feature.clone());
+        }
+    }
+    attrs
+}
+
+/// Whether a host's load is at or over `factor` times its CPUs (a
+/// factor of 0 turns the check off; a host that names no CPUs counts one).
+pub fn overloaded(load: f64, cpus: u32, factor: f64) -> bool {
+    factor > 0.0 && load >= factor * f64::from(cpus.max(1))
+}
