@@ -11,8 +11,15 @@ use crate::identity::Peer;
 
 pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
 
-/// What a session's stream to its agent carries.
-pub type AgentOutbox = mpsc::UnboundedSender<Result<v1::DaemonMessage, Status>>;
+/// What a session's stream to its agent carries: at most
+/// [`AGENT_OUTBOX`] messages the agent has not read yet (see
+/// `task::AgentLink::deliver`).
+pub type AgentOutbox = mpsc::Sender<Result<v1::DaemonMessage, Status>>;
+
+/// Messages a session may hold for its agent. A pass sends a host at most
+/// a launch per node and an acknowledgement per ended job; an agent this
+/// far behind is stuck, and its session is ended.
+pub const AGENT_OUTBOX: usize = 8192;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobAction {

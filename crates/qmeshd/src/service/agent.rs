@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use qmesh_proto::v1;
 use qmesh_proto::v1::agent_server::Agent;
 use tokio_stream::Stream;
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
@@ -44,7 +44,7 @@ impl Agent for AgentService {
             }
         };
         let session = SESSIONS.fetch_add(1, Ordering::Relaxed);
-        let (outbox, outgoing) = tokio::sync::mpsc::unbounded_channel();
+        let (outbox, outgoing) = tokio::sync::mpsc::channel(crate::event::AGENT_OUTBOX);
         self.link
             .ask(|reply| Event::AgentHello {
                 session,
@@ -78,8 +78,6 @@ impl Agent for AgentService {
             }
             let _ = events.send(Event::AgentGone { session }).await;
         });
-        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(
-            outgoing,
-        ))))
+        Ok(Response::new(Box::pin(ReceiverStream::new(outgoing))))
     }
 }

@@ -71,7 +71,7 @@ impl SchedulerTask {
                 server: self.state.server_name().to_string(),
             })),
         };
-        if outbox.send(Ok(welcome)).is_err() {
+        if outbox.try_send(Ok(welcome)).is_err() {
             let _ = reply.send(Err(Status::unavailable("the session closed during hello")));
             return;
         }

@@ -62,7 +62,7 @@ impl SchedulerTask {
     }
 
     /// The JoinJob for one host of a job (sent again after a hello).
-    pub(super) fn send_join(&self, host: &str, id: JobId) {
+    pub(super) fn send_join(&mut self, host: &str, id: JobId) {
         let Some(job) = self.state.job(id) else {
             return;
         };
@@ -84,7 +84,7 @@ impl SchedulerTask {
     }
 
     /// Tells `hosts` (a job's joined hosts) that it ended.
-    pub(super) fn send_leaves(&self, id: JobId, hosts: &[String], reason: &str) {
+    pub(super) fn send_leaves(&mut self, id: JobId, hosts: &[String], reason: &str) {
         for host in hosts {
             self.send(
                 host,
@@ -98,7 +98,7 @@ impl SchedulerTask {
 
     /// At hello: joins for the jobs holding nodes of `host`, leaves for
     /// the jobs it holds that have ended.
-    pub(super) fn reconcile_joins(&self, host: &str, held: &[u64]) {
+    pub(super) fn reconcile_joins(&mut self, host: &str, held: &[u64]) {
         let joining = self.state.jobs_joining_host(host);
         for &id in &joining {
             self.send_join(host, id);

@@ -202,7 +202,7 @@ impl SchedulerTask {
 
     /// Tells an agent to kill a job; if it is away, the kill is sent again
     /// when it reconnects (the job stays exiting until its end is reported).
-    pub(super) fn kill(&self, host: &str, id: JobId, reason: &str) {
+    pub(super) fn kill(&mut self, host: &str, id: JobId, reason: &str) {
         let sent = self.send(
             host,
             v1::daemon_message::Kind::Kill(v1::KillJob {

@@ -73,6 +73,35 @@ struct AgentLink {
     last_seen: Instant,
 }
 
+impl AgentLink {
+    /// Queues a message for the agent without waiting: the task never
+    /// waits for one agent. An agent that has left its buffer full
+    /// ([`crate::event::AGENT_OUTBOX`] messages unread) is stuck: its
+    /// session is ended (the stream closes once what it holds is read)
+    /// and this message is not sent. The agent reconnects, and its hello
+    /// reconciles what it missed; launches not sent wait for it.
+    fn deliver(&mut self, host: &str, kind: v1::daemon_message::Kind) -> bool {
+        use tokio::sync::mpsc::error::TrySendError;
+        match self
+            .outbox
+            .try_send(Ok(v1::DaemonMessage { kind: Some(kind) }))
+        {
+            Ok(()) => true,
+            Err(TrySendError::Closed(_)) => false,
+            Err(TrySendError::Full(_)) => {
+                warn!(
+                    host,
+                    session = self.session,
+                    unread = self.outbox.max_capacity(),
+                    "the agent does not read its messages; ending its session (it reconnects and reconciles)"
+                );
+                self.outbox = tokio::sync::mpsc::channel(1).0;
+                false
+            }
+        }
+    }
+}
+
 pub struct SchedulerTask {
     state: State,
     store: Arc<dyn Store>,
@@ -414,13 +443,11 @@ impl SchedulerTask {
         }
     }
 
-    /// Sends a message to a host's agent; false if it is not connected.
-    fn send(&self, host: &str, kind: v1::daemon_message::Kind) -> bool {
-        match self.agents.get(host) {
-            Some(link) => link
-                .outbox
-                .send(Ok(v1::DaemonMessage { kind: Some(kind) }))
-                .is_ok(),
+    /// Sends a message to a host's agent; false if it is not connected
+    /// (or no longer keeps up, see [`AgentLink::deliver`]).
+    fn send(&mut self, host: &str, kind: v1::daemon_message::Kind) -> bool {
+        match self.agents.get_mut(host) {
+            Some(link) => link.deliver(host, kind),
             None => false,
         }
     }
@@ -587,5 +614,38 @@ fn persist(store: &dyn Store, job: &Job) {
 pub fn log_restore_warnings(warnings: &[String]) {
     for w in warnings {
         warn!("{w}");
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::*;
+
+    fn ack(job: u64) -> v1::daemon_message::Kind {
+        v1::daemon_message::Kind::Ack(v1::AckFinished { job })
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_does_not_read_loses_its_session_and_the_task_never_waits() {
+        let (outbox, mut outgoing) = tokio::sync::mpsc::channel(2);
+        let mut link = AgentLink {
+            session: 7,
+            outbox,
+            last_seen: Instant::now(),
+        };
+        assert!(link.deliver("h1", ack(1)));
+        assert!(link.deliver("h1", ack(2)));
+        assert!(!link.deliver("h1", ack(3)), "full: the session ends");
+        assert!(!link.deliver("h1", ack(4)), "and stays ended");
+        // The agent still reads what was queued, then the stream ends.
+        for job in [1, 2] {
+            match outgoing.recv().await {
+                Some(Ok(v1::DaemonMessage {
+                    kind: Some(v1::daemon_message::Kind::Ack(a)),
+                })) => assert_eq!(a.job, job),
+                other => panic!("expected the ack of job {job}, got {other:?}"),
+            }
+        }
+        assert!(outgoing.recv().await.is_none());
     }
 }

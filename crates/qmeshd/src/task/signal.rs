@@ -71,7 +71,7 @@ impl SchedulerTask {
     /// signal's canonical name. For the scheduler: the warning before a
     /// period ends.
     pub(crate) fn signal_job(
-        &self,
+        &mut self,
         id: JobId,
         signal: &str,
         reason: &str,
