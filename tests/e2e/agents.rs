@@ -50,17 +50,17 @@ pub(crate) fn agent_with(
         .expect("start qmesh-agent")
 }
 
-#[test]
-fn a_remote_agent_with_the_cluster_key_runs_jobs_on_its_nodes() {
-    let port = free_port();
-    let root_key = "s3cret-key\n";
-    let config = format!(
+/// A daemon's configuration with agents on TCP at `port` presenting the
+/// key in `key`, `agents` more lines of its [agents], and one queue
+/// `remote` over the set `r`: nodes r00 and r01 on host remote1.
+pub(crate) fn remote_config(port: u16, key: &std::path::Path, agents: &str) -> String {
+    format!(
         r#"
 [agents]
 listen = "127.0.0.1:{port}"
 heartbeat_secs = 1
-cluster_key_file = "KEYFILE"
-
+cluster_key_file = "{key}"
+{agents}
 [server]
 default_queue = "remote"
 
@@ -72,13 +72,19 @@ node_sets = ["r"]
 name = "r"
 count = 2
 host = "remote1"
-"#
-    );
+"#,
+        key = key.display()
+    )
+}
+
+#[test]
+fn a_remote_agent_with_the_cluster_key_runs_jobs_on_its_nodes() {
+    let port = free_port();
     // The key file must exist before the daemon reads its configuration.
     let keydir = tempfile::tempdir().unwrap();
     let key = keydir.path().join("cluster.key");
-    std::fs::write(&key, root_key).unwrap();
-    let config = config.replace("KEYFILE", &key.display().to_string());
+    std::fs::write(&key, "s3cret-key\n").unwrap();
+    let config = remote_config(port, &key, "");
     let mut d = Daemon::start_with(Some(&config));
     d.allowed_errors.push("cluster key".into());
 

@@ -11,7 +11,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use crate::agents::free_port;
+use crate::agents::{free_port, remote_config};
 use crate::harness::{Daemon, bin};
 
 /// A cluster CA, the daemon's certificate, an agent's certificate from
@@ -132,33 +132,13 @@ fn await_log(d: &Daemon, needle: &str, count: usize) {
 }
 
 fn config(port: u16, key: &Path, pki: &Pki) -> String {
-    format!(
-        r#"
-[agents]
-listen = "127.0.0.1:{port}"
-heartbeat_secs = 1
-cluster_key_file = "{key}"
-tls_cert_file = "{cert}"
-tls_key_file = "{server_key}"
-tls_client_ca_file = "{ca}"
-
-[server]
-default_queue = "remote"
-
-[[queue]]
-name = "remote"
-node_sets = ["r"]
-
-[[node_set]]
-name = "r"
-count = 2
-host = "remote1"
-"#,
-        key = key.display(),
-        cert = pki.server.0.display(),
-        server_key = pki.server.1.display(),
-        ca = pki.ca.display(),
-    )
+    let tls = format!(
+        "tls_cert_file = \"{}\"\ntls_key_file = \"{}\"\ntls_client_ca_file = \"{}\"\n",
+        pki.server.0.display(),
+        pki.server.1.display(),
+        pki.ca.display(),
+    );
+    remote_config(port, key, &tls)
 }
 
 #[test]

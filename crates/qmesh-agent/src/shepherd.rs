@@ -48,6 +48,20 @@ pub fn signals() -> SigSet {
     set
 }
 
+/// For a process the agent starts that is, or will fork, shepherds: the
+/// child-side setup between fork and exec. Its own session, so that it
+/// outlives the agent and no terminal's signals reach it; [`signals`]
+/// blocked, so that a kill sent at once waits for the shepherd's sigwait.
+pub fn own_session_signals_blocked() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static
+{
+    let set = signals();
+    move || {
+        nix::unistd::setsid()?;
+        nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&set), None)?;
+        Ok(())
+    }
+}
+
 /// The line the shepherd writes to its stdout (a pipe to the agent that
 /// spawned it) once the job runs: `started PID TIME`.
 pub fn parse_started(line: &str) -> Option<(i32, i64)> {

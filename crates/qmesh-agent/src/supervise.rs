@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{SigmaskHow, Signal};
+use nix::sys::signal::Signal;
 use qmesh_proto::v1;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, Interest};
@@ -322,15 +322,9 @@ fn spawn_shepherd(dir: &JobDir) -> Result<tokio::process::Child> {
         .stdout(Stdio::piped())
         .stderr(log)
         .kill_on_drop(false);
-    let set = shepherd::signals();
     // SAFETY: setsid and sigprocmask are async-signal-safe system calls.
     unsafe {
-        cmd.pre_exec(move || {
-            nix::unistd::setsid()?;
-            // Blocked before exec, so a kill sent at once waits for sigwait.
-            nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&set), None)?;
-            Ok(())
-        });
+        cmd.pre_exec(shepherd::own_session_signals_blocked());
     }
     cmd.spawn()
         .map_err(|e| AgentError::io("run shepherd", program, e))

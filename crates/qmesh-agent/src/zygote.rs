@@ -455,17 +455,12 @@ impl Conn {
             .arg(padding_for(spool))
             .current_dir("/")
             .stdin(Stdio::from(theirs));
-        let set = shepherd::signals();
+        // Its shepherds are born with the signals blocked (see
+        // `become_shepherd`); the zygote itself ends with the agent's
+        // socket, not on a signal.
         // SAFETY: setsid and sigprocmask are async-signal-safe system calls.
         unsafe {
-            cmd.pre_exec(move || {
-                nix::unistd::setsid()?;
-                // Its shepherds are born with these blocked (see
-                // `become_shepherd`); the zygote itself ends with the
-                // agent's socket, not on a signal.
-                nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&set), None)?;
-                Ok(())
-            });
+            cmd.pre_exec(shepherd::own_session_signals_blocked());
         }
         let child = cmd.spawn()?;
         Ok(Conn { sock: ours, child })
