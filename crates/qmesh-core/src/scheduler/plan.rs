@@ -465,7 +465,9 @@ impl<'a> Planner<'a> {
                 let window = self.profiles[s].min_over(now, end).max(0) as usize;
                 let mut cap = window.min(self.free_in[s]);
                 if self.slots[s] > 1 {
-                    // One slot per node: as many nodes as have room.
+                    // One slot per node: as many nodes as have room
+                    // (`with_room`, which would borrow all of `self`
+                    // while the profiles are borrowed here).
                     let from = self.base[s];
                     let to = from + self.state.node_sets()[s].nodes.len();
                     cap = cap.min(self.free.ones(from, to).count());
