@@ -216,4 +216,46 @@ impl Jobs for JobsService {
             .await
             .map(Response::new)
     }
+
+    async fn server_status(
+        &self,
+        _request: Request<v1::ServerStatusRequest>,
+    ) -> Result<Response<v1::ServerStatusReply>, Status> {
+        Err(Status::unimplemented("qstat -B is not implemented yet"))
+    }
+
+    async fn rerun(
+        &self,
+        _request: Request<v1::RerunRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        Err(Status::unimplemented("qrerun is not implemented yet"))
+    }
+
+    async fn order(
+        &self,
+        _request: Request<v1::OrderRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        Err(Status::unimplemented("qorder is not implemented yet"))
+    }
+
+    async fn run(
+        &self,
+        _request: Request<v1::RunRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        Err(Status::unimplemented("qrun is not implemented yet"))
+    }
+
+    async fn trace(
+        &self,
+        _request: Request<v1::TraceRequest>,
+    ) -> Result<Response<v1::TraceReply>, Status> {
+        Err(Status::unimplemented("tracejob is not implemented yet"))
+    }
+
+    async fn alter(
+        &self,
+        _request: Request<v1::AlterRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        Err(Status::unimplemented("qalter is not implemented yet"))
+    }
 }
