@@ -24,6 +24,7 @@ use crate::submit::{Reach, Submission};
 mod hosts;
 mod node_sets;
 mod occupancy;
+mod placeable;
 
 pub use hosts::{HostFacts, overloaded};
 
@@ -497,6 +498,10 @@ impl State {
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
         let depend = self.dependencies_for(&submission.depend)?;
+        let mut submission = submission;
+        if let Some(queue) = submission.queue.take() {
+            submission.queue = Some(self.local_queue(&queue)?);
+        }
         let mut job = submission.into_job(
             id,
             caller,
@@ -505,8 +510,31 @@ impl State {
             now,
         )?;
         job.depend = depend;
+        self.check_placeable(&job)?;
         self.check_accounts(&mut job)?;
         Ok(job)
+    }
+
+    /// `QUEUE` or `QUEUE@SERVER` (PBS's destination): the queue, if the
+    /// server is this one (short or full name, as job ids).
+    fn local_queue(&self, destination: &str) -> Result<String, CoreError> {
+        let Some((queue, server)) = destination.split_once('@') else {
+            return Ok(destination.to_string());
+        };
+        let ours = JobId::parse(&format!("0.{server}"), &self.server_name).is_ok();
+        if !ours {
+            return Err(CoreError::BadOption {
+                message: format!(
+                    "-q {destination}: server {server} is not this one ({}); qmesh does not send jobs to other servers",
+                    self.server_name
+                ),
+            });
+        }
+        Ok(if queue.is_empty() {
+            self.config.default_queue().unwrap_or_default().to_string()
+        } else {
+            queue.to_string()
+        })
     }
 
     /// Queues a job made by [`State::prepare`].
@@ -580,6 +608,7 @@ impl State {
         job.exec_nodes = names;
         job.placement = parts.to_vec();
         job.run_count += 1;
+        job.session_id = None;
         job.comment = if nodes.len() as u32 > job.nodes {
             format!(
                 "job started on {} node(s): {} asked for, rounded up by the node set's topology",
@@ -678,6 +707,8 @@ impl State {
                     signal: None,
                     cause: ExitCause::Deleted,
                     message: String::new(),
+                    cput: None,
+                    max_rss: None,
                 });
                 job.comment = format!("job deleted by {} before it started", caller.user);
             }
@@ -722,6 +753,15 @@ impl State {
             requeue,
         });
         Ok((host, job))
+    }
+
+    /// A running job's process group, as its agent reported it (PBS
+    /// `session_id`). Not a change that needs storing: a restarted daemon
+    /// shows none until the job's next start.
+    pub fn set_session(&mut self, id: JobId, pid: i32) {
+        if let Some(job) = self.jobs.get_mut(&id).filter(|j| j.state.is_active()) {
+            job.session_id = Some(pid);
+        }
     }
 
     /// qhold: puts a user hold on a job that has not started.
@@ -1183,6 +1223,8 @@ pub(crate) mod tests {
             signal: None,
             cause: ExitCause::Exited,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         }
     }
 
@@ -1214,6 +1256,8 @@ pub(crate) mod tests {
             signal: None,
             cause: ExitCause::Lost,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         };
         let (how, job) = s.finish(id, lost, t(2)).unwrap();
         assert_eq!(how, Finished::Requeued);
