@@ -412,6 +412,12 @@ impl Job {
         }
     }
 
+    /// Whether it asked to be alone on its nodes (`place=excl`), which
+    /// matters on shared node sets.
+    pub fn wants_sole_nodes(&self) -> bool {
+        self.layout.as_ref().is_some_and(|l| l.place.exclusive())
+    }
+
     /// Seconds since it started (for running jobs), or that it ran.
     pub fn elapsed(&self, now: Time) -> Option<u64> {
         let start = self.stime?;

@@ -435,6 +435,9 @@ pub struct Node {
     pub admin: Option<AdminState>,
     /// Its host's load is over the limit (see `State::set_host_load`).
     pub overloaded: bool,
+    /// A job holding it asked to be alone there (`place=excl` on a shared
+    /// set): it takes no other job until that one ends.
+    pub sole: Option<JobId>,
 }
 
 impl Node {
@@ -450,7 +453,7 @@ impl Node {
 
     /// How many more jobs it may take now (0 when not usable).
     pub fn room(&self) -> u32 {
-        if self.usable() {
+        if self.usable() && self.sole.is_none() {
             self.slots.saturating_sub(self.jobs.len() as u32)
         } else {
             0

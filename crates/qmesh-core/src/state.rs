@@ -77,11 +77,13 @@ pub struct State {
     accounting: Accounting,
 }
 
-/// Where a pending job stands in its queue: its rank, then its id.
-type PendingKey = (u64, JobId);
+/// Where a pending job stands in its queue: its priority (`qsub -p`,
+/// higher first), then its rank, then its id. A change to any of them
+/// must take the job out under its old key first.
+type PendingKey = (i32, u64, JobId);
 
 fn pending_key(job: &Job) -> PendingKey {
-    (job.rank.unwrap_or(job.id.0), job.id)
+    (-job.priority, job.rank.unwrap_or(job.id.0), job.id)
 }
 
 /// What a scheduling pass reads of every pending job, kept beside its key.
@@ -101,6 +103,9 @@ pub struct PendingView {
     pub has_account: bool,
     /// Needs memory, CPUs or features of its nodes: not every set serves it.
     pub has_needs: bool,
+    /// Names its nodes or hosts, asks for them packed, scattered or to
+    /// itself, or needs GPUs: the planner chooses its nodes one by one.
+    pub constrained: bool,
 }
 
 impl PendingView {
@@ -114,6 +119,11 @@ impl PendingView {
             conditional: !job.depend.is_empty() || job.start_after.is_some(),
             has_account: job.account.is_some(),
             has_needs: job.needs().any(),
+            constrained: job.gpus.is_some_and(|g| g > 0)
+                || job
+                    .layout
+                    .as_ref()
+                    .is_some_and(|l| l.constrains_placement()),
         }
     }
 }
@@ -221,6 +231,9 @@ impl State {
                                 continue;
                             }
                             node.jobs.push(id);
+                            if job.wants_sole_nodes() && node.slots > 1 {
+                                node.sole = Some(id);
+                            }
                             if node.jobs.len() as u32 > node.slots {
                                 let held: Vec<String> =
                                     node.jobs.iter().map(|j| j.to_string()).collect();
@@ -318,7 +331,7 @@ impl State {
         self.pending
             .values()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.jobs.get(id))
     }
 
     /// Pending jobs of one queue, in rank order: submission order unless
@@ -328,7 +341,7 @@ impl State {
             .get(queue)
             .into_iter()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.jobs.get(id))
     }
 
     /// What the scheduler reads of a queue's pending jobs, in rank order.
@@ -591,7 +604,8 @@ impl State {
         }
         let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
         remove_pending(&mut self.pending, job);
-        self.occupancy.take(&mut self.nodes, id, nodes);
+        let sole = job.wants_sole_nodes();
+        self.occupancy.take(&mut self.nodes, id, nodes, sole);
         self.accounting.tally.leave_pending(job);
         self.accounting.tally.enter_active(job);
         self.active.insert(id);

@@ -142,12 +142,10 @@ impl Job {
             .enumerate()
             .map(|(i, (node, share))| {
                 let mut part = format!("({node}:ncpus={}", share.cpus);
-                let mem = chunks
-                    .get(i)
-                    .copied()
-                    .flatten()
-                    .and_then(|c| c.mem)
-                    .or(self.mem);
+                let mem = match chunks.get(i) {
+                    Some(chunk) => chunk.and_then(|c| c.mem),
+                    None => self.mem,
+                };
                 if let Some(mem) = mem {
                     part.push_str(&format!(":mem={}", format_size(mem)));
                 }
