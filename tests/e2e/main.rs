@@ -12,6 +12,7 @@ mod harness;
 mod jobs;
 mod node_sets;
 mod node_states;
+mod pbs_submit;
 mod periods;
 mod pipe;
 mod qmgr;

@@ -10,6 +10,7 @@ mod args;
 mod event;
 mod identity;
 mod local_agent;
+mod mail;
 mod paths;
 mod service;
 mod status;
@@ -209,6 +210,7 @@ async fn run(
             pass_interval: Duration::from_millis(settings.pass_interval_ms),
             daemon_uid: uid,
             cluster_key,
+            jobs: settings.jobs.clone(),
         },
         durable_tx,
     );

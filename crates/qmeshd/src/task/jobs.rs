@@ -33,6 +33,16 @@ impl SchedulerTask {
                 }
             }
         }
+        let asks_mail = submission
+            .mail_points
+            .as_deref()
+            .is_some_and(|m| !m.trim().is_empty() && m.trim() != "n");
+        if asks_mail && self.settings.jobs.sendmail.is_none() {
+            submission.notes.push(
+                "mail (-m) is not sent: this server has no sendmail configured ([jobs] sendmail)"
+                    .into(),
+            );
+        }
         let job = match self.state.prepare(submission, &caller, Utc::now()) {
             Ok(job) => job,
             Err(e) => {
@@ -49,7 +59,15 @@ impl SchedulerTask {
         if let Some(at) = job.start_after {
             self.wake_at(at);
         }
+        let id = job.id;
         self.state.admit(job);
+        // Jobs it named in before* now wait for it: stored in the same
+        // group commit as the job.
+        for target in self.state.link_before(id) {
+            if let Some(job) = self.state.job(target) {
+                super::persist(&*self.store, job);
+            }
+        }
         self.dirty = true;
         self.store.on_durable(Box::new(move |result| {
             let answer = match result {

@@ -51,6 +51,8 @@ pub struct TaskSettings {
     pub daemon_uid: u32,
     /// Agents must present this key, when set.
     pub cluster_key: Option<String>,
+    /// Where jobs start, and the mailer for their mail.
+    pub jobs: qmesh_config::JobSettings,
 }
 
 /// Where a job's launch order stands.
@@ -439,6 +441,9 @@ impl SchedulerTask {
         order.shell = qmesh_core::job::options::shell_for(&job.options.shell, &host)
             .unwrap_or_default()
             .to_string();
+        if order.start_dir.is_empty() && self.settings.jobs.start_in_submit_dir {
+            order.start_dir = job.workdir.clone();
+        }
         if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
             self.launches.insert(id, Launch::Sent);
         } else {
@@ -500,6 +505,9 @@ impl SchedulerTask {
                 };
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
+                if how == Finished::Finished {
+                    self.mail(id, crate::mail::MailEvent::of_end(job));
+                }
                 let charged = match how {
                     Finished::Finished => qmesh_core::account::charge_of(job).is_some(),
                     // Requeued at a period's end: its run so far was charged.
@@ -529,6 +537,24 @@ impl SchedulerTask {
         }
     }
 
+    /// Mails the job's users about `event` if it asked for such mail
+    /// (`qsub -m`) and the site has a sendmail.
+    pub(super) fn mail(&self, id: JobId, event: crate::mail::MailEvent) {
+        let Some(sendmail) = self.settings.jobs.sendmail.clone() else {
+            return;
+        };
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        if !job.options.mails_at(event.point()) {
+            return;
+        }
+        let full = self.state.full_id(id);
+        let from = self.settings.jobs.mail_from.clone();
+        let message = crate::mail::compose(job, &full, event, &from, Utc::now());
+        crate::mail::send(sendmail, from, crate::mail::recipients(job), message, full);
+    }
+
     /// After `id` ended: deletes the jobs whose dependency on it can never
     /// be met (and theirs), stores them and answers their waiters.
     pub(super) fn end_dependents(&mut self, id: JobId, now: Time) {
@@ -536,6 +562,7 @@ impl SchedulerTask {
             if let Some(job) = self.state.job(dependent) {
                 info!(job = %dependent, comment = %job.comment, "dependency can never be met");
                 persist(self.store.as_ref(), job);
+                self.mail(dependent, crate::mail::MailEvent::Abort);
             }
             self.job_done(dependent);
         }
