@@ -192,6 +192,8 @@ where
         a.text("depend", &job.depend);
     }
     if let Some(status) = job.exit_status.filter(|_| is_finished(job)) {
+        // PBS Pro's name and Torque's: tools read one or the other.
+        a.int("Exit_status", status);
         a.int("exit_status", status);
     }
     if job.expected_start > 0 {
@@ -304,7 +306,10 @@ mod tests {
     #[test]
     fn exit_status_only_when_finished() {
         let text = full(&finished());
-        assert!(text.contains("    exit_status = 271\n"), "{text}");
+        assert!(
+            text.contains("    Exit_status = 271\n    exit_status = 271\n"),
+            "{text}"
+        );
         assert!(
             text.contains("    obittime = Sun Nov 22 10:02:40 2026\n"),
             "{text}"
@@ -319,7 +324,7 @@ mod tests {
             exit_status: Some(0),
             ..running()
         };
-        assert!(!full(&exiting).contains("exit_status"));
+        assert!(!full(&exiting).to_lowercase().contains("exit_status"));
     }
 
     #[test]
@@ -385,6 +390,7 @@ mod tests {
         assert_eq!(job["resources_used"]["walltime"], "00:01:40");
         assert_eq!(job["exec_host"], "n1+n2+n3");
         assert_eq!(job["exit_status"], 271);
+        assert_eq!(job["Exit_status"], 271);
         assert_eq!(job["Rerunable"], "True");
         // Keys keep the -f order, top level too.
         let text = serde_json::to_string(&tree).unwrap();
