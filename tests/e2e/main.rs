@@ -17,6 +17,7 @@ mod periods;
 mod pipe;
 mod qmgr;
 mod qsig;
+mod qstat;
 mod restart;
 mod shutdown;
 mod sp;

@@ -18,6 +18,7 @@ mod jobs;
 mod period_end;
 mod plan;
 mod qmove;
+mod server_status;
 mod signal;
 mod usage;
 
@@ -282,6 +283,9 @@ impl SchedulerTask {
             } => self.move_jobs(&peer, &destination, ids, reply),
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
+            }
+            Event::ServerStatus { reply } => {
+                let _ = reply.send(Ok(self.server_status()));
             }
             Event::Plan { reply } => {
                 let _ = reply.send(Ok(self.plan_reply()));
