@@ -150,8 +150,11 @@ where
     } else {
         or_blank(lookup(&used, "walltime"))
     };
-    // Session ids are not known yet.
-    let session = BLANK.to_string();
+    let session = if job.session_id > 0 {
+        job.session_id.to_string()
+    } else {
+        BLANK.to_string()
+    };
     let (id, user, queue, name) = (
         cut(&job.id, w[0]),
         cut(&job.owner, w[1]),

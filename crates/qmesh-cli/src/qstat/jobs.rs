@@ -75,42 +75,89 @@ fn host_path(host: &str, path: &str) -> String {
     }
 }
 
-/// The nodes the job runs on, `+`-separated (`exec_host`, and `-n`).
+/// The nodes the job runs on, `+`-separated (`exec_host`, and `-n`): the
+/// daemon's PBS form (`n1/0*8+n2/0*8`), else the node names.
 pub fn exec_host(job: &JobInfo) -> String {
-    job.exec_nodes.join("+")
+    if job.exec_host.is_empty() {
+        job.exec_nodes.join("+")
+    } else {
+        job.exec_host.clone()
+    }
+}
+
+/// Resources PBS shows as numbers in its JSON.
+const COUNTS: [&str; 6] = [
+    "ncpus",
+    "nodect",
+    "ngpus",
+    "mpiprocs",
+    "ompthreads",
+    "procs",
+];
+
+/// Resources that are sizes, shown in lower case (`954MB` is `954mb`).
+const SIZES: [&str; 6] = ["mem", "vmem", "pmem", "pvmem", "file", "ddisk"];
+
+fn resource_value(name: &str, value: &str) -> Value {
+    if COUNTS.contains(&name)
+        && let Ok(n) = value.parse::<i64>()
+    {
+        return Value::Int(n);
+    }
+    if SIZES.contains(&name) {
+        return Value::Text(value.to_ascii_lowercase());
+    }
+    Value::Text(value.to_string())
 }
 
 /// What the job asked for, by resource name in PBS's (alphabetical)
 /// order: `Resource_List.NAME`.
-pub fn resource_list(job: &JobInfo) -> Vec<(&'static str, Value)> {
-    let mut list = Vec::new();
+pub fn resource_list(job: &JobInfo) -> Vec<(String, Value)> {
+    if !job.resource_list.is_empty() {
+        let mut names: Vec<&String> = job.resource_list.keys().collect();
+        names.sort();
+        return names
+            .into_iter()
+            .map(|name| (name.clone(), resource_value(name, &job.resource_list[name])))
+            .collect();
+    }
+    // A daemon that sends no list (an older one): what the fields say.
+    let mut list: Vec<(String, Value)> = Vec::new();
     if !job.features.is_empty() {
-        list.push(("feature", Value::Text(job.features.join(":"))));
+        list.push(("feature".into(), Value::Text(job.features.join(":"))));
     }
     if let Some(mem) = job.mem {
-        list.push(("mem", Value::Text(sizes::kilobytes(mem))));
+        list.push(("mem".into(), Value::Text(sizes::kilobytes(mem))));
     }
     if let Some(ncpus) = job.ncpus {
-        list.push(("ncpus", Value::Int(ncpus.into())));
+        list.push(("ncpus".into(), Value::Int(ncpus.into())));
     }
-    list.push(("nodect", Value::Int(job.nodes.into())));
-    list.push(("nodes", Value::Int(job.nodes.into())));
-    list.push(("walltime", Value::Text(format_hms(job.walltime))));
+    list.push(("nodect".into(), Value::Int(job.nodes.into())));
+    list.push(("nodes".into(), Value::Int(job.nodes.into())));
+    list.push(("walltime".into(), Value::Text(format_hms(job.walltime))));
     list
 }
 
-/// What the job has used so far: `resources_used.NAME`. Without a CPU
-/// time (`cput`), the tables show PBS's `0`.
-pub fn resources_used(job: &JobInfo, now: i64) -> Vec<(&'static str, Value)> {
-    let mut list = Vec::new();
+/// What the job has used so far: `resources_used.NAME`, the daemon's
+/// (wall time, CPUs, and once it ended the CPU time and memory its agent
+/// measured). Without a CPU time (`cput`), the tables show PBS's `0`.
+pub fn resources_used(job: &JobInfo, now: i64) -> Vec<(String, Value)> {
+    let mut list: Vec<(String, Value)> = job
+        .resources_used
+        .iter()
+        .filter(|(name, _)| name.as_str() != "walltime")
+        .map(|(name, value)| (name.clone(), resource_value(name, value)))
+        .collect();
+    // The wall time from the server's clock at this answer.
     if let Some(used) = elapsed(job, now) {
-        list.push(("walltime", Value::Text(format_hms(used))));
+        list.push(("walltime".into(), Value::Text(format_hms(used))));
     }
+    list.sort_by(|a, b| a.0.cmp(&b.0));
     list
 }
 
 /// The value of `name` in a [`resource_list`] or [`resources_used`] list.
-pub fn lookup(list: &[(&'static str, Value)], name: &str) -> Option<String> {
+pub fn lookup(list: &[(String, Value)], name: &str) -> Option<String> {
     list.iter()
         .find(|(n, _)| *n == name)
         .map(|(_, v)| v.to_string())
@@ -139,6 +186,9 @@ where
     if !job.account.is_empty() {
         a.text("Account_Name", &job.account);
     }
+    if !job.checkpoint.is_empty() {
+        a.text("Checkpoint", &job.checkpoint);
+    }
     if !job.group.is_empty() {
         a.text("egroup", &job.group);
     }
@@ -159,6 +209,9 @@ where
     if !job.exec_nodes.is_empty() {
         a.text("exec_host", exec_host(job));
     }
+    if !job.exec_vnode.is_empty() {
+        a.text("exec_vnode", &job.exec_vnode);
+    }
     if !job.placement.is_empty() {
         a.text("placement", job.placement.join(" "));
     }
@@ -176,14 +229,52 @@ where
             &job.hold_types
         },
     );
-    a.text("Join_Path", if job.join_output { "oe" } else { "n" });
+    let join = match job.join_path.as_str() {
+        "" if job.join_output => "oe",
+        "" => "n",
+        path => path,
+    };
+    a.text("Join_Path", join);
+    if !job.keep_files.is_empty() {
+        a.text("Keep_Files", &job.keep_files);
+    }
+    a.text(
+        "Mail_Points",
+        if job.mail_points.is_empty() {
+            "a"
+        } else {
+            &job.mail_points
+        },
+    );
+    if !job.mail_users.is_empty() {
+        a.text("Mail_Users", job.mail_users.join(","));
+    }
     if !job.stdout_path.is_empty() {
         a.text("Output_Path", host_path(&job.submit_host, &job.stdout_path));
     }
     if !job.stderr_path.is_empty() {
         a.text("Error_Path", host_path(&job.submit_host, &job.stderr_path));
     }
+    a.int("Priority", i64::from(job.job_priority));
     a.flag("Rerunable", job.rerunnable);
+    if job.session_id > 0 {
+        a.int("session_id", i64::from(job.session_id));
+    }
+    if !job.shell_path.is_empty() {
+        a.text("Shell_Path_List", job.shell_path.join(","));
+    }
+    if let Some(mask) = job.umask {
+        a.text("umask", format!("{mask:o}"));
+    }
+    if !job.group_list.is_empty() {
+        a.text("group_list", &job.group_list);
+    }
+    if !job.start_dir.is_empty() {
+        a.text("init_work_dir", &job.start_dir);
+    }
+    if !job.project.is_empty() {
+        a.text("project", &job.project);
+    }
     a.int("run_count", job.run_count);
     if job.start_after > 0 {
         a.text("Execution_Time", date(job.start_after));
@@ -294,8 +385,10 @@ mod tests {
     resources_used.walltime = 00:12:34
     Hold_Types = n
     Join_Path = n
+    Mail_Points = a
     Output_Path = login1:/home/alice/solver.o17
     Error_Path = login1:/home/alice/solver.e17
+    Priority = 0
     Rerunable = True
     run_count = 1
 
