@@ -107,6 +107,13 @@ impl Submission {
         } else {
             (queue_name, queue)
         };
+        crate::acl::check_submit(
+            config,
+            self.queue.as_deref(),
+            &queue_name,
+            caller,
+            &self.submit_host,
+        )?;
         let (nodes, walltime) = effective(queue, ask, config);
         if held.is_none() {
             check_queue_limits(queue, nodes, walltime, u32::MAX)?;

@@ -1,6 +1,13 @@
 //! What list, print and help write. `print server` writes the qmgr commands
 //! that recreate the configuration (PBS's form: comment banners, `create
 //! queue`, then `set` lines), so its output is the configuration's backup.
+//!
+//! A daemon's configuration file seeds a new store with queues, node
+//! groups and a calendar. What the file makes already exists on a fresh
+//! daemon started from it, so the backup does not create it again: it
+//! sets such an object's attributes (unsetting those the file sets and
+//! the configuration no longer has), and deletes at its end what the file
+//! makes and the configuration dropped ([`print_server_over`]).
 
 use super::attrs;
 use crate::queue::Queue;
@@ -94,35 +101,122 @@ pub fn print_queue(q: &Queue) -> String {
     out
 }
 
+/// A queue the configuration file makes (`seeded`, as the file makes it):
+/// what the file sets and `q` no longer has is unset, then every value of
+/// `q` is set in one command, so that no limit is checked half changed.
+fn print_seeded_queue(q: &Queue, seeded: &Queue) -> String {
+    let mut out = format!(
+        "#\n# Define queue {} (the configuration file creates it)\n#\n",
+        q.name
+    );
+    let values = attrs::queue_values(q);
+    let gone: Vec<String> = attrs::queue_values(seeded)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| !values.iter().any(|(n, _)| n == name))
+        .collect();
+    if !gone.is_empty() {
+        out.push_str(&format!("unset queue {} {}\n", q.name, gone.join(", ")));
+    }
+    let sets: Vec<String> = values
+        .iter()
+        .map(|(name, value)| format!("{name} = {}", quoted(value)))
+        .collect();
+    out.push_str(&format!(
+        "set queue {} {}\n",
+        q.name,
+        sets.join(", \\\n    ")
+    ));
+    out
+}
+
 /// qmgr commands that recreate `config` from an empty one, times in UTC.
 pub fn print_server(config: &Config) -> String {
-    let mut out = super::calendar::print(config);
+    print_server_over(config, &Config::default())
+}
+
+/// qmgr commands that recreate `config` on a daemon whose configuration
+/// file seeds it with `file` (its queues, node groups, calendar and
+/// server attributes); [`print_server`] is this over an empty one.
+pub fn print_server_over(config: &Config, file: &Config) -> String {
+    let mut out = super::resource::print(config);
+    out.push_str(&super::calendar::print(config));
     out.push_str(&super::node_set::print(config));
-    out.push_str(&super::node_group::print(config));
+    out.push_str(&super::node_group::print_over(config, file));
     out.push_str("#\n# Create queues and set their attributes.\n");
     // Route queues come after the queues they name, which must exist.
     for q in crate::route::print_order(config) {
-        out.push_str(&print_queue(q));
+        match file.queues.get(&q.name) {
+            Some(seeded) => out.push_str(&print_seeded_queue(q, seeded)),
+            None => out.push_str(&print_queue(q)),
+        }
     }
     out.push_str("#\n# Set server attributes.\n#\n");
-    for (name, value, differs) in attrs::server_values(&config.server) {
-        if differs {
-            out.push_str(&format!("set server {name} = {}\n", quoted(&value)));
+    let seeded = attrs::server_values(&file.server);
+    let values = attrs::server_values(&config.server);
+    for (name, value, differs) in &values {
+        let seeded_differs = seeded.iter().any(|(n, _, d)| n == name && *d);
+        if *differs {
+            out.push_str(&format!("set server {name} = {}\n", quoted(value)));
+        } else if seeded_differs {
+            out.push_str(&format!("unset server {name}\n"));
+        }
+    }
+    for (name, _, d) in &seeded {
+        if *d && !values.iter().any(|(n, ..)| n == name) {
+            out.push_str(&format!("unset server {name}\n"));
         }
     }
     out.push_str(&super::account::print(config));
     out.push_str(&super::shutdown::print(config));
     out.push_str(&super::node::print(config));
+    out.push_str(&print_removals(config, file));
     out
+}
+
+/// What the configuration file makes and `config` dropped: its queues,
+/// then its node groups (a queue may name one), then its calendar's
+/// entries (queues and groups may name periods).
+fn print_removals(config: &Config, file: &Config) -> String {
+    let mut out = String::new();
+    for name in file
+        .queues
+        .keys()
+        .filter(|q| !config.queues.contains_key(*q))
+    {
+        out.push_str(&format!("delete queue {name}\n"));
+    }
+    for name in file
+        .node_groups
+        .keys()
+        .filter(|g| !config.node_groups.contains_key(*g))
+    {
+        out.push_str(&format!("delete node_group {name}\n"));
+    }
+    out.push_str(&super::calendar::print_removals(config, file));
+    if out.is_empty() {
+        out
+    } else {
+        format!("#\n# Remove what the configuration file makes and this server dropped.\n#\n{out}")
+    }
 }
 
 pub fn help(topic: Option<&str>) -> String {
     match topic.map(|t| t.to_ascii_lowercase()) {
         Some(t) if t.starts_with('q') => {
-            let names: Vec<&str> = attrs::QUEUE_ATTRS.iter().map(|(n, _)| *n).collect();
+            let names: Vec<&str> = attrs::QUEUE_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(super::pbs_attrs::QUEUE_ATTRS.iter().copied())
+                .collect();
             format!(
-                "Queue attributes: {}.\nShort names: max_nodes, min_nodes, max_walltime, default_nodes, default_walltime.\n",
-                names.join(", ")
+                "Queue attributes: {}, resources_max.NAME, resources_min.NAME, \
+                 resources_default.NAME.\nShort names: max_nodes, min_nodes, max_walltime, \
+                 default_nodes, default_walltime.\nmax_run and max_queued take PBS Pro's entries: \
+                 \"[u:PBS_GENERIC=5],[u:alice=10],[g:staff=20],[o:PBS_ALL=100]\".\n\
+                 Accepted and kept without effect (qmgr says why when one is set): {}.\n",
+                names.join(", "),
+                super::inert::names(super::inert::Object::Queue).join(", ")
             )
         }
         Some(t) if t.starts_with('a') => {
@@ -148,9 +242,26 @@ pub fn help(topic: Option<&str>) -> String {
             )
         }
         Some(t) if t.starts_with('s') => {
-            let names: Vec<&str> = attrs::SERVER_ATTRS.iter().map(|(n, _)| *n).collect();
-            format!("Server attributes: {}.\n", names.join(", "))
+            let names: Vec<&str> = attrs::SERVER_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(super::pbs_attrs::SERVER_ATTRS.iter().copied())
+                .collect();
+            format!(
+                "Server attributes: {}, resources_max.NAME, resources_min.NAME, \
+                 resources_default.NAME.\nmax_run and max_queued take PBS Pro's entries: \
+                 \"[u:PBS_GENERIC=5],[u:alice=10],[g:staff=20],[o:PBS_ALL=100]\".\n\
+                 Accepted and kept without effect (qmgr says why when one is set): {}.\n",
+                names.join(", "),
+                super::inert::names(super::inert::Object::Server).join(", ")
+            )
         }
+        Some(t) if t.starts_with('r') => "Resources: create resource NAME type = long|float|size|\
+             string|string_array|boolean, flag = FLAGS (n or f with h: consumed per host; q: per \
+             queue and server; m: sent to the hosts; r: read only to users; i: invisible).\n\
+             set resource NAME type = T, flag = F   unset resource NAME flag   delete resource NAME\n\
+             list resource [NAME]   print resource [NAME]\n"
+            .to_string(),
         _ => "Commands (abbreviations in brackets):\n\
               \x20   create [c] queue NAME [attr = value, ...]\n\
               \x20   delete [d] queue NAME\n\
@@ -173,6 +284,8 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
               \x20   set [s] node NAME state = offline|draining|free [, comment = \"why\"]\n\
               \x20   unset [u] node NAME state   list [l] node [NAME]  (operators; see pbsnodes)\n\
+              \x20   create [c] resource NAME type = long, flag = nh   (PBS Pro; help resource)\n\
+              \x20   active queue NAME[,NAME]  (later commands that name no queue act on these)\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
