@@ -209,6 +209,7 @@ async fn run(
             pass_interval: Duration::from_millis(settings.pass_interval_ms),
             daemon_uid: uid,
             cluster_key,
+            file_config: settings.initial.clone(),
         },
         durable_tx,
     );

@@ -79,7 +79,7 @@ impl Tally {
         if let Some(account) = &job.account {
             bump(&mut self.groups, group_of(account), set, enter, secs);
         }
-        self.entities.change(job, enter);
+        self.entities.change(job, enter, matches!(set, Set::Active));
     }
 
     /// The counters made from scratch, for the invariant check.

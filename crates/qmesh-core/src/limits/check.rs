@@ -131,15 +131,12 @@ fn first_passed<'a>(
 }
 
 /// A sentence naming the run limit that holds `job` back and the jobs
-/// counted against it, for qstat's comment and spwhen; `None` if none
-/// does. Counts the running jobs: meant for a request, not a pass.
+/// running against it, for qstat's comment and spwhen; `None` if none
+/// does. Reads the state's counters: a few lookups.
 pub fn describe_run_limit(state: &State, job: &Job) -> Option<String> {
     let config = state.config();
-    let mut counts = RunCounts::default();
-    for active in state.active_jobs() {
-        counts.add(active);
-    }
-    let (place, a) = first_passed(config, &counts, job)?;
+    let counts = state.accounting().tally.entities.running();
+    let (place, a) = first_passed(config, counts, job)?;
     let running = counts.running(scope(place), a.entity, &a.name);
     let who = match a.entity {
         Entity::Overall => format!("{} already runs", place.describe()),

@@ -60,17 +60,15 @@ impl Scope {
     }
 }
 
-/// Jobs not finished (queued, held, waiting, running, exiting), per scope
-/// and entity: what PBS's `max_queued` and `max_queuable` count.
+/// A count per scope (the server, each queue), entity and name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EntityCounts {
+pub struct RunCounts {
     server: Scope,
     queues: HashMap<String, Scope>,
 }
 
-impl EntityCounts {
-    /// A job joins (`enter`) or leaves the jobs not finished, in its queue.
-    pub(crate) fn change(&mut self, job: &Job, enter: bool) {
+impl RunCounts {
+    fn change(&mut self, job: &Job, enter: bool) {
         self.server.bump(job, enter);
         let scope = match self.queues.get_mut(job.queue.as_str()) {
             Some(scope) => scope,
@@ -83,43 +81,48 @@ impl EntityCounts {
         }
     }
 
-    /// Jobs not finished of `name` (a user, group or project; "" for all)
-    /// in `queue`, or on the server when `queue` is `None`.
-    pub fn jobs(&self, queue: Option<&str>, entity: Entity, name: &str) -> u32 {
-        match queue {
-            None => self.server.get(entity, name),
-            Some(q) => self.queues.get(q).map_or(0, |s| s.get(entity, name)),
-        }
-    }
-}
-
-/// Running jobs per scope and entity, made for one scheduling pass: the
-/// active jobs, then each job the pass starts.
-#[derive(Clone, Debug, Default)]
-pub struct RunCounts {
-    server: Scope,
-    queues: HashMap<String, Scope>,
-}
-
-impl RunCounts {
-    /// Counts a running job (or one the pass starts).
+    /// Counts a running job (or one a pass starts).
     pub fn add(&mut self, job: &Job) {
-        self.server.bump(job, true);
-        match self.queues.get_mut(job.queue.as_str()) {
-            Some(scope) => scope.bump(job, true),
-            None => self
-                .queues
-                .entry(job.queue.clone())
-                .or_default()
-                .bump(job, true),
-        }
+        self.change(job, true);
     }
 
-    /// Running jobs of `name` in `queue` (or on the server).
+    /// The count of `name` (a user, group or project; "" for all) in
+    /// `queue`, or on the server when `queue` is `None`.
     pub fn running(&self, queue: Option<&str>, entity: Entity, name: &str) -> u32 {
         match queue {
             None => self.server.get(entity, name),
             Some(q) => self.queues.get(q).map_or(0, |s| s.get(entity, name)),
         }
+    }
+}
+
+/// What the state keeps, per scope and entity: jobs not finished
+/// (queued, held, waiting, running, exiting: what `max_queued` and
+/// `max_queuable` count), and jobs running (what qstat's comment quotes
+/// for a run limit).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntityCounts {
+    jobs: RunCounts,
+    running: RunCounts,
+}
+
+impl EntityCounts {
+    /// A job joins (`enter`) or leaves the pending (`active` false) or the
+    /// active jobs, in its queue.
+    pub(crate) fn change(&mut self, job: &Job, enter: bool, active: bool) {
+        self.jobs.change(job, enter);
+        if active {
+            self.running.change(job, enter);
+        }
+    }
+
+    /// Jobs not finished of `name` in `queue` (or on the server).
+    pub fn jobs(&self, queue: Option<&str>, entity: Entity, name: &str) -> u32 {
+        self.jobs.running(queue, entity, name)
+    }
+
+    /// Jobs running of `name` in `queue` (or on the server).
+    pub fn running(&self) -> &RunCounts {
+        &self.running
     }
 }

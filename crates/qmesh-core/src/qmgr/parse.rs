@@ -812,6 +812,57 @@ mod tests {
     }
 
     #[test]
+    fn semicolons_active_objects_and_unquoted_values() {
+        let cmds = parse_script(
+            "active queue a,b; set queue enabled = true # both\n\
+             set queue c max_run = [u:PBS_GENERIC=2],[u:x=3]; list queue\n\
+             set server license_count = Avail_Global:10 Used:0, comment = \"a;b\"",
+        )
+        .unwrap();
+        let actions: Vec<&Action> = cmds.iter().map(|c| &c.action).collect();
+        assert_eq!(
+            actions,
+            vec![
+                &Action::Active("queue".into(), vec![]),
+                &Action::SetQueue(
+                    vec!["a".into(), "b".into()],
+                    vec![a("enabled", Op::Assign, "true")]
+                ),
+                &Action::SetQueue(
+                    vec!["c".into()],
+                    vec![a("max_run", Op::Assign, "[u:PBS_GENERIC=2],[u:x=3]")]
+                ),
+                &Action::ListQueue(vec!["a".into(), "b".into()]),
+                &Action::SetServer(vec![
+                    a("license_count", Op::Assign, "Avail_Global:10 Used:0"),
+                    a("comment", Op::Assign, "a;b")
+                ]),
+            ]
+        );
+        assert_eq!(cmds[3].line, 2, "commands after ; keep their line");
+        assert_eq!(
+            one("active queue"),
+            Action::Active("queue".into(), vec![]),
+            "nothing active yet"
+        );
+        let cmds = parse_script("a q x\nactive queue").unwrap();
+        assert_eq!(
+            cmds[1].action,
+            Action::Active("queue".into(), vec!["x".into()])
+        );
+        assert_eq!(
+            one("create resource ngpus type = long, flag = nh"),
+            Action::CreateResource(
+                vec!["ngpus".into()],
+                vec![a("type", Op::Assign, "long"), a("flag", Op::Assign, "nh")]
+            )
+        );
+        assert_eq!(one("l r"), Action::ListResource(vec![]));
+        let err = parse_script("set queue a enabled = true started = true").unwrap_err();
+        assert!(err.message.contains("expected \",\""), "{err}");
+    }
+
+    #[test]
     fn errors_name_the_line_and_the_word() {
         let err = parse_script("create queue a\ncrate queue b").unwrap_err();
         assert_eq!(err.line, 2);

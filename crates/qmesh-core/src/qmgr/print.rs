@@ -101,9 +101,21 @@ pub fn print_queue(q: &Queue) -> String {
     out
 }
 
+/// The attributes qmgr checks against each other after each command
+/// (`resources_default.nodes` within the node limits, the default wall
+/// time within the maximum).
+const BOUNDS: &[&str] = &[
+    "resources_max.nodes",
+    "resources_min.nodes",
+    "resources_max.walltime",
+    "resources_default.nodes",
+    "resources_default.walltime",
+];
+
 /// A queue the configuration file makes (`seeded`, as the file makes it):
-/// what the file sets and `q` no longer has is unset, then every value of
-/// `q` is set in one command, so that no limit is checked half changed.
+/// what the file sets and `q` no longer has is unset first, then the node
+/// and wall-time bounds are set in one command (so that none is checked
+/// against the file's half-changed others), then the rest line by line.
 fn print_seeded_queue(q: &Queue, seeded: &Queue) -> String {
     let mut out = format!(
         "#\n# Define queue {} (the configuration file creates it)\n#\n",
@@ -118,15 +130,23 @@ fn print_seeded_queue(q: &Queue, seeded: &Queue) -> String {
     if !gone.is_empty() {
         out.push_str(&format!("unset queue {} {}\n", q.name, gone.join(", ")));
     }
-    let sets: Vec<String> = values
+    let (bounds, rest): (Vec<_>, Vec<_>) = values
         .iter()
-        .map(|(name, value)| format!("{name} = {}", quoted(value)))
-        .collect();
-    out.push_str(&format!(
-        "set queue {} {}\n",
-        q.name,
-        sets.join(", \\\n    ")
-    ));
+        .partition(|(name, _)| BOUNDS.contains(&name.as_str()));
+    if !bounds.is_empty() {
+        let sets: Vec<String> = bounds
+            .iter()
+            .map(|(name, value)| format!("{name} = {}", quoted(value)))
+            .collect();
+        out.push_str(&format!("set queue {} {}\n", q.name, sets.join(", ")));
+    }
+    for (name, value) in rest {
+        out.push_str(&format!(
+            "set queue {} {name} = {}\n",
+            q.name,
+            quoted(value)
+        ));
+    }
     out
 }
 
@@ -530,11 +550,93 @@ mod tests {
             )
     }
 
+    /// PBS's limits, access lists, resource bounds and kept attributes on
+    /// a queue (and `ngpus`, a site resource, which the configuration
+    /// then defines).
+    fn arb_pbs_attrs()
+    -> impl Strategy<Value = (crate::limits::JobLimits, crate::acl::QueueAcl, bool)> {
+        (
+            proptest::option::of(0u32..50),
+            proptest::option::of(1u32..9),
+            proptest::option::of(1u32..500),
+            proptest::sample::subsequence(
+                vec![
+                    "[u:PBS_GENERIC=4]",
+                    "[u:alice=9]",
+                    "[g:staff=3]",
+                    "[o:PBS_ALL=20]",
+                ],
+                0..4,
+            ),
+            any::<bool>(),
+            proptest::sample::subsequence(vec!["alice", "-bob", "carol@*.example.com", "+"], 0..4),
+            proptest::sample::subsequence(vec!["staff", "physics"], 0..2),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(running, user_run, queuable, run, enable, users, groups, gpus)| {
+                    let limits = crate::limits::JobLimits {
+                        max_running: running,
+                        max_user_run: user_run,
+                        max_queuable: queuable,
+                        max_run: if run.is_empty() {
+                            Default::default()
+                        } else {
+                            crate::limits::LimitSet::parse("max_run", &run.join(",")).unwrap()
+                        },
+                        ..Default::default()
+                    };
+                    let acl = crate::acl::QueueAcl {
+                        user_enable: enable,
+                        users: users.into_iter().map(String::from).collect(),
+                        group_enable: !groups.is_empty(),
+                        groups: groups.into_iter().map(String::from).collect(),
+                        ..Default::default()
+                    };
+                    (limits, acl, gpus)
+                },
+            )
+    }
+
+    /// [`arb_config`], with PBS's attributes on `batch`.
+    fn arb_pbs_config() -> impl Strategy<Value = Config> {
+        (arb_config(), arb_pbs_attrs()).prop_map(|(mut config, (limits, acl, gpus))| {
+            let batch = config.queues.get_mut("batch").unwrap();
+            batch.limits = limits;
+            batch.acl = acl;
+            batch.resources_max.insert("mem".into(), "32gb".into());
+            batch.inert.insert("kill_delay".into(), "60".into());
+            if gpus {
+                batch.resources_max.insert("ngpus".into(), "4".into());
+                let mut def = crate::site_resources::ResourceDef::new("ngpus");
+                def.flags = "nh".into();
+                config.resources.insert("ngpus".into(), def);
+                config
+                    .server
+                    .resources_default
+                    .insert("ngpus".into(), "0".into());
+                config.server.query_other_jobs = false;
+            }
+            config
+        })
+    }
+
+    /// A configuration as a daemon's file seeds it: queues, node groups,
+    /// a calendar and server attributes; no qmgr node sets or accounts.
+    fn arb_file() -> impl Strategy<Value = Config> {
+        arb_config()
+            .prop_filter("a file makes no qmgr node sets", |c| c.node_sets.is_empty())
+            .prop_map(|mut c| {
+                c.accounts.clear();
+                c
+            })
+    }
+
     proptest! {
         /// `print server` is a backup: applied to an empty configuration it
         /// gives back the same configuration.
         #[test]
-        fn print_server_recreates_the_configuration(config in arb_config()) {
+        fn print_server_recreates_the_configuration(config in arb_pbs_config()) {
             let st = state(4);
             let script = print_server(&config);
             let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
@@ -543,5 +645,84 @@ mod tests {
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
             prop_assert_eq!(rebuilt, config);
         }
+
+        /// On a fresh daemon started from the same configuration file, the
+        /// backup restores the configuration: what the file makes is set,
+        /// not created again, and what the server dropped is removed.
+        #[test]
+        fn print_server_restores_over_the_files_configuration(
+            config in arb_pbs_config(),
+            file in arb_file(),
+        ) {
+            let st = state(4);
+            let script = print_server_over(&config, &file);
+            let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            let mut rebuilt = file.clone();
+            super::super::run_over(&cmds, &mut rebuilt, &st, &caller(0, Role::Manager), &file)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            prop_assert_eq!(&rebuilt, &config);
+            prop_assert_eq!(print_server_over(&rebuilt, &file), script);
+        }
+    }
+
+    #[test]
+    fn what_the_file_makes_is_set_not_created() {
+        let st = state(4);
+        let mut file = Config::default();
+        let mut batch = Queue::open("batch");
+        batch.max_walltime = Some(86_400);
+        batch.max_nodes = Some(16);
+        batch.default_nodes = Some(8);
+        file.queues.insert("batch".into(), batch);
+        file.queues.insert("debug".into(), Queue::open("debug"));
+        let mut any = crate::node_group::NodeGroup::new("any");
+        any.set_sets(None, vec!["local".into()]);
+        file.node_groups.insert("any".into(), any);
+        file.server.default_queue = Some("batch".into());
+
+        let mut config = file.clone();
+        run(
+            &parse_script(
+                "set queue batch resources_max.nodes = 4, resources_default.nodes = 2\n\
+                 unset queue batch resources_max.walltime\n\
+                 delete queue debug\n\
+                 create queue night enabled = true, max_user_run = 2",
+            )
+            .unwrap(),
+            &mut config,
+            &st,
+            &caller(0, Role::Manager),
+        )
+        .unwrap();
+        let script = print_server_over(&config, &file);
+        assert!(!script.contains("create queue batch"), "{script}");
+        assert!(!script.contains("create node_group any"), "{script}");
+        assert!(script.contains("create queue night\n"), "{script}");
+        assert!(
+            script.contains("unset queue batch resources_max.walltime\n"),
+            "{script}"
+        );
+        assert!(script.contains("delete queue debug\n"), "{script}");
+        // The bounds change in one command: max 4 before default 2 would
+        // otherwise meet the file's default of 8.
+        assert!(
+            script
+                .contains("set queue batch resources_max.nodes = 4, resources_default.nodes = 2\n"),
+            "{script}"
+        );
+        assert!(
+            script.contains("set queue batch enabled = True\n"),
+            "{script}"
+        );
+        let mut rebuilt = file.clone();
+        super::super::run_over(
+            &parse_script(&script).unwrap(),
+            &mut rebuilt,
+            &st,
+            &caller(0, Role::Manager),
+            &file,
+        )
+        .unwrap();
+        assert_eq!(rebuilt, config);
     }
 }

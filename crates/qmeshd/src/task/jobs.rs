@@ -52,7 +52,12 @@ impl SchedulerTask {
     }
 
     /// qstat: jobs by id, or all of them with the filters.
-    pub(super) fn status(&self, request: &v1::StatusRequest) -> Result<v1::StatusReply, Status> {
+    pub(super) fn status(
+        &self,
+        peer: &Peer,
+        request: &v1::StatusRequest,
+    ) -> Result<v1::StatusReply, Status> {
+        let caller = self.caller(peer);
         let now = Utc::now();
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
@@ -76,6 +81,9 @@ impl SchedulerTask {
                 if !request.user.is_empty() && job.owner.user != request.user {
                     continue;
                 }
+                if !self.may_see(&caller, job) {
+                    continue;
+                }
                 jobs.push(info(job));
             }
         } else {
@@ -89,6 +97,14 @@ impl SchedulerTask {
                         id: self.state.full_id(id),
                     })
                 })?;
+                if !self.may_see(&caller, job) {
+                    return Err(Status::permission_denied(format!(
+                        "Unauthorized Request: job {} belongs to {}, and the server shows users \
+                         only their own jobs (query_other_jobs = False)",
+                        self.state.full_id(id),
+                        job.owner.user
+                    )));
+                }
                 if job.state == JobState::Finished && !request.include_finished {
                     return Err(Status::failed_precondition(format!(
                         "job {} has finished; use qstat -x to see finished jobs",
@@ -103,6 +119,14 @@ impl SchedulerTask {
             server: server.to_string(),
             server_time: now.timestamp(),
         })
+    }
+
+    /// Whether qstat shows `job` to `caller`: always its owner, operators
+    /// and managers; others only while query_other_jobs is true (PBS).
+    fn may_see(&self, caller: &qmesh_core::Caller, job: &qmesh_core::Job) -> bool {
+        self.state.config().server.query_other_jobs
+            || caller.role >= qmesh_core::Role::Operator
+            || job.owner.uid == caller.uid
     }
 
     /// qdel, qhold, qrls: each id on its own; answered once durable.

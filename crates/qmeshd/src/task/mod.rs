@@ -51,6 +51,9 @@ pub struct TaskSettings {
     pub daemon_uid: u32,
     /// Agents must present this key, when set.
     pub cluster_key: Option<String>,
+    /// What the configuration file seeds a new store with: `print server`
+    /// writes what recreates the configuration on a daemon started from it.
+    pub file_config: qmesh_core::Config,
 }
 
 /// Where a job's launch order stands.
@@ -255,8 +258,12 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.submit(&peer, request, reply),
-            Event::Status { request, reply } => {
-                let _ = reply.send(self.status(&request));
+            Event::Status {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.status(&peer, &request));
             }
             Event::Act {
                 peer,
