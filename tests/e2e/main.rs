@@ -15,6 +15,7 @@ mod node_states;
 mod periods;
 mod pipe;
 mod qmgr;
+mod qmgr_pbs;
 mod qsig;
 mod restart;
 mod shutdown;

@@ -459,10 +459,10 @@ impl Scheduler {
         };
         let reachable = state.up_for_queue(queue);
         if reachable < job.nodes as usize {
-            Reason::NodesDown
-        } else {
-            Reason::Resources
+            return Reason::NodesDown;
         }
+        let running = state.accounting().tally.entities.running();
+        crate::limits::run_reason(config, running, job).unwrap_or(Reason::Resources)
     }
 
     /// [`Scheduler::reason`], with what depends on the time: dependencies
