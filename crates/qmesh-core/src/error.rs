@@ -188,17 +188,15 @@ pub enum CoreError {
     },
     /// PBS's "Job exceeds queue resource limits": a request above a
     /// resources_max or below a resources_min.
+    /// `bound`: "queue \"workq\" allows at most 32gb (resources_max.mem);
+    /// ask for less".
     #[error(
-        "{header}: it asks for {requested} but {place} {bound} {limit} ({attr}); ask for {fix}, or submit to another queue (qstat -Q -f)"
+        "{header}: it asks for {requested} but {bound}, or submit to another queue (qstat -Q -f)"
     )]
     ResourceLimit {
         header: String,
         requested: String,
-        place: String,
         bound: String,
-        limit: String,
-        attr: String,
-        fix: String,
     },
 }
 

@@ -125,23 +125,21 @@ fn limit_error(bounds: &Bounds, name: &str, asked: &str, bound: &str, max: bool)
             format!("Job violates {whose} resource limits")
         },
         requested: format!("{name}={}", asked.trim()),
-        place,
-        bound: if max {
-            "allows at most"
-        } else {
-            "needs at least"
-        }
-        .to_string(),
-        limit: bound.trim().to_string(),
-        attr: format!(
-            "{}.{name}",
+        bound: format!(
+            "{place} {} {} ({}.{name}); ask for {}",
+            if max {
+                "allows at most"
+            } else {
+                "needs at least"
+            },
+            bound.trim(),
             if max {
                 "resources_max"
             } else {
                 "resources_min"
-            }
+            },
+            if max { "less" } else { "more" }
         ),
-        fix: if max { "less" } else { "more" }.to_string(),
     }
 }
 
