@@ -161,3 +161,26 @@ fn entries_read_pbs_and_torque_lists() {
     assert!(host_matches("N1.example.com", "*.example.com"));
     assert!(!host_matches("example.com.evil", "*.example.com"));
 }
+
+#[test]
+fn qmove_checks_the_destinations_lists_for_the_jobs_owner() {
+    use crate::access::Role;
+    use crate::state::tests::{caller, state, submit, t};
+    let mut s = state(2);
+    let mut config = s.config().clone();
+    let mut q = Queue::open("express");
+    q.acl.user_enable = true;
+    q.acl.users = list(&["u1"]);
+    config.queues.insert("express".into(), q);
+    config.server.default_queue = Some("batch".into());
+    s.set_config(config);
+    let theirs = submit(&mut s, 2, 1);
+    // An operator moves u2's job: u2 is who the list must admit.
+    let err = s
+        .move_job(theirs, "express", &caller(9, Role::Operator), t(1))
+        .unwrap_err();
+    assert!(err.to_string().contains("u2@"), "{err}");
+    let mine = submit(&mut s, 1, 1);
+    s.move_job(mine, "express", &caller(1, Role::User), t(1))
+        .unwrap();
+}

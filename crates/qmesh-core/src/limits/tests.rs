@@ -250,3 +250,95 @@ fn server_run_limits_count_every_queue() {
         "one of the two runs"
     );
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A job: its queue (workq or batch), its user (1..=3) and group
+    /// (`physics` or the user's own).
+    fn arb_jobs() -> impl Strategy<Value = Vec<(bool, u32, bool)>> {
+        proptest::collection::vec((any::<bool>(), 1u32..4, any::<bool>()), 1..14)
+    }
+
+    fn arb_limits() -> impl Strategy<Value = (JobLimits, JobLimits)> {
+        let one = (
+            proptest::option::of(0u32..4),
+            proptest::option::of(0u32..3),
+            proptest::option::of(0u32..3),
+            proptest::option::of(0u32..3),
+        )
+            .prop_map(|(running, user, group, named)| {
+                let mut run = LimitSet::default();
+                if let Some(n) = named {
+                    run.add(LimitSet::parse("max_run", &format!("[u:u2={n}]")).unwrap());
+                }
+                JobLimits {
+                    max_running: running,
+                    max_user_run: user,
+                    max_group_run: group,
+                    max_run: run,
+                    ..JobLimits::default()
+                }
+            });
+        (one.clone(), one)
+    }
+
+    proptest! {
+        /// Whatever the limits, a pass starts no job that takes a queue,
+        /// a user or a group past one of them (counting the jobs it starts
+        /// itself), and a job held back by one names a limit really reached.
+        #[test]
+        fn a_pass_never_starts_past_a_run_limit(
+            jobs in arb_jobs(),
+            (queue_limits, server_limits) in arb_limits(),
+        ) {
+            let mut s = with_workq(queue_limits.clone());
+            let mut config = s.config().clone();
+            // The server's side: max_running and max_run only.
+            config.server.limits = JobLimits {
+                max_running: server_limits.max_running,
+                max_run: server_limits.max_run.clone(),
+                ..JobLimits::default()
+            };
+            s.set_config(config);
+            for &(in_workq, uid, physics) in &jobs {
+                let who = if physics { physicist(uid) } else { caller(uid, Role::User) };
+                submit_as(&mut s, if in_workq { "workq" } else { "batch" }, &who).unwrap();
+            }
+            let plan = Scheduler.pass(&s, t(10));
+            for start in &plan.starts {
+                s.start(start.job, &start.nodes, t(10)).unwrap();
+            }
+            let running: Vec<&crate::Job> = s.active_jobs().collect();
+            let count = |f: &dyn Fn(&crate::Job) -> bool| running.iter().filter(|j| f(j)).count() as u32;
+            let config = s.config().clone();
+            let workq = &config.queues["workq"];
+            for job in &running {
+                for (limits, in_scope) in [
+                    (&workq.limits, &(|j: &crate::Job| j.queue == "workq") as &dyn Fn(&crate::Job) -> bool),
+                    (&config.server.limits, &|_: &crate::Job| true),
+                ] {
+                    if !in_scope(job) {
+                        continue;
+                    }
+                    for a in limits.run_limits_for(job) {
+                        let n = count(&|j| {
+                            in_scope(j) && entity_name(j, a.entity) == Some(a.name.as_str())
+                        });
+                        prop_assert!(n <= a.max, "{} runs {n} past {}", a.name, a.written);
+                    }
+                }
+            }
+            // Four nodes: whoever is held back by a limit faces one reached.
+            for e in &plan.queue {
+                if matches!(e.reason, Some(Reason::UserLimit | Reason::GroupLimit | Reason::QueueLimit)) {
+                    let job = s.job(e.job).unwrap().clone();
+                    prop_assert!(describe_run_limit(&s, &job).is_some()
+                        || config.server.max_user_run.is_some());
+                }
+            }
+            s.check_invariants().unwrap();
+        }
+    }
+}

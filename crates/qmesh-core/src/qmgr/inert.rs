@@ -927,4 +927,81 @@ mod tests {
         run_as(Role::Manager, "unset server log_events", &mut config, &st).unwrap();
         assert!(!config.server.inert.contains_key("log_events"));
     }
+
+    /// The server part of a fresh PBS Pro's `print server`, and Torque's
+    /// `torque.setup`, pasted as they are.
+    #[test]
+    fn a_pbs_pro_print_server_and_a_torque_setup_paste_as_they_are() {
+        let st = state(2);
+        let mut config = st.config().clone();
+        let pbs_pro = "#\n# Create queues and set their attributes.\n#\n\
+            create queue workq\n\
+            set queue workq queue_type = Execution\n\
+            set queue workq enabled = True\n\
+            set queue workq started = True\n\
+            #\n# Set server attributes.\n#\n\
+            set server scheduling = True\n\
+            set server default_queue = workq\n\
+            set server log_events = 511\n\
+            set server mail_from = adm\n\
+            set server query_other_jobs = True\n\
+            set server resources_default.ncpus = 1\n\
+            set server default_chunk.ncpus = 1\n\
+            set server scheduler_iteration = 600\n\
+            set server flatuid = True\n\
+            set server resv_enable = True\n\
+            set server node_fail_requeue = 310\n\
+            set server max_array_size = 10000\n\
+            set server pbs_license_min = 0\n\
+            set server pbs_license_max = 2147483647\n\
+            set server pbs_license_linger_time = 31536000\n\
+            set server license_count = Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0\n\
+            set server eligible_time_enable = False\n\
+            set server max_concurrent_provision = 5\n\
+            set server max_job_sequence_id = 9999999\n";
+        let out = run_as(Role::Manager, pbs_pro, &mut config, &st).unwrap();
+        assert_eq!(config.server.default_queue.as_deref(), Some("workq"));
+        assert_eq!(config.server.scheduler_iteration, 600);
+        assert_eq!(config.server.resources_default["ncpus"], "1");
+        assert_eq!(
+            config.server.inert["license_count"],
+            "Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0"
+        );
+        let warned = out
+            .output
+            .lines()
+            .filter(|l| l.starts_with("WARNING"))
+            .count();
+        assert_eq!(
+            warned, 12,
+            "one per attribute without effect:\n{}",
+            out.output
+        );
+
+        let torque = "set server operators = root@headnode\n\
+            set server managers = root@headnode\n\
+            set queue batch queue_type = execution\n\
+            set queue batch started = true\n\
+            set queue batch enabled = true\n\
+            set queue batch resources_default.walltime = 1:00:00\n\
+            set queue batch resources_default.nodes = 1\n\
+            set queue batch max_user_queuable = 100, max_running = 50\n\
+            set queue batch acl_hosts = node01+node02, acl_host_enable = true\n\
+            set server default_queue = batch\n\
+            set server scheduling = true\n\
+            set server keep_completed = 300\n\
+            set server mom_job_sync = true\n\
+            set server allow_node_submit = true\n";
+        let out = run_as(Role::Manager, torque, &mut config, &st).unwrap();
+        assert_eq!(config.server.job_history_duration, 300, "keep_completed");
+        let batch = &config.queues["batch"];
+        assert_eq!(batch.limits.max_user_queuable, Some(100));
+        assert_eq!(batch.acl.hosts, vec!["node01", "node02"]);
+        assert!(
+            out.output.contains("mom_job_sync is accepted"),
+            "{}",
+            out.output
+        );
+        assert!(!out.output.contains("allow_node_submit"), "{}", out.output);
+    }
 }
