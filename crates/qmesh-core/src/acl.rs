@@ -16,6 +16,9 @@
 //! the job's group (Torque's rule; PBS Pro also looks at the user's other
 //! groups, which qmesh does not).
 //!
+//! The host of a submission is the one qsub names (clients reach the daemon
+//! on its local socket, whose peer has no host); at qmove, the job's.
+//!
 //! Checked at submission and at qmove ([`check_queue`], [`check_server`]);
 //! a refusal is PBS's "Unauthorized Request", naming the queue, the list
 //! and what to ask the administrator.

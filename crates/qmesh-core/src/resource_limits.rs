@@ -96,6 +96,17 @@ fn passes(
     bound: &str,
     beyond: Ordering,
 ) -> Result<bool, CoreError> {
+    if name == "nodes" {
+        // A count, or Torque's spec (2:ppn=8+node7): compared as nodes.
+        let bad = |why: &str| CoreError::BadResource {
+            name: name.to_string(),
+            value: asked.to_string(),
+            why: why.to_string(),
+        };
+        let asked =
+            node_count(asked).ok_or_else(|| bad("write a node count or spec, e.g. 2:ppn=8"))?;
+        return Ok(node_count(bound).is_some_and(|b| asked.cmp(&b) == beyond));
+    }
     match kind {
         Some(kind) if kind.is_consumable() => {
             kind.check(asked).map_err(|why| CoreError::BadResource {
@@ -111,6 +122,24 @@ fn passes(
         }
         _ => Ok(asked.trim() != bound.trim()),
     }
+}
+
+/// The nodes a `nodes` value asks for: a count (`4`), or Torque's spec,
+/// `+`-separated parts each a count or a host name (`2:ppn=8+node7` is 3).
+pub fn node_count(spec: &str) -> Option<u64> {
+    let mut total = 0u64;
+    for part in spec.trim().split('+') {
+        let head = part.split(':').next()?.trim();
+        if head.is_empty() {
+            return None;
+        }
+        total += if head.bytes().all(|b| b.is_ascii_digit()) {
+            head.parse::<u64>().ok()?
+        } else {
+            1
+        };
+    }
+    Some(total)
 }
 
 fn limit_error(bounds: &Bounds, name: &str, asked: &str, bound: &str, max: bool) -> CoreError {
@@ -236,6 +265,20 @@ mod tests {
         assert!(err.to_string().contains("arch=aix"), "{err}");
         let err = check_job_resources(&config, &q, &list(&[("mem", "lots")])).unwrap_err();
         assert!(matches!(err, CoreError::BadResource { .. }), "{err}");
+    }
+
+    #[test]
+    fn nodes_compare_as_counts_in_either_spec() {
+        let mut config = Config::default();
+        config.server.resources_max = list(&[("nodes", "4")]);
+        let q = Queue::open("batch");
+        for ok in ["4", "2:ppn=8+n7", "node1+node2"] {
+            check_job_resources(&config, &q, &list(&[("nodes", ok)])).unwrap();
+        }
+        let err = check_job_resources(&config, &q, &list(&[("nodes", "4:ppn=2+n9")])).unwrap_err();
+        assert!(err.to_string().contains("nodes=4:ppn=2+n9"), "{err}");
+        assert_eq!(node_count("2:ppn=8+node7"), Some(3));
+        assert_eq!(node_count(":ppn=2"), None);
     }
 
     #[test]

@@ -256,6 +256,10 @@ pub fn set_in_map(
                 probe.resource_names()
             )
         })?;
+    if resource == "nodes" {
+        crate::resource_limits::node_count(&a.value)
+            .ok_or_else(|| format!("{attr}: \"{}\" is not a node count; write e.g. 4", a.value))?;
+    }
     kind.check(&a.value)
         .map_err(|why| format!("{attr}: {why}; a {kind} value is needed"))?;
     map.insert(resource.to_string(), a.value.trim().to_string());
