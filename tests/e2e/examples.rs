@@ -67,14 +67,14 @@ fn the_sdsc_paragon_example_runs_jobs_in_its_node_groups() {
         &dump,
         &[
             "set calendar time_zone = America/Los_Angeles",
-            "create node_group any",
+            "# node group any is made by the configuration file",
             "set node_group fat sets = \"set2,set3\"",
             "set node_group fat sets.prime = set2",
             "set node_group short sets.prime = \"set3,set1,set2\"",
-            "create queue q4t",
-            "create queue q128l",
-            "create queue qf128l",
-            "create queue fstandby",
+            "set queue q4t queue_type = Execution",
+            "set queue q128l queue_type = Execution",
+            "set queue qf128l queue_type = Execution",
+            "set queue fstandby queue_type = Execution",
             "set queue qf32s node_group = fat_short",
         ],
     );
@@ -100,12 +100,12 @@ fn the_epcc_t3d_example_routes_holds_and_runs() {
         &[
             "set calendar time_zone = Europe/London",
             "set calendar period.DAY = \"Mon-Fri 10:00-18:00\"",
-            "create node_group batch",
+            "# node group batch is made by the configuration file",
             "set node_group batch sets.POOL64_BATCH = \"POOL_256,POOL_64\"",
-            "create queue MPP_S64",
-            "create queue W_MPP_256",
+            "set queue MPP_S64 queue_type = Execution",
+            "set queue W_MPP_256 queue_type = Execution",
             "set queue MPP_256 period_end = kill",
-            "create queue NIGHT",
+            "# Define queue NIGHT (the configuration file creates it)",
             "set queue NIGHT queue_type = Route",
             "set queue NIGHT holding_queue = HOLD",
             "set queue DAY default_destination = COMPILE",
@@ -128,31 +128,23 @@ fn the_epcc_t3d_example_routes_holds_and_runs() {
     d.stop();
 }
 
-/// The EPCC site's machine alone: its node sets and agents, without the
-/// queues, node groups and calendar that qmgr will bring.
-fn epcc_machine_only() -> String {
-    let mut doc: toml::Table = example("epcc-t3d.toml")
-        .parse()
-        .expect("the example is TOML");
-    for key in ["queue", "node_group", "calendar"] {
-        doc.remove(key);
-    }
-    if let Some(server) = doc.get_mut("server").and_then(|s| s.as_table_mut()) {
-        server.remove("default_queue");
-    }
-    toml::to_string(&doc).expect("write TOML")
-}
-
 #[test]
 fn print_server_rebuilds_the_epcc_site_in_a_fresh_daemon() {
+    // The site as its file makes it, then changed as cron changes it at
+    // night: the backup holds both.
     let mut first = Daemon::start_with(Some(&example("epcc-t3d.toml")));
+    let out = qmgr_stdin(&first, &repo_file("etc/cron/night.qmgr"));
+    assert!(out.status.success(), "night.qmgr: {}", stderr(&out));
     let dump = print_server(&first);
     first.stop();
 
-    let mut fresh = Daemon::start_with(Some(&epcc_machine_only()));
-    assert!(
-        !print_server(&fresh).contains("create queue"),
-        "the fresh daemon has queues already"
+    // A fresh daemon started from the same file has the file's queues
+    // already: the backup sets them, it does not create them again.
+    let mut fresh = Daemon::start_with(Some(&example("epcc-t3d.toml")));
+    assert_ne!(
+        print_server(&fresh),
+        dump,
+        "the night's changes are not there yet"
     );
     let file = fresh.work.join("epcc.qmgr");
     std::fs::write(&file, &dump).unwrap();
@@ -230,9 +222,9 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     assert_lists(
         &dump,
         &[
-            "create node_group cluster",
+            "# node group cluster is made by the configuration file",
             "set node_group cluster sets = \"el4,el3,el1,el2\"",
-            "create queue central",
+            "set queue central queue_type = Execution",
             "set queue central node_group = cluster",
         ],
     );

@@ -16,6 +16,7 @@ mod pbs_submit;
 mod periods;
 mod pipe;
 mod qmgr;
+mod qmgr_pbs;
 mod qsig;
 mod qstat;
 mod restart;

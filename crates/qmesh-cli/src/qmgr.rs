@@ -43,6 +43,10 @@ pub struct Args {
     /// its first error and then changes nothing; interactive use carries on.
     #[arg(short = 'a')]
     pub abort: bool,
+    /// Write no errors to standard error (PBS's -z); the exit status still
+    /// says whether the commands succeeded.
+    #[arg(short = 'z')]
+    pub quiet: bool,
     /// A file of commands, applied all or nothing.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -64,6 +68,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        Err(_) if args.quiet => ExitCode::FAILURE,
         Err(err) => client::fail("qmgr", &err),
     }
 }
@@ -178,6 +183,7 @@ fn interactive(args: &Args) -> Result<bool, CliError> {
     let mut admin = runtime.block_on(client::admin())?;
     let mut input = std::io::stdin().lock();
     let mut all_ok = true;
+    let mut active = ActiveObjects::default();
     while let Some(command) = read_command(&mut input, &mut std::io::stdout())? {
         if command.trim().is_empty() {
             continue;
@@ -188,15 +194,47 @@ fn interactive(args: &Args) -> Result<bool, CliError> {
         if args.echo {
             write_stdout(&format!("{command}\n"))?;
         }
-        match runtime.block_on(send(&mut admin, &command, args.check_only)) {
-            Ok(output) => write_stdout(&with_newline(output))?,
+        let sent = active.before(&command);
+        match runtime.block_on(send(&mut admin, &sent, args.check_only)) {
+            Ok(output) => {
+                active.remember(&command);
+                write_stdout(&with_newline(output))?
+            }
             Err(err) => {
                 all_ok = false;
-                eprintln!("qmgr: {err}");
+                if !args.quiet {
+                    eprintln!("qmgr: {err}");
+                }
             }
         }
     }
     Ok(all_ok)
+}
+
+/// The `active` commands of an interactive session (PBS: objects stay
+/// active until qmgr exits). Each command goes as its own request, so the
+/// active ones are sent before it, on the same line.
+#[derive(Default)]
+struct ActiveObjects(std::collections::BTreeMap<String, String>);
+
+impl ActiveObjects {
+    /// `active queue a,b` (with names) replaces the active queues.
+    fn remember(&mut self, command: &str) {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        if let [verb, object, _, ..] = words[..]
+            && matches!(verb.to_ascii_lowercase().as_str(), "a" | "active")
+        {
+            self.0
+                .insert(object.to_ascii_lowercase(), command.trim().to_string());
+        }
+    }
+
+    /// The command as sent: the active commands first.
+    fn before(&self, command: &str) -> String {
+        let mut line: Vec<&str> = self.0.values().map(String::as_str).collect();
+        line.push(command);
+        line.join("; ")
+    }
 }
 
 async fn send(
@@ -296,10 +334,24 @@ mod tests {
     }
 
     #[test]
+    fn active_objects_go_before_each_command() {
+        let mut active = ActiveObjects::default();
+        assert_eq!(active.before("list queue"), "list queue");
+        active.remember("active queue a,b");
+        active.remember("list queue");
+        assert_eq!(
+            active.before("set queue enabled = true"),
+            "active queue a,b; set queue enabled = true"
+        );
+        active.remember("a queue c");
+        assert_eq!(active.before("list queue"), "a queue c; list queue");
+    }
+
+    #[test]
     fn command_and_file_conflict() {
         let err = Args::try_parse_from(["qmgr", "-c", "list server", "f.qmgr"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
-        let args = Args::try_parse_from(["qmgr", "-a", "-e", "-n", "-c", "p s"]).unwrap();
-        assert!(args.abort && args.echo && args.check_only);
+        let args = Args::try_parse_from(["qmgr", "-a", "-e", "-n", "-z", "-c", "p s"]).unwrap();
+        assert!(args.abort && args.echo && args.check_only && args.quiet);
     }
 }

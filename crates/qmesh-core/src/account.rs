@@ -128,6 +128,8 @@ impl Config {
         self.server.max_user_run.is_some()
             || self.server.max_group_run.is_some()
             || self.accounts.values().any(|a| a.max_run.is_some())
+            || self.server.limits.limits_running()
+            || self.queues.values().any(|q| q.limits.limits_running())
     }
 
     /// The running-job caps for a job, from the server's limits and its

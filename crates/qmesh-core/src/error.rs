@@ -182,6 +182,34 @@ pub enum CoreError {
     BadSignal { text: String, why: String },
     #[error("job {id} is not running (state {state}); only running jobs can be signalled")]
     NotRunning { id: String, state: char },
+    /// PBS's "Unauthorized Request": an access list (acl_users,
+    /// acl_groups, acl_hosts, acl_roots, from_route_only) refuses.
+    #[error("Unauthorized Request: {why}")]
+    Unauthorized { why: String },
+    /// PBS's "Maximum number of jobs already in queue": a queued limit
+    /// (max_queued, max_queuable, max_user_queuable) is reached.
+    #[error(
+        "Maximum number of jobs {whose}already in {place}: {count} queued or running, and {limit} allows no more; wait until some end or delete some (qdel), or ask an administrator to raise it ({raise} = ...)"
+    )]
+    MaxJobsQueued {
+        whose: String,
+        place: String,
+        count: u32,
+        limit: String,
+        raise: String,
+    },
+    /// PBS's "Job exceeds queue resource limits": a request above a
+    /// resources_max or below a resources_min.
+    /// `bound`: "queue \"workq\" allows at most 32gb (resources_max.mem);
+    /// ask for less".
+    #[error(
+        "{header}: it asks for {requested} but {bound}, or submit to another queue (qstat -Q -f)"
+    )]
+    ResourceLimit {
+        header: String,
+        requested: String,
+        bound: String,
+    },
 }
 
 impl CoreError {
@@ -196,8 +224,11 @@ impl CoreError {
             NotYourJob { .. }
             | PermissionDenied { .. }
             | NotAccountUser { .. }
-            | OtherUser { .. } => ErrorKind::Denied,
+            | OtherUser { .. }
+            | Unauthorized { .. } => ErrorKind::Denied,
             AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
+            MaxJobsQueued { .. } => ErrorKind::Exhausted,
+            ResourceLimit { .. } => ErrorKind::Invalid,
             QueueDisabled { .. }
             | WrongState { .. }
             | NotMovable { .. }

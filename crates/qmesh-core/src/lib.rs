@@ -10,11 +10,13 @@
 
 pub mod access;
 pub mod account;
+pub mod acl;
 pub mod alloc;
 pub mod calendar;
 pub mod depend;
 pub mod error;
 pub mod job;
+pub mod limits;
 pub mod node;
 pub mod node_group;
 pub mod periods;
@@ -22,12 +24,14 @@ pub mod qmgr;
 pub mod qmove;
 pub mod queue;
 pub mod reorder;
+pub mod resource_limits;
 pub mod resources;
 pub mod route;
 pub mod scheduler;
 pub mod server;
 pub mod shutdown;
 pub mod signal;
+pub mod site_resources;
 pub mod state;
 pub mod submit;
 pub mod time;

@@ -68,6 +68,10 @@ impl State {
             let comment = format!("moved from {from} to {dest} by {}", caller.user);
             (dest.to_string(), comment)
         };
+        crate::acl::check_move(config, job, dest, &landed)?;
+        if let Some(into) = config.queue(&landed).filter(|q| q.name != from) {
+            self.check_queued_limits(job, into, true)?;
+        }
         self.relocate(id, &landed, comment, now)
     }
 }

@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use crate::acl::QueueAcl;
+use crate::limits::JobLimits;
 use crate::reorder::TimeOfDay;
 
 /// What a queue's running jobs undergo when its period ends (EPCC: batch
@@ -134,6 +136,31 @@ pub struct Queue {
     /// the reason in its comment (EPCC's holding queue, never started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holding_queue: Option<String>,
+    /// PBS's limits on its jobs: how many run and how many it holds, in
+    /// all, per user, per group (`max_running`, `max_user_run`,
+    /// `max_run = "[u:PBS_GENERIC=5]"`, `max_queuable`, `max_queued`...).
+    #[serde(default, skip_serializing_if = "JobLimits::is_empty")]
+    pub limits: JobLimits,
+    /// Who may put jobs in it (`acl_users`, `acl_groups`, `acl_hosts`...).
+    #[serde(default, skip_serializing_if = "QueueAcl::is_empty")]
+    pub acl: QueueAcl,
+    /// `resources_max.NAME` for the resources that have no field above
+    /// (`ncpus`, `mem`, site-defined ones), by name, as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_max: BTreeMap<String, String>,
+    /// `resources_min.NAME`, likewise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_min: BTreeMap<String, String>,
+    /// `resources_default.NAME`, likewise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_default: BTreeMap<String, String>,
+    /// The administrator's note (qstat -Q -f, list queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Attributes of PBS and Torque that qmgr accepted, which qmesh keeps
+    /// and prints but does not act on (qmgr warned when they were set).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inert: BTreeMap<String, String>,
 }
 
 impl Queue {
@@ -160,6 +187,13 @@ impl Queue {
             route_destinations: Vec::new(),
             default_destination: None,
             holding_queue: None,
+            limits: JobLimits::default(),
+            acl: QueueAcl::default(),
+            resources_max: BTreeMap::new(),
+            resources_min: BTreeMap::new(),
+            resources_default: BTreeMap::new(),
+            comment: None,
+            inert: BTreeMap::new(),
         }
     }
 

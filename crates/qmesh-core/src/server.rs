@@ -6,11 +6,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::account::Account;
+use crate::acl::ServerAcl;
 use crate::calendar::Calendar;
+use crate::limits::JobLimits;
 use crate::node::NodeSet;
 use crate::node_group::NodeGroup;
 use crate::queue::Queue;
 use crate::shutdown::Shutdown;
+use crate::site_resources::ResourceDef;
 
 /// Server attributes (`qmgr -c "list server"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,6 +75,36 @@ pub struct ServerAttrs {
     pub max_group_queued: Option<u32>,
     pub max_group_run: Option<u32>,
     pub max_group_node_hours: Option<u64>,
+
+    // --- PBS and Torque attributes admin guides set ---
+    /// PBS's job-count limits on the server: `max_running`, `max_queuable`,
+    /// `max_user_queuable` and the new-style `max_run`, `max_queued`
+    /// (groups there are Unix groups).
+    #[serde(skip_serializing_if = "JobLimits::is_empty")]
+    pub limits: JobLimits,
+    /// Who may submit at all (`acl_users`, `acl_hosts`, `acl_roots`).
+    #[serde(skip_serializing_if = "ServerAcl::is_empty")]
+    pub acl: ServerAcl,
+    /// Whether users see other users' jobs in qstat (PBS's
+    /// `query_other_jobs`; qmesh's default is true, as installed PBS
+    /// servers set it).
+    pub query_other_jobs: bool,
+    /// `resources_max.NAME`, `resources_min.NAME`, `resources_default.NAME`
+    /// for every job, by resource, as written (walltime's default is
+    /// `default_walltime`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_max: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_min: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_default: BTreeMap<String, String>,
+    /// The administrator's note (qmgr list server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Attributes of PBS and Torque that qmgr accepted, which qmesh keeps
+    /// and prints but does not act on (qmgr warned when they were set).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub inert: BTreeMap<String, String>,
 }
 
 /// The order a pass takes pending jobs in.
@@ -159,6 +192,14 @@ impl Default for ServerAttrs {
             max_group_queued: None,
             max_group_run: None,
             max_group_node_hours: None,
+            limits: JobLimits::default(),
+            acl: ServerAcl::default(),
+            query_other_jobs: true,
+            resources_max: BTreeMap::new(),
+            resources_min: BTreeMap::new(),
+            resources_default: BTreeMap::new(),
+            comment: None,
+            inert: BTreeMap::new(),
         }
     }
 }
@@ -193,6 +234,10 @@ pub struct Config {
     /// restart keeps them out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_marks: BTreeMap<String, crate::node::NodeMark>,
+    /// Resources the site defined (`qmgr -c "create resource ngpus
+    /// type = long, flag = nh"`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, ResourceDef>,
 }
 
 fn is_default_calendar(calendar: &Calendar) -> bool {
@@ -238,10 +283,15 @@ impl Config {
         Ok(())
     }
 
-    /// The resources the site declared, which jobs may ask for besides
-    /// the built-in ones (none until the site declares some).
-    pub fn resource_names(&self) -> Vec<&str> {
-        Vec::new()
+    /// The resources the site declared that jobs may ask for (`qmgr
+    /// create resource`, without the r or i flag), besides the built-in
+    /// ones.
+    pub fn requestable_site_resources(&self) -> Vec<&str> {
+        self.resources
+            .values()
+            .filter(|def| def.requestable())
+            .map(|def| def.name.as_str())
+            .collect()
     }
 
     pub fn queue(&self, name: &str) -> Option<&Queue> {

@@ -854,11 +854,14 @@ impl State {
             return Err(self.wrong_state(job, "move"));
         }
         remove_pending(&mut self.pending, job);
+        // The per-queue counters follow the job to its new queue.
+        self.accounting.tally.leave_pending(job);
         let job = self
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.queue = queue.to_string();
+        self.accounting.tally.enter_pending(job);
         job.rank = None;
         job.mtime = now;
         job.comment = comment;

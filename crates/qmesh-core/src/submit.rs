@@ -104,11 +104,24 @@ impl Submission {
             return Err(CoreError::QueueDisabled { queue: queue_name });
         }
 
-        let site: Vec<&str> = config.resource_names();
-        let req = ResourceRequest::parse_with(
-            self.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-            &site,
-        )?;
+        let site: Vec<&str> = config.requestable_site_resources();
+        let read = |defaults: &[(String, String)]| {
+            let given = self.resources.iter().chain(defaults);
+            let req =
+                ResourceRequest::parse_with(given.map(|(n, v)| (n.as_str(), v.as_str())), &site)?;
+            for name in req.list.keys().filter(|n| site.contains(&n.as_str())) {
+                if let Some(kind) = config.resource_type(name) {
+                    kind.check(&req.list[name])
+                        .map_err(|why| CoreError::BadResource {
+                            name: name.clone(),
+                            value: req.list[name].clone(),
+                            why,
+                        })?;
+                }
+            }
+            Ok::<_, CoreError>(req)
+        };
+        let mut req = read(&[])?;
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
@@ -136,6 +149,28 @@ impl Submission {
             (routed.queue, queue)
         } else {
             (queue_name, queue)
+        };
+        crate::acl::check_submit(
+            config,
+            self.queue.as_deref(),
+            &queue_name,
+            caller,
+            &self.submit_host,
+        )?;
+        // The queue's and the server's resources_default for what the job
+        // did not name, read as if written in the request (PBS), so that a
+        // default mem also chooses the nodes.
+        let defaults = defaults_for(config, queue, &req);
+        if !defaults.is_empty() {
+            let walltime = ask.walltime;
+            req = read(&defaults)?;
+            ask.walltime = walltime.or(req.walltime);
+        }
+        let needs = NodeNeeds {
+            mem: req.mem,
+            cpus: req.ncpus,
+            gpus: req.gpus,
+            features: &req.features,
         };
         let (nodes, walltime) = effective(queue, ask, config);
         if held.is_none() {
@@ -188,6 +223,9 @@ impl Submission {
             p => p.unwrap_or(0),
         };
         let resource_list = req.resource_list(nodes, walltime);
+        if held.is_none() {
+            crate::resource_limits::check_job_resources(config, queue, &resource_list)?;
+        }
         let (gid, group) = match self.egroup {
             Some((group, gid)) => (gid, group),
             None => (caller.gid, caller.group.clone()),
@@ -251,6 +289,23 @@ impl Submission {
             period_stop: None,
         })
     }
+}
+
+/// The entries `queue`'s and the server's `resources_default` add to a
+/// request that names none of them. Nodes and wall time have their own
+/// defaults (see [`effective`]); under `select=`, what belongs to chunks
+/// is left to the chunks.
+fn defaults_for(config: &Config, queue: &Queue, req: &ResourceRequest) -> Vec<(String, String)> {
+    const OWN: [&str; 6] = ["nodes", "nodect", "walltime", "select", "place", "ncpus"];
+    const CHUNK: [&str; 6] = ["ncpus", "mem", "ngpus", "vmem", "mpiprocs", "ompthreads"];
+    let chunked = req.layout.as_ref().is_some_and(|l| !l.chunks.is_empty());
+    let mut list = req.list.clone();
+    crate::resource_limits::fill_job_defaults(config, queue, &mut list)
+        .into_iter()
+        .filter(|name| !OWN[..5].contains(&name.as_str()))
+        .filter(|name| !(chunked && (CHUNK.contains(&name.as_str()) || name == OWN[5])))
+        .filter_map(|name| list.get(&name).map(|v| (name.clone(), v.clone())))
+        .collect()
 }
 
 /// The run options of a submission, checked; `notes` are what the

@@ -186,7 +186,29 @@ pub fn queue_info(q: &Queue, counts: StateCounts, capacity: u32) -> v1::QueueInf
         route_destinations: q.route_destinations.clone(),
         default_destination: q.default_destination.clone().unwrap_or_default(),
         holding_queue: q.holding_queue.clone().unwrap_or_default(),
+        max_running: q.limits.max_running,
+        max_user_run: q.limits.max_user_run,
+        max_group_run: q.limits.max_group_run,
+        max_queuable: q.limits.max_queuable,
+        max_user_queuable: q.limits.max_user_queuable,
+        max_run: q.limits.max_run.to_string(),
+        max_queued: q.limits.max_queued.to_string(),
+        acl_user_enable: q.acl.user_enable,
+        acl_users: q.acl.users.clone(),
+        acl_group_enable: q.acl.group_enable,
+        acl_groups: q.acl.groups.clone(),
+        acl_host_enable: q.acl.host_enable,
+        acl_hosts: q.acl.hosts.clone(),
+        resources_max: pairs(&q.resources_max),
+        resources_min: pairs(&q.resources_min),
+        resources_default: pairs(&q.resources_default),
+        comment: q.comment.clone().unwrap_or_default(),
     }
+}
+
+/// A resource map on the wire (whatever map type prost makes).
+fn pairs<M: FromIterator<(String, String)>>(map: &std::collections::BTreeMap<String, String>) -> M {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// The wire form of a job's place in the plan.

@@ -48,6 +48,9 @@ pub enum Event {
         reply: Reply<v1::SubmitReply>,
     },
     Status {
+        /// Who asks: a user sees only their own jobs when the server's
+        /// query_other_jobs is false.
+        peer: Peer,
         request: v1::StatusRequest,
         reply: Reply<v1::StatusReply>,
     },

@@ -211,6 +211,7 @@ async fn run(
             daemon_uid: uid,
             cluster_key,
             jobs: settings.jobs.clone(),
+            file_config: settings.initial.clone(),
         },
         durable_tx,
     );

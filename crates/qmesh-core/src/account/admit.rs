@@ -105,6 +105,9 @@ impl State {
     /// Nothing is formatted unless a limit is passed: this runs on every
     /// submission.
     fn check_limits(&self, job: &Job) -> Result<(), CoreError> {
+        if let Some(queue) = self.config().queue(&job.queue) {
+            self.check_queued_limits(job, queue, false)?;
+        }
         let server = &self.config().server;
         let tally = &self.accounting().tally;
         let need = node_seconds(job);

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::group_of;
 use crate::job::Job;
+use crate::limits::EntityCounts;
 
 /// What a job asks for: nodes × wall time, in node-seconds.
 pub fn node_seconds(job: &Job) -> u64 {
@@ -36,6 +37,9 @@ impl Count {
 pub struct Tally {
     users: HashMap<String, Count>,
     groups: HashMap<String, Count>,
+    /// Jobs not finished per queue and per user, Unix group and project,
+    /// for PBS's queued limits (`max_queued`, `max_queuable`).
+    pub(crate) entities: EntityCounts,
 }
 
 #[derive(Clone, Copy)]
@@ -75,6 +79,7 @@ impl Tally {
         if let Some(account) = &job.account {
             bump(&mut self.groups, group_of(account), set, enter, secs);
         }
+        self.entities.change(job, enter, matches!(set, Set::Active));
     }
 
     /// The counters made from scratch, for the invariant check.

@@ -4,10 +4,15 @@
 //! and of NQS habit (`max_nodes`) are accepted as aliases. Printing always
 //! uses the PBS name, so `print server` output reads the same to a PBS admin.
 
-use super::parse::Op;
+use std::collections::BTreeMap;
+
+use super::inert::{self, Object};
+use super::parse::{Assignment, Op};
+use super::{pbs_attrs, resource};
 use crate::queue::{PeriodEnd, Queue, QueueType};
 use crate::reorder::TimeOfDay;
 use crate::server::{Backfill, JobOrder, ServerAttrs};
+use crate::site_resources::ResourceDef;
 use crate::time::{format_hms, parse_duration};
 
 /// Queue attributes in the order list and print show them.
@@ -40,7 +45,7 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("managers", &[]),
     ("operators", &[]),
     ("resources_default.walltime", &["default_walltime"]),
-    ("job_history_duration", &[]),
+    ("job_history_duration", &["keep_completed"]),
     ("kill_delay", &[]),
     ("default_rerunnable", &["rerunnable"]),
     ("max_load_factor", &["load_factor"]),
@@ -52,8 +57,8 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("backfill", &[]),
     ("search_depth", &["bf_max_job_test"]),
     ("fairshare_half_life", &["half_life"]),
-    ("max_user_queued", &["max_queued"]),
-    ("max_user_run", &["max_run"]),
+    ("max_user_queued", &[]),
+    ("max_user_run", &[]),
     ("max_user_node_hours", &[]),
     ("max_group_queued", &[]),
     ("max_group_run", &[]),
@@ -90,7 +95,7 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
     }
 }
 
-fn show_bool(b: bool) -> String {
+pub(super) fn show_bool(b: bool) -> String {
     if b { "True" } else { "False" }.to_string()
 }
 
@@ -162,25 +167,214 @@ fn period_of_priority(name: &str) -> Option<&str> {
     (head.eq_ignore_ascii_case("priority") && !period.is_empty()).then_some(period)
 }
 
-/// Sets a queue attribute as written (aliases and `priority.PERIOD`).
-pub fn set_queue_named(q: &mut Queue, name: &str, op: Op, value: &str) -> Result<(), String> {
+/// What setting an attribute needs besides the object: the site's
+/// resources (to check `resources_max.NAME`), and where warnings go.
+pub struct Ctx<'a> {
+    pub resources: &'a BTreeMap<String, ResourceDef>,
+    pub warnings: &'a mut Vec<String>,
+}
+
+/// The message for an attribute no table knows.
+fn unknown(name: &str, object: &str, table: &[(&str, &[&str])], pbs: &[&str]) -> String {
+    let known: Vec<&str> = table
+        .iter()
+        .map(|(c, _)| *c)
+        .chain(pbs.iter().copied())
+        .collect();
+    format!(
+        "unknown attribute \"{name}\" for {object}; known: {}, resources_max.NAME, \
+         resources_min.NAME, resources_default.NAME (qmgr -c \"help {}\" lists the PBS \
+         and Torque attributes accepted without effect)",
+        known.join(", "),
+        if object == "a queue" {
+            "queue"
+        } else {
+            "server"
+        }
+    )
+}
+
+/// Sets a queue attribute as written: aliases, `priority.PERIOD`,
+/// `resources_*.NAME`, PBS's limits and access lists, and the attributes
+/// accepted without effect (with a warning).
+pub fn set_queue_named(
+    q: &mut Queue,
+    name: &str,
+    op: Op,
+    value: &str,
+    ctx: &mut Ctx,
+) -> Result<(), String> {
     if let Some(period) = period_of_priority(name) {
         scalar_only(name, op)?;
         q.period_priority
             .insert(period.to_string(), parse_priority(value)?);
         return Ok(());
     }
-    set_queue(q, canonical(QUEUE_ATTRS, name, "a queue")?, op, value)
+    if let Some(why) = inert::read_only(name) {
+        return Err(why);
+    }
+    if let Ok(canon) = canonical(QUEUE_ATTRS, name, "a queue") {
+        return set_queue(q, canon, op, value);
+    }
+    if let Some((head, res)) = resource::map_attr(name) {
+        let a = Assignment {
+            name: name.to_string(),
+            op,
+            value: value.to_string(),
+        };
+        let map = resource::map_of(
+            head,
+            &mut q.resources_max,
+            &mut q.resources_min,
+            &mut q.resources_default,
+        );
+        return resource::set_in_map(map, head, res, &a, ctx.resources);
+    }
+    if let Some(result) = pbs_attrs::set_queue(q, name, op, value, ctx.warnings) {
+        return result;
+    }
+    let whose = format!("queue {}", q.name);
+    if let Some(result) = inert::set(
+        &mut q.inert,
+        Object::Queue,
+        &whose,
+        name,
+        op,
+        value,
+        ctx.warnings,
+    ) {
+        return result;
+    }
+    Err(unknown(
+        name,
+        "a queue",
+        QUEUE_ATTRS,
+        pbs_attrs::QUEUE_ATTRS,
+    ))
 }
 
-/// Unsets a queue attribute as written (aliases and `priority.PERIOD`).
+/// Unsets a queue attribute as written (as [`set_queue_named`] reads it).
 pub fn unset_queue_named(q: &mut Queue, name: &str) -> Result<(), String> {
     if let Some(period) = period_of_priority(name) {
         q.period_priority.remove(period);
         return Ok(());
     }
-    unset_queue(q, canonical(QUEUE_ATTRS, name, "a queue")?);
-    Ok(())
+    if let Ok(canon) = canonical(QUEUE_ATTRS, name, "a queue") {
+        unset_queue(q, canon);
+        return Ok(());
+    }
+    if let Some((head, res)) = resource::map_attr(name) {
+        resource::map_of(
+            head,
+            &mut q.resources_max,
+            &mut q.resources_min,
+            &mut q.resources_default,
+        )
+        .remove(res);
+        return Ok(());
+    }
+    if pbs_attrs::unset_queue(q, name) {
+        return Ok(());
+    }
+    if inert::is_inert(name, Object::Queue) {
+        q.inert.remove(&name.to_ascii_lowercase());
+        return Ok(());
+    }
+    Err(unknown(
+        name,
+        "a queue",
+        QUEUE_ATTRS,
+        pbs_attrs::QUEUE_ATTRS,
+    ))
+}
+
+/// Sets a server attribute as written (see [`set_queue_named`]).
+pub fn set_server_named(
+    s: &mut ServerAttrs,
+    name: &str,
+    op: Op,
+    value: &str,
+    ctx: &mut Ctx,
+) -> Result<(), String> {
+    if let Some(why) = inert::read_only(name) {
+        return Err(why);
+    }
+    if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {
+        if canon == "max_group_run" {
+            ctx.warnings.push(
+                "server: max_group_run counts the jobs of each account (qsub -A, with its \
+                 sub-accounts), not of each Unix group; for Unix groups write \
+                 max_run = \"[g:PBS_GENERIC=N]\""
+                    .to_string(),
+            );
+        }
+        return set_server(s, canon, op, value);
+    }
+    if let Some((head, res)) = resource::map_attr(name) {
+        let a = Assignment {
+            name: name.to_string(),
+            op,
+            value: value.to_string(),
+        };
+        let map = resource::map_of(
+            head,
+            &mut s.resources_max,
+            &mut s.resources_min,
+            &mut s.resources_default,
+        );
+        return resource::set_in_map(map, head, res, &a, ctx.resources);
+    }
+    if let Some(result) = pbs_attrs::set_server(s, name, op, value, ctx.warnings) {
+        return result;
+    }
+    if let Some(result) = inert::set(
+        &mut s.inert,
+        Object::Server,
+        "server",
+        name,
+        op,
+        value,
+        ctx.warnings,
+    ) {
+        return result;
+    }
+    Err(unknown(
+        name,
+        "the server",
+        SERVER_ATTRS,
+        pbs_attrs::SERVER_ATTRS,
+    ))
+}
+
+/// Unsets a server attribute as written.
+pub fn unset_server_named(s: &mut ServerAttrs, name: &str) -> Result<(), String> {
+    if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {
+        unset_server(s, canon);
+        return Ok(());
+    }
+    if let Some((head, res)) = resource::map_attr(name) {
+        resource::map_of(
+            head,
+            &mut s.resources_max,
+            &mut s.resources_min,
+            &mut s.resources_default,
+        )
+        .remove(res);
+        return Ok(());
+    }
+    if pbs_attrs::unset_server(s, name) {
+        return Ok(());
+    }
+    if inert::is_inert(name, Object::Server) {
+        s.inert.remove(&name.to_ascii_lowercase());
+        return Ok(());
+    }
+    Err(unknown(
+        name,
+        "the server",
+        SERVER_ATTRS,
+        pbs_attrs::SERVER_ATTRS,
+    ))
 }
 
 fn parse_priority(value: &str) -> Result<i32, String> {
@@ -306,6 +500,13 @@ pub fn queue_values(q: &Queue) -> Vec<(String, String)> {
     for (period, p) in &q.period_priority {
         out.push((format!("priority.{period}"), p.to_string()));
     }
+    out.extend(pbs_attrs::queue_values(q));
+    out.extend(resource::map_values(
+        &q.resources_max,
+        &q.resources_min,
+        &q.resources_default,
+    ));
+    out.extend(q.inert.iter().map(|(n, v)| (n.clone(), v.clone())));
     out
 }
 
@@ -485,9 +686,9 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
 
 /// Every server attribute with its value (for list), and whether it
 /// differs from the default (for print).
-pub fn server_values(s: &ServerAttrs) -> Vec<(&'static str, String, bool)> {
+pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
     let d = ServerAttrs::default();
-    vec![
+    let fixed: Vec<(&'static str, String, bool)> = vec![
         (
             "scheduling",
             show_bool(s.scheduling),
@@ -567,7 +768,19 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(&'static str, String, bool)> {
         optional("max_group_queued", s.max_group_queued),
         optional("max_group_run", s.max_group_run),
         optional("max_group_node_hours", s.max_group_node_hours),
-    ]
+    ];
+    let mut out: Vec<(String, String, bool)> = fixed
+        .into_iter()
+        .map(|(n, v, differs)| (n.to_string(), v, differs))
+        .collect();
+    out.extend(pbs_attrs::server_values(s));
+    for (name, value) in
+        resource::map_values(&s.resources_max, &s.resources_min, &s.resources_default)
+    {
+        out.push((name, value, true));
+    }
+    out.extend(s.inert.iter().map(|(n, v)| (n.clone(), v.clone(), true)));
+    out
 }
 
 /// An unset limit lists as empty and is not printed.

@@ -217,6 +217,33 @@ pub fn print(config: &Config) -> String {
     out
 }
 
+/// `unset calendar` lines for what the configuration file's calendar
+/// (`file`) has and `config`'s no longer does, for the end of a backup
+/// (queues and node groups may name the periods until then).
+pub fn print_removals(config: &Config, file: &Config) -> String {
+    let (now, seeded, fresh) = (&config.calendar, &file.calendar, Calendar::default());
+    let mut gone = Vec::new();
+    if now.time_zone == fresh.time_zone && seeded.time_zone != fresh.time_zone {
+        gone.push("time_zone".to_string());
+    }
+    if now.prime_time == fresh.prime_time && seeded.prime_time != fresh.prime_time {
+        gone.push("prime_time".to_string());
+    }
+    if now.holidays.is_empty() && !seeded.holidays.is_empty() {
+        gone.push("holidays".to_string());
+    }
+    for name in seeded
+        .periods
+        .keys()
+        .filter(|p| !now.periods.contains_key(*p))
+    {
+        gone.push(format!("period.{name}"));
+    }
+    gone.iter()
+        .map(|attr| format!("unset calendar {attr}\n"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::run_as;

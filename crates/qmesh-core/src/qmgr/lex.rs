@@ -1,6 +1,8 @@
 //! Splits a qmgr line into words, operators, commas and quoted strings.
 //! `+=` and `-=` are operators only when written together; a `-` or `+`
-//! elsewhere is part of a word (`c1-prod`). `#` starts a comment.
+//! elsewhere is part of a word (`c1-prod`). `#` starts a comment. Brackets
+//! keep what they hold in the word, `=` and `,` included: PBS's limits
+//! are written `max_run = [u:PBS_GENERIC=5]`.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Token {
@@ -59,6 +61,15 @@ pub fn tokens(line: &str) -> Result<Vec<Token>, String> {
             _ => {
                 let mut word = String::new();
                 while let Some(&c) = chars.peek() {
+                    if c == '[' {
+                        for inner in chars.by_ref() {
+                            word.push(inner);
+                            if inner == ']' {
+                                break;
+                            }
+                        }
+                        continue;
+                    }
                     if c.is_whitespace() || matches!(c, ',' | '=' | '"' | '\'' | '#') {
                         break;
                     }
@@ -135,5 +146,15 @@ mod tests {
             vec![w("priority"), Assign, w("-5")]
         );
         assert!(tokens("set server x = \"open").is_err());
+        assert_eq!(
+            tokens("max_run = [u:PBS_GENERIC=5],[g:a,b=2]").unwrap(),
+            vec![
+                w("max_run"),
+                Assign,
+                w("[u:PBS_GENERIC=5]"),
+                Comma,
+                w("[g:a,b=2]")
+            ]
+        );
     }
 }

@@ -7,23 +7,33 @@
 mod account;
 mod attrs;
 mod calendar;
+mod inert;
 mod lex;
 mod node;
 mod node_group;
 mod node_set;
 mod parse;
+mod pbs_attrs;
 mod print;
+mod resource;
 mod shutdown;
 
+pub use attrs::parse_bool;
 pub use calendar::import_holidays_commands;
 pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
-pub use print::print_server;
+pub use print::{print_server, print_server_over};
 pub use shutdown::ShutdownAction;
 
 /// Sets one queue attribute as qmgr would (`period_end = kill`), for
 /// configuration read from elsewhere (the daemon's file).
 pub fn set_queue_attr(queue: &mut Queue, name: &str, value: &str) -> Result<(), String> {
-    attrs::set_queue_named(queue, name, Op::Assign, value)
+    let resources = std::collections::BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut ctx = attrs::Ctx {
+        resources: &resources,
+        warnings: &mut warnings,
+    };
+    attrs::set_queue_named(queue, name, Op::Assign, value, &mut ctx)
 }
 
 /// Sets one server attribute as qmgr would (`job_order = priority_aging`),
@@ -65,6 +75,19 @@ pub fn run(
     state: &State,
     caller: &Caller,
 ) -> Result<Outcome, QmgrError> {
+    run_over(commands, config, state, caller, &Config::default())
+}
+
+/// [`run`], for a daemon whose configuration file seeds a new store with
+/// `file`: `print server` then writes what recreates `config` on a fresh
+/// daemon started from the same file (see [`print_server_over`]).
+pub fn run_over(
+    commands: &[Command],
+    config: &mut Config,
+    state: &State,
+    caller: &Caller,
+    file: &Config,
+) -> Result<Outcome, QmgrError> {
     let mut outcome = Outcome::default();
     let warned_before = crate::route::check(config).unwrap_or_default();
     for cmd in commands {
@@ -75,7 +98,21 @@ pub fn run(
         if cmd.action.changes() || matches!(cmd.action, Action::ReorderQueue(_)) {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
-        apply(&cmd.action, config, state, &mut outcome).map_err(fail)?;
+        let mut warnings = Vec::new();
+        apply(
+            &cmd.action,
+            config,
+            state,
+            &mut outcome,
+            file,
+            &mut warnings,
+        )
+        .map_err(fail)?;
+        for warning in warnings {
+            outcome
+                .output
+                .push_str(&format!("WARNING: line {}: {warning}\n", cmd.line));
+        }
         if cmd.action.changes() {
             node::forget_missing(config, state);
             validate(config, state).map_err(fail)?;
@@ -103,6 +140,10 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::DeleteAccount(..)
         | Action::SetAccount(..)
         | Action::UnsetAccount(..) => Role::Manager,
+        Action::CreateResource(..)
+        | Action::DeleteResource(..)
+        | Action::SetResource(..)
+        | Action::UnsetResource(..) => Role::Manager,
         Action::CreateNodeGroup(..)
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
@@ -113,20 +154,8 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::UnsetNodeSet(..)
         | Action::SetCalendar(..)
         | Action::UnsetCalendar(..) => Role::Manager,
-        Action::SetServer(list)
-            if list
-                .iter()
-                .any(|a| matches!(a.name.as_str(), "managers" | "operators")) =>
-        {
-            Role::Manager
-        }
-        Action::UnsetServer(names)
-            if names
-                .iter()
-                .any(|n| matches!(n.as_str(), "managers" | "operators")) =>
-        {
-            Role::Manager
-        }
+        Action::SetServer(list) if list.iter().any(|a| manager_only(&a.name)) => Role::Manager,
+        Action::UnsetServer(names) if names.iter().any(|n| manager_only(n)) => Role::Manager,
         _ => Role::Operator,
     };
     if caller.role >= need {
@@ -138,6 +167,13 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
             need.as_str()
         ))
     }
+}
+
+/// Server attributes only managers change (PBS: the lists of rights and
+/// of who may submit).
+fn manager_only(attr: &str) -> bool {
+    let attr = attr.to_ascii_lowercase();
+    matches!(attr.as_str(), "managers" | "operators") || attr.starts_with("acl_")
 }
 
 fn no_queue(name: &str) -> String {
@@ -164,7 +200,14 @@ fn apply(
     config: &mut Config,
     state: &State,
     outcome: &mut Outcome,
+    file: &Config,
+    warnings: &mut Vec<String>,
 ) -> Result<(), String> {
+    let resources = config.resources.clone();
+    let mut ctx = attrs::Ctx {
+        resources: &resources,
+        warnings,
+    };
     match action {
         Action::CreateQueue(names, assigns) => {
             for name in names {
@@ -175,7 +218,7 @@ fn apply(
                 }
                 let mut queue = Queue::new(name);
                 for a in assigns {
-                    attrs::set_queue_named(&mut queue, &a.name, a.op, &a.value)?;
+                    attrs::set_queue_named(&mut queue, &a.name, a.op, &a.value, &mut ctx)?;
                 }
                 config.queues.insert(name.clone(), queue);
             }
@@ -206,7 +249,7 @@ fn apply(
             for name in names {
                 let queue = queue_mut(config, name)?;
                 for a in assigns {
-                    attrs::set_queue_named(queue, &a.name, a.op, &a.value)?;
+                    attrs::set_queue_named(queue, &a.name, a.op, &a.value, &mut ctx)?;
                 }
             }
         }
@@ -220,14 +263,12 @@ fn apply(
         }
         Action::SetServer(assigns) => {
             for a in assigns {
-                let attr = attrs::canonical(attrs::SERVER_ATTRS, &a.name, "the server")?;
-                attrs::set_server(&mut config.server, attr, a.op, &a.value)?;
+                attrs::set_server_named(&mut config.server, &a.name, a.op, &a.value, &mut ctx)?;
             }
         }
         Action::UnsetServer(attr_names) => {
             for a in attr_names {
-                let attr = attrs::canonical(attrs::SERVER_ATTRS, a, "the server")?;
-                attrs::unset_server(&mut config.server, attr);
+                attrs::unset_server_named(&mut config.server, a)?;
             }
         }
         Action::ListQueue(names) => {
@@ -236,7 +277,7 @@ fn apply(
             }
         }
         Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
-        Action::PrintServer => outcome.output.push_str(&print_server(config)),
+        Action::PrintServer => outcome.output.push_str(&print_server_over(config, file)),
         Action::PrintQueue(names) => {
             for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::print_queue(queue));
@@ -281,6 +322,21 @@ fn apply(
             calendar::apply(action, config, outcome)?;
         }
         Action::Shutdown(s) => shutdown::apply(s, config, state, outcome)?,
+        Action::CreateResource(..)
+        | Action::DeleteResource(..)
+        | Action::SetResource(..)
+        | Action::UnsetResource(..)
+        | Action::ListResource(..)
+        | Action::PrintResource(..) => {
+            resource::apply(action, config, outcome)?;
+        }
+        Action::Active(object, shown) => {
+            if !shown.is_empty() {
+                outcome
+                    .output
+                    .push_str(&format!("active {object}: {}\n", shown.join(",")));
+            }
+        }
         Action::Quit => outcome.quit = true,
     }
     Ok(())

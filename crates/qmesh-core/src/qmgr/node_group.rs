@@ -147,14 +147,40 @@ fn list(group: &NodeGroup, config: &Config) -> String {
 }
 
 /// qmgr commands that recreate the node groups (printed before the
-/// queues, which name them).
-pub fn print(config: &Config) -> String {
+/// queues, which name them), on a daemon whose configuration file makes
+/// the groups of `file`: those are not created again; the lists they have
+/// and the group no longer has are unset.
+pub fn print_over(config: &Config, file: &Config) -> String {
     if config.node_groups.is_empty() {
         return String::new();
     }
     let mut out = String::from("#\n# Create node groups: their sets, and per period.\n#\n");
     for group in config.node_groups.values() {
-        out.push_str(&format!("create node_group {}\n", group.name));
+        match file.node_groups.get(&group.name) {
+            None => out.push_str(&format!("create node_group {}\n", group.name)),
+            Some(seeded) => {
+                out.push_str(&format!(
+                    "# node group {} is made by the configuration file\n",
+                    group.name
+                ));
+                let mut gone: Vec<String> = seeded
+                    .periods
+                    .iter()
+                    .filter(|p| !group.periods.iter().any(|g| g.period == p.period))
+                    .map(|p| format!("sets.{}", p.period))
+                    .collect();
+                if group.sets.is_empty() && !seeded.sets.is_empty() {
+                    gone.insert(0, "sets".to_string());
+                }
+                if !gone.is_empty() {
+                    out.push_str(&format!(
+                        "unset node_group {} {}\n",
+                        group.name,
+                        gone.join(", ")
+                    ));
+                }
+            }
+        }
         if !group.sets.is_empty() {
             out.push_str(&format!(
                 "set node_group {} sets = {}\n",

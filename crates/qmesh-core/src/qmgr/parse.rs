@@ -10,7 +10,12 @@
 //! NQS:         set per_request ncpus = N QUEUE
 //! EPCC:        reorder queue NAME {, NAME}      (group cascade; changes jobs)
 //! shutdowns:   create|set|unset|delete|list shutdown NAME ...
+//! resources:   create|set|unset|delete|list|print resource NAME ... (PBS Pro)
+//! active:      active queue|node|... [NAME {, NAME}]
 //! ```
+//!
+//! As in PBS, `;` ends a command like a new line does, and `active queue
+//! a,b` makes later commands that name no queue act on a and b.
 
 use super::lex::{Token, tokens};
 use super::shutdown::ShutdownAction;
@@ -84,6 +89,17 @@ pub enum Action {
     ReorderQueue(Vec<String>),
     /// A shutdown window command (`qmgr/shutdown.rs`).
     Shutdown(ShutdownAction),
+    CreateResource(Vec<String>, Vec<Assignment>),
+    DeleteResource(Vec<String>),
+    SetResource(Vec<String>, Vec<Assignment>),
+    UnsetResource(Vec<String>, Vec<String>),
+    /// Empty: every resource the site defined.
+    ListResource(Vec<String>),
+    PrintResource(Vec<String>),
+    /// `active OBJECT [NAMES]`: the names later commands use when they
+    /// name none (already substituted by the parser); with no names, the
+    /// active names are listed.
+    Active(String, Vec<String>),
 }
 
 impl Action {
@@ -113,6 +129,10 @@ impl Action {
                 | Action::UnsetCalendar(..)
                 | Action::SetNode(..)
                 | Action::UnsetNode(..)
+                | Action::CreateResource(..)
+                | Action::DeleteResource(..)
+                | Action::SetResource(..)
+                | Action::UnsetResource(..)
         ) || matches!(self, Action::Shutdown(s) if s.changes())
     }
 }
@@ -135,11 +155,12 @@ pub struct QmgrError {
 }
 
 /// Parses a whole script. Blank lines and `#` comments are skipped; a line
-/// ending in `\` continues on the next.
+/// ending in `\` continues on the next; `;` separates commands on a line.
 pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
     let mut commands = Vec::new();
     let mut pending = String::new();
     let mut start_line = 0;
+    let mut active = Active::default();
     for (idx, raw) in script.lines().enumerate() {
         if pending.is_empty() {
             start_line = idx + 1;
@@ -151,15 +172,18 @@ pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
         }
         pending.push_str(raw);
         let text = std::mem::take(&mut pending);
-        if let Some(action) = parse_line(&text).map_err(|message| QmgrError {
-            line: start_line,
-            message,
-        })? {
-            commands.push(Command {
+        for part in split_commands(&text) {
+            let fail = |message| QmgrError {
                 line: start_line,
-                text: text.trim().to_string(),
-                action,
-            });
+                message,
+            };
+            if let Some(action) = parse_line(part, &mut active).map_err(fail)? {
+                commands.push(Command {
+                    line: start_line,
+                    text: part.trim().to_string(),
+                    action,
+                });
+            }
         }
     }
     if !pending.trim().is_empty() {
@@ -171,11 +195,56 @@ pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
     Ok(commands)
 }
 
-const VERBS: &str = "create, delete, set, unset, list, print, reorder, help, quit";
+/// A line's commands: split at `;` outside quotes and before a `#`.
+fn split_commands(line: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut quote = None;
+    let mut start = 0;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => break,
+            (None, ';') => {
+                parts.push(&line[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&line[start..]);
+    parts
+}
 
-fn parse_line(line: &str) -> Result<Option<Action>, String> {
+/// The names `active` made current, per object (`queue`, `node`, ...).
+#[derive(Default)]
+struct Active(std::collections::BTreeMap<String, Vec<String>>);
+
+/// The object an `active` or a command names, in one spelling.
+fn object_kind(object: &str) -> &str {
+    match object {
+        "q" | "queue" | "queues" => "queue",
+        "n" | "node" | "nodes" => "node",
+        "a" | "account" | "accounts" => "account",
+        "node_group" | "node_groups" | "ng" => "node_group",
+        "node_set" | "node_sets" | "ns" => "node_set",
+        "shutdown" | "shutdowns" => "shutdown",
+        "r" | "resource" | "resources" => "resource",
+        "s" | "server" => "server",
+        other => other,
+    }
+}
+
+const VERBS: &str = "create, delete, set, unset, list, print, active, reorder, help, quit";
+
+fn parse_line(line: &str, active: &mut Active) -> Result<Option<Action>, String> {
     let toks = tokens(line)?;
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        active: active.0.clone(),
+    };
     let Some(first) = p.next() else {
         return Ok(None);
     };
@@ -190,6 +259,16 @@ fn parse_line(line: &str) -> Result<Option<Action>, String> {
         "c" | "create" | "d" | "delete" | "s" | "set" | "u" | "unset" | "l" | "list" | "p"
         | "print" => p.object_command(&verb)?,
         "h" | "help" | "?" => Action::Help(p.rest_word()),
+        "a" | "active" => {
+            let object = p.word("an object (queue, node, ...)")?.to_ascii_lowercase();
+            let kind = object_kind(&object).to_string();
+            let names = p.names()?;
+            if !names.is_empty() {
+                active.0.insert(kind.clone(), names.clone());
+            }
+            let shown = active.0.get(&kind).cloned().unwrap_or_default();
+            Action::Active(kind, if names.is_empty() { shown } else { Vec::new() })
+        }
         "reorder" => p.reorder_command()?,
         "q" | "quit" | "exit" => Action::Quit,
         other => return Err(format!("unknown command \"{other}\"; commands: {VERBS}")),
@@ -203,9 +282,22 @@ fn parse_line(line: &str) -> Result<Option<Action>, String> {
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    /// The active names per object, for commands that name none.
+    active: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Parser {
+    /// Names as written, or the active ones of `object` when none are.
+    fn names_or_active(&mut self, object: &str) -> Result<Vec<String>, String> {
+        let names = self.names()?;
+        if names.is_empty()
+            && let Some(active) = self.active.get(object)
+        {
+            return Ok(active.clone());
+        }
+        Ok(names)
+    }
+
     fn next(&mut self) -> Option<Token> {
         let t = self.toks.get(self.pos).cloned();
         self.pos += 1;
@@ -262,9 +354,10 @@ impl Parser {
             }
             "node_set" | "node_sets" | "ns" => self.node_set_command(verb),
             "n" | "node" | "nodes" => self.node_command(verb),
+            "r" | "resource" | "resources" => self.resource_command(verb),
             other => Err(format!(
-                "unknown object \"{other}\"; objects: server, queue, account, node, node_group, \
-                 node_set, calendar, shutdown (and set per_request)"
+                "unknown object \"{other}\"; objects: server, queue, resource, account, node, \
+                 node_group, node_set, calendar, shutdown (and set per_request)"
             )),
         }
     }
@@ -319,7 +412,7 @@ impl Parser {
                 }
                 None => return Err(format!("expected \"=\" and a value after \"{name}\"")),
             };
-            let value = match self.next() {
+            let mut value = match self.next() {
                 Some(Token::Word(v) | Token::Quoted(v)) => v,
                 Some(other) => {
                     return Err(format!(
@@ -329,6 +422,26 @@ impl Parser {
                 }
                 None => return Err(format!("expected a value for \"{name}\"")),
             };
+            loop {
+                match (self.peek(0), self.peek(1)) {
+                    // More bracketed entries: max_run = [u:a=1],[u:b=2].
+                    (Some(Token::Comma), Some(Token::Word(w))) if w.starts_with('[') => {
+                        value.push(',');
+                        value.push_str(w);
+                        self.pos += 2;
+                    }
+                    // Words after the value, up to the next attribute: PBS's
+                    // print server writes some values with spaces unquoted.
+                    (Some(Token::Word(w)), next)
+                        if !matches!(next, Some(Token::Assign | Token::Add | Token::Remove)) =>
+                    {
+                        value.push(' ');
+                        value.push_str(w);
+                        self.pos += 1;
+                    }
+                    _ => break,
+                }
+            }
             out.push(Assignment { name, op, value });
         }
         Ok(out)
@@ -349,7 +462,7 @@ impl Parser {
     }
 
     fn queue_command(&mut self, verb: &str) -> Result<Action, String> {
-        let names = self.names()?;
+        let names = self.names_or_active("queue")?;
         let need_names = |names: &Vec<String>| {
             if names.is_empty() {
                 Err("name the queue".to_string())
@@ -409,7 +522,7 @@ impl Parser {
     }
 
     fn node_command(&mut self, verb: &str) -> Result<Action, String> {
-        let names = self.names()?;
+        let names = self.names_or_active("node")?;
         if names.is_empty() && !matches!(verb, "l" | "list" | "p" | "print") {
             return Err("name the node: set node n7 state = offline".into());
         }
@@ -474,6 +587,27 @@ impl Parser {
             }
             "u" | "unset" => Action::UnsetNodeSet(names, self.attribute_names()?),
             _ => Action::ListNodeSet(names),
+        })
+    }
+
+    fn resource_command(&mut self, verb: &str) -> Result<Action, String> {
+        let names = self.names()?;
+        if names.is_empty() && !matches!(verb, "l" | "list" | "p" | "print") {
+            return Err("name the resource: create resource NAME type = long, flag = nh".into());
+        }
+        Ok(match verb {
+            "c" | "create" => Action::CreateResource(names, self.assignments()?),
+            "d" | "delete" => Action::DeleteResource(names),
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set resource NAME type = long".into());
+                }
+                Action::SetResource(names, attrs)
+            }
+            "u" | "unset" => Action::UnsetResource(names, self.attribute_names()?),
+            "l" | "list" => Action::ListResource(names),
+            _ => Action::PrintResource(names),
         })
     }
 
@@ -675,6 +809,57 @@ mod tests {
         .unwrap();
         let lines: Vec<usize> = cmds.iter().map(|c| c.line).collect();
         assert_eq!(lines, vec![3, 4, 6]);
+    }
+
+    #[test]
+    fn semicolons_active_objects_and_unquoted_values() {
+        let cmds = parse_script(
+            "active queue a,b; set queue enabled = true # both\n\
+             set queue c max_run = [u:PBS_GENERIC=2],[u:x=3]; list queue\n\
+             set server license_count = Avail_Global:10 Used:0, comment = \"a;b\"",
+        )
+        .unwrap();
+        let actions: Vec<&Action> = cmds.iter().map(|c| &c.action).collect();
+        assert_eq!(
+            actions,
+            vec![
+                &Action::Active("queue".into(), vec![]),
+                &Action::SetQueue(
+                    vec!["a".into(), "b".into()],
+                    vec![a("enabled", Op::Assign, "true")]
+                ),
+                &Action::SetQueue(
+                    vec!["c".into()],
+                    vec![a("max_run", Op::Assign, "[u:PBS_GENERIC=2],[u:x=3]")]
+                ),
+                &Action::ListQueue(vec!["a".into(), "b".into()]),
+                &Action::SetServer(vec![
+                    a("license_count", Op::Assign, "Avail_Global:10 Used:0"),
+                    a("comment", Op::Assign, "a;b")
+                ]),
+            ]
+        );
+        assert_eq!(cmds[3].line, 2, "commands after ; keep their line");
+        assert_eq!(
+            one("active queue"),
+            Action::Active("queue".into(), vec![]),
+            "nothing active yet"
+        );
+        let cmds = parse_script("a q x\nactive queue").unwrap();
+        assert_eq!(
+            cmds[1].action,
+            Action::Active("queue".into(), vec!["x".into()])
+        );
+        assert_eq!(
+            one("create resource nmics type = long, flag = nh"),
+            Action::CreateResource(
+                vec!["nmics".into()],
+                vec![a("type", Op::Assign, "long"), a("flag", Op::Assign, "nh")]
+            )
+        );
+        assert_eq!(one("l r"), Action::ListResource(vec![]));
+        let err = parse_script("set queue a enabled = true started = true").unwrap_err();
+        assert!(err.message.contains("expected \",\""), "{err}");
     }
 
     #[test]

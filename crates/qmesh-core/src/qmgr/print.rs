@@ -1,6 +1,13 @@
 //! What list, print and help write. `print server` writes the qmgr commands
 //! that recreate the configuration (PBS's form: comment banners, `create
 //! queue`, then `set` lines), so its output is the configuration's backup.
+//!
+//! A daemon's configuration file seeds a new store with queues, node
+//! groups and a calendar. What the file makes already exists on a fresh
+//! daemon started from it, so the backup does not create it again: it
+//! sets such an object's attributes (unsetting those the file sets and
+//! the configuration no longer has), and deletes at its end what the file
+//! makes and the configuration dropped ([`print_server_over`]).
 
 use super::attrs;
 use crate::queue::Queue;
@@ -94,35 +101,142 @@ pub fn print_queue(q: &Queue) -> String {
     out
 }
 
+/// The attributes qmgr checks against each other after each command
+/// (`resources_default.nodes` within the node limits, the default wall
+/// time within the maximum).
+const BOUNDS: &[&str] = &[
+    "resources_max.nodes",
+    "resources_min.nodes",
+    "resources_max.walltime",
+    "resources_default.nodes",
+    "resources_default.walltime",
+];
+
+/// A queue the configuration file makes (`seeded`, as the file makes it):
+/// what the file sets and `q` no longer has is unset first, then the node
+/// and wall-time bounds are set in one command (so that none is checked
+/// against the file's half-changed others), then the rest line by line.
+fn print_seeded_queue(q: &Queue, seeded: &Queue) -> String {
+    let mut out = format!(
+        "#\n# Define queue {} (the configuration file creates it)\n#\n",
+        q.name
+    );
+    let values = attrs::queue_values(q);
+    let gone: Vec<String> = attrs::queue_values(seeded)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| !values.iter().any(|(n, _)| n == name))
+        .collect();
+    if !gone.is_empty() {
+        out.push_str(&format!("unset queue {} {}\n", q.name, gone.join(", ")));
+    }
+    let (bounds, rest): (Vec<_>, Vec<_>) = values
+        .iter()
+        .partition(|(name, _)| BOUNDS.contains(&name.as_str()));
+    if !bounds.is_empty() {
+        let sets: Vec<String> = bounds
+            .iter()
+            .map(|(name, value)| format!("{name} = {}", quoted(value)))
+            .collect();
+        out.push_str(&format!("set queue {} {}\n", q.name, sets.join(", ")));
+    }
+    for (name, value) in rest {
+        out.push_str(&format!(
+            "set queue {} {name} = {}\n",
+            q.name,
+            quoted(value)
+        ));
+    }
+    out
+}
+
 /// qmgr commands that recreate `config` from an empty one, times in UTC.
 pub fn print_server(config: &Config) -> String {
-    let mut out = super::calendar::print(config);
+    print_server_over(config, &Config::default())
+}
+
+/// qmgr commands that recreate `config` on a daemon whose configuration
+/// file seeds it with `file` (its queues, node groups, calendar and
+/// server attributes); [`print_server`] is this over an empty one.
+pub fn print_server_over(config: &Config, file: &Config) -> String {
+    let mut out = super::resource::print(config);
+    out.push_str(&super::calendar::print(config));
     out.push_str(&super::node_set::print(config));
-    out.push_str(&super::node_group::print(config));
+    out.push_str(&super::node_group::print_over(config, file));
     out.push_str("#\n# Create queues and set their attributes.\n");
     // Route queues come after the queues they name, which must exist.
     for q in crate::route::print_order(config) {
-        out.push_str(&print_queue(q));
+        match file.queues.get(&q.name) {
+            Some(seeded) => out.push_str(&print_seeded_queue(q, seeded)),
+            None => out.push_str(&print_queue(q)),
+        }
     }
     out.push_str("#\n# Set server attributes.\n#\n");
-    for (name, value, differs) in attrs::server_values(&config.server) {
-        if differs {
-            out.push_str(&format!("set server {name} = {}\n", quoted(&value)));
+    let seeded = attrs::server_values(&file.server);
+    let values = attrs::server_values(&config.server);
+    for (name, value, differs) in &values {
+        let seeded_differs = seeded.iter().any(|(n, _, d)| n == name && *d);
+        if *differs {
+            out.push_str(&format!("set server {name} = {}\n", quoted(value)));
+        } else if seeded_differs {
+            out.push_str(&format!("unset server {name}\n"));
+        }
+    }
+    for (name, _, d) in &seeded {
+        if *d && !values.iter().any(|(n, ..)| n == name) {
+            out.push_str(&format!("unset server {name}\n"));
         }
     }
     out.push_str(&super::account::print(config));
     out.push_str(&super::shutdown::print(config));
     out.push_str(&super::node::print(config));
+    out.push_str(&print_removals(config, file));
     out
+}
+
+/// What the configuration file makes and `config` dropped: its queues,
+/// then its node groups (a queue may name one), then its calendar's
+/// entries (queues and groups may name periods).
+fn print_removals(config: &Config, file: &Config) -> String {
+    let mut out = String::new();
+    for name in file
+        .queues
+        .keys()
+        .filter(|q| !config.queues.contains_key(*q))
+    {
+        out.push_str(&format!("delete queue {name}\n"));
+    }
+    for name in file
+        .node_groups
+        .keys()
+        .filter(|g| !config.node_groups.contains_key(*g))
+    {
+        out.push_str(&format!("delete node_group {name}\n"));
+    }
+    out.push_str(&super::calendar::print_removals(config, file));
+    if out.is_empty() {
+        out
+    } else {
+        format!("#\n# Remove what the configuration file makes and this server dropped.\n#\n{out}")
+    }
 }
 
 pub fn help(topic: Option<&str>) -> String {
     match topic.map(|t| t.to_ascii_lowercase()) {
         Some(t) if t.starts_with('q') => {
-            let names: Vec<&str> = attrs::QUEUE_ATTRS.iter().map(|(n, _)| *n).collect();
+            let names: Vec<&str> = attrs::QUEUE_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(super::pbs_attrs::QUEUE_ATTRS.iter().copied())
+                .collect();
             format!(
-                "Queue attributes: {}.\nShort names: max_nodes, min_nodes, max_walltime, default_nodes, default_walltime.\n",
-                names.join(", ")
+                "Queue attributes: {}, resources_max.NAME, resources_min.NAME, \
+                 resources_default.NAME.\nShort names: max_nodes, min_nodes, max_walltime, \
+                 default_nodes, default_walltime.\nmax_run and max_queued take PBS Pro's entries: \
+                 \"[u:PBS_GENERIC=5],[u:alice=10],[g:staff=20],[o:PBS_ALL=100]\".\n\
+                 Accepted and kept without effect (qmgr says why when one is set): {}.\n",
+                names.join(", "),
+                super::inert::names(super::inert::Object::Queue).join(", ")
             )
         }
         Some(t) if t.starts_with('a') => {
@@ -148,9 +262,26 @@ pub fn help(topic: Option<&str>) -> String {
             )
         }
         Some(t) if t.starts_with('s') => {
-            let names: Vec<&str> = attrs::SERVER_ATTRS.iter().map(|(n, _)| *n).collect();
-            format!("Server attributes: {}.\n", names.join(", "))
+            let names: Vec<&str> = attrs::SERVER_ATTRS
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(super::pbs_attrs::SERVER_ATTRS.iter().copied())
+                .collect();
+            format!(
+                "Server attributes: {}, resources_max.NAME, resources_min.NAME, \
+                 resources_default.NAME.\nmax_run and max_queued take PBS Pro's entries: \
+                 \"[u:PBS_GENERIC=5],[u:alice=10],[g:staff=20],[o:PBS_ALL=100]\".\n\
+                 Accepted and kept without effect (qmgr says why when one is set): {}.\n",
+                names.join(", "),
+                super::inert::names(super::inert::Object::Server).join(", ")
+            )
         }
+        Some(t) if t.starts_with('r') => "Resources: create resource NAME type = long|float|size|\
+             string|string_array|boolean, flag = FLAGS (n or f with h: consumed per host; q: per \
+             queue and server; m: sent to the hosts; r: read only to users; i: invisible).\n\
+             set resource NAME type = T, flag = F   unset resource NAME flag   delete resource NAME\n\
+             list resource [NAME]   print resource [NAME]\n"
+            .to_string(),
         _ => "Commands (abbreviations in brackets):\n\
               \x20   create [c] queue NAME [attr = value, ...]\n\
               \x20   delete [d] queue NAME\n\
@@ -173,6 +304,8 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
               \x20   set [s] node NAME state = offline|draining|free [, comment = \"why\"]\n\
               \x20   unset [u] node NAME state   list [l] node [NAME]  (operators; see pbsnodes)\n\
+              \x20   create [c] resource NAME type = long, flag = nh   (PBS Pro; help resource)\n\
+              \x20   active queue NAME[,NAME]  (later commands that name no queue act on these)\n\
               \x20   list [l] queue [NAME]   list [l] server\n\
               \x20   print [p] server        print [p] queue NAME\n\
               \x20   reorder queue NAME      (group cascade of its queued jobs, EPCC)\n\
@@ -418,11 +551,93 @@ mod tests {
             )
     }
 
+    /// PBS's limits, access lists, resource bounds and kept attributes on
+    /// a queue (and `nmics`, a site resource, which the configuration
+    /// then defines).
+    fn arb_pbs_attrs()
+    -> impl Strategy<Value = (crate::limits::JobLimits, crate::acl::QueueAcl, bool)> {
+        (
+            proptest::option::of(0u32..50),
+            proptest::option::of(1u32..9),
+            proptest::option::of(1u32..500),
+            proptest::sample::subsequence(
+                vec![
+                    "[u:PBS_GENERIC=4]",
+                    "[u:alice=9]",
+                    "[g:staff=3]",
+                    "[o:PBS_ALL=20]",
+                ],
+                0..4,
+            ),
+            any::<bool>(),
+            proptest::sample::subsequence(vec!["alice", "-bob", "carol@*.example.com", "+"], 0..4),
+            proptest::sample::subsequence(vec!["staff", "physics"], 0..2),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(running, user_run, queuable, run, enable, users, groups, gpus)| {
+                    let limits = crate::limits::JobLimits {
+                        max_running: running,
+                        max_user_run: user_run,
+                        max_queuable: queuable,
+                        max_run: if run.is_empty() {
+                            Default::default()
+                        } else {
+                            crate::limits::LimitSet::parse("max_run", &run.join(",")).unwrap()
+                        },
+                        ..Default::default()
+                    };
+                    let acl = crate::acl::QueueAcl {
+                        user_enable: enable,
+                        users: users.into_iter().map(String::from).collect(),
+                        group_enable: !groups.is_empty(),
+                        groups: groups.into_iter().map(String::from).collect(),
+                        ..Default::default()
+                    };
+                    (limits, acl, gpus)
+                },
+            )
+    }
+
+    /// [`arb_config`], with PBS's attributes on `batch`.
+    fn arb_pbs_config() -> impl Strategy<Value = Config> {
+        (arb_config(), arb_pbs_attrs()).prop_map(|(mut config, (limits, acl, gpus))| {
+            let batch = config.queues.get_mut("batch").unwrap();
+            batch.limits = limits;
+            batch.acl = acl;
+            batch.resources_max.insert("mem".into(), "32gb".into());
+            batch.inert.insert("kill_delay".into(), "60".into());
+            if gpus {
+                batch.resources_max.insert("nmics".into(), "4".into());
+                let mut def = crate::site_resources::ResourceDef::new("nmics");
+                def.flags = "nh".into();
+                config.resources.insert("nmics".into(), def);
+                config
+                    .server
+                    .resources_default
+                    .insert("nmics".into(), "0".into());
+                config.server.query_other_jobs = false;
+            }
+            config
+        })
+    }
+
+    /// A configuration as a daemon's file seeds it: queues, node groups,
+    /// a calendar and server attributes; no qmgr node sets or accounts.
+    fn arb_file() -> impl Strategy<Value = Config> {
+        arb_config()
+            .prop_filter("a file makes no qmgr node sets", |c| c.node_sets.is_empty())
+            .prop_map(|mut c| {
+                c.accounts.clear();
+                c
+            })
+    }
+
     proptest! {
         /// `print server` is a backup: applied to an empty configuration it
         /// gives back the same configuration.
         #[test]
-        fn print_server_recreates_the_configuration(config in arb_config()) {
+        fn print_server_recreates_the_configuration(config in arb_pbs_config()) {
             let st = state(4);
             let script = print_server(&config);
             let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
@@ -431,5 +646,84 @@ mod tests {
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
             prop_assert_eq!(rebuilt, config);
         }
+
+        /// On a fresh daemon started from the same configuration file, the
+        /// backup restores the configuration: what the file makes is set,
+        /// not created again, and what the server dropped is removed.
+        #[test]
+        fn print_server_restores_over_the_files_configuration(
+            config in arb_pbs_config(),
+            file in arb_file(),
+        ) {
+            let st = state(4);
+            let script = print_server_over(&config, &file);
+            let cmds = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            let mut rebuilt = file.clone();
+            super::super::run_over(&cmds, &mut rebuilt, &st, &caller(0, Role::Manager), &file)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{script}")))?;
+            prop_assert_eq!(&rebuilt, &config);
+            prop_assert_eq!(print_server_over(&rebuilt, &file), script);
+        }
+    }
+
+    #[test]
+    fn what_the_file_makes_is_set_not_created() {
+        let st = state(4);
+        let mut file = Config::default();
+        let mut batch = Queue::open("batch");
+        batch.max_walltime = Some(86_400);
+        batch.max_nodes = Some(16);
+        batch.default_nodes = Some(8);
+        file.queues.insert("batch".into(), batch);
+        file.queues.insert("debug".into(), Queue::open("debug"));
+        let mut any = crate::node_group::NodeGroup::new("any");
+        any.set_sets(None, vec!["local".into()]);
+        file.node_groups.insert("any".into(), any);
+        file.server.default_queue = Some("batch".into());
+
+        let mut config = file.clone();
+        run(
+            &parse_script(
+                "set queue batch resources_max.nodes = 4, resources_default.nodes = 2\n\
+                 unset queue batch resources_max.walltime\n\
+                 delete queue debug\n\
+                 create queue night enabled = true, max_user_run = 2",
+            )
+            .unwrap(),
+            &mut config,
+            &st,
+            &caller(0, Role::Manager),
+        )
+        .unwrap();
+        let script = print_server_over(&config, &file);
+        assert!(!script.contains("create queue batch"), "{script}");
+        assert!(!script.contains("create node_group any"), "{script}");
+        assert!(script.contains("create queue night\n"), "{script}");
+        assert!(
+            script.contains("unset queue batch resources_max.walltime\n"),
+            "{script}"
+        );
+        assert!(script.contains("delete queue debug\n"), "{script}");
+        // The bounds change in one command: max 4 before default 2 would
+        // otherwise meet the file's default of 8.
+        assert!(
+            script
+                .contains("set queue batch resources_max.nodes = 4, resources_default.nodes = 2\n"),
+            "{script}"
+        );
+        assert!(
+            script.contains("set queue batch enabled = True\n"),
+            "{script}"
+        );
+        let mut rebuilt = file.clone();
+        super::super::run_over(
+            &parse_script(&script).unwrap(),
+            &mut rebuilt,
+            &st,
+            &caller(0, Role::Manager),
+            &file,
+        )
+        .unwrap();
+        assert_eq!(rebuilt, config);
     }
 }

@@ -49,6 +49,9 @@ pub enum Reason {
     UserLimit,
     /// Its group runs as many jobs as its limit allows.
     GroupLimit,
+    /// Its queue (or the server) runs as many jobs as `max_running` or
+    /// `max_run [o:PBS_ALL=N]` allows (or its project, `[p:...]`).
+    QueueLimit,
     /// It waits for other jobs to end (`qsub -W depend=`).
     Dependency,
     /// It may not start before its `qsub -a` time.
@@ -81,6 +84,7 @@ impl Reason {
             Reason::Allocation => "Allocation",
             Reason::UserLimit => "UserLimit",
             Reason::GroupLimit => "GroupLimit",
+            Reason::QueueLimit => "QueueLimit",
             Reason::Dependency => "Dependency",
             Reason::BeginTime => "BeginTime",
             Reason::NodesDown => "NodesDown",
@@ -102,8 +106,15 @@ impl Reason {
             Reason::Blocked => "nodes are being held for a large job of high priority",
             Reason::Reservation => "it would delay a job that has nodes reserved",
             Reason::Allocation => "its account's allocation cannot cover it (see spusage)",
-            Reason::UserLimit => "its owner already runs max_user_run jobs",
-            Reason::GroupLimit => "its group already runs as many jobs as it may",
+            Reason::UserLimit => {
+                "its owner already runs as many jobs as a limit allows (max_user_run, max_run)"
+            }
+            Reason::GroupLimit => {
+                "its group already runs as many jobs as a limit allows (max_group_run, max_run)"
+            }
+            Reason::QueueLimit => {
+                "its queue or the server already runs as many jobs as a limit allows (max_running, max_run)"
+            }
             Reason::Dependency => "it waits for the jobs it depends on",
             Reason::BeginTime => "it may not start before its qsub -a time",
             Reason::NodesDown => "not enough nodes are up to run it",
@@ -449,10 +460,10 @@ impl Scheduler {
         };
         let reachable = state.up_for_queue(queue);
         if reachable < job.nodes as usize {
-            Reason::NodesDown
-        } else {
-            Reason::Resources
+            return Reason::NodesDown;
         }
+        let running = state.accounting().tally.entities.running();
+        crate::limits::run_reason(config, running, job).unwrap_or(Reason::Resources)
     }
 
     /// [`Scheduler::reason`], with what depends on the time: dependencies

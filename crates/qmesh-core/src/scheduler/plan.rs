@@ -83,6 +83,9 @@ pub(super) struct Planner<'a> {
     queues: Vec<QueueNow>,
     user_running: HashMap<&'a str, u32>,
     group_running: HashMap<String, u32>,
+    /// Running jobs per queue and server, per user, Unix group and project,
+    /// for PBS's limits (`limits.rs`).
+    entity_running: crate::limits::RunCounts,
     limits_on: bool,
     /// Per set, by nodes then wall time, the last reservation's start. A
     /// pass only ever takes nodes from the profiles, so a job of at least
@@ -175,6 +178,7 @@ impl<'a> Planner<'a> {
             queues,
             user_running: HashMap::new(),
             group_running: HashMap::new(),
+            entity_running: crate::limits::RunCounts::default(),
             limits_on,
             hints: vec![BTreeMap::new(); sets.len()],
             reserved_any: false,
@@ -895,10 +899,15 @@ impl<'a> Planner<'a> {
         if let Some((group, _)) = self.state.config().run_limits(job).group {
             *self.group_running.entry(group).or_default() += 1;
         }
+        self.entity_running.add(job);
     }
 
     fn over_run_limit(&self, job: &Job) -> Option<Reason> {
-        let limits = self.state.config().run_limits(job);
+        let config = self.state.config();
+        if let Some(reason) = crate::limits::run_reason(config, &self.entity_running, job) {
+            return Some(reason);
+        }
+        let limits = config.run_limits(job);
         if let Some(max) = limits.user {
             let running = self.user_running.get(job.owner.user.as_str()).copied();
             if running.unwrap_or(0) >= max {

@@ -60,9 +60,14 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::StatusReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
         self.link
-            .ask(|reply| Event::Status { request, reply })
+            .ask(|reply| Event::Status {
+                peer,
+                request,
+                reply,
+            })
             .await
             .map(Response::new)
     }

@@ -36,7 +36,13 @@ impl SchedulerTask {
             }
         };
         let mut config = self.state.config().clone();
-        let run = qmgr::run(&commands, &mut config, &self.state, &caller);
+        let run = qmgr::run_over(
+            &commands,
+            &mut config,
+            &self.state,
+            &caller,
+            &self.settings.file_config,
+        );
         let outcome = match run {
             Ok(o) => o,
             Err(e) => {

@@ -84,7 +84,12 @@ impl SchedulerTask {
     /// jobs when neither is named) that pass the filters. A named job that
     /// cannot be listed fails the request, or with `report_refused` is
     /// named in the reply's `refused`.
-    pub(super) fn status(&self, request: &v1::StatusRequest) -> Result<v1::StatusReply, Status> {
+    pub(super) fn status(
+        &self,
+        peer: &Peer,
+        request: &v1::StatusRequest,
+    ) -> Result<v1::StatusReply, Status> {
+        let caller = self.caller(peer);
         let now = Utc::now();
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
@@ -115,6 +120,14 @@ impl SchedulerTask {
         let mut named = Vec::new();
         for text in &request.job_ids {
             match self.named_job(text, request.include_finished) {
+                Ok(job) if !self.may_see(&caller, job) => {
+                    return Err(Status::permission_denied(format!(
+                        "Unauthorized Request: job {} belongs to {}, and the server shows users \
+                         only their own jobs (query_other_jobs = False)",
+                        self.state.full_id(job.id),
+                        job.owner.user
+                    )));
+                }
                 Ok(job) => named.push(info(job)),
                 Err(refusal) => refuse(refusal)?,
             }
@@ -139,6 +152,7 @@ impl SchedulerTask {
         let listed = |job: &&qmesh_core::Job| {
             (job.state != JobState::Finished || request.include_finished)
                 && (users.is_empty() || users.contains(&job.owner.user.as_str()))
+                && self.may_see(&caller, job)
         };
         let wanted = |info: &v1::JobInfo| {
             request.states.is_empty() || request.states.contains(info.state_letter.as_str())
@@ -186,6 +200,14 @@ impl SchedulerTask {
             });
         }
         Ok(job)
+    }
+
+    /// Whether qstat shows `job` to `caller`: always its owner, operators
+    /// and managers; others only while query_other_jobs is true (PBS).
+    fn may_see(&self, caller: &qmesh_core::Caller, job: &qmesh_core::Job) -> bool {
+        self.state.config().server.query_other_jobs
+            || caller.role >= qmesh_core::Role::Operator
+            || job.owner.uid == caller.uid
     }
 
     /// qdel, qhold, qrls: each id on its own; answered once durable.

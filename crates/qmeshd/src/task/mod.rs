@@ -54,6 +54,9 @@ pub struct TaskSettings {
     pub cluster_key: Option<String>,
     /// Where jobs start, and the mailer for their mail.
     pub jobs: qmesh_config::JobSettings,
+    /// What the configuration file seeds a new store with: `print server`
+    /// writes what recreates the configuration on a daemon started from it.
+    pub file_config: qmesh_core::Config,
 }
 
 /// Where a job's launch order stands.
@@ -258,8 +261,12 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.submit(&peer, *request, reply),
-            Event::Status { request, reply } => {
-                let _ = reply.send(self.status(&request));
+            Event::Status {
+                peer,
+                request,
+                reply,
+            } => {
+                let _ = reply.send(self.status(&peer, &request));
             }
             Event::Act {
                 peer,

@@ -131,6 +131,14 @@ impl SchedulerTask {
         {
             return closedown.describe(&self.zone());
         }
+        // A PBS job-count limit: which one, and how many run.
+        if matches!(
+            reason,
+            Reason::UserLimit | Reason::GroupLimit | Reason::QueueLimit
+        ) && let Some(why) = qmesh_core::limits::describe_run_limit(&self.state, job)
+        {
+            return why;
+        }
         reason.explain().to_string()
     }
 
