@@ -69,7 +69,7 @@ pub struct Cli {
     /// Where each job's TMPDIR is made (pbs.JOBID, owned by the job's
     /// user, removed when the job ends) [default: /var/tmp, else the
     /// system's temporary directory].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, env = "QMESH_AGENT_TMPDIR_BASE", value_name = "DIR")]
     pub tmpdir_base: Option<PathBuf>,
 
     /// What this host has that jobs may ask for with -l feature=NAME
