@@ -167,6 +167,7 @@ impl Harness {
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod 777");
         let work = dir.path().join("work");
         fs::create_dir(&work).expect("create work dir");
+        fs::create_dir(dir.path().join("tmp")).expect("create the TMPDIR base");
         fs::set_permissions(&work, fs::Permissions::from_mode(0o777)).expect("chmod 777");
         let socket = dir.path().join("agent.sock");
         let listener = tokio::net::UnixListener::bind(&socket).expect("bind the agent socket");
@@ -205,6 +206,8 @@ impl Harness {
             ])
             .arg("--spool")
             .arg(&self.spool)
+            // Each test's own: job ids repeat across tests.
+            .env("QMESH_AGENT_TMPDIR_BASE", self.dir.path().join("tmp"))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -255,6 +258,8 @@ impl Harness {
             gid: 0,
             group: "root".into(),
             workdir: self.work.display().to_string(),
+            // As the daemon sends qsub -d: PBS would start it at home.
+            start_dir: self.work.display().to_string(),
             env: vec![EnvVar {
                 name: "FOO".into(),
                 value: "bar baz".into(),
@@ -598,6 +603,8 @@ async fn a_running_job_survives_agent_restarts() {
     s.launch(h.launch(10, &script));
     let started = s.started(10).await;
     let shepherd = pid_in(&h.job_dir(10).join("shepherd.pid")).expect("shepherd.pid");
+    let tmpdir = h.dir.path().join("tmp/pbs.10.testserver");
+    assert!(tmpdir.is_dir(), "made before the job started");
 
     // SIGTERM: the agent stops cleanly and leaves the job running.
     kill(Pid::from_raw(h.agents[0].id() as i32), Signal::SIGTERM).unwrap();
@@ -621,6 +628,7 @@ async fn a_running_job_survives_agent_restarts() {
     let mut s = h.session().await;
     assert_eq!(s.hello.running, vec![10], "{:?}", s.hello);
     s.welcome(30);
+    assert!(tmpdir.is_dir(), "the TMPDIR outlives agent restarts");
     fs::write(&go, "").unwrap();
     let f = s.finished(10).await;
     assert_eq!(
@@ -628,6 +636,7 @@ async fn a_running_job_survives_agent_restarts() {
         (FinishCause::Exited as i32, Some(7)),
         "{f:?}"
     );
+    assert!(!tmpdir.exists(), "the adopted job's TMPDIR is removed");
     h.assert_no_error_logs();
 }
 
@@ -831,6 +840,7 @@ async fn launch_failures_name_the_problem() {
 
     let mut launch = h.launch(13, "echo never\n");
     launch.workdir = "/nonexistent-qmesh-dir".into();
+    launch.start_dir = "/nonexistent-qmesh-dir".into();
     launch.stdout_path = h.work.join("13.out").display().to_string();
     s.launch(launch);
     let f = s.finished(13).await;
@@ -839,6 +849,193 @@ async fn launch_failures_name_the_problem() {
         f.message
             .starts_with("cannot enter working directory /nonexistent-qmesh-dir as user root"),
         "{f:?}"
+    );
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_starts_at_home_with_its_tmpdir_shell_umask_limits_and_usage() {
+    let mut h = Harness::new().await;
+    let base = h.dir.path().join("tmp2");
+    fs::create_dir(&base).unwrap();
+    let base_arg = base.display().to_string();
+    h.start_agent(&["--tmpdir-base", &base_arg]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    let seen = h.work.join("seen");
+    // bash-only syntax: it runs only if -S's shell runs it.
+    let script = format!(
+        "[[ -n $BASH_VERSION ]] && echo shell=bash > {seen}\n\
+         echo pwd=$(pwd) >> {seen}\n\
+         echo tmpdir=$TMPDIR >> {seen}\n\
+         [ -d \"$TMPDIR\" ] && stat -c tmpmode=%a \"$TMPDIR\" >> {seen}\n\
+         touch \"$TMPDIR/scratch\"\n\
+         echo cpu=$(ulimit -t) nice=$(cut -d' ' -f19 /proc/self/stat) >> {seen}\n\
+         touch {made}\n\
+         i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\n\
+         echo out; echo err >&2\n",
+        seen = seen.display(),
+        made = h.work.join("made").display(),
+    );
+    let mut launch = h.launch(40, &script);
+    launch.start_dir = String::new();
+    launch.shell = "/bin/bash".into();
+    launch.umask = Some(0o027);
+    launch.join_to_error = true;
+    launch.limits = Some(qmesh_proto::v1::ProcessLimits {
+        cpu_secs: Some(60),
+        nice: Some(2),
+        ..Default::default()
+    });
+    s.launch(launch);
+    let f = s.finished(40).await;
+    assert_eq!(
+        (f.cause, f.exit_code),
+        (FinishCause::Exited as i32, Some(0)),
+        "{f:?}"
+    );
+    let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(0))
+        .unwrap()
+        .unwrap()
+        .dir;
+    let tmpdir = base.join("pbs.40.testserver");
+    let seen = fs::read_to_string(&seen).expect("the job ran");
+    assert!(seen.contains("shell=bash\n"), "{seen}");
+    assert!(
+        seen.contains(&format!("pwd={}\n", home.display())),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!("tmpdir={}\n", tmpdir.display())),
+        "{seen}"
+    );
+    assert!(seen.contains("tmpmode=700\n"), "{seen}");
+    let nice_here: i64 = fs::read_to_string("/proc/self/stat")
+        .unwrap()
+        .split(' ')
+        .nth(18)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        seen.contains(&format!("cpu=60 nice={}\n", (nice_here + 2).min(19))),
+        "{seen}"
+    );
+    assert!(!tmpdir.exists(), "the TMPDIR goes with the job");
+    let mode = fs::metadata(h.work.join("made"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640, "umask 027 on what the job makes");
+    // -j eo: both streams in the error file, made under the umask too.
+    let err = h.work.join("test.sh.e40");
+    assert_eq!(fs::read_to_string(&err).unwrap(), "out\nerr\n");
+    assert_eq!(
+        fs::metadata(&err).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    assert!(!h.work.join("test.sh.o40").exists());
+    assert!(f.cput.is_some(), "{f:?}");
+    assert!(f.max_rss.is_some_and(|rss| rss > 0), "{f:?}");
+    h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tmpdir_of_a_job_whose_shepherd_died_is_removed_by_the_agent() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(h.launch(41, "while :; do sleep 0.1; done\n"));
+    s.started(41).await;
+    let tmpdir = h.dir.path().join("tmp/pbs.41.testserver");
+    assert!(tmpdir.is_dir());
+    let shepherd = pid_in(&h.job_dir(41).join("shepherd.pid")).expect("shepherd.pid");
+    kill(Pid::from_raw(shepherd), Signal::SIGKILL).unwrap();
+    let f = s.finished(41).await;
+    assert_eq!(f.cause, FinishCause::Lost as i32, "{f:?}");
+    assert!(
+        !tmpdir.exists(),
+        "removed when the agent found the shepherd gone"
+    );
+}
+
+/// A job with `gpus` GPUs on each of its nodes (all on this host) that
+/// writes what it was given to `gpus-SEQ`, then waits for `go`.
+fn gpu_job(h: &Harness, seq: u64, gpus: &[u32]) -> LaunchJob {
+    let script = format!(
+        "echo \"$CUDA_VISIBLE_DEVICES $(tr '\\n' ' ' < $PBS_GPUFILE)\" > {0}/gpus-{seq}.tmp\n\
+         mv {0}/gpus-{seq}.tmp {0}/gpus-{seq}\n\
+         while [ ! -e {0}/go ]; do sleep 0.1; done\n",
+        h.work.display(),
+    );
+    let mut launch = h.launch(seq, &script);
+    launch.nodes = (0..gpus.len()).map(|i| format!("n{i}")).collect();
+    launch.shares = gpus
+        .iter()
+        .map(|&g| qmesh_proto::v1::NodeShare {
+            procs: 1,
+            cpus: 1,
+            threads: 1,
+            gpus: g,
+        })
+        .collect();
+    launch
+}
+
+fn gpus_seen(h: &Harness, seq: u64) -> Option<String> {
+    fs::read_to_string(h.work.join(format!("gpus-{seq}"))).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jobs_on_one_host_never_get_the_same_gpu_even_across_agent_restarts() {
+    let mut h = Harness::new().await;
+    h.start_agent(&["--gpus", "4"]);
+    let mut s = h.session().await;
+    assert_eq!(s.hello.facts.as_ref().map(|f| f.gpus), Some(4));
+    s.welcome(30);
+    let go = h.work.join("go");
+    // Job 50: a GPU on each of its two nodes here; job 51: two on one.
+    s.launch(gpu_job(&h, 50, &[1, 1]));
+    s.started(50).await;
+    s.launch(gpu_job(&h, 51, &[2, 0]));
+    s.started(51).await;
+    eventually("both jobs say their GPUs", || {
+        gpus_seen(&h, 50).is_some() && gpus_seen(&h, 51).is_some()
+    })
+    .await;
+    let read = |h: &Harness, seq| gpus_seen(h, seq).unwrap();
+    assert_eq!(read(&h, 50), "0,1 testhost-gpu0 testhost-gpu1 \n");
+    assert_eq!(read(&h, 51), "2,3 testhost-gpu2 testhost-gpu3 \n");
+
+    // A restarted agent knows which GPUs the running jobs hold.
+    kill(Pid::from_raw(h.agents[0].id() as i32), Signal::SIGKILL).unwrap();
+    h.agent_exit(0).await;
+    drop(s);
+    h.start_agent(&["--gpus", "4"]);
+    let mut s = h.session().await;
+    s.welcome(30);
+    s.launch(gpu_job(&h, 52, &[1]));
+    let f = s.finished(52).await;
+    assert_eq!(f.cause, FinishCause::LaunchFailed as i32, "{f:?}");
+    assert!(f.message.contains("only 0 of its 4 are free"), "{f:?}");
+
+    fs::write(&go, "").unwrap();
+    let mut ended = Vec::new();
+    while ended.len() < 2 {
+        if let agent_message::Kind::Finished(f) = s.next().await {
+            ended.push(f.job);
+        }
+    }
+    ended.sort_unstable();
+    assert_eq!(ended, vec![50, 51]);
+    s.launch(gpu_job(&h, 53, &[2]));
+    let f = s.finished(53).await;
+    assert_eq!(f.exit_code, Some(0), "{f:?}");
+    assert_eq!(
+        read(&h, 53),
+        "0,1 testhost-gpu0 testhost-gpu1 \n",
+        "freed by the ends"
     );
     h.assert_no_error_logs();
 }

@@ -40,6 +40,8 @@ pub(crate) fn agent_with(
         .arg(host)
         .arg("--spool")
         .arg(d.root.path().join(format!("spool-{label}")))
+        .arg("--tmpdir-base")
+        .arg(d.tmpdir_base())
         .arg("--cluster-key-file")
         .arg(key_file)
         .args(extra)

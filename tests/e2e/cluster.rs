@@ -229,6 +229,8 @@ nodes = [{nodes}]
             .arg(label)
             .arg("--spool")
             .arg(self.d.root.path().join(format!("spool-{label}")))
+            .arg("--tmpdir-base")
+            .arg(self.d.tmpdir_base())
             .arg("--cluster-key-file")
             .arg(&self.key);
         if self.hooks {
@@ -344,7 +346,7 @@ fn a_job_spanning_three_hosts_runs_once_with_every_node_in_its_node_file() {
     d.script(
         "span.sh",
         &format!(
-            "#!/bin/sh\necho job >> {hooks}\necho $QMESH_JOBID >> runs.log\ncat $QMESH_NODEFILE\n\
+            "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho job >> {hooks}\necho $QMESH_JOBID >> runs.log\ncat $QMESH_NODEFILE\n\
              grep -o 'qa[0-9]*' /proc/self/net/dev || echo shared-network\n",
             hooks = hooks.display()
         ),
@@ -409,7 +411,10 @@ fn a_failing_prologue_fails_the_job_with_its_words_and_the_nodes_stay_up() {
     let c = Cluster::start(2, 1, 30, Some(&write));
     let d = &c.d;
     c.await_nodes(&["h1", "h2"], "free");
-    d.script("never.sh", "#!/bin/sh\necho ran > ran\n");
+    d.script(
+        "never.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho ran > ran\n",
+    );
     let id = d.qsub(&["-lP", "2", "-r", "n", "never.sh"]);
     let info = d.wait_job(&id);
     assert!(
@@ -430,7 +435,7 @@ fn a_killed_agent_takes_its_nodes_down_and_its_job_runs_again_elsewhere() {
     let started = c.d.fifo("started");
     c.d.script(
         "again.sh",
-        "#!/bin/sh\necho \"$(head -1 $QMESH_NODEFILE) $(tail -1 $QMESH_NODEFILE)\" > started\nsleep 300\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho \"$(head -1 $QMESH_NODEFILE) $(tail -1 $QMESH_NODEFILE)\" > started\nsleep 300\n",
     );
     // Four nodes: h1 launches it, h2 joins it.
     let id = c.d.qsub(&["-lP", "4", "again.sh"]);
@@ -472,7 +477,7 @@ fn a_hung_host_s_old_run_ends_before_the_job_runs_there_again() {
     let go = c.d.fifo("go");
     c.d.script(
         "hang.sh",
-        "#!/bin/sh\necho up > started\nread x < go\nexit 0\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\nexit 0\n",
     );
     let id = c.d.qsub(&["-r", "y", "hang.sh"]);
     assert_eq!(c.d.read_fifo(&started).trim(), "up");
@@ -512,7 +517,7 @@ fn an_agent_restarted_during_a_job_finds_it_again() {
     let go = c.d.fifo("go");
     c.d.script(
         "wait.sh",
-        "#!/bin/sh\necho up > started\nread x < go\nexit 5\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\nexit 5\n",
     );
     let id = c.d.qsub(&["-lP", "2", "wait.sh"]);
     c.d.read_fifo(&started);

@@ -19,9 +19,12 @@ fn an_afterok_chain_runs_in_order() {
     let go = d.fifo("go");
     d.script(
         "first.sh",
-        "#!/bin/sh\necho first >> order\necho up > started\nread x < go\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho first >> order\necho up > started\nread x < go\n",
     );
-    d.script("next.sh", "#!/bin/sh\necho $PBS_JOBNAME >> order\n");
+    d.script(
+        "next.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho $PBS_JOBNAME >> order\n",
+    );
     let a = d.qsub(&["first.sh"]);
     d.read_fifo(&started);
     let b = d.qsub(&[
@@ -35,7 +38,7 @@ fn an_afterok_chain_runs_in_order() {
     d.script(
         "third.sh",
         &format!(
-            "#!/bin/sh\n#PBS -N third\n#PBS -W depend=afterok:{}\necho third >> order\n",
+            "#!/bin/sh\n#PBS -N third\n#PBS -W depend=afterok:{}\ncd \"$PBS_O_WORKDIR\"\necho third >> order\n",
             b.split('.').next().unwrap()
         ),
     );
@@ -58,8 +61,14 @@ fn an_afterok_chain_runs_in_order() {
 fn a_dependent_of_a_failing_job_is_deleted_with_a_comment() {
     let d = Daemon::start();
     d.script("fail.sh", "#!/bin/sh\nexit 1\n");
-    d.script("never.sh", "#!/bin/sh\necho ran > ran\n");
-    d.script("rescue.sh", "#!/bin/sh\necho rescued > rescued\n");
+    d.script(
+        "never.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho ran > ran\n",
+    );
+    d.script(
+        "rescue.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho rescued > rescued\n",
+    );
     // Held, so its dependents are queued before it fails.
     let a = d.qsub(&["-h", "fail.sh"]);
     let b = d.qsub(&["-W", &format!("depend=afterok:{a}"), "never.sh"]);
@@ -153,7 +162,10 @@ host = "localhost"
 #[test]
 fn reorder_queue_makes_groups_take_turns() {
     let d = Daemon::start_with(Some(ONE_NODE));
-    d.script("job.sh", "#!/bin/sh\necho $PBS_JOBNAME >> order\n");
+    d.script(
+        "job.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho $PBS_JOBNAME >> order\n",
+    );
     d.ok("qmgr", &["-c", "set server scheduling = false"]);
     let mut ids = Vec::new();
     for (name, account) in [

@@ -7,8 +7,8 @@
 //! script writes to a FIFO the test reads.
 //!
 //! Every process the test started (daemon, agents, shepherds, jobs) is found
-//! by its command line or working directory under the test's directory and
-//! killed at the end, and the logs are checked for unexpected ERROR lines.
+//! by its command line, working directory or environment naming the test's
+//! directory and killed at the end, and the logs are checked for unexpected ERROR lines.
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -104,6 +104,11 @@ impl Daemon {
         daemon
     }
 
+    /// Where the daemon's own agent makes jobs' TMPDIRs (pbs.JOBID).
+    pub fn tmpdir_base(&self) -> PathBuf {
+        self.root.path().join("tmp")
+    }
+
     pub fn log_path(&self) -> PathBuf {
         self.root.path().join("qmeshd.log")
     }
@@ -122,8 +127,13 @@ impl Daemon {
             .append(true)
             .open(self.log_path())
             .expect("daemon log");
+        // Job ids repeat across tests: each test's jobs get their TMPDIRs
+        // in its own directory (the local agent inherits this).
+        let tmpdir_base = self.tmpdir_base();
+        std::fs::create_dir_all(&tmpdir_base).expect("TMPDIR base");
         let mut cmd = Command::new(QMESHD);
-        cmd.arg("--state-dir")
+        cmd.env("QMESH_AGENT_TMPDIR_BASE", &tmpdir_base)
+            .arg("--state-dir")
             .arg(&self.state_dir)
             .arg("--socket")
             .arg(&self.socket)
@@ -379,8 +389,12 @@ impl Daemon {
                 }
                 let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
                 let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+                // Jobs start at home: their environment names the test's
+                // directory (PBS_O_WORKDIR, PBS_NODEFILE).
+                let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
                 if String::from_utf8_lossy(&cmdline).contains(&root)
                     || cwd.to_string_lossy().starts_with(&root)
+                    || String::from_utf8_lossy(&environ).contains(&root)
                 {
                     signal(pid, nix::sys::signal::Signal::SIGKILL);
                 }

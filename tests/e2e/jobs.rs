@@ -69,7 +69,7 @@ fn qdel_kills_the_whole_process_group_of_a_running_job() {
     let started = d.fifo("started");
     d.script(
         "sleeper.sh",
-        "#!/bin/sh\nsleep 300 &\necho $! > started\nsleep 300\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\nsleep 300 &\necho $! > started\nsleep 300\n",
     );
     let id = d.qsub(&["sleeper.sh"]);
     let background: i32 = d.read_fifo(&started).trim().parse().unwrap();
@@ -91,7 +91,7 @@ fn a_job_over_its_wall_time_is_killed_and_says_so() {
     // Ignores SIGTERM: only the SIGKILL after the grace ends it.
     d.script(
         "stubborn.sh",
-        "#!/bin/sh\ntrap '' TERM\necho go > started\nsleep 120\nsleep 120\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\ntrap '' TERM\necho go > started\nsleep 120\nsleep 120\n",
     );
     let id = d.qsub(&["-l", "walltime=2", "stubborn.sh"]);
     d.read_fifo(&started);
@@ -171,7 +171,9 @@ fn a_job_runs_as_the_user_who_submitted_it() {
     use std::os::unix::fs::MetadataExt;
     let d = Daemon::start();
     d.script("who.sh", "id -u\necho $USER $HOME\n");
-    let out = d.run_as(NOBODY, "qsub", &["-N", "who", "who.sh"]);
+    // nobody's home does not exist: Torque's -d names where to start.
+    let work = d.work.display().to_string();
+    let out = d.run_as(NOBODY, "qsub", &["-N", "who", "-d", &work, "who.sh"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert_eq!(d.wait_job(&id).exit_status, Some(0));

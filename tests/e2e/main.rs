@@ -9,6 +9,7 @@ mod cluster;
 mod depend;
 mod examples;
 mod harness;
+mod job_env;
 mod jobs;
 mod node_sets;
 mod node_states;

@@ -32,7 +32,7 @@ fn a_node_set_made_with_qmgr_runs_jobs_and_survives_a_restart() {
     let go = d.fifo("go");
     d.script(
         "two.sh",
-        "#!/bin/sh\necho up > started\nread x < go\nexit 0\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\nexit 0\n",
     );
     let id = d.qsub(&["-lP", "2", "two.sh"]);
     d.read_fifo(&started);
@@ -159,7 +159,7 @@ fn a_shared_node_runs_as_many_jobs_as_it_has_room_for() {
     // Each job holds its slot until the test makes the file `release`.
     d.script(
         "hold.sh",
-        "#!/bin/sh\necho \"$PBS_JOBID\" > started\n\
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho \"$PBS_JOBID\" > started\n\
          while [ ! -e release ]; do sleep 0.05; done\nexit 0\n",
     );
     let ids: Vec<String> = (0..3).map(|_| d.qsub(&["hold.sh"])).collect();

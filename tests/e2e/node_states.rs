@@ -22,7 +22,10 @@ fn an_offline_node_takes_no_job_until_it_is_put_back() {
     let whole = d.qsub(&["-lP", "16", "whole.sh"]);
     let started = d.fifo("started");
     let go = d.fifo("go");
-    d.script("one.sh", "#!/bin/sh\necho up > started\nread x < go\n");
+    d.script(
+        "one.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\n",
+    );
     let one = d.qsub(&["-lP", "15", "one.sh"]);
     d.read_fifo(&started);
     let job = d.job_json(&one);

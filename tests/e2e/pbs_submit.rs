@@ -192,7 +192,13 @@ fn group_list_runs_the_job_with_a_group_of_the_user() {
         "#!/bin/sh\nid -g > \"$PBS_O_WORKDIR/gid.$PBS_JOBID\"\n",
     );
     // nobody's primary group is nogroup (65534): allowed.
-    let out = d.run_as(NOBODY, "qsub", &["-W", "group_list=65534", "gid.sh"]);
+    // nobody's home does not exist: start where qsub ran (Torque's -d).
+    let work = d.work.display().to_string();
+    let out = d.run_as(
+        NOBODY,
+        "qsub",
+        &["-d", &work, "-W", "group_list=65534", "gid.sh"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let info = d.wait_job(&id);

@@ -13,6 +13,7 @@ use crate::harness::Daemon;
 /// First run: says it started, writes `warned` on USR1 and `ended` on
 /// TERM (each a FIFO the test reads). A later run ends at once.
 const CHECKPOINTER: &str = "#!/bin/sh
+cd \"$PBS_O_WORKDIR\"
 if [ -e first-run-done ]; then exit 0; fi
 trap 'touch first-run-done; echo usr1 > warned' USR1
 trap 'echo term > ended; exit 143' TERM
@@ -108,7 +109,10 @@ fn a_job_at_its_period_end_is_warned_then_killed() {
     // batch starts: the pass that saw the first is done.)
     let waiting = d.qsub(&["-q", "pq", "ckpt.sh"]);
     let later = d.fifo("later");
-    d.script("later.sh", "#!/bin/sh\necho go > later\n");
+    d.script(
+        "later.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > later\n",
+    );
     d.qsub(&["-q", "batch", "later.sh"]);
     d.read_fifo(&later);
     let job = d.job_json(&waiting);
@@ -189,8 +193,14 @@ fn prime_time_that_began_an_hour_ago_keeps_the_short_set_out_of_the_pool_until_i
     let d = sdsc_daemon(&prime_span(-60, 60));
     let wide_started = d.fifo("wide");
     let short_started = d.fifo("short");
-    d.script("wide.sh", "#!/bin/sh\necho go > wide\n");
-    d.script("short.sh", "#!/bin/sh\necho go > short\n");
+    d.script(
+        "wide.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > wide\n",
+    );
+    d.script(
+        "short.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > short\n",
+    );
     let wide = d.qsub(&["-q", "long", "-l", "nodes=4,walltime=0:30:00", "wide.sh"]);
     let short = d.qsub(&["-q", "short", "-l", "nodes=2,walltime=0:10:00", "short.sh"]);
     d.read_fifo(&short_started);
@@ -222,9 +232,15 @@ fn a_long_job_does_not_get_the_set_that_goes_to_short_jobs_when_prime_time_begin
     let d = sdsc_daemon(&prime_span(60, 180));
     let a_started = d.fifo("a");
     let c_started = d.fifo("c");
-    d.script("a.sh", "#!/bin/sh\necho go > a\nexec sleep 600\n");
+    d.script(
+        "a.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > a\nexec sleep 600\n",
+    );
     d.script("b.sh", "#!/bin/sh\nexit 0\n");
-    d.script("c.sh", "#!/bin/sh\necho go > c\nexec sleep 600\n");
+    d.script(
+        "c.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > c\nexec sleep 600\n",
+    );
     let a = d.qsub(&["-q", "long", "-l", "nodes=2,walltime=3:00:00", "a.sh"]);
     d.read_fifo(&a_started);
     assert!(exec_host(&d, &a).contains("a0"), "three hours: not on s2");

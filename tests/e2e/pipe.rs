@@ -135,7 +135,7 @@ fn a_running_job_does_not_move() {
     let started = d.fifo("started");
     d.script(
         "sleeper.sh",
-        "#!/bin/sh\necho go > started\nexec sleep 300\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started\nexec sleep 300\n",
     );
     let id = d.qsub(&["sleeper.sh"]);
     d.read_fifo(&started);

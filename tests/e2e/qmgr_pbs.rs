@@ -114,9 +114,12 @@ fn a_pbs_pro_queue_setup_pasted_as_is_takes_effect() {
     let release = d.fifo("release1");
     d.script(
         "first.sh",
-        "#!/bin/sh\necho go > started1\ncat release1 > /dev/null\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started1\ncat release1 > /dev/null\n",
     );
-    d.script("second.sh", "#!/bin/sh\necho go > started2\n");
+    d.script(
+        "second.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started2\n",
+    );
     let first = d.qsub(&["-q", "workq", "first.sh"]);
     d.read_fifo(&started[0]);
     let second = d.qsub(&["-q", "workq", "second.sh"]);

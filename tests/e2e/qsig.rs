@@ -5,7 +5,7 @@ use crate::harness::{Daemon, NOBODY, is_root, stderr};
 
 /// Traps USR1: writes `got-usr1` and exits 0. Says it is ready (trap set)
 /// through the FIFO `started`.
-const TRAPPER: &str = "#!/bin/sh\ntrap 'echo usr1 > got.tmp && mv got.tmp got-usr1; exit 0' USR1\necho go > started\nwhile :; do sleep 1; done\n";
+const TRAPPER: &str = "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\ntrap 'echo usr1 > got.tmp && mv got.tmp got-usr1; exit 0' USR1\necho go > started\nwhile :; do sleep 1; done\n";
 
 #[test]
 fn a_job_that_traps_usr1_gets_it_and_ends_normally() {
@@ -67,7 +67,9 @@ fn another_users_job_is_refused_and_the_owners_sigterm_ends_it() {
         "sleeper.sh",
         "#!/bin/sh\necho go > started\nwhile :; do sleep 1; done\n",
     );
-    let out = d.run_as(NOBODY, "qsub", &["sleeper.sh"]);
+    // nobody's home does not exist: Torque's -d names where to start.
+    let work = d.work.display().to_string();
+    let out = d.run_as(NOBODY, "qsub", &["-d", &work, "sleeper.sh"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
     d.read_fifo(&started);

@@ -26,7 +26,10 @@ impl Jobs {
         assert_eq!(d.wait_job(&done).exit_status, Some(0));
         let started = d.fifo("started");
         let go = d.fifo("go");
-        d.script("run.sh", "#!/bin/sh\necho up > started\nread x < go\n");
+        d.script(
+            "run.sh",
+            "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\n",
+        );
         let running = d.qsub(&["-N", "runner", "run.sh"]);
         d.read_fifo(&started);
         let queued = d.qsub(&["-N", "big", "-lP", "16", "quick.sh"]);

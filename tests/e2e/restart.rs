@@ -72,10 +72,13 @@ fn running_jobs_are_reconciled_when_the_daemon_comes_back() {
     // a: finishes while the daemon is down, on our signal.
     d.script(
         "a.sh",
-        "#!/bin/sh\necho up > a_started\nread x < a_go\nexit 7\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > a_started\nread x < a_go\nexit 7\n",
     );
     // b: keeps running across the restart.
-    d.script("b.sh", "#!/bin/sh\necho up > b_started\nsleep 300\n");
+    d.script(
+        "b.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > b_started\nsleep 300\n",
+    );
     let a = d.qsub(&["a.sh"]);
     let b = d.qsub(&["b.sh"]);
     d.read_fifo(&a_started);
@@ -124,7 +127,10 @@ fn wipe_the_node(d: &Daemon) {
 fn a_job_its_agent_lost_is_requeued_if_rerunnable_and_failed_if_not() {
     let d = Daemon::start();
     let started = d.fifo("started");
-    d.script("again.sh", "#!/bin/sh\necho up > started\nsleep 300\n");
+    d.script(
+        "again.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nsleep 300\n",
+    );
     let rerun = d.qsub(&["again.sh"]);
     d.read_fifo(&started);
     wipe_the_node(&d);
@@ -166,7 +172,7 @@ host = "localhost"
     let started = d.fifo("started");
     d.script(
         "hold.sh",
-        "#!/bin/sh\necho $QMESH_JOBID > started\n\
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho $QMESH_JOBID > started\n\
          while [ ! -e go ]; do sleep 0.5; done\necho $QMESH_JOBID >> runs.log\n",
     );
     let mut ids: Vec<String> = (0..100).map(|_| d.qsub(&["hold.sh"])).collect();

@@ -47,7 +47,7 @@ fn a_long_job_waits_for_the_window_and_a_short_one_runs_before_it() {
     let started = d.fifo("started-short");
     d.script(
         "short.sh",
-        "#!/bin/sh\necho go > started-short\nexec sleep 86400\n",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started-short\nexec sleep 86400\n",
     );
     let short = d.qsub(&["-l", "walltime=30:00", "short.sh"]);
     d.read_fifo(&started);

@@ -43,7 +43,7 @@ fn sleeper(d: &Daemon, name: &str) -> std::path::PathBuf {
     let fifo = d.fifo(&format!("started-{name}"));
     d.script(
         &format!("{name}.sh"),
-        &format!("#!/bin/sh\necho go > started-{name}\nexec sleep 86400\n"),
+        &format!("#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started-{name}\nexec sleep 86400\n"),
     );
     fifo
 }
@@ -96,7 +96,10 @@ fn sprelease_ends_a_running_job_and_refuses_a_queued_one() {
 fn spwait_blocks_until_the_end_and_exits_with_the_jobs_status() {
     let d = Daemon::start();
     let gate = d.fifo("gate");
-    d.script("gated.sh", "#!/bin/sh\nread line < gate\nexit 7\n");
+    d.script(
+        "gated.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\nread line < gate\nexit 7\n",
+    );
     let id = d.qsub(&["gated.sh"]);
     let mut wait = d
         .cmd("spwait")
@@ -134,7 +137,7 @@ fn getjid_names_the_job_holding_a_node() {
     d.script(
         "jid.sh",
         &format!(
-            "#!/bin/sh\n{} > jid.out 2>&1\necho go > started-jid\nexec sleep 86400\n",
+            "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n{} > jid.out 2>&1\necho go > started-jid\nexec sleep 86400\n",
             bin("getjid")
         ),
     );

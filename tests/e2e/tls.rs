@@ -104,6 +104,8 @@ fn agent(d: &Daemon, server: &str, key: &Path, label: &str, tls: &[&Path]) -> Ch
     cmd.args(["--server", server, "--host", "remote1"])
         .arg("--spool")
         .arg(d.root.path().join(format!("spool-{label}")))
+        .arg("--tmpdir-base")
+        .arg(d.tmpdir_base())
         .arg("--cluster-key-file")
         .arg(key);
     for (flag, path) in flags.iter().zip(tls) {

@@ -32,7 +32,7 @@ fn sleeper(d: &Daemon, name: &str) -> std::path::PathBuf {
     let fifo = d.fifo(&format!("started-{name}"));
     d.script(
         &format!("{name}.sh"),
-        &format!("#!/bin/sh\necho go > started-{name}\nexec sleep 86400\n"),
+        &format!("#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho go > started-{name}\nexec sleep 86400\n"),
     );
     fifo
 }

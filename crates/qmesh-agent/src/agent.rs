@@ -44,6 +44,16 @@ pub fn run(cli: Cli) -> Result<()> {
         cli.tls_cert_file.as_deref(),
         cli.tls_key_file.as_deref(),
     )?;
+    let gpus = cli
+        .gpus
+        .unwrap_or_else(|| crate::gpus::count_devices(std::path::Path::new("/dev")));
+    let tmpdir_base = cli.tmpdir_base.unwrap_or_else(crate::tmpdir::default_base);
+    if !tmpdir_base.is_absolute() || !tmpdir_base.is_dir() {
+        return Err(AgentError::Config(format!(
+            "--tmpdir-base {}: give the full path of an existing directory",
+            tmpdir_base.display()
+        )));
+    }
     let cfg = SessionConfig {
         server,
         host,
@@ -54,6 +64,7 @@ pub fn run(cli: Cli) -> Result<()> {
             cpus: cli.cpus,
             load_command: cli.load_command,
             features: cli.features.into_iter().filter(|f| !f.is_empty()).collect(),
+            gpus,
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -72,13 +83,19 @@ pub fn run(cli: Cli) -> Result<()> {
             )));
         }
     }
-    let outcome = runtime.block_on(serve(cfg, spool, hooks, cli.exec_shepherds));
+    let outcome = runtime.block_on(serve(cfg, spool, hooks, tmpdir_base, cli.exec_shepherds));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
 }
 
-async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks, exec_shepherds: bool) -> Result<()> {
+async fn serve(
+    cfg: SessionConfig,
+    spool: Spool,
+    hooks: Hooks,
+    tmpdir_base: PathBuf,
+    exec_shepherds: bool,
+) -> Result<()> {
     let mut term =
         signal(SignalKind::terminate()).map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
     let mut int =
@@ -87,12 +104,17 @@ async fn serve(cfg: SessionConfig, spool: Spool, hooks: Hooks, exec_shepherds: b
         host = %cfg.host,
         server = %cfg.server,
         spool = %spool.root().display(),
+        gpus = cfg.facts.gpus,
         pid = std::process::id(),
         "agent starting"
     );
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let joined = Joined::open(spool.root(), hooks.clone(), tx.clone())?;
-    let sup = Supervisor::new(spool, tx).with_hooks(hooks);
+    let sup = Supervisor::new(spool, tx).with_hooks(hooks).with_host(
+        &cfg.host,
+        tmpdir_base,
+        cfg.facts.gpus,
+    );
     let sup = if exec_shepherds {
         sup
     } else {

@@ -61,6 +61,17 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub cpus: Option<u32>,
 
+    /// GPUs to report for this host and give to jobs (indices 0 to N-1)
+    /// [default: its /dev/nvidiaN devices].
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<u32>,
+
+    /// Where each job's TMPDIR is made (pbs.JOBID, owned by the job's
+    /// user, removed when the job ends) [default: /var/tmp, else the
+    /// system's temporary directory].
+    #[arg(long, env = "QMESH_AGENT_TMPDIR_BASE", value_name = "DIR")]
+    pub tmpdir_base: Option<PathBuf>,
+
     /// What this host has that jobs may ask for with -l feature=NAME
     /// (licensed software such as imsl, or anything the site names),
     /// comma-separated. A node set whose every host reports a feature

@@ -1,8 +1,10 @@
-//! The job's environment: what qsub captured (-v, -V), then the user's
-//! identity from the passwd entry of the execution host, then the variables
-//! a batch job expects (the QMESH_ names and their PBS_ twins, so scripts
-//! written for PBS run unchanged). Nothing of the agent's own environment
-//! leaks in.
+//! The job's environment, as PBS Pro's and Torque's MOMs make it: what
+//! qsub captured (-v, -V, and the PBS_O_ variables of its own
+//! environment), then the user's identity from the passwd entry of the
+//! execution host, then the variables a batch job expects (PBS_ names and
+//! their QMESH_ twins, so scripts written for PBS run unchanged): the job,
+//! its nodes and its share of them, its directories and GPUs. Nothing of
+//! the agent's own environment leaks in.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,12 +22,25 @@ pub struct Identity<'a> {
     pub shell: &'a Path,
 }
 
+/// Where the job's files and directories are on this host.
+#[derive(Clone, Copy, Debug)]
+pub struct Places<'a> {
+    /// PBS_NODEFILE.
+    pub nodefile: &'a Path,
+    /// Where the job starts (PBS_JOBDIR).
+    pub start_dir: &'a Path,
+    /// TMPDIR, when the agent makes one.
+    pub tmpdir: Option<&'a Path>,
+    /// PBS_GPUFILE, when the job has GPUs here.
+    pub gpufile: Option<&'a Path>,
+}
+
 /// The environment, and the names of job variables that were dropped
 /// because no process environment can hold them (empty, '=' or NUL).
 pub fn job_environment(
     spec: &LaunchSpec,
     who: &Identity<'_>,
-    nodefile: &Path,
+    places: &Places<'_>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
     let mut env = BTreeMap::new();
     let mut dropped = Vec::new();
@@ -35,6 +50,18 @@ pub fn job_environment(
             continue;
         }
         env.insert(name.clone(), value.clone());
+    }
+    // qsub sends the PBS_O_ variables of its environment; a qsub run
+    // without HOME or LOGNAME (cron, a service) still gets the owner's.
+    env.entry("PBS_O_LOGNAME".to_string())
+        .or_insert_with(|| who.user.to_string());
+    env.entry("PBS_O_HOME".to_string())
+        .or_insert_with(|| who.home.display().to_string());
+    // OpenMP threads are the job's own when it says so (-v, -V).
+    let share = spec.local_share();
+    if share.threads > 0 {
+        env.entry("OMP_NUM_THREADS".to_string())
+            .or_insert_with(|| share.threads.to_string());
     }
 
     let mut set = |name: &str, value: String| {
@@ -50,7 +77,7 @@ pub fn job_environment(
     };
     set("SHELL", shell);
 
-    let nodefile = nodefile.display().to_string();
+    let nodefile = places.nodefile.display().to_string();
     let nnodes = spec.nodes.len().to_string();
     for (qmesh, pbs, value) in [
         ("QMESH_JOBID", "PBS_JOBID", &spec.job_id),
@@ -64,8 +91,34 @@ pub fn job_environment(
         set(qmesh, value.clone());
         set(pbs, value.clone());
     }
-    set("PBS_O_QUEUE", spec.queue.clone());
+    set("PBS_O_QUEUE", spec.first_queue().to_string());
     set("PBS_ENVIRONMENT", "PBS_BATCH".to_string());
+    // Torque: the first node's processes, and the node file's lines.
+    set("PBS_NUM_PPN", spec.share(0).procs.to_string());
+    let np: u32 = (0..spec.nodes.len()).map(|i| spec.share(i).procs).sum();
+    set("PBS_NP", np.to_string());
+    // PBS Pro: this host's first node's CPUs.
+    if share.cpus > 0 {
+        set("NCPUS", share.cpus.to_string());
+    }
+    // The job script is the first task on the first node.
+    set("PBS_NODENUM", "0".to_string());
+    set("PBS_TASKNUM", "1".to_string());
+    set("PBS_VNODENUM", "0".to_string());
+    set("PBS_JOBDIR", places.start_dir.display().to_string());
+    if spec.walltime > 0 {
+        set("PBS_WALLTIME", spec.walltime.to_string());
+    }
+    if let Some(tmpdir) = places.tmpdir {
+        set("TMPDIR", tmpdir.display().to_string());
+    }
+    if let Some(gpufile) = places.gpufile.filter(|_| !spec.gpus.is_empty()) {
+        set("PBS_GPUFILE", gpufile.display().to_string());
+        set(
+            "CUDA_VISIBLE_DEVICES",
+            crate::gpus::visible_devices(&spec.gpus),
+        );
+    }
     if !spec.account.is_empty() {
         set("QMESH_ACCOUNT", spec.account.clone());
         set("PBS_ACCOUNT", spec.account.clone());
@@ -78,6 +131,7 @@ pub fn job_environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spool::NodeShare;
 
     fn spec() -> LaunchSpec {
         LaunchSpec {
@@ -99,6 +153,15 @@ mod tests {
         }
     }
 
+    fn places() -> Places<'static> {
+        Places {
+            nodefile: Path::new("/sp/jobs/17/nodefile"),
+            start_dir: Path::new("/home/alice"),
+            tmpdir: None,
+            gpufile: None,
+        }
+    }
+
     fn alice() -> Identity<'static> {
         Identity {
             user: "alice",
@@ -109,7 +172,7 @@ mod tests {
 
     #[test]
     fn batch_variables_and_identity_win_over_the_job_env() {
-        let (env, dropped) = job_environment(&spec(), &alice(), Path::new("/sp/jobs/17/nodefile"));
+        let (env, dropped) = job_environment(&spec(), &alice(), &places());
         assert_eq!(env["FOO"], "bar");
         assert_eq!(env["HOME"], "/home/alice");
         assert_eq!(env["USER"], "alice");
@@ -131,6 +194,7 @@ mod tests {
         assert_eq!(env["PBS_ENVIRONMENT"], "PBS_BATCH");
         assert_eq!(env["PATH"], DEFAULT_PATH);
         assert!(!env.contains_key("QMESH_ACCOUNT"));
+        assert!(!env.contains_key("TMPDIR") && !env.contains_key("CUDA_VISIBLE_DEVICES"));
         assert_eq!(dropped, vec!["BAD=NAME".to_string(), String::new()]);
     }
 
@@ -138,7 +202,7 @@ mod tests {
     fn the_jobs_own_path_is_kept() {
         let mut s = spec();
         s.env.push(("PATH".into(), "/opt/x/bin:/usr/bin".into()));
-        let (env, _) = job_environment(&s, &alice(), Path::new("/n"));
+        let (env, _) = job_environment(&s, &alice(), &places());
         assert_eq!(env["PATH"], "/opt/x/bin:/usr/bin");
     }
 
@@ -148,7 +212,72 @@ mod tests {
             shell: Path::new(""),
             ..alice()
         };
-        let (env, _) = job_environment(&spec(), &who, Path::new("/n"));
+        let (env, _) = job_environment(&spec(), &who, &places());
         assert_eq!(env["SHELL"], "/bin/sh");
+    }
+
+    #[test]
+    fn pbs_pro_and_torque_variables_describe_the_jobs_share() {
+        let mut s = spec();
+        let share = |procs, cpus, threads| NodeShare {
+            procs,
+            cpus,
+            threads,
+            gpus: 0,
+        };
+        s.shares = vec![share(3, 6, 2), share(3, 6, 2), share(1, 4, 4)];
+        s.local_nodes = vec!["n2".into(), "n3".into()];
+        s.submit_queue = "route".into();
+        s.walltime = 600;
+        s.account = "c1".into();
+        s.gpus = vec![1, 3];
+        let places = Places {
+            tmpdir: Some(Path::new("/var/tmp/pbs.17.server")),
+            gpufile: Some(Path::new("/sp/jobs/17/gpufile")),
+            start_dir: Path::new("/scratch/alice"),
+            ..places()
+        };
+        let (env, _) = job_environment(&s, &alice(), &places);
+        assert_eq!(env["PBS_NUM_NODES"], "3");
+        assert_eq!(env["PBS_NUM_PPN"], "3", "the first node's processes");
+        assert_eq!(env["PBS_NP"], "7", "the node file's lines");
+        assert_eq!(env["NCPUS"], "6", "this host's first node, n2");
+        assert_eq!(env["OMP_NUM_THREADS"], "2");
+        assert_eq!(env["PBS_O_QUEUE"], "route");
+        assert_eq!(env["PBS_QUEUE"], "batch");
+        assert_eq!(env["PBS_NODENUM"], "0");
+        assert_eq!(env["PBS_TASKNUM"], "1");
+        assert_eq!(env["PBS_VNODENUM"], "0");
+        assert_eq!(env["PBS_JOBDIR"], "/scratch/alice");
+        assert_eq!(env["PBS_WALLTIME"], "600");
+        assert_eq!(env["TMPDIR"], "/var/tmp/pbs.17.server");
+        assert_eq!(env["PBS_GPUFILE"], "/sp/jobs/17/gpufile");
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], "1,3");
+        assert_eq!(env["PBS_ACCOUNT"], "c1");
+    }
+
+    #[test]
+    fn the_jobs_own_settings_win_where_pbs_lets_them() {
+        let mut s = spec();
+        s.env.push(("OMP_NUM_THREADS".into(), "9".into()));
+        s.env
+            .push(("PBS_O_HOME".into(), "/home/alice-on-login".into()));
+        s.env.push(("TMPDIR".into(), "/tmp/login-tmp".into()));
+        let places = Places {
+            tmpdir: Some(Path::new("/var/tmp/pbs.17.server")),
+            ..places()
+        };
+        let (env, _) = job_environment(&s, &alice(), &places);
+        assert_eq!(env["OMP_NUM_THREADS"], "9", "-v OMP_NUM_THREADS=9 wins");
+        assert_eq!(env["PBS_O_HOME"], "/home/alice-on-login");
+        assert_eq!(env["PBS_O_LOGNAME"], "alice", "filled in from the owner");
+        assert_eq!(
+            env["TMPDIR"], "/var/tmp/pbs.17.server",
+            "the job's own TMPDIR"
+        );
+        assert_eq!(env["PBS_O_QUEUE"], "batch", "no submit queue: the queue");
+        assert_eq!(env["NCPUS"], "1");
+        assert_eq!(env["PBS_NP"], "3");
+        assert!(!env.contains_key("PBS_WALLTIME"));
     }
 }

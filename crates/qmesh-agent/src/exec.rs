@@ -1,6 +1,8 @@
 //! Starting the job process, for the shepherd, from a [`Plan`]: the
 //! child-side setup between fork and exec, which only makes system calls on
-//! memory allocated before the fork.
+//! memory allocated before the fork: signals, session, the job's process
+//! limits and nice value (before the identity switch, so the user cannot
+//! raise them), the identity, the umask, the start directory, the output.
 //!
 //! The identity switch is done by hand through nix, not with std's
 //! `CommandExt::uid`/`gid`, because std would call `setgroups(0)` and drop
@@ -24,6 +26,7 @@ use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
 use nix::sys::stat::Mode;
 
 use crate::plan::{Credentials, LaunchError, Plan};
+use crate::spool::Limits;
 
 /// The steps of the child-side setup, as reported through the step pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +40,7 @@ enum Step {
     Chdir = 6,
     Stdout = 7,
     Stderr = 8,
+    Limits = 9,
 }
 
 impl Step {
@@ -50,6 +54,7 @@ impl Step {
             Step::Chdir,
             Step::Stdout,
             Step::Stderr,
+            Step::Limits,
         ]
         .into_iter()
         .find(|s| *s as u8 == b)
@@ -60,6 +65,8 @@ impl Step {
 struct ChildSetup {
     report: RawFd,
     switch_to: Option<Credentials>,
+    limits: Limits,
+    umask: Option<u32>,
     workdir: CString,
     stdout: CString,
     stderr: Option<CString>,
@@ -101,14 +108,21 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
             .map_err(|e| fail(Step::Signals, e))?;
     }
     nix::unistd::setsid().map_err(|e| fail(Step::Setsid, e))?;
+    crate::limits::apply(&s.limits).map_err(|e| fail(Step::Limits, e))?;
     if let Some(c) = &s.switch_to {
         nix::unistd::setgroups(&c.groups).map_err(|e| fail(Step::Setgroups, e))?;
         nix::unistd::setgid(c.gid).map_err(|e| fail(Step::Setgid, e))?;
         nix::unistd::setuid(c.uid).map_err(|e| fail(Step::Setuid, e))?;
     }
+    let mode = match s.umask {
+        Some(mask) => {
+            nix::sys::stat::umask(Mode::from_bits_truncate(mask));
+            Mode::from_bits_truncate(0o666)
+        }
+        None => Mode::from_bits_truncate(0o644),
+    };
     nix::unistd::chdir(s.workdir.as_c_str()).map_err(|e| fail(Step::Chdir, e))?;
     let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC;
-    let mode = Mode::from_bits_truncate(0o644);
     let out: OwnedFd =
         nix::fcntl::open(s.stdout.as_c_str(), flags, mode).map_err(|e| fail(Step::Stdout, e))?;
     nix::unistd::dup2_stdout(&out).map_err(|e| fail(Step::Stdout, e))?;
@@ -137,6 +151,8 @@ pub fn spawn(plan: &Plan) -> Result<i32, LaunchError> {
     let setup = ChildSetup {
         report: report_write.as_raw_fd(),
         switch_to: plan.switch_to.clone(),
+        limits: plan.limits,
+        umask: plan.umask,
         workdir: cstring(&plan.workdir)?,
         stdout: cstring(&plan.stdout)?,
         stderr: plan.stderr.as_deref().map(cstring).transpose()?,
@@ -180,6 +196,10 @@ fn describe_failure(plan: &Plan, step: Option<Step>, source: io::Error) -> Launc
             step: "setsid",
             source,
         },
+        Some(Step::Limits) => LaunchError::Setup {
+            step: "process limits from -l pcput, pvmem, file or nice",
+            source,
+        },
         Some(Step::Setgroups) => LaunchError::Switch {
             user,
             step: "setgroups",
@@ -208,19 +228,15 @@ fn describe_failure(plan: &Plan, step: Option<Step>, source: io::Error) -> Launc
             path: plan.stderr.clone().unwrap_or_else(|| plan.stdout.clone()),
             source,
         },
-        None => {
-            let script = plan.args.first().unwrap_or(&plan.program).clone();
-            let hint = if plan.program == script {
-                " (check the #! line of the script)"
-            } else {
-                ""
-            };
-            LaunchError::Exec {
-                path: script,
-                source,
-                hint,
-            }
-        }
+        // A shell (qsub -S, or /bin/sh) runs the script: it is what failed.
+        None if !plan.args.is_empty() => LaunchError::Shell {
+            shell: plan.program.clone(),
+            source,
+        },
+        None => LaunchError::Exec {
+            path: plan.program.clone(),
+            source,
+        },
     }
 }
 
@@ -239,10 +255,10 @@ mod tests {
 
     #[test]
     fn step_codes_round_trip() {
-        for b in 1..=8u8 {
+        for b in 1..=9u8 {
             assert_eq!(Step::from_byte(b).map(|s| s as u8), Some(b));
         }
         assert_eq!(Step::from_byte(0), None);
-        assert_eq!(Step::from_byte(9), None);
+        assert_eq!(Step::from_byte(10), None);
     }
 }

@@ -1,5 +1,5 @@
 //! What the agent tells the daemon of its host with every heartbeat: CPUs,
-//! memory, load and the features the site gives it (NCAR's machine
+//! memory, load, GPUs and the features the site gives it (NCAR's machine
 //! constraints, section 3.1 of the seed: licensed software).
 //! The load is the run-queue length (`procs_running` of /proc/stat, less
 //! the agent's own reading thread), as NQX measured it; a site that
@@ -21,6 +21,8 @@ pub struct FactsConfig {
     pub load_command: Option<String>,
     /// What the site says this host has (licensed software and the like).
     pub features: Vec<String>,
+    /// GPUs (--gpus, else the /dev/nvidiaN devices found at start).
+    pub gpus: u32,
 }
 
 /// The host's facts now.
@@ -44,6 +46,7 @@ pub async fn gather(cfg: &FactsConfig) -> v1::HostFacts {
         mem,
         load,
         features: cfg.features.clone(),
+        gpus: cfg.gpus,
     }
 }
 
@@ -114,14 +117,17 @@ mod tests {
             cpus: Some(8),
             load_command: Some("echo 33.5 tasks".into()),
             features: vec!["imsl".into()],
+            gpus: 2,
         };
         let facts = gather(&cfg).await;
         assert_eq!((facts.cpus, facts.load), (8, 33.5));
         assert_eq!(facts.features, ["imsl"]);
+        assert_eq!(facts.gpus, 2);
         let bad = FactsConfig {
             cpus: None,
             load_command: Some("echo many".into()),
             features: Vec::new(),
+            gpus: 0,
         };
         assert_eq!(gather(&bad).await.load, 0.0);
     }

@@ -7,7 +7,8 @@
 //! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
 //! - [`session`]: one session with the daemon, and the reconnect loop.
 //! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
-//! - [`facts`]: CPUs, memory and load, with every heartbeat.
+//! - [`facts`]: CPUs, memory, load and GPUs, with every heartbeat.
+//! - [`gpus`]: the host's GPUs, and which of them a job gets.
 //! - [`joined`]: jobs launched on another host that hold nodes here.
 //! - [`hooks`]: the site's prologue and epilogue, on every host of a job.
 //! - [`signals`]: signals for a running job, through the spool to its shepherd.
@@ -19,6 +20,8 @@
 //! - [`plan`]: what the job will be: user, groups, program, output, env.
 //! - [`exec`]: how the shepherd starts it (the code between fork and exec).
 //! - [`env`](mod@env): the job's environment.
+//! - [`limits`]: the job's process limits, and what it used.
+//! - [`tmpdir`]: the job's TMPDIR.
 //! - [`procfs`]: what /proc says about pids.
 //!
 //! **Invariant:** jobs never depend on the agent process. The agent can be
@@ -31,8 +34,10 @@ pub mod env;
 pub mod error;
 pub mod exec;
 pub mod facts;
+pub mod gpus;
 pub mod hooks;
 pub mod joined;
+pub mod limits;
 pub mod lock;
 pub mod plan;
 pub mod procfs;
@@ -42,6 +47,7 @@ pub mod signals;
 pub mod spool;
 pub mod supervise;
 pub mod tls;
+pub mod tmpdir;
 pub mod zygote;
 
 use std::process::ExitCode;

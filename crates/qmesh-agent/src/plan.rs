@@ -1,6 +1,9 @@
 //! What the job will be, decided before anything is started: who it runs
 //! as (the user as this host's passwd knows them, with their groups), what
-//! it executes, where its output goes, and its environment. Everything that
+//! it executes (its #! line, or qsub -S's shell with the script as its
+//! argument), where it starts (qsub -d, else the user's home directory, as
+//! PBS does), where its output goes, its limits and umask, and its
+//! environment. Everything that
 //! allocates or reads files is done here, in the shepherd, before the fork;
 //! [`crate::exec`] then only makes system calls in the child.
 //!
@@ -16,8 +19,8 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::unistd::{Gid, Group, Uid, User};
 
-use crate::env::{Identity, job_environment};
-use crate::spool::{JobDir, LaunchSpec, NODE_FILE, SCRIPT_FILE};
+use crate::env::{Identity, Places, job_environment};
+use crate::spool::{GPU_FILE, JobDir, LaunchSpec, Limits, NODE_FILE, SCRIPT_FILE};
 
 /// Why a job could not be started. The text is the `JobFinished` message.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +65,15 @@ pub enum LaunchError {
         user: String,
         source: io::Error,
     },
+    #[error(
+        "cannot make the job's temporary directory {} for user {user}: {source}; check the agent's --tmpdir-base",
+        path.display()
+    )]
+    Tmpdir {
+        path: PathBuf,
+        user: String,
+        source: io::Error,
+    },
     #[error("cannot open output file {}: {source}", path.display())]
     Output { path: PathBuf, source: io::Error },
     #[error("cannot prepare the job process ({step}): {source}")]
@@ -69,12 +81,13 @@ pub enum LaunchError {
         step: &'static str,
         source: io::Error,
     },
-    #[error("cannot execute job script {}: {source}{hint}", path.display())]
-    Exec {
-        path: PathBuf,
-        source: io::Error,
-        hint: &'static str,
-    },
+    #[error(
+        "cannot execute the shell {} that runs the job script: {source}; check qsub -S",
+        shell.display()
+    )]
+    Shell { shell: PathBuf, source: io::Error },
+    #[error("cannot execute job script {}: {source} (check the #! line of the script)", path.display())]
+    Exec { path: PathBuf, source: io::Error },
 }
 
 /// The file an output path names: `NAME.oSEQ` in the working directory when
@@ -113,10 +126,18 @@ pub struct Plan {
     pub program: PathBuf,
     pub args: Vec<PathBuf>,
     pub env: BTreeMap<String, String>,
+    /// Where the job starts.
     pub workdir: PathBuf,
+    /// The file standard output goes to (the error file with -j eo).
     pub stdout: PathBuf,
     /// `None`: stderr goes to the stdout file.
     pub stderr: Option<PathBuf>,
+    /// qsub -W umask=: the job's, and its output files' (then created
+    /// 0666 less the mask; else 0644).
+    pub umask: Option<u32>,
+    pub limits: Limits,
+    /// The job's TMPDIR, made by the shepherd just before the start.
+    pub tmpdir: Option<PathBuf>,
     /// Job variables that could not be set, for the log.
     pub dropped_env: Vec<String>,
 }
@@ -141,15 +162,24 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
             f.read_exact(&mut head).map(|()| head == *b"#!")
         })
         .unwrap_or(false);
-    let (program, args) = if shebang {
+    let (program, args) = if !spec.shell.is_empty() {
+        (PathBuf::from(&spec.shell), vec![script.clone()])
+    } else if shebang {
         (script.clone(), Vec::new())
     } else {
         (PathBuf::from("/bin/sh"), vec![script.clone()])
     };
-    let workdir = if spec.workdir.is_empty() {
+    // Output paths are taken from the submit directory; the job starts
+    // where qsub -d said, else at home.
+    let submitted_in = if spec.workdir.is_empty() {
         user.dir.clone()
     } else {
         PathBuf::from(&spec.workdir)
+    };
+    let workdir = if spec.start_dir.is_empty() {
+        user.dir.clone()
+    } else {
+        PathBuf::from(&spec.start_dir)
     };
     let name = if spec.name.is_empty() {
         "qmesh"
@@ -157,16 +187,47 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
         &spec.name
     };
     let is_dir = |p: &Path| p.is_dir();
-    let stdout = output_path(&spec.stdout_path, &workdir, name, 'o', spec.job, is_dir);
-    let stderr = output_path(&spec.stderr_path, &workdir, name, 'e', spec.job, is_dir);
-    // One file named twice is one file: opening it twice would interleave.
-    let stderr = (!spec.join_output && stderr != stdout).then_some(stderr);
+    let stdout = output_path(
+        &spec.stdout_path,
+        &submitted_in,
+        name,
+        'o',
+        spec.job,
+        is_dir,
+    );
+    let stderr = output_path(
+        &spec.stderr_path,
+        &submitted_in,
+        name,
+        'e',
+        spec.job,
+        is_dir,
+    );
+    let (stdout, stderr) = if spec.join_output {
+        (stdout, None)
+    } else if spec.join_to_error {
+        (stderr, None)
+    } else if stderr == stdout {
+        // One file named twice is one file: opening it twice would interleave.
+        (stdout, None)
+    } else {
+        (stdout, Some(stderr))
+    };
+    let tmpdir = crate::tmpdir::of(spec);
     let who = Identity {
         user: &user.name,
         home: &user.dir,
         shell: &user.shell,
     };
-    let (env, dropped_env) = job_environment(spec, &who, &dir.file(NODE_FILE));
+    let nodefile = dir.file(NODE_FILE);
+    let gpufile = dir.file(GPU_FILE);
+    let places = Places {
+        nodefile: &nodefile,
+        start_dir: &workdir,
+        tmpdir: tmpdir.as_deref(),
+        gpufile: Some(&gpufile),
+    };
+    let (env, dropped_env) = job_environment(spec, &who, &places);
     Ok(Plan {
         switch_to,
         program,
@@ -175,6 +236,9 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
         workdir,
         stdout,
         stderr,
+        umask: spec.umask,
+        limits: spec.limits,
+        tmpdir,
         dropped_env,
         user,
     })

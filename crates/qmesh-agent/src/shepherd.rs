@@ -1,6 +1,7 @@
 //! The shepherd (`qmesh-agent shepherd JOBDIR`): one small process per job
-//! that starts the job, enforces its wall time, performs kills, forwards
-//! signals to it (see [`crate::signals`]), collects its exit status and
+//! that makes the job's TMPDIR, starts the job, enforces its wall time,
+//! performs kills, forwards signals to it (see [`crate::signals`]),
+//! collects its exit status and what it used, removes the TMPDIR and
 //! writes `result.json`. It outlives the agent (it runs in
 //! its own session, and nothing ties it to the agent but a pipe it stops
 //! using after the start), so agent restarts and upgrades never touch jobs.
@@ -24,10 +25,11 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use nix::unistd::{Pid, alarm};
 use tracing::{debug, error, info, warn};
 
+use crate::plan::{LaunchError, Plan};
 use crate::spool::{
     Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec, NODE_FILE,
 };
-use crate::{exec, hooks, plan, signals};
+use crate::{exec, hooks, limits, plan, signals, tmpdir};
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -154,13 +156,17 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
             HookEnd::Killed => return killed_before_start(dir, &spec),
         }
     }
-    let start = now();
-    let pid = match exec::spawn(&plan) {
-        Ok(pid) => pid,
+    let spawned = make_tmpdir(&plan).and_then(|()| {
+        let before = limits::children_used();
+        exec::spawn(&plan).map(|pid| (pid, before, now()))
+    });
+    let (pid, before, start) = match spawned {
+        Ok(started) => started,
         Err(e) => {
             warn!("job not started: {e}");
             let mut result = JobResult::launch_failed(dir.seq, e.to_string(), now());
             epilogue(&spec, dir, &mut result);
+            remove_tmpdir(&plan);
             return result;
         }
     };
@@ -179,10 +185,37 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     };
     let ended = watch.run(set, spec.walltime);
     cleanup(watch.job, set);
-    info!(?ended, "job ended");
+    let (cput, max_rss) = limits::job_used(before, limits::children_used());
+    info!(?ended, ?cput, ?max_rss, "job ended");
     let mut result = result(dir, &spec, &watch, ended, start);
+    result.cput = cput;
+    result.max_rss = max_rss;
     epilogue(&spec, dir, &mut result);
+    remove_tmpdir(&plan);
     result
+}
+
+/// The job's TMPDIR, made afresh for its user just before it starts.
+fn make_tmpdir(plan: &Plan) -> Result<(), LaunchError> {
+    let Some(path) = &plan.tmpdir else {
+        return Ok(());
+    };
+    let owner = plan.switch_to.as_ref().map(|c| (c.uid, c.gid));
+    tmpdir::make(path, owner).map_err(|source| LaunchError::Tmpdir {
+        path: path.clone(),
+        user: plan.user.name.clone(),
+        source,
+    })
+}
+
+/// Once the job and its epilogue are over: its TMPDIR goes, with all in it.
+fn remove_tmpdir(plan: &Plan) {
+    if let Some(path) = &plan.tmpdir {
+        match tmpdir::remove(path) {
+            Ok(()) => debug!(tmpdir = %path.display(), "TMPDIR removed"),
+            Err(e) => warn!("cannot remove the job's TMPDIR {}: {e}", path.display()),
+        }
+    }
 }
 
 /// What a kill order (SIGTERM, SIGINT) does while a hook runs.
@@ -342,6 +375,8 @@ fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
         message,
         start_time: 0,
         end_time: now(),
+        cput: None,
+        max_rss: None,
     }
 }
 
@@ -556,6 +591,8 @@ fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i
         message: words.join("; "),
         start_time: start,
         end_time: now(),
+        cput: None,
+        max_rss: None,
     }
 }
 

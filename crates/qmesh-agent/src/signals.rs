@@ -209,7 +209,7 @@ mod tests {
             ..Default::default()
         };
         let dir = spool
-            .prepare(&launch, &crate::hooks::Hooks::default())
+            .prepare(&launch, &crate::spool::LaunchAdditions::default())
             .unwrap()
             .unwrap();
         (tmp, dir)

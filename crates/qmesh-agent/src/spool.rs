@@ -5,7 +5,9 @@
 //! SPOOL/agent.lock            flock + pid of the agent serving this spool
 //! SPOOL/jobs/SEQ/launch.json  the launch order (LaunchSpec), root only
 //!               script        the job script, 0700, owned by the job user
-//!               nodefile      one allocated node per line, 0644
+//!               nodefile      each node as many times as it has processes
+//!                             (PBS_NODEFILE), 0644
+//!               gpufile       the GPUs given, HOST-gpuN (PBS_GPUFILE), 0644
 //!               shepherd.pid  written by the agent right after the spawn
 //!               job.pid       written by the shepherd right after the spawn
 //!               kill_reason   written by the agent before it signals a kill
@@ -34,6 +36,7 @@ use crate::hooks::Hooks;
 pub const LAUNCH_FILE: &str = "launch.json";
 pub const SCRIPT_FILE: &str = "script";
 pub const NODE_FILE: &str = "nodefile";
+pub const GPU_FILE: &str = "gpufile";
 pub const SHEPHERD_PID_FILE: &str = "shepherd.pid";
 pub const JOB_PID_FILE: &str = "job.pid";
 pub const KILL_REASON_FILE: &str = "kill_reason";
@@ -76,6 +79,154 @@ pub struct LaunchSpec {
     pub prologue: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epilogue: Option<PathBuf>,
+    /// The job's share of each of `nodes`, in order (empty: one process,
+    /// one CPU, no GPU on each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<NodeShare>,
+    /// qsub -S: the shell that runs the script (empty: its #! line, else
+    /// /bin/sh).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub shell: String,
+    /// qsub -W umask=.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub umask: Option<u32>,
+    /// Where the job starts; empty: the user's home directory here.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub start_dir: String,
+    /// qsub -j eo: standard output into the standard error file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub join_to_error: bool,
+    #[serde(skip_serializing_if = "Limits::is_none")]
+    pub limits: Limits,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    /// The queue first asked for (PBS_O_QUEUE); empty: `queue`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub submit_queue: String,
+    /// This host's name, as its agent serves it (for PBS_GPUFILE).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub host: String,
+    /// Where the job's TMPDIR is made (`--tmpdir-base` of the agent that
+    /// launched it); `None` (a launch from an older agent): no TMPDIR.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmpdir_base: Option<PathBuf>,
+    /// The GPU indices of this host given to the job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<u32>,
+}
+
+/// What a job has of one of its nodes (`NodeShare` of the launch order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeShare {
+    /// Lines in the node file (PBS Pro's mpiprocs, Torque's ppn).
+    pub procs: u32,
+    /// NCPUS.
+    pub cpus: u32,
+    /// OMP_NUM_THREADS.
+    pub threads: u32,
+    pub gpus: u32,
+}
+
+/// The limits on each of the job's processes (`ProcessLimits`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// RLIMIT_CPU, seconds (-l pcput).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_secs: Option<u64>,
+    /// RLIMIT_AS, bytes (-l pvmem).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_space: Option<u64>,
+    /// RLIMIT_FSIZE, bytes (-l file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
+    /// -l nice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+}
+
+impl Limits {
+    pub fn is_none(&self) -> bool {
+        *self == Limits::default()
+    }
+}
+
+impl LaunchSpec {
+    /// The job's share of node `i` of `nodes`.
+    pub fn share(&self, i: usize) -> NodeShare {
+        self.shares.get(i).copied().unwrap_or(NodeShare {
+            procs: 1,
+            cpus: 1,
+            threads: 1,
+            gpus: 0,
+        })
+    }
+
+    /// The indices in `nodes` of the job's nodes on this host (all of
+    /// them when the daemon did not say).
+    pub fn local_indices(&self) -> Vec<usize> {
+        if self.local_nodes.is_empty() {
+            return (0..self.nodes.len()).collect();
+        }
+        (0..self.nodes.len())
+            .filter(|&i| self.local_nodes.contains(&self.nodes[i]))
+            .collect()
+    }
+
+    /// The job's share of its first node on this host (NCPUS,
+    /// OMP_NUM_THREADS), as PBS Pro's MOM gives its first vnode's.
+    pub fn local_share(&self) -> NodeShare {
+        self.local_indices()
+            .first()
+            .map_or_else(|| self.share(0), |&i| self.share(i))
+    }
+
+    /// GPUs the job has on this host: its local nodes' together.
+    pub fn local_gpus(&self) -> u32 {
+        self.local_indices()
+            .iter()
+            .map(|&i| self.share(i).gpus)
+            .sum()
+    }
+
+    /// The queue the job was first submitted to (PBS_O_QUEUE).
+    pub fn first_queue(&self) -> &str {
+        if self.submit_queue.is_empty() {
+            &self.queue
+        } else {
+            &self.submit_queue
+        }
+    }
+}
+
+/// What the agent adds to every launch order it takes: its site's
+/// prologue and epilogue, where TMPDIRs go, its host's name, and the
+/// GPUs it chose for the job.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchAdditions {
+    pub hooks: Hooks,
+    pub tmpdir_base: Option<PathBuf>,
+    pub host: String,
+    pub gpus: Vec<u32>,
+}
+
+/// PBS_NODEFILE: each node once per process the job has there (PBS Pro's
+/// mpiprocs, Torque's ppn), in the order of the job's nodes.
+pub fn node_file_text(spec: &LaunchSpec) -> String {
+    let mut text = String::new();
+    for (i, node) in spec.nodes.iter().enumerate() {
+        for _ in 0..spec.share(i).procs {
+            text.push_str(node);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// PBS_GPUFILE as Torque writes it: `HOST-gpuN`, one line per GPU.
+pub fn gpu_file_text(host: &str, gpus: &[u32]) -> String {
+    gpus.iter().map(|g| format!("{host}-gpu{g}\n")).collect()
 }
 
 impl From<&v1::LaunchJob> for LaunchSpec {
@@ -107,6 +258,31 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             local_nodes: l.local_nodes.clone(),
             prologue: None,
             epilogue: None,
+            shares: l
+                .shares
+                .iter()
+                .map(|s| NodeShare {
+                    procs: s.procs,
+                    cpus: s.cpus,
+                    threads: s.threads,
+                    gpus: s.gpus,
+                })
+                .collect(),
+            shell: l.shell.clone(),
+            umask: l.umask,
+            start_dir: l.start_dir.clone(),
+            join_to_error: l.join_to_error,
+            limits: l.limits.map_or_else(Limits::default, |p| Limits {
+                cpu_secs: p.cpu_secs,
+                address_space: p.address_space,
+                file_size: p.file_size,
+                nice: p.nice,
+            }),
+            project: l.project.clone(),
+            submit_queue: l.submit_queue.clone(),
+            host: String::new(),
+            tmpdir_base: None,
+            gpus: Vec::new(),
         }
     }
 }
@@ -139,6 +315,12 @@ pub struct JobResult {
     pub start_time: i64,
     #[serde(default)]
     pub end_time: i64,
+    /// CPU seconds the job's processes used (those reaped: the script and
+    /// whatever it left), and the largest resident set among them, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cput: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss: Option<u64>,
 }
 
 impl JobResult {
@@ -153,6 +335,8 @@ impl JobResult {
             message,
             start_time: 0,
             end_time: now,
+            cput: None,
+            max_rss: None,
         }
     }
 
@@ -172,7 +356,8 @@ impl JobResult {
             message: self.message.clone(),
             start_time: self.start_time,
             end_time: self.end_time,
-            ..Default::default()
+            cput: self.cput,
+            max_rss: self.max_rss,
         }
     }
 }
@@ -223,7 +408,11 @@ impl Spool {
 
     /// Writes a launch into `jobs/SEQ`. `Ok(None)` when the job is already
     /// in the spool (a repeated launch is ignored).
-    pub fn prepare(&self, launch: &v1::LaunchJob, hooks: &Hooks) -> Result<Option<JobDir>> {
+    pub fn prepare(
+        &self,
+        launch: &v1::LaunchJob,
+        additions: &LaunchAdditions,
+    ) -> Result<Option<JobDir>> {
         let dir = self.job(launch.job);
         if dir.path.exists() {
             return Ok(None);
@@ -241,8 +430,11 @@ impl Spool {
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o711))
             .map_err(|e| AgentError::io("set permissions of", &tmp, e))?;
         let spec = LaunchSpec {
-            prologue: hooks.prologue.clone(),
-            epilogue: hooks.epilogue.clone(),
+            prologue: additions.hooks.prologue.clone(),
+            epilogue: additions.hooks.epilogue.clone(),
+            host: additions.host.clone(),
+            tmpdir_base: additions.tmpdir_base.clone(),
+            gpus: additions.gpus.clone(),
             ..LaunchSpec::from(launch)
         };
         let json = serde_json::to_vec_pretty(&spec).map_err(|e| AgentError::Json {
@@ -251,11 +443,15 @@ impl Spool {
         })?;
         write_file(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
         write_file(&tmp.join(SCRIPT_FILE), &launch.script, 0o700)?;
-        let mut nodes = launch.nodes.join("\n");
-        if !nodes.is_empty() {
-            nodes.push('\n');
+        write_file(
+            &tmp.join(NODE_FILE),
+            node_file_text(&spec).as_bytes(),
+            0o644,
+        )?;
+        if !spec.gpus.is_empty() {
+            let text = gpu_file_text(&spec.host, &spec.gpus);
+            write_file(&tmp.join(GPU_FILE), text.as_bytes(), 0o644)?;
         }
-        write_file(&tmp.join(NODE_FILE), nodes.as_bytes(), 0o644)?;
         crate::signals::create_dir(&tmp)?;
         fs::rename(&tmp, &dir.path)
             .map_err(|e| AgentError::io("move job directory into place", &dir.path, e))?;
@@ -441,7 +637,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(&tmp.path().join("spool")).unwrap();
         let dir = spool
-            .prepare(&launch(7), &Hooks::default())
+            .prepare(&launch(7), &LaunchAdditions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.path, spool.jobs_dir().join("7"));
@@ -457,7 +653,7 @@ mod tests {
         // A repeated launch is ignored.
         assert!(
             spool
-                .prepare(&launch(7), &Hooks::default())
+                .prepare(&launch(7), &LaunchAdditions::default())
                 .unwrap()
                 .is_none()
         );
@@ -469,7 +665,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(3), &Hooks::default())
+            .prepare(&launch(3), &LaunchAdditions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.read_result().unwrap(), None);
@@ -482,12 +678,15 @@ mod tests {
             message: "over".into(),
             start_time: 10,
             end_time: 20,
+            cput: Some(3),
+            max_rss: Some(4096),
         };
         dir.write_result(&result).unwrap();
         assert_eq!(dir.read_result().unwrap(), Some(result.clone()));
         let wire = result.to_proto();
         assert_eq!(wire.cause, v1::FinishCause::Walltime as i32);
         assert_eq!(wire.signal, Some(15));
+        assert_eq!((wire.cput, wire.max_rss), (Some(3), Some(4096)));
         // No temporary file is left behind.
         let names: Vec<_> = fs::read_dir(&dir.path)
             .unwrap()
@@ -500,8 +699,12 @@ mod tests {
     fn scan_skips_partial_launches_and_remove_partial_cleans_them() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        spool.prepare(&launch(2), &Hooks::default()).unwrap();
-        spool.prepare(&launch(10), &Hooks::default()).unwrap();
+        spool
+            .prepare(&launch(2), &LaunchAdditions::default())
+            .unwrap();
+        spool
+            .prepare(&launch(10), &LaunchAdditions::default())
+            .unwrap();
         fs::create_dir(spool.jobs_dir().join(".5.new")).unwrap();
         let seqs: Vec<u64> = spool.scan().unwrap().iter().map(|d| d.seq).collect();
         assert_eq!(seqs, vec![2, 10]);
@@ -518,11 +721,123 @@ mod tests {
     }
 
     #[test]
+    fn the_node_file_has_each_node_once_per_process() {
+        let mut l = launch(5);
+        l.nodes = vec!["n1".into(), "n2".into(), "n3".into()];
+        let share = |procs, gpus| v1::NodeShare {
+            procs,
+            cpus: 4,
+            threads: 2,
+            gpus,
+        };
+        l.shares = vec![share(2, 1), share(3, 0), share(0, 2)];
+        l.local_nodes = vec!["n1".into(), "n3".into()];
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let additions = LaunchAdditions {
+            host: "h1".into(),
+            gpus: vec![1, 3, 4],
+            ..LaunchAdditions::default()
+        };
+        let dir = spool.prepare(&l, &additions).unwrap().unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.file(NODE_FILE)).unwrap(),
+            "n1\nn1\nn2\nn2\nn2\n",
+            "mpiprocs=0 gives a node no line"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.file(GPU_FILE)).unwrap(),
+            "h1-gpu1\nh1-gpu3\nh1-gpu4\n"
+        );
+        let spec = dir.read_launch().unwrap();
+        assert_eq!(spec.local_indices(), vec![0, 2]);
+        assert_eq!(spec.local_gpus(), 3);
+        assert_eq!(
+            (spec.local_share().cpus, spec.local_share().threads),
+            (4, 2)
+        );
+        assert_eq!(spec.gpus, vec![1, 3, 4]);
+        assert_eq!(spec.host, "h1");
+    }
+
+    #[test]
+    fn a_launch_without_shares_has_one_line_per_node() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let dir = spool
+            .prepare(&launch(6), &LaunchAdditions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(fs::read_to_string(dir.file(NODE_FILE)).unwrap(), "n1\nn2\n");
+        assert!(!dir.file(GPU_FILE).exists());
+        let spec = dir.read_launch().unwrap();
+        assert_eq!(spec.local_share(), spec.share(0));
+        assert_eq!(spec.share(1).procs, 1);
+        assert_eq!(spec.first_queue(), spec.queue);
+    }
+
+    #[test]
+    fn an_old_launch_file_still_loads() {
+        // launch.json as agents wrote it before shares, shells and limits.
+        let old = r#"{
+  "version": 1, "job": 12, "job_id": "12.srv", "name": "run.sh",
+  "user": "alice", "uid": 1000, "gid": 1000, "group": "users",
+  "workdir": "/home/alice/w", "stdout_path": "", "stderr_path": "",
+  "join_output": false, "env": [["A", "1"]], "nodes": ["n1", "n2"],
+  "walltime": 60, "kill_grace": 5, "queue": "batch", "account": "",
+  "submit_host": "login1", "local_nodes": ["n1"]
+}"#;
+        let spec: LaunchSpec = serde_json::from_str(old).unwrap();
+        assert_eq!(spec.job_id, "12.srv");
+        assert!(spec.shares.is_empty() && spec.shell.is_empty());
+        assert_eq!((spec.umask, spec.start_dir.as_str()), (None, ""));
+        assert!(spec.limits.is_none() && spec.tmpdir_base.is_none());
+        assert_eq!(spec.local_share().procs, 1);
+        assert_eq!(spec.first_queue(), "batch");
+        assert_eq!(spec.local_gpus(), 0);
+    }
+
+    #[test]
+    fn the_new_fields_round_trip_through_launch_json() {
+        let mut l = launch(8);
+        l.shell = "/bin/bash".into();
+        l.umask = Some(0o27);
+        l.start_dir = "/scratch/a".into();
+        l.join_to_error = true;
+        l.limits = Some(v1::ProcessLimits {
+            cpu_secs: Some(30),
+            address_space: Some(1 << 30),
+            file_size: None,
+            nice: Some(5),
+        });
+        l.project = "p1".into();
+        l.submit_queue = "route".into();
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = Spool::open(tmp.path()).unwrap();
+        let additions = LaunchAdditions {
+            tmpdir_base: Some("/var/tmp".into()),
+            ..LaunchAdditions::default()
+        };
+        let dir = spool.prepare(&l, &additions).unwrap().unwrap();
+        let spec = dir.read_launch().unwrap();
+        assert_eq!(spec.shell, "/bin/bash");
+        assert_eq!(spec.umask, Some(0o27));
+        assert_eq!(spec.start_dir, "/scratch/a");
+        assert!(spec.join_to_error);
+        assert_eq!(spec.limits.cpu_secs, Some(30));
+        assert_eq!(spec.limits.address_space, Some(1 << 30));
+        assert_eq!(spec.limits.nice, Some(5));
+        assert_eq!(spec.project, "p1");
+        assert_eq!(spec.first_queue(), "route");
+        assert_eq!(spec.tmpdir_base.as_deref(), Some(Path::new("/var/tmp")));
+    }
+
+    #[test]
     fn pid_files_round_trip() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(1), &Hooks::default())
+            .prepare(&launch(1), &LaunchAdditions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.read_pid(JOB_PID_FILE), None);

@@ -26,8 +26,8 @@ use crate::hooks::Hooks;
 use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
 use crate::shepherd::{self, now};
 use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, SHEPHERD_LOG,
-    SHEPHERD_PID_FILE, Spool,
+    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchAdditions,
+    LaunchSpec, SHEPHERD_LOG, SHEPHERD_PID_FILE, Spool,
 };
 use crate::zygote::{Forked, Zygote};
 
@@ -59,8 +59,11 @@ pub struct Supervisor {
     events: UnboundedSender<Event>,
     /// Forks shepherds; without it (or when it fails) they are exec'd.
     zygote: Option<Zygote>,
-    /// The site's prologue and epilogue, for the shepherds to run.
-    hooks: Hooks,
+    /// What every launch here gets: the site's prologue and epilogue,
+    /// where TMPDIRs go, the host's name (its GPUs are chosen per job).
+    additions: LaunchAdditions,
+    /// GPUs this host has, to give out.
+    host_gpus: u32,
 }
 
 impl Supervisor {
@@ -69,13 +72,23 @@ impl Supervisor {
             spool,
             events,
             zygote: None,
-            hooks: Hooks::default(),
+            additions: LaunchAdditions::default(),
+            host_gpus: 0,
         }
     }
 
     /// Jobs launched here run the site's prologue and epilogue.
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
+        self.additions.hooks = hooks;
+        self
+    }
+
+    /// Jobs launched here get a TMPDIR under `tmpdir_base`, and GPUs of
+    /// this host's `gpus`, which is called `host`.
+    pub fn with_host(mut self, host: &str, tmpdir_base: PathBuf, gpus: u32) -> Self {
+        self.additions.host = host.to_string();
+        self.additions.tmpdir_base = Some(tmpdir_base);
+        self.host_gpus = gpus;
         self
     }
 
@@ -143,17 +156,46 @@ impl Supervisor {
     pub async fn launch(&self, launch: v1::LaunchJob) -> std::result::Result<(), v1::JobFinished> {
         let seq = launch.job;
         let spool = self.spool.clone();
-        let hooks = self.hooks.clone();
-        let prepared = tokio::task::spawn_blocking(move || spool.prepare(&launch, &hooks))
-            .await
-            .unwrap_or_else(|e| Err(AgentError::Config(format!("launch task failed: {e}"))));
+        let mut additions = self.additions.clone();
+        let host_gpus = self.host_gpus;
+        let prepared = tokio::task::spawn_blocking(move || {
+            if spool.job(launch.job).exists() {
+                return (Ok(None), None);
+            }
+            // Launches come one at a time: no other job chooses meanwhile.
+            let wanted = LaunchSpec::from(&launch).local_gpus();
+            let refused = if wanted == 0 {
+                None
+            } else {
+                match crate::gpus::choose(host_gpus, &crate::gpus::held(&spool), wanted) {
+                    Ok(gpus) => {
+                        additions.gpus = gpus;
+                        None
+                    }
+                    Err(why) => Some(why),
+                }
+            };
+            (spool.prepare(&launch, &additions), refused)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            let e = AgentError::Config(format!("launch task failed: {e}"));
+            (Err(e), None)
+        });
         let dir = match prepared {
-            Ok(Some(dir)) => dir,
-            Ok(None) => {
+            (Ok(Some(dir)), Some(refused)) => {
+                warn!("job not started: {refused}");
+                let result = JobResult::launch_failed(seq, refused, now());
+                persist(&dir, &result);
+                let _ = self.events.send(Event::Finished(result));
+                return Ok(());
+            }
+            (Ok(Some(dir)), None) => dir,
+            (Ok(None), _) => {
                 debug!("already in the spool; repeated launch ignored");
                 return Ok(());
             }
-            Err(e) => {
+            (Err(e), _) => {
                 error!("{e}");
                 let message = format!("cannot write the job to the agent's spool: {e}");
                 return Err(JobResult::launch_failed(seq, message, now()).to_proto());
@@ -471,6 +513,7 @@ fn persist(dir: &JobDir, result: &JobResult) {
 /// is unknown; what is left of it is killed, since nothing enforces its
 /// limits any more and the daemon will give its nodes to others.
 fn vanished(dir: &JobDir) -> JobResult {
+    remove_tmpdir_of(dir);
     let log = dir.file(SHEPHERD_LOG);
     let Some(job_pid) = dir.read_pid(JOB_PID_FILE) else {
         let message = format!(
@@ -494,6 +537,17 @@ fn vanished(dir: &JobDir) -> JobResult {
     result
 }
 
+/// The job's TMPDIR, which its vanished shepherd would have removed.
+fn remove_tmpdir_of(dir: &JobDir) {
+    let Some(path) = dir.read_launch().ok().as_ref().and_then(crate::tmpdir::of) else {
+        return;
+    };
+    match crate::tmpdir::remove(&path) {
+        Ok(()) => debug!(tmpdir = %path.display(), "the job's TMPDIR is gone"),
+        Err(e) => warn!("cannot remove the job's TMPDIR {}: {e}", path.display()),
+    }
+}
+
 fn unknown_end(dir: &JobDir, message: String) -> JobResult {
     JobResult {
         version: FORMAT_VERSION,
@@ -504,6 +558,8 @@ fn unknown_end(dir: &JobDir, message: String) -> JobResult {
         message,
         start_time: 0,
         end_time: now(),
+        cput: None,
+        max_rss: None,
     }
 }
 
@@ -525,10 +581,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let a = spool
-            .prepare(&launch(1), &Hooks::default())
+            .prepare(&launch(1), &LaunchAdditions::default())
             .unwrap()
             .unwrap();
-        spool.prepare(&launch(2), &Hooks::default()).unwrap();
+        spool
+            .prepare(&launch(2), &LaunchAdditions::default())
+            .unwrap();
         let done = JobResult::launch_failed(1, "no".into(), 5);
         a.write_result(&done).unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -543,7 +601,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(4), &Hooks::default())
+            .prepare(&launch(4), &LaunchAdditions::default())
             .unwrap()
             .unwrap();
         let r = vanished(&dir);
@@ -560,7 +618,9 @@ mod tests {
     async fn adopt_all_settles_jobs_without_shepherd_and_ack_forgets_them() {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        spool.prepare(&launch(9), &Hooks::default()).unwrap();
+        spool
+            .prepare(&launch(9), &LaunchAdditions::default())
+            .unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool.clone(), tx);
         sup.adopt_all().unwrap();

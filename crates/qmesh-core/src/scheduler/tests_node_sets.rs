@@ -207,6 +207,7 @@ fn facts(mem_gb: u64, cpus: u32, features: &[&str]) -> crate::state::HostFacts {
         cpus,
         mem: mem_gb << 30,
         features: features.iter().map(|f| f.to_string()).collect(),
+        gpus: 0,
     }
 }
 

@@ -1,12 +1,14 @@
 //! What the agents say of their hosts with every hello and heartbeat:
-//! the load (the run-queue length, NCAR's measure), CPUs, memory and
-//! features (licensed software: `qmesh-agent --features imsl`).
+//! the load (the run-queue length, NCAR's measure), CPUs, memory, GPUs
+//! and features (licensed software: `qmesh-agent --features imsl`).
 //!
 //! The load decides whether a host takes new jobs (at `max_load_factor`
 //! times its CPUs it does not) and, on shared sets, which node takes the
 //! next one (`run_queue`). Memory, CPUs and features fill in a node set's
 //! attributes where the configuration says nothing: its effective memory
-//! and CPUs are those of its smallest host that has reported, and a
+//! and CPUs are those of its smallest host that has reported, its GPUs
+//! per node the fewest any such host has per node of the set it holds
+//! (a host's GPUs shared out among its nodes of the set), and a
 //! feature every such host reports is the set's. A set stays homogeneous
 //! for the pass, which reads the effective attributes; the
 //! configuration's values win where it gives them (a site may keep
@@ -26,6 +28,8 @@ pub struct HostFacts {
     /// Bytes.
     pub mem: u64,
     pub features: Vec<String>,
+    /// GPUs on the host.
+    pub gpus: u32,
 }
 
 impl State {
@@ -35,7 +39,10 @@ impl State {
     /// became usable or unusable.
     pub fn set_host_facts(&mut self, host: &str, facts: HostFacts) -> bool {
         let resized = self.host_facts.get(host).is_none_or(|old| {
-            old.cpus != facts.cpus || old.mem != facts.mem || old.features != facts.features
+            old.cpus != facts.cpus
+                || old.mem != facts.mem
+                || old.gpus != facts.gpus
+                || old.features != facts.features
         });
         let busy = overloaded(facts.load, facts.cpus, self.config.server.max_load_factor);
         self.host_facts.insert(host.to_string(), facts);
@@ -159,6 +166,17 @@ fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> NodeAttrs {
     if attrs.cpus.is_none() {
         attrs.cpus = reported.iter().map(|f| f.cpus).filter(|&c| c > 0).min();
     }
+    if attrs.gpus.is_none() {
+        let mut held: HashMap<&str, u32> = HashMap::default();
+        for def in &set.nodes {
+            *held.entry(def.host.as_str()).or_default() += 1;
+        }
+        attrs.gpus = held
+            .iter()
+            .filter_map(|(host, &nodes)| facts.get(*host).map(|f| f.gpus / nodes.max(1)))
+            .min()
+            .filter(|&g| g > 0);
+    }
     for feature in &first.features {
         if !attrs.features.contains(feature)
             && reported.iter().all(|f| f.features.contains(feature))
@@ -173,4 +191,65 @@ fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> NodeAttrs {
 /// factor of 0 turns the check off; a host that names no CPUs counts one).
 pub fn overloaded(load: f64, cpus: u32, factor: f64) -> bool {
     factor > 0.0 && load >= factor * f64::from(cpus.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{NodeDef, Topology};
+
+    fn set(nodes: &[(&str, &str)], gpus: Option<u32>) -> NodeSet {
+        NodeSet {
+            name: "g".into(),
+            topology: Topology::Flat,
+            nodes: nodes
+                .iter()
+                .map(|(name, host)| NodeDef {
+                    name: name.to_string(),
+                    host: host.to_string(),
+                })
+                .collect(),
+            attrs: NodeAttrs {
+                gpus,
+                ..NodeAttrs::default()
+            },
+        }
+    }
+
+    fn gpus(n: u32) -> HostFacts {
+        HostFacts {
+            cpus: 8,
+            gpus: n,
+            ..HostFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_sets_gpus_per_node_come_from_its_hosts_shared_among_their_nodes() {
+        let s = set(&[("a1", "h1"), ("a2", "h1"), ("b1", "h2")], None);
+        let mut facts = HashMap::default();
+        assert_eq!(effective(&s, &facts).gpus, None, "nothing reported");
+        facts.insert("h1".to_string(), gpus(8));
+        assert_eq!(
+            effective(&s, &facts).gpus,
+            Some(4),
+            "h1's 8 GPUs for its 2 nodes"
+        );
+        facts.insert("h2".to_string(), gpus(2));
+        assert_eq!(effective(&s, &facts).gpus, Some(2), "h2 has fewer");
+        facts.insert("h2".to_string(), gpus(0));
+        assert_eq!(
+            effective(&s, &facts).gpus,
+            None,
+            "a host without GPUs: the set has none"
+        );
+    }
+
+    #[test]
+    fn the_configurations_gpus_win() {
+        let s = set(&[("a1", "h1")], Some(1));
+        let mut facts = HashMap::default();
+        facts.insert("h1".to_string(), gpus(4));
+        assert_eq!(effective(&s, &facts).gpus, Some(1));
+    }
 }

@@ -250,5 +250,6 @@ fn host_facts(facts: &v1::HostFacts) -> qmesh_core::state::HostFacts {
         cpus: facts.cpus,
         mem: facts.mem,
         features: facts.features.clone(),
+        gpus: facts.gpus,
     }
 }
