@@ -908,6 +908,18 @@ impl State {
         old
     }
 
+    /// Drops one finished job (qdel -x); false if it is not finished.
+    pub fn remove_finished(&mut self, id: JobId) -> bool {
+        let finished = self
+            .jobs
+            .get(&id)
+            .is_some_and(|j| j.state == JobState::Finished);
+        if finished {
+            self.jobs.remove(&id);
+        }
+        finished
+    }
+
     fn release_nodes(&mut self, id: JobId) {
         self.occupancy.give_back(&mut self.nodes, id);
     }
