@@ -49,9 +49,24 @@ fn bad_submissions_are_refused_and_queue_nothing() {
     refused(
         &d,
         "qsub",
-        &["-l", "gpus=2", "ok.sh"],
-        "unknown resource \"gpus\"",
+        &["-l", "gpu=2", "ok.sh"],
+        "unknown resource \"gpu\"",
     );
+    // The machine has no GPUs: a job asking for some could never run.
+    refused(&d, "qsub", &["-l", "gpus=2", "ok.sh"], "ngpus=2");
+    refused(
+        &d,
+        "qsub",
+        &["-l", "select=1:ncpus=1", "-l", "ncpus=2", "ok.sh"],
+        "put it in the chunk",
+    );
+    refused(
+        &d,
+        "qsub",
+        &["-u", "someone_else", "ok.sh"],
+        "submit as someone_else",
+    );
+    refused(&d, "qsub", &["-J", "1-10", "ok.sh"], "job arrays");
     d.script("bad_directive.sh", "#!/bin/sh\n#PBS -Z\necho\n");
     refused(&d, "qsub", &["bad_directive.sh"], "line 2");
     assert!(d.all_job_ids().is_empty(), "a refused job was queued");

@@ -172,6 +172,7 @@ impl JobResult {
             message: self.message.clone(),
             start_time: self.start_time,
             end_time: self.end_time,
+            ..Default::default()
         }
     }
 }

@@ -42,6 +42,11 @@ impl Directive {
 
 /// The directives at the top of `script`, in order.
 pub fn scan(script: &[u8]) -> Result<Vec<Directive>, DirectiveError> {
+    scan_with(script, &PREFIXES)
+}
+
+/// The directives with one of `prefixes` (qsub -C), in order.
+pub fn scan_with(script: &[u8], prefixes: &[&str]) -> Result<Vec<Directive>, DirectiveError> {
     let mut found = Vec::new();
     for (index, raw) in script.split(|b| *b == b'\n').enumerate() {
         let line = String::from_utf8_lossy(raw);
@@ -53,7 +58,7 @@ pub fn scan(script: &[u8]) -> Result<Vec<Directive>, DirectiveError> {
         if !body.starts_with('#') {
             break;
         }
-        let Some((prefix, rest)) = PREFIXES
+        let Some((prefix, rest)) = prefixes
             .iter()
             .find_map(|p| directive_rest(body, p).map(|rest| (*p, rest)))
         else {

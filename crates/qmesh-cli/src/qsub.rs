@@ -22,6 +22,7 @@ use crate::client::{self, CliError};
 use crate::directives;
 
 mod start;
+mod w_attrs;
 
 /// Submit a batch job.
 ///
@@ -52,8 +53,8 @@ pub struct Args {
     /// Standard error file (default: NAME.eSEQ in the submit directory).
     #[arg(short = 'e', value_name = "PATH")]
     pub stderr: Option<String>,
-    /// Join: "oe" merges standard error into standard output; "n" keeps them apart.
-    #[arg(short = 'j', value_name = "oe|n", value_parser = ["oe", "n"])]
+    /// Join: "oe" merges standard error into standard output, "eo" standard output into standard error; "n" keeps them apart.
+    #[arg(short = 'j', value_name = "oe|eo|n", value_parser = ["oe", "eo", "n"])]
     pub join: Option<String>,
     /// Submit the job with a user hold (release it with qrls).
     #[arg(short = 'h')]
@@ -77,9 +78,58 @@ pub struct Args {
     /// of day already past means tomorrow (PBS).
     #[arg(short = 'a', value_name = "DATE_TIME")]
     pub start_after: Option<String>,
-    /// More attributes: depend=afterok:ID[:ID...][,afterany:ID...][,afternotok:ID...].
+    /// More attributes: depend=afterok:ID[:ID...][,afterany:ID...][,afternotok:ID...],
+    /// umask=022, group_list=GROUP, block=true (wait for the job and exit with its status).
     #[arg(short = 'W', value_name = "ATTR=VALUE")]
     pub attributes: Vec<String>,
+    /// The shell that runs the script: PATH[@HOST][,PATH@HOST...] (default: its #! line, else /bin/sh).
+    #[arg(short = 'S', value_name = "PATH_LIST")]
+    pub shell: Option<String>,
+    /// Mail on: a (abort), b (begin), e (end), any of them, or n (none); default a.
+    #[arg(short = 'm', value_name = "a|b|e|n")]
+    pub mail_points: Option<String>,
+    /// Who gets the mail: USER[@HOST][,...] (default: the job's owner).
+    #[arg(short = 'M', value_name = "USER_LIST")]
+    pub mail_users: Option<String>,
+    /// The job's priority among its queue's jobs, -1024 to 1023 (default 0).
+    #[arg(short = 'p', value_name = "PRIORITY", allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// The project the job belongs to (PBS Pro).
+    #[arg(short = 'P', value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Keep output on the execution host: o, e, oe, eo, d or n (qmesh writes output to its final path directly).
+    #[arg(short = 'k', value_name = "o|e|oe|n")]
+    pub keep: Option<String>,
+    /// Checkpoints: n, s, c, c=MINUTES, w (accepted; qmesh does not checkpoint, and says so in the job's comment).
+    #[arg(short = 'c', value_name = "INTERVAL")]
+    pub checkpoint: Option<String>,
+    /// The prefix of directives in the script (default #PBS; "" reads none).
+    #[arg(short = 'C', value_name = "PREFIX")]
+    pub prefix: Option<String>,
+    /// The user the job runs as: must be you (qmesh runs a job as its submitter).
+    #[arg(short = 'u', value_name = "USER_LIST")]
+    pub user_list: Option<String>,
+    /// The directory the job starts in (Torque; default: your home directory, as PBS).
+    #[arg(short = 'd', value_name = "PATH")]
+    pub start_dir: Option<String>,
+    /// The directory the job starts in (Torque's -w, the same as -d).
+    #[arg(short = 'w', value_name = "PATH")]
+    pub start_dir_w: Option<String>,
+    /// Accepted: PBS Pro's foreground qsub, Torque's fault-tolerant job; qmesh's qsub always returns once the job is stored.
+    #[arg(short = 'f')]
+    pub foreground: bool,
+    /// Job arrays (PBS Pro -J, Torque -t): not supported yet.
+    #[arg(short = 'J', value_name = "RANGE")]
+    pub array_j: Option<String>,
+    /// Job arrays (Torque -t): not supported yet.
+    #[arg(short = 't', value_name = "RANGE")]
+    pub array_t: Option<String>,
+    /// Interactive jobs: not supported.
+    #[arg(short = 'I')]
+    pub interactive: bool,
+    /// X11 forwarding for interactive jobs: not supported.
+    #[arg(short = 'X')]
+    pub x11: bool,
     /// Print help.
     #[arg(long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
@@ -106,6 +156,22 @@ impl Args {
             quiet: self.quiet || base.quiet,
             start_after: self.start_after.or(base.start_after),
             attributes: Vec::new(),
+            shell: self.shell.or(base.shell),
+            mail_points: self.mail_points.or(base.mail_points),
+            mail_users: self.mail_users.or(base.mail_users),
+            priority: self.priority.or(base.priority),
+            project: self.project.or(base.project),
+            keep: self.keep.or(base.keep),
+            checkpoint: self.checkpoint.or(base.checkpoint),
+            prefix: self.prefix.or(base.prefix),
+            user_list: self.user_list.or(base.user_list),
+            start_dir: self.start_dir.or(self.start_dir_w).or(base.start_dir),
+            start_dir_w: None,
+            foreground: self.foreground || base.foreground,
+            array_j: self.array_j.or(base.array_j),
+            array_t: self.array_t.or(base.array_t),
+            interactive: self.interactive || base.interactive,
+            x11: self.x11 || base.x11,
             help: None,
             script: self.script.or(base.script),
         }
@@ -130,12 +196,12 @@ pub fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => client::fail("qsub", &err),
     }
 }
 
-fn run(cli: Args) -> Result<(), CliError> {
+fn run(cli: Args) -> Result<ExitCode, CliError> {
     let (script, script_name) = read_script(cli.script.as_deref())?;
     let lookup = |name: &str| std::env::var(name).ok();
     let gathered = gather(cli, &script, &lookup).map_err(CliError::Msg)?;
@@ -147,7 +213,8 @@ fn run(cli: Args) -> Result<(), CliError> {
         );
     }
     env.extend(gathered.vars);
-    let depend = gathered.depend.join(",");
+    let w = gathered.w;
+    let depend = w.depend.join(",");
     let opts = gathered.opts;
     let start_after = match &opts.start_after {
         Some(text) => start::parse_start_after(text, chrono::Local::now())
@@ -155,33 +222,85 @@ fn run(cli: Args) -> Result<(), CliError> {
             .timestamp(),
         None => 0,
     };
+    let text = |o: Option<String>| o.unwrap_or_default();
     let request = SubmitRequest {
         script,
         script_name,
-        name: opts.name.unwrap_or_default(),
-        queue: opts.queue.unwrap_or_default(),
+        name: text(opts.name),
+        queue: text(opts.queue),
         resources: gathered.resources,
-        stdout_path: opts.stdout.unwrap_or_default(),
-        stderr_path: opts.stderr.unwrap_or_default(),
+        stdout_path: text(opts.stdout.map(|p| without_host(&p))),
+        stderr_path: text(opts.stderr.map(|p| without_host(&p))),
         join_output: opts.join.as_deref() == Some("oe"),
+        join_to_error: opts.join.as_deref() == Some("eo"),
         hold: opts.hold,
-        account: opts.account.unwrap_or_default(),
+        account: text(opts.account),
         env: dedup_env(env),
         workdir: workdir()?,
         submit_host: client::hostname(),
         rerunnable: opts.rerunnable.map(|r| r == "y"),
         depend,
         start_after,
+        priority: opts.priority,
+        project: text(opts.project),
+        shell: text(opts.shell),
+        mail_points: text(opts.mail_points),
+        mail_users: text(opts.mail_users),
+        keep_files: text(opts.keep),
+        checkpoint: text(opts.checkpoint),
+        umask: text(w.umask),
+        group_list: text(w.group_list),
+        start_dir: text(opts.start_dir),
+        user_list: text(opts.user_list),
     };
-    let reply = client::block_on(async {
+    let job_id = client::block_on(async {
         let mut jobs = client::jobs().await?;
-        Ok(jobs.submit(request).await?.into_inner())
+        Ok(jobs.submit(request).await?.into_inner().job_id)
     })?;
     if !opts.quiet {
-        crate::output::emit(&JobId(reply.job_id), false)
+        crate::output::emit(&JobId(job_id.clone()), false)
             .map_err(|e| CliError::msg(format!("cannot write the job id: {e}")))?;
     }
-    Ok(())
+    if w.block != Some(true) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // -W block=true: wait for the end, exit with the job's status (tools
+    // such as workflow engines rely on it).
+    let info = client::block_on(async {
+        let mut jobs = client::jobs().await?;
+        let request = qmesh_proto::WaitRequest {
+            job_id: job_id.clone(),
+        };
+        Ok(jobs.wait(request).await?.into_inner())
+    })?;
+    Ok(ExitCode::from(block_exit_code(&job_id, info.exit_status)))
+}
+
+/// The exit code of `qsub -W block=true` for a job that ended with PBS
+/// exit status `status`: the status itself; 128 + N for signal N (as a
+/// shell says it); 1, with a message, for a job that never ran.
+fn block_exit_code(job_id: &str, status: Option<i32>) -> u8 {
+    match status {
+        Some(s @ 0..=255) => s as u8,
+        Some(s) if s > 256 => (128 + (s - 256).min(127)) as u8,
+        Some(s) => {
+            eprintln!("qsub: job {job_id} did not run (exit status {s}); see qstat -x -f {job_id}");
+            1
+        }
+        None => {
+            eprintln!("qsub: job {job_id} ended without an exit status; see qstat -x -f {job_id}");
+            1
+        }
+    }
+}
+
+/// PBS's `[hostname:]path`: qmesh's jobs write to the shared file system,
+/// so the host part is dropped.
+fn without_host(path: &str) -> String {
+    match path.split_once(':') {
+        Some((host, rest)) if !host.is_empty() && !host.contains('/') => rest.to_string(),
+        _ => path.to_string(),
+    }
 }
 
 /// The job id alone on a line (the text form; qsub has no JSON form).
@@ -238,11 +357,13 @@ struct Gathered {
     opts: Args,
     resources: Vec<Resource>,
     vars: Vec<(String, String)>,
-    /// `-W depend=` lists, directives first.
-    depend: Vec<String>,
+    /// `-W` attributes, directives first.
+    w: w_attrs::WAttrs,
 }
 
 /// Reads the script's directives and merges the command line over them.
+/// The directive prefix is `-C`'s (from the command line: PBS ignores a
+/// `-C` in the script), else `PBS_DPREFIX`, else `#PBS` with NQS's too.
 fn gather(
     cli: Args,
     script: &[u8],
@@ -251,8 +372,14 @@ fn gather(
     let mut merged = Args::default();
     let mut resources = Vec::new();
     let mut vars = Vec::new();
-    let mut depend = Vec::new();
-    for directive in directives::scan(script).map_err(|e| e.to_string())? {
+    let mut w = w_attrs::WAttrs::default();
+    let prefix = cli.prefix.clone().or_else(|| lookup("PBS_DPREFIX"));
+    let found = match prefix.as_deref() {
+        Some("") => Vec::new(),
+        Some(p) => directives::scan_with(script, &[p]).map_err(|e| e.to_string())?,
+        None => directives::scan(script).map_err(|e| e.to_string())?,
+    };
+    for directive in found {
         let fail = |message: String| directive.error(message).to_string();
         let words = rewrite_nqs(&directive.words).map_err(fail)?;
         let opts = Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words))
@@ -265,18 +392,41 @@ fn gather(
         }
         resources.extend(parse_resources(&opts.resources).map_err(fail)?);
         vars.extend(parse_vars(&opts.vars, lookup).map_err(fail)?);
-        depend.extend(start::depend_lists(&opts.attributes).map_err(fail)?);
+        w = w.then(w_attrs::parse(&opts.attributes).map_err(fail)?);
+        let opts = Args {
+            prefix: None,
+            ..opts
+        };
         merged = opts.over(merged);
     }
     resources.extend(parse_resources(&cli.resources)?);
     vars.extend(parse_vars(&cli.vars, lookup)?);
-    depend.extend(start::depend_lists(&cli.attributes)?);
+    w = w.then(w_attrs::parse(&cli.attributes)?);
+    let opts = cli.over(merged);
+    refuse_unsupported(&opts)?;
     Ok(Gathered {
-        opts: cli.over(merged),
+        opts,
         resources,
         vars,
-        depend,
+        w,
     })
+}
+
+/// Options qmesh cannot honour without running the job wrongly.
+fn refuse_unsupported(opts: &Args) -> Result<(), String> {
+    if let Some(range) = opts.array_j.as_ref().or(opts.array_t.as_ref()) {
+        let flag = if opts.array_j.is_some() { "-J" } else { "-t" };
+        return Err(format!(
+            "{flag} {range}: job arrays are not supported yet; submit one job per index, e.g. for i in $(seq 1 10); do qsub -v PBS_ARRAY_INDEX=$i job.sh; done"
+        ));
+    }
+    if opts.interactive || opts.x11 {
+        return Err(
+            "-I: interactive jobs are not supported; submit a batch job, or run the work on a login node"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// One line saying what clap found wrong in a directive.
@@ -296,8 +446,9 @@ fn describe_clap_error(err: &clap::Error) -> String {
 /// `-lP N`/`-lPN` to `-l nodes=N`, `-lT` to walltime, `-lM` to mem.
 pub fn rewrite_nqs(words: &[String]) -> Result<Vec<String>, String> {
     const NQS: [(&str, &str); 3] = [("-lP", "nodes"), ("-lT", "walltime"), ("-lM", "mem")];
-    const TAKES_VALUE: [&str; 11] = [
-        "-q", "-l", "-N", "-o", "-e", "-j", "-A", "-v", "-r", "-a", "-W",
+    const TAKES_VALUE: [&str; 24] = [
+        "-q", "-l", "-N", "-o", "-e", "-j", "-A", "-v", "-r", "-a", "-W", "-S", "-m", "-M", "-p",
+        "-P", "-k", "-c", "-C", "-u", "-d", "-w", "-J", "-t",
     ];
     let mut out = Vec::with_capacity(words.len());
     let mut iter = words.iter();
@@ -670,14 +821,16 @@ mod tests {
         let script = b"#PBS -W depend=afterok:3:5.srv,afterany:4 -a 2230\n";
         let got = gather(cli("-W depend=afternotok:6"), script, &no_env).unwrap();
         assert_eq!(
-            got.depend,
+            got.w.depend,
             vec!["afterok:3:5.srv,afterany:4", "afternotok:6"]
         );
         assert_eq!(got.opts.start_after.as_deref(), Some("2230"));
         let got = gather(cli("-a 0100"), script, &no_env).unwrap();
         assert_eq!(got.opts.start_after.as_deref(), Some("0100"));
-        let err = gather(cli(""), b"#PBS -W umask=022\n", &no_env).unwrap_err();
-        assert!(err.starts_with("script line 1: -W umask"), "{err}");
+        let got = gather(cli(""), b"#PBS -W umask=022\n", &no_env).unwrap();
+        assert_eq!(got.w.umask.as_deref(), Some("022"));
+        let err = gather(cli(""), b"#PBS -W stagein=a@h:b\n", &no_env).unwrap_err();
+        assert!(err.starts_with("script line 1: -W stagein"), "{err}");
     }
 
     #[test]

@@ -273,6 +273,9 @@ pub struct NodeSetSection {
     /// nodes alone; more shares them, the least busy node taking the next
     /// job (flat sets only).
     pub jobs_per_node: Option<u32>,
+    /// GPUs per node (-l ngpus, Torque's gpus=); unset: what the agents
+    /// of the set's hosts report.
+    pub gpus: Option<u32>,
 }
 
 fn flat() -> String {
@@ -683,6 +686,7 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             cpus: spec.cpus,
             features,
             jobs_per_node: spec.jobs_per_node,
+            gpus: spec.gpus,
         },
     })
 }

@@ -276,6 +276,8 @@ impl State {
             signal: None,
             cause: ExitCause::Deleted,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         };
         self.end_unstarted(id, exit, comment, now).is_ok()
     }
@@ -363,6 +365,8 @@ mod tests {
             signal: None,
             cause: ExitCause::Exited,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         };
         s.finish(id, exit, t(2)).unwrap();
     }

@@ -29,10 +29,22 @@ pub enum CoreError {
         value: String,
         why: String,
     },
-    #[error("unknown resource \"{name}\"; known resources: nodes, walltime, mem, ncpus, feature")]
-    UnknownResource { name: String },
+    #[error("unknown resource \"{name}\"; the resources that exist: {known}")]
+    UnknownResource { name: String, known: String },
     #[error("bad job name \"{name}\": {why}")]
     BadJobName { name: String, why: String },
+    /// A qsub option's value, refused with what to write instead.
+    #[error("{message}")]
+    BadOption { message: String },
+    /// A job that asks for something the machine cannot give it: nodes or
+    /// hosts it names that do not exist, or a placement no host allows.
+    #[error("{message}")]
+    Unplaceable { message: String },
+    /// `qsub -u` naming another user.
+    #[error(
+        "-u {asked}: qmesh runs a job as the user who submits it ({user}); submit as {asked} instead (e.g. sudo -u {asked} qsub ...)"
+    )]
+    OtherUser { asked: String, user: String },
     #[error("bad path \"{path}\": {why}")]
     BadPath { path: String, why: String },
     #[error("queue \"{queue}\" does not exist; see qstat -Q")]
@@ -181,9 +193,10 @@ impl CoreError {
             | NoSuchNode { .. }
             | NoSuchPredecessor { .. }
             | NoSuchAccount { .. } => ErrorKind::NotFound,
-            NotYourJob { .. } | PermissionDenied { .. } | NotAccountUser { .. } => {
-                ErrorKind::Denied
-            }
+            NotYourJob { .. }
+            | PermissionDenied { .. }
+            | NotAccountUser { .. }
+            | OtherUser { .. } => ErrorKind::Denied,
             AllocationExceeded { .. } | LimitReached { .. } => ErrorKind::Exhausted,
             QueueDisabled { .. }
             | WrongState { .. }
@@ -194,6 +207,8 @@ impl CoreError {
             | BadResource { .. }
             | UnknownResource { .. }
             | BadJobName { .. }
+            | BadOption { .. }
+            | Unplaceable { .. }
             | BadPath { .. }
             | TooManyNodes { .. }
             | NoMatchingNodes { .. }

@@ -4,12 +4,20 @@
 //! only the launch needs, travel separately ([`JobPayload`]), so that a daemon
 //! with a hundred thousand jobs in its store starts in a moment.
 
+pub mod options;
+pub mod shown;
+
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::Time;
 use crate::depend::Dependency;
 use crate::error::CoreError;
+use crate::resources::Layout;
+
+pub use options::JobOptions;
+pub use shown::NodeShare;
 
 /// The sequence number of a job. Users see it as `SEQ.SERVER`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -186,6 +194,12 @@ pub struct JobExit {
     pub cause: ExitCause,
     #[serde(default)]
     pub message: String,
+    /// CPU seconds its processes used, as its agent measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cput: Option<u64>,
+    /// The largest resident set among its processes, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss: Option<u64>,
 }
 
 impl JobExit {
@@ -281,6 +295,33 @@ pub struct Job {
     /// Features every node must have, if asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
+    /// GPUs per node, if asked for (`ngpus`, Torque's `gpus=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
+    /// Its chunks and `place=`, when it asked for more than a number of
+    /// nodes: what each node's share is, and which nodes may serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
+    /// What it asked for, as PBS shows it (`Resource_List.select`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_list: BTreeMap<String, String>,
+    /// `qsub -p`: its priority among the jobs of its queue, -1024..1023.
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub priority: i32,
+    /// `qsub -P`: the project it belongs to (PBS Pro).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The rest of what qsub's PBS options asked of its run.
+    #[serde(default, skip_serializing_if = "JobOptions::is_default")]
+    pub options: JobOptions,
+    /// The queue it was submitted to, when a route queue sent it on
+    /// (`PBS_O_QUEUE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_queue: Option<String>,
+    /// Its process group while it runs (PBS `session_id`), as its agent
+    /// reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<i32>,
     pub workdir: String,
     pub stdout_path: String,
     pub stderr_path: String,
@@ -352,6 +393,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_i32(n: &i32) -> bool {
+    *n == 0
+}
+
 fn no_holds(h: &Holds) -> bool {
     !h.any()
 }
@@ -362,8 +407,15 @@ impl Job {
         crate::node::NodeNeeds {
             mem: self.mem,
             cpus: self.ncpus,
+            gpus: self.gpus,
             features: &self.features,
         }
+    }
+
+    /// Whether it asked to be alone on its nodes (`place=excl`), which
+    /// matters on shared node sets.
+    pub fn wants_sole_nodes(&self) -> bool {
+        self.layout.as_ref().is_some_and(|l| l.place.exclusive())
     }
 
     /// Seconds since it started (for running jobs), or that it ran.
@@ -412,6 +464,8 @@ mod tests {
             signal,
             cause,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         };
         assert_eq!(exit(Some(3), None, ExitCause::Exited).exit_status(), 3);
         assert_eq!(exit(None, Some(15), ExitCause::Walltime).exit_status(), 271);

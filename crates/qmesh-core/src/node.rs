@@ -145,6 +145,12 @@ pub struct NodeAttrs {
     /// nodes with room the least busy wins. Only a flat set is shared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_per_node: Option<u32>,
+    /// GPUs per node. Unset: what the hosts' agents report (none if they
+    /// report none). A job asking for GPUs runs only where nodes have as
+    /// many; on a shared set the jobs on a node share its GPUs without
+    /// overlap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
 }
 
 /// What a job needs of each of its nodes (`-l mem=`, `-l ncpus=`,
@@ -153,13 +159,17 @@ pub struct NodeAttrs {
 pub struct NodeNeeds<'a> {
     pub mem: Option<u64>,
     pub cpus: Option<u32>,
+    pub gpus: Option<u32>,
     pub features: &'a [String],
 }
 
 impl NodeNeeds<'_> {
     /// Whether the job needs anything of a node beyond being one.
     pub fn any(&self) -> bool {
-        self.mem.is_some() || self.cpus.is_some() || !self.features.is_empty()
+        self.mem.is_some()
+            || self.cpus.is_some()
+            || self.gpus.is_some_and(|g| g > 0)
+            || !self.features.is_empty()
     }
 
     /// `mem=32gb, ncpus=8, feature=fat` for messages.
@@ -170,6 +180,9 @@ impl NodeNeeds<'_> {
         }
         if let Some(cpus) = self.cpus {
             parts.push(format!("ncpus={cpus}"));
+        }
+        if let Some(gpus) = self.gpus.filter(|&g| g > 0) {
+            parts.push(format!("ngpus={gpus}"));
         }
         if !self.features.is_empty() {
             parts.push(format!("feature={}", self.features.join(":")));
@@ -192,6 +205,9 @@ impl NodeAttrs {
             && needs
                 .cpus
                 .is_none_or(|c| self.cpus.is_none_or(|have| have >= c))
+            && needs
+                .gpus
+                .is_none_or(|g| g == 0 || self.gpus.unwrap_or(0) >= g)
             && needs.features.iter().all(|f| self.features.contains(f))
     }
 
@@ -201,6 +217,7 @@ impl NodeAttrs {
         let needs = NodeNeeds {
             mem: self.mem,
             cpus: self.cpus,
+            gpus: self.gpus,
             features: &self.features,
         };
         let mut text = needs.describe();
@@ -418,6 +435,9 @@ pub struct Node {
     pub admin: Option<AdminState>,
     /// Its host's load is over the limit (see `State::set_host_load`).
     pub overloaded: bool,
+    /// A job holding it asked to be alone there (`place=excl` on a shared
+    /// set): it takes no other job until that one ends.
+    pub sole: Option<JobId>,
 }
 
 impl Node {
@@ -433,7 +453,7 @@ impl Node {
 
     /// How many more jobs it may take now (0 when not usable).
     pub fn room(&self) -> u32 {
-        if self.usable() {
+        if self.usable() && self.sole.is_none() {
             self.slots.saturating_sub(self.jobs.len() as u32)
         } else {
             0
@@ -495,12 +515,14 @@ mod tests {
             cpus: Some(16),
             features: vec!["fat".into(), "nag".into()],
             jobs_per_node: None,
+            gpus: None,
         };
         let plain = NodeAttrs::default();
         let features = vec!["fat".to_string()];
         let needs = NodeNeeds {
             mem: Some(32 << 30),
             cpus: Some(8),
+            gpus: None,
             features: &features,
         };
         assert!(fat.satisfies(&needs));

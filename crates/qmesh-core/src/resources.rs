@@ -1,9 +1,82 @@
 //! Resource requests as users write them: `-l nodes=4`, `-l walltime=1:00:00`,
-//! `-l mem=2gb` (PBS), and Torque's `nodes=4:ppn=8`. The NQS forms (`-lP`,
-//! `-lT`, `-lM`) are rewritten to these by qsub.
+//! `-l mem=2gb` (PBS), PBS Pro's `-l select=2:ncpus=8:mem=4gb` with
+//! `place=scatter`, Torque's `nodes=2:ppn=8:ib+node07`. The NQS forms
+//! (`-lP`, `-lT`, `-lM`) are rewritten to these by qsub.
+//!
+//! A request is read in two steps: the entries are gathered by name (a
+//! later entry replaces an earlier one, so the command line, sent after the
+//! directives, wins), then read together, since their meanings depend on
+//! each other (PBS Pro refuses a job-wide `ncpus` beside `select`). What
+//! comes out is what the scheduler needs (nodes, and what each node must
+//! have), the layout of the job's chunks, and the `Resource_List` PBS shows.
+//! Resources qmesh records but does not enforce leave a note, which the
+//! job's comment shows: a user is never left to guess.
+
+pub mod chunk;
+pub mod place;
+
+use std::collections::BTreeMap;
+
+pub use chunk::{Chunk, Layout, Pin};
+pub use place::{Arrangement, Place, Sharing};
 
 use crate::error::CoreError;
-use crate::time::parse_duration;
+use crate::time::{format_hms, parse_duration};
+
+/// The resources a job may name, for the refusal of one that is not.
+pub const KNOWN: &[&str] = &[
+    "select",
+    "place",
+    "nodes",
+    "nodect",
+    "walltime",
+    "ncpus",
+    "mem",
+    "ngpus",
+    "gpus",
+    "mpiprocs",
+    "ompthreads",
+    "pmem",
+    "vmem",
+    "pvmem",
+    "procs",
+    "host",
+    "software",
+    "feature",
+    "naccesspolicy",
+    "pcput",
+    "cput",
+    "file",
+    "nice",
+    "arch",
+    "opsys",
+    "other",
+    "qos",
+    "partition",
+    "gres",
+    "signal",
+    "minwclimit",
+    "tpn",
+    "flags",
+    "ddisk",
+];
+
+/// Recorded for qstat and accounting; not acted on, and the job's comment
+/// says so.
+const RECORDED_ONLY: &[&str] = &[
+    "cput",
+    "arch",
+    "opsys",
+    "other",
+    "qos",
+    "partition",
+    "gres",
+    "signal",
+    "minwclimit",
+    "tpn",
+    "flags",
+    "ddisk",
+];
 
 /// What a job asked for; `None` where it named nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,66 +86,377 @@ pub struct ResourceRequest {
     pub walltime: Option<u64>,
     /// Bytes per node.
     pub mem: Option<u64>,
-    /// CPUs per node (`-l ncpus=8`, or Torque's `nodes=4:ppn=8`).
+    /// CPUs per node (`-l ncpus=8`, a chunk's `ncpus`, Torque's `ppn`).
     pub ncpus: Option<u32>,
-    /// Node features every node must have (`-l feature=fat`, or Torque's
-    /// `nodes=4:fat`).
+    /// GPUs per node (`ngpus`, Torque's `gpus=`).
+    pub gpus: Option<u32>,
+    /// Node features every node must have (`-l feature=fat`, Torque's
+    /// `nodes=4:fat`, PBS Pro's `fat=True` in a chunk, `software=`).
     pub features: Vec<String>,
+    /// Chunks and placement, when the request says more than a number of
+    /// nodes.
+    pub layout: Option<Layout>,
+    /// The request as PBS shows it in `Resource_List` (before the queue's
+    /// defaults fill it in: see [`ResourceRequest::resource_list`]).
+    pub list: BTreeMap<String, String>,
+    /// What was accepted but is not done, in words, for the job's comment.
+    pub notes: Vec<String>,
 }
 
 impl ResourceRequest {
-    /// Reads a resource list; a later entry overrides an earlier one, so a
-    /// client may send directives first and the command line after them.
+    /// Reads a resource list; a later entry replaces an earlier one of the
+    /// same name. Site-defined resources are refused (see
+    /// [`ResourceRequest::parse_with`]).
     pub fn parse<'a>(
         list: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<ResourceRequest, CoreError> {
-        let mut req = ResourceRequest::default();
+        ResourceRequest::parse_with(list, &[])
+    }
+
+    /// [`ResourceRequest::parse`], recording the resources the site
+    /// declared (`qmgr create resource`), named in `site`.
+    pub fn parse_with<'a>(
+        list: impl IntoIterator<Item = (&'a str, &'a str)>,
+        site: &[&str],
+    ) -> Result<ResourceRequest, CoreError> {
+        let mut given: BTreeMap<String, String> = BTreeMap::new();
         for (name, value) in list {
-            let name = name.trim();
-            let value = value.trim();
-            let bad = |why: &str| CoreError::BadResource {
-                name: name.to_string(),
-                value: value.to_string(),
-                why: why.to_string(),
+            let name = name.trim().to_ascii_lowercase();
+            let name = match name.as_str() {
+                "features" => "feature".to_string(),
+                "gpus" => "ngpus".to_string(),
+                _ => name,
             };
-            match name {
-                "nodes" | "nodect" => {
-                    // Torque: nodes=N[:ppn=M][:feature]...; qmesh allocates
-                    // whole nodes, so ppn says what a node must have.
-                    let mut parts = value.split(':');
-                    let count = parts.next().unwrap_or("");
-                    let n: u32 = count
-                        .parse()
-                        .map_err(|_| bad("write a whole number of nodes, e.g. nodes=4"))?;
-                    if n == 0 {
-                        return Err(bad("a job needs at least one node"));
-                    }
-                    req.nodes = Some(n);
-                    for part in parts {
-                        match part.strip_prefix("ppn=") {
-                            Some(ppn) => req.ncpus = Some(parse_cpus(ppn).map_err(|w| bad(&w))?),
-                            None => req.features.push(check_feature(part).map_err(|w| bad(&w))?),
-                        }
-                    }
-                }
-                "ncpus" => req.ncpus = Some(parse_cpus(value).map_err(|why| bad(&why))?),
-                "feature" | "features" => {
-                    req.features = value
-                        .split([':', ',', '+'])
-                        .map(|f| check_feature(f).map_err(|why| bad(&why)))
-                        .collect::<Result<_, _>>()?;
-                }
-                "walltime" => req.walltime = Some(parse_duration(value)?),
-                "mem" => req.mem = Some(parse_size(value).map_err(|why| bad(&why))?),
-                _ => {
-                    return Err(CoreError::UnknownResource {
-                        name: name.to_string(),
-                    });
-                }
+            if !KNOWN.contains(&name.as_str()) && !site.contains(&name.as_str()) {
+                let known: Vec<&str> = KNOWN.iter().chain(site).copied().collect();
+                return Err(CoreError::UnknownResource {
+                    name,
+                    known: known.join(", "),
+                });
+            }
+            given.insert(name, value.trim().to_string());
+        }
+        read(given)
+    }
+
+    /// `Resource_List` once the job's nodes and wall time are settled: what
+    /// it asked for, with `nodect`, `ncpus`, `select`, `walltime` worked
+    /// out as PBS Pro shows them.
+    pub fn resource_list(&self, nodes: u32, walltime: u64) -> BTreeMap<String, String> {
+        let mut list = self.list.clone();
+        list.insert("walltime".into(), format_hms(walltime));
+        list.insert("nodect".into(), nodes.to_string());
+        let select = match self.layout.as_ref().filter(|l| !l.chunks.is_empty()) {
+            Some(layout) => layout.clone(),
+            None => Layout {
+                chunks: vec![Chunk {
+                    count: nodes,
+                    ncpus: self.ncpus,
+                    mem: self.mem,
+                    gpus: self.gpus,
+                    features: self.features.clone(),
+                    ..Chunk::default()
+                }],
+                place: Place::default(),
+            },
+        };
+        let cpus: u64 = select
+            .chunks
+            .iter()
+            .map(|c| u64::from(c.count) * u64::from(c.cpus()))
+            .sum();
+        list.insert("ncpus".into(), cpus.to_string());
+        if !list.contains_key("mem") {
+            let mem: u64 = select
+                .chunks
+                .iter()
+                .filter_map(|c| c.mem.map(|m| m.saturating_mul(u64::from(c.count))))
+                .sum();
+            if mem > 0 {
+                list.insert("mem".into(), format_size(mem));
             }
         }
-        Ok(req)
+        let gpus: u64 = select
+            .chunks
+            .iter()
+            .filter_map(|c| c.gpus.map(|g| u64::from(g) * u64::from(c.count)))
+            .sum();
+        if gpus > 0 {
+            list.insert("ngpus".into(), gpus.to_string());
+        }
+        list.insert("select".into(), select.select_text());
+        if let Some(layout) = &self.layout
+            && !layout.place.is_default()
+        {
+            list.insert("place".into(), layout.place.text());
+        }
+        list
     }
+}
+
+/// The gathered entries, read together.
+fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreError> {
+    let mut req = ResourceRequest::default();
+    let bad = |name: &str, value: &str, why: &str| CoreError::BadResource {
+        name: name.to_string(),
+        value: value.to_string(),
+        why: why.to_string(),
+    };
+    let take = |given: &mut BTreeMap<String, String>, name: &str| given.remove(name);
+
+    // The chunks: select (PBS Pro), nodes (Torque, or a count), procs.
+    let select = take(&mut given, "select");
+    let nodes = take(&mut given, "nodes").or_else(|| take(&mut given, "nodect"));
+    let procs = take(&mut given, "procs");
+    let mut layout: Option<Layout> = None;
+    let mut torque_place = None;
+    match (&select, &nodes) {
+        (Some(_), Some(n)) => {
+            return Err(bad(
+                "nodes",
+                n,
+                "nodes= and select= cannot be used together; write one of them, e.g. select=2:ncpus=8",
+            ));
+        }
+        (Some(s), None) => {
+            let chunks = chunk::parse_select(s).map_err(|why| bad("select", s, &why))?;
+            req.list.insert("select".into(), s.clone());
+            layout = Some(Layout {
+                chunks,
+                place: Place::default(),
+            });
+        }
+        (None, Some(n)) => {
+            req.list.insert("nodes".into(), n.clone());
+            if let Ok(count) = n.parse::<u32>() {
+                if count == 0 {
+                    return Err(bad("nodes", n, "a job needs at least one node"));
+                }
+                req.nodes = Some(count);
+            } else if n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(
+                    "nodes",
+                    n,
+                    "write a whole number of nodes, e.g. nodes=4",
+                ));
+            } else {
+                let (chunks, place) =
+                    chunk::parse_nodes_spec(n).map_err(|why| bad("nodes", n, &why))?;
+                torque_place = place;
+                layout = Some(Layout {
+                    chunks,
+                    place: Place::default(),
+                });
+            }
+        }
+        (None, None) => {}
+    }
+    if let Some(p) = &procs {
+        req.list.insert("procs".into(), p.clone());
+        if layout.is_some() || req.nodes.is_some() {
+            return Err(bad(
+                "procs",
+                p,
+                "procs= cannot be used with nodes= or select=; give ppn in nodes=, e.g. nodes=2:ppn=8",
+            ));
+        }
+        let n = parse_cpus(p).map_err(|why| bad("procs", p, &why))?;
+        req.notes
+            .push(format!("procs={n} is given one node with {n} CPUs"));
+        layout = Some(Layout {
+            chunks: vec![Chunk {
+                count: 1,
+                ncpus: Some(n),
+                mpiprocs: Some(n),
+                ..Chunk::default()
+            }],
+            place: Place::default(),
+        });
+    }
+
+    // Job-wide values that belong to chunks under PBS Pro's select.
+    if select.is_some() {
+        for name in ["ncpus", "mem", "ngpus", "vmem", "mpiprocs", "ompthreads"] {
+            if let Some(value) = given.get(name) {
+                return Err(bad(
+                    name,
+                    value,
+                    &format!(
+                        "a job-wide {name} cannot be given with select=; put it in the chunk, e.g. select=1:{name}={value}"
+                    ),
+                ));
+            }
+        }
+    }
+    for name in ["mpiprocs", "ompthreads"] {
+        if let Some(value) = given.get(name) {
+            return Err(bad(
+                name,
+                value,
+                &format!("{name} belongs in a chunk; write e.g. select=1:ncpus=4:{name}={value}"),
+            ));
+        }
+    }
+
+    // Placement.
+    let mut place = torque_place.unwrap_or_default();
+    if let Some(text) = take(&mut given, "place") {
+        place = Place::parse(&text).map_err(|why| bad("place", &text, &why))?;
+        req.list.insert("place".into(), text);
+    }
+    if let Some(policy) = take(&mut given, "naccesspolicy") {
+        req.list.insert("naccesspolicy".into(), policy.clone());
+        match policy.to_ascii_lowercase().as_str() {
+            "singlejob" => place.sharing = Sharing::Excl,
+            "shared" => place.sharing = Sharing::Shared,
+            "singleuser" | "singletask" | "uniqueuser" | "singleaccount" => req.notes.push(format!(
+                "naccesspolicy={policy} is taken as singlejob: no other job shares the job's nodes"
+            )),
+            _ => {
+                return Err(bad(
+                    "naccesspolicy",
+                    &policy,
+                    "write singlejob, singleuser or shared",
+                ));
+            }
+        }
+        if place.sharing == Sharing::Default {
+            place.sharing = Sharing::Excl;
+        }
+    }
+    if place.sharing == Sharing::Exclhost {
+        req.notes.push(
+            "place=exclhost keeps other jobs off the job's nodes; other nodes of its hosts may run other jobs".into(),
+        );
+    }
+    if let Some(group) = &place.group {
+        req.notes.push(format!(
+            "place=group={group} is not done: qmesh keeps a job on like nodes by its node sets"
+        ));
+    }
+    if let Some(host) = take(&mut given, "host") {
+        req.list.insert("host".into(), host.clone());
+        let host = host.trim().to_string();
+        if host.is_empty() {
+            return Err(bad("host", &host, "write a host name, e.g. host=node01"));
+        }
+        let layout = layout.get_or_insert_with(|| Layout {
+            chunks: vec![Chunk {
+                count: req.nodes.unwrap_or(1),
+                ..Chunk::default()
+            }],
+            place: Place::default(),
+        });
+        for chunk in &mut layout.chunks {
+            if chunk.pin.is_none() {
+                chunk.pin = Some(Pin::Host(host.clone()));
+            }
+        }
+        req.nodes = None;
+    }
+    if !place.is_default() {
+        layout.get_or_insert_with(Layout::default).place = place;
+    }
+
+    // Per node: what the largest chunk asks for, or the job-wide values.
+    let chunks: &[Chunk] = layout.as_ref().map_or(&[], |l| &l.chunks[..]);
+    if !chunks.is_empty() {
+        req.nodes = Some(chunks.iter().map(|c| c.count).sum());
+        req.ncpus = chunks.iter().filter_map(|c| c.ncpus).max();
+        req.mem = chunks.iter().filter_map(|c| c.mem).max();
+        req.gpus = chunks.iter().filter_map(|c| c.gpus).max();
+        for chunk in chunks {
+            for f in &chunk.features {
+                if !req.features.contains(f) {
+                    req.features.push(f.clone());
+                }
+            }
+            if !chunk.other.is_empty() {
+                let names: Vec<&str> = chunk.other.iter().map(|(n, _)| n.as_str()).collect();
+                req.notes.push(format!(
+                    "chunk resources {} are recorded, not matched to nodes",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    if let Some(v) = take(&mut given, "ncpus") {
+        let n = parse_cpus(&v).map_err(|why| bad("ncpus", &v, &why))?;
+        req.list.insert("ncpus".into(), v);
+        req.ncpus = Some(req.ncpus.map_or(n, |c| c.max(n)));
+    }
+    if let Some(v) = take(&mut given, "mem") {
+        let m = parse_size(&v).map_err(|why| bad("mem", &v, &why))?;
+        req.list.insert("mem".into(), v);
+        req.mem = Some(req.mem.map_or(m, |have| have.max(m)));
+    }
+    if let Some(v) = take(&mut given, "ngpus") {
+        let g = v
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| bad("ngpus", &v, "write a whole number of GPUs, e.g. ngpus=2"))?;
+        req.list.insert("ngpus".into(), v);
+        req.gpus = Some(req.gpus.map_or(g, |have| have.max(g)));
+    }
+    if let Some(v) = take(&mut given, "pmem") {
+        let m = parse_size(&v).map_err(|why| bad("pmem", &v, &why))?;
+        req.list.insert("pmem".into(), v);
+        let procs = chunks.iter().map(Chunk::procs).max().unwrap_or(1);
+        let per_node = m.saturating_mul(u64::from(procs));
+        req.mem = Some(req.mem.map_or(per_node, |have| have.max(per_node)));
+    }
+    for name in ["vmem", "pvmem", "file"] {
+        if let Some(v) = take(&mut given, name) {
+            parse_size(&v).map_err(|why| bad(name, &v, &why))?;
+            if name == "vmem" {
+                req.notes
+                    .push("vmem is recorded, not enforced (pvmem limits each process)".into());
+            }
+            req.list.insert(name.into(), v);
+        }
+    }
+    for name in ["pcput", "cput"] {
+        if let Some(v) = take(&mut given, name) {
+            parse_duration(&v).map_err(|e| bad(name, &v, &e.to_string()))?;
+            if name == "cput" {
+                req.notes
+                    .push("cput is recorded, not enforced (pcput limits each process)".into());
+            }
+            req.list.insert(name.into(), v);
+        }
+    }
+    if let Some(v) = take(&mut given, "nice") {
+        match v.trim().parse::<i32>() {
+            Ok(n) if (-20..=19).contains(&n) => {}
+            _ => return Err(bad("nice", &v, "write a number from -20 to 19")),
+        }
+        req.list.insert("nice".into(), v);
+    }
+    for name in ["feature", "software"] {
+        if let Some(v) = take(&mut given, name) {
+            for f in v.split([':', ',', '+']) {
+                let f = check_feature(f).map_err(|why| bad(name, &v, &why))?;
+                if !req.features.contains(&f) {
+                    req.features.push(f);
+                }
+            }
+            req.list.insert(name.into(), v);
+        }
+    }
+    if let Some(v) = take(&mut given, "walltime") {
+        req.walltime = Some(parse_duration(&v)?);
+        req.list.insert("walltime".into(), v);
+    }
+    // What is left is recorded: resources qmesh does not act on, and the
+    // site's own.
+    for (name, value) in given {
+        if RECORDED_ONLY.contains(&name.as_str()) {
+            req.notes.push(format!("{name} is recorded, not enforced"));
+        }
+        req.list.insert(name, value);
+    }
+    req.layout = layout;
+    Ok(req)
 }
 
 fn parse_cpus(text: &str) -> Result<u32, String> {
@@ -99,8 +483,9 @@ pub fn check_feature(name: &str) -> Result<String, String> {
     Ok(name.to_string())
 }
 
-/// PBS sizes: a whole number with an optional unit b, kb, mb, gb, tb (or
-/// k, m, g, t), any case, powers of 1024.
+/// PBS sizes: a whole number with an optional unit b, kb, mb, gb, tb, pb
+/// (or k, m, g, t, p), any case, powers of 1024; PBS's words (w, kw, mw,
+/// gw, tw) are eight bytes each.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
     let split = lower
@@ -116,7 +501,17 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "m" | "mb" => 1 << 20,
         "g" | "gb" => 1 << 30,
         "t" | "tb" => 1 << 40,
-        other => return Err(format!("unknown unit \"{other}\"; use b, kb, mb, gb or tb")),
+        "p" | "pb" => 1 << 50,
+        "w" => 8,
+        "kw" => 8 << 10,
+        "mw" => 8 << 20,
+        "gw" => 8 << 30,
+        "tw" => 8 << 40,
+        other => {
+            return Err(format!(
+                "unknown unit \"{other}\"; use b, kb, mb, gb, tb or pb"
+            ));
+        }
     };
     n.checked_mul(scale)
         .ok_or_else(|| "the size is too large".to_string())
@@ -170,17 +565,124 @@ mod tests {
 
     #[test]
     fn bad_requests_name_the_resource() {
-        let err = ResourceRequest::parse([("nodes", "many")]).unwrap_err();
+        let err = ResourceRequest::parse([("nodes", "2:ppn=many")]).unwrap_err();
         assert!(err.to_string().contains("nodes"), "{err}");
+        let err = ResourceRequest::parse([("nodes", "")]).unwrap_err();
+        assert!(err.to_string().contains("nodes=4"), "{err}");
         let err = ResourceRequest::parse([("nodes", "0")]).unwrap_err();
         assert!(err.to_string().contains("at least one"), "{err}");
-        let err = ResourceRequest::parse([("gpus", "2")]).unwrap_err();
+        let err = ResourceRequest::parse([("gpus_x", "2")]).unwrap_err();
         assert!(
-            err.to_string().contains("unknown resource \"gpus\""),
+            err.to_string().contains("unknown resource \"gpus_x\""),
             "{err}"
         );
         let err = ResourceRequest::parse([("walltime", "1:99")]).unwrap_err();
         assert!(err.to_string().contains("bad wall time"), "{err}");
-        assert!(parse_size("3pb").is_err());
+        assert!(parse_size("3xb").is_err());
+        assert_eq!(parse_size("5000m").unwrap(), 5000 << 20);
+        assert_eq!(parse_size("2kw").unwrap(), 16 << 10);
+    }
+
+    #[test]
+    fn select_gives_nodes_and_what_each_must_have() {
+        let req = ResourceRequest::parse([
+            ("select", "2:ncpus=8:mem=4gb+1:ncpus=16:ngpus=2"),
+            ("place", "scatter"),
+        ])
+        .unwrap();
+        assert_eq!(req.nodes, Some(3));
+        assert_eq!(req.ncpus, Some(16));
+        assert_eq!(req.mem, Some(4 << 30));
+        assert_eq!(req.gpus, Some(2));
+        let layout = req.layout.as_ref().unwrap();
+        assert_eq!(layout.place.arrangement, Arrangement::Scatter);
+        let list = req.resource_list(3, 3600);
+        assert_eq!(list["nodect"], "3");
+        assert_eq!(list["ncpus"], "32");
+        assert_eq!(list["mem"], "8gb");
+        assert_eq!(list["ngpus"], "2");
+        assert_eq!(list["place"], "scatter");
+        assert_eq!(list["walltime"], "01:00:00");
+        assert_eq!(list["select"], "2:ncpus=8:mem=4gb+1:ncpus=16:ngpus=2");
+    }
+
+    #[test]
+    fn plain_node_counts_keep_their_meaning() {
+        let req = ResourceRequest::parse([("nodes", "4")]).unwrap();
+        assert_eq!(req.nodes, Some(4));
+        assert!(req.layout.is_none());
+        let list = req.resource_list(4, 60);
+        assert_eq!(list["nodes"], "4");
+        assert_eq!(list["select"], "4:ncpus=1");
+        assert_eq!(list["ncpus"], "4");
+    }
+
+    #[test]
+    fn torque_nodes_and_pmem() {
+        let req = ResourceRequest::parse([("nodes", "2:ppn=8"), ("pmem", "1gb")]).unwrap();
+        assert_eq!(req.nodes, Some(2));
+        assert_eq!(req.ncpus, Some(8));
+        assert_eq!(req.mem, Some(8 << 30), "pmem times the processes of a node");
+        let list = req.resource_list(2, 60);
+        assert_eq!(list["select"], "2:ncpus=8:mpiprocs=8");
+        assert_eq!(list["pmem"], "1gb");
+        let req = ResourceRequest::parse([("nodes", "node03")]).unwrap();
+        let layout = req.layout.unwrap();
+        assert_eq!(layout.chunks[0].pin, Some(Pin::Name("node03".into())));
+        assert!(layout.constrains_placement());
+    }
+
+    #[test]
+    fn pbs_pro_refusals_say_what_to_write() {
+        let err = ResourceRequest::parse([("select", "1:ncpus=2"), ("ncpus", "4")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("select=1:ncpus=4"), "{err}");
+        let err = ResourceRequest::parse([("select", "1"), ("nodes", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot be used together"), "{err}");
+        let err = ResourceRequest::parse([("mpiprocs", "4")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("belongs in a chunk"), "{err}");
+        let err = ResourceRequest::parse([("place", "sideways")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("place"), "{err}");
+    }
+
+    #[test]
+    fn site_resources_are_recorded_and_others_refused_with_the_list() {
+        let req = ResourceRequest::parse_with([("matlab", "2")], &["matlab"]).unwrap();
+        assert_eq!(req.list["matlab"], "2");
+        let err = ResourceRequest::parse_with([("fluent", "1")], &["matlab"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown resource \"fluent\""), "{err}");
+        assert!(err.contains("select") && err.contains("matlab"), "{err}");
+    }
+
+    #[test]
+    fn what_is_not_done_is_said() {
+        let req =
+            ResourceRequest::parse([("cput", "1:00:00"), ("place", "pack:group=switch")]).unwrap();
+        assert!(
+            req.notes.iter().any(|n| n.contains("cput")),
+            "{:?}",
+            req.notes
+        );
+        assert!(
+            req.notes.iter().any(|n| n.contains("group=switch")),
+            "{:?}",
+            req.notes
+        );
+        let req = ResourceRequest::parse([("host", "login1"), ("ncpus", "2")]).unwrap();
+        assert_eq!(req.nodes, Some(1));
+        assert_eq!(req.ncpus, Some(2));
+        assert_eq!(
+            req.layout.unwrap().chunks[0].pin,
+            Some(Pin::Host("login1".into()))
+        );
     }
 }

@@ -238,6 +238,12 @@ impl Config {
         Ok(())
     }
 
+    /// The resources the site declared, which jobs may ask for besides
+    /// the built-in ones (none until the site declares some).
+    pub fn resource_names(&self) -> Vec<&str> {
+        Vec::new()
+    }
+
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.get(name)
     }

@@ -24,6 +24,7 @@ use crate::submit::{Reach, Submission};
 mod hosts;
 mod node_sets;
 mod occupancy;
+mod placeable;
 
 pub use hosts::{HostFacts, overloaded};
 
@@ -76,11 +77,13 @@ pub struct State {
     accounting: Accounting,
 }
 
-/// Where a pending job stands in its queue: its rank, then its id.
-type PendingKey = (u64, JobId);
+/// Where a pending job stands in its queue: its priority (`qsub -p`,
+/// higher first), then its rank, then its id. A change to any of them
+/// must take the job out under its old key first.
+type PendingKey = (i32, u64, JobId);
 
 fn pending_key(job: &Job) -> PendingKey {
-    (job.rank.unwrap_or(job.id.0), job.id)
+    (-job.priority, job.rank.unwrap_or(job.id.0), job.id)
 }
 
 /// What a scheduling pass reads of every pending job, kept beside its key.
@@ -100,6 +103,9 @@ pub struct PendingView {
     pub has_account: bool,
     /// Needs memory, CPUs or features of its nodes: not every set serves it.
     pub has_needs: bool,
+    /// Names its nodes or hosts, asks for them packed, scattered or to
+    /// itself, or needs GPUs: the planner chooses its nodes one by one.
+    pub constrained: bool,
 }
 
 impl PendingView {
@@ -113,6 +119,11 @@ impl PendingView {
             conditional: !job.depend.is_empty() || job.start_after.is_some(),
             has_account: job.account.is_some(),
             has_needs: job.needs().any(),
+            constrained: job.gpus.is_some_and(|g| g > 0)
+                || job
+                    .layout
+                    .as_ref()
+                    .is_some_and(|l| l.constrains_placement()),
         }
     }
 }
@@ -220,6 +231,9 @@ impl State {
                                 continue;
                             }
                             node.jobs.push(id);
+                            if job.wants_sole_nodes() && node.slots > 1 {
+                                node.sole = Some(id);
+                            }
                             if node.jobs.len() as u32 > node.slots {
                                 let held: Vec<String> =
                                     node.jobs.iter().map(|j| j.to_string()).collect();
@@ -317,7 +331,7 @@ impl State {
         self.pending
             .values()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.jobs.get(id))
     }
 
     /// Pending jobs of one queue, in rank order: submission order unless
@@ -327,7 +341,7 @@ impl State {
             .get(queue)
             .into_iter()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.jobs.get(id))
     }
 
     /// What the scheduler reads of a queue's pending jobs, in rank order.
@@ -497,6 +511,10 @@ impl State {
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
         let depend = self.dependencies_for(&submission.depend)?;
+        let mut submission = submission;
+        if let Some(queue) = submission.queue.take() {
+            submission.queue = Some(self.local_queue(&queue)?);
+        }
         let mut job = submission.into_job(
             id,
             caller,
@@ -505,8 +523,31 @@ impl State {
             now,
         )?;
         job.depend = depend;
+        self.check_placeable(&job)?;
         self.check_accounts(&mut job)?;
         Ok(job)
+    }
+
+    /// `QUEUE` or `QUEUE@SERVER` (PBS's destination): the queue, if the
+    /// server is this one (short or full name, as job ids).
+    fn local_queue(&self, destination: &str) -> Result<String, CoreError> {
+        let Some((queue, server)) = destination.split_once('@') else {
+            return Ok(destination.to_string());
+        };
+        let ours = JobId::parse(&format!("0.{server}"), &self.server_name).is_ok();
+        if !ours {
+            return Err(CoreError::BadOption {
+                message: format!(
+                    "-q {destination}: server {server} is not this one ({}); qmesh does not send jobs to other servers",
+                    self.server_name
+                ),
+            });
+        }
+        Ok(if queue.is_empty() {
+            self.config.default_queue().unwrap_or_default().to_string()
+        } else {
+            queue.to_string()
+        })
     }
 
     /// Queues a job made by [`State::prepare`].
@@ -563,7 +604,8 @@ impl State {
         }
         let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
         remove_pending(&mut self.pending, job);
-        self.occupancy.take(&mut self.nodes, id, nodes);
+        let sole = job.wants_sole_nodes();
+        self.occupancy.take(&mut self.nodes, id, nodes, sole);
         self.accounting.tally.leave_pending(job);
         self.accounting.tally.enter_active(job);
         self.active.insert(id);
@@ -580,6 +622,7 @@ impl State {
         job.exec_nodes = names;
         job.placement = parts.to_vec();
         job.run_count += 1;
+        job.session_id = None;
         job.comment = if nodes.len() as u32 > job.nodes {
             format!(
                 "job started on {} node(s): {} asked for, rounded up by the node set's topology",
@@ -678,6 +721,8 @@ impl State {
                     signal: None,
                     cause: ExitCause::Deleted,
                     message: String::new(),
+                    cput: None,
+                    max_rss: None,
                 });
                 job.comment = format!("job deleted by {} before it started", caller.user);
             }
@@ -722,6 +767,15 @@ impl State {
             requeue,
         });
         Ok((host, job))
+    }
+
+    /// A running job's process group, as its agent reported it (PBS
+    /// `session_id`). Not a change that needs storing: a restarted daemon
+    /// shows none until the job's next start.
+    pub fn set_session(&mut self, id: JobId, pid: i32) {
+        if let Some(job) = self.jobs.get_mut(&id).filter(|j| j.state.is_active()) {
+            job.session_id = Some(pid);
+        }
     }
 
     /// qhold: puts a user hold on a job that has not started.
@@ -1195,6 +1249,8 @@ pub(crate) mod tests {
             signal: None,
             cause: ExitCause::Exited,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         }
     }
 
@@ -1226,6 +1282,8 @@ pub(crate) mod tests {
             signal: None,
             cause: ExitCause::Lost,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         };
         let (how, job) = s.finish(id, lost, t(2)).unwrap();
         assert_eq!(how, Finished::Requeued);

@@ -5,6 +5,7 @@
 use crate::Time;
 use crate::access::Caller;
 use crate::error::CoreError;
+use crate::job::options::{self, JobOptions};
 use crate::job::{Holds, Job, JobId, JobState, Owner};
 use crate::node::NodeNeeds;
 use crate::queue::Queue;
@@ -36,6 +37,27 @@ pub struct Submission {
     pub depend: String,
     /// `-a`: not to start before this.
     pub start_after: Option<Time>,
+    /// `-j eo`: standard output into the standard error file.
+    pub join_to_error: bool,
+    /// `-p`: -1024..1023.
+    pub priority: Option<i32>,
+    /// `-P`.
+    pub project: Option<String>,
+    /// The run options as written (`-S`, `-m`, `-M`, `-k`, `-c`,
+    /// `-W umask=`, `-W group_list=`, `-d`/`-w`, `-u`); checked here.
+    pub shell: Option<String>,
+    pub mail_points: Option<String>,
+    pub mail_users: Option<String>,
+    pub keep_files: Option<String>,
+    pub checkpoint: Option<String>,
+    pub umask: Option<String>,
+    pub group_list: Option<String>,
+    pub start_dir: Option<String>,
+    pub user_list: Option<String>,
+    /// The group the job runs with, as the daemon found it for
+    /// `group_list` in the group database (name, gid): the core cannot
+    /// read it, and the daemon refuses a group the user is not in.
+    pub egroup: Option<(String, u32)>,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -79,11 +101,15 @@ impl Submission {
             return Err(CoreError::QueueDisabled { queue: queue_name });
         }
 
-        let req =
-            ResourceRequest::parse(self.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
+        let site: Vec<&str> = config.resource_names();
+        let req = ResourceRequest::parse_with(
+            self.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            &site,
+        )?;
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
+            gpus: req.gpus,
             features: &req.features,
         };
         let nodes_in = |q: &str| capacity(q, &needs).nodes;
@@ -94,6 +120,7 @@ impl Submission {
         // A route (pipe) queue sends the job on at once; a holding queue
         // takes it whatever its limits, and the comment says why.
         let mut held = None;
+        let asked_queue = queue_name.clone();
         let (queue_name, queue) = if queue.is_route() {
             let routed = route::route(config, &queue_name, ask, &nodes_in)?;
             ask = routed.ask;
@@ -129,6 +156,7 @@ impl Submission {
                 why: "the submit directory must be an absolute path".into(),
             });
         }
+        let mut opts = run_options(&self, &req.notes)?;
         let name = match self.name {
             Some(name) => {
                 check_name(&name)?;
@@ -138,6 +166,31 @@ impl Submission {
         };
         let stdout_path = output_path(self.stdout_path, &self.workdir, &name, 'o', id)?;
         let stderr_path = output_path(self.stderr_path, &self.workdir, &name, 'e', id)?;
+        if let Some(users) = &self.user_list
+            && let Some(other) = options::users_in(users)
+                .into_iter()
+                .find(|u| *u != caller.user)
+        {
+            return Err(CoreError::OtherUser {
+                asked: other.to_string(),
+                user: caller.user.clone(),
+            });
+        }
+        let priority = match self.priority {
+            Some(p) if !(-1024..=1023).contains(&p) => {
+                return Err(CoreError::BadOption {
+                    message: format!("-p {p}: a job's priority runs from -1024 to 1023"),
+                });
+            }
+            p => p.unwrap_or(0),
+        };
+        let resource_list = req.resource_list(nodes, walltime);
+        let (gid, group) = match self.egroup {
+            Some((group, gid)) => (gid, group),
+            None => (caller.gid, caller.group.clone()),
+        };
+        opts.group_list = self.group_list.filter(|g| !g.trim().is_empty());
+        let submit_queue = (asked_queue != queue_name).then(|| asked_queue.clone());
         let holds = Holds {
             user: self.hold,
             ..Holds::default()
@@ -147,9 +200,9 @@ impl Submission {
             name,
             owner: Owner {
                 uid: caller.uid,
-                gid: caller.gid,
+                gid,
                 user: caller.user.clone(),
-                group: caller.group.clone(),
+                group,
             },
             account: self.account.filter(|a| !a.is_empty()),
             queue: queue_name,
@@ -158,6 +211,14 @@ impl Submission {
             mem: req.mem,
             ncpus: req.ncpus,
             features: req.features,
+            gpus: req.gpus.filter(|&g| g > 0),
+            layout: req.layout,
+            resource_list,
+            priority,
+            project: self.project.filter(|p| !p.trim().is_empty()),
+            options: opts,
+            submit_queue,
+            session_id: None,
             workdir: self.workdir,
             stdout_path,
             stderr_path,
@@ -185,6 +246,62 @@ impl Submission {
             period_stop: None,
         })
     }
+}
+
+/// The run options of a submission, checked; `notes` are what the
+/// resources said is not done, to which the options add theirs.
+fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreError> {
+    let bad = |message: String| CoreError::BadOption { message };
+    fn given(o: &Option<String>) -> Option<&str> {
+        o.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+    let mut opts = JobOptions {
+        notes: notes.to_vec(),
+        join_to_error: sub.join_to_error,
+        ..JobOptions::default()
+    };
+    if let Some(text) = given(&sub.shell) {
+        opts.shell = options::parse_shell(text).map_err(bad)?;
+    }
+    if let Some(text) = given(&sub.mail_points) {
+        opts.mail_points = Some(options::parse_mail_points(text).map_err(bad)?);
+    }
+    if let Some(text) = given(&sub.mail_users) {
+        opts.mail_users = options::parse_mail_users(text).map_err(bad)?;
+    }
+    if let Some(text) = given(&sub.keep_files) {
+        let keep = options::parse_keep(text).map_err(bad)?;
+        if keep != "n" && keep != "d" {
+            opts.notes.push(format!(
+                "Keep_Files={keep}: output is written to its final path as it is made (as -k d)"
+            ));
+        }
+        opts.keep_files = Some(keep);
+    }
+    if let Some(text) = given(&sub.checkpoint) {
+        let checkpoint = options::parse_checkpoint(text).map_err(bad)?;
+        if options::wants_checkpoints(&checkpoint) {
+            opts.notes.push(format!(
+                "Checkpoint={checkpoint}: qmesh does not checkpoint jobs"
+            ));
+        }
+        opts.checkpoint = Some(checkpoint);
+    }
+    if let Some(text) = given(&sub.umask) {
+        opts.umask = Some(options::parse_umask(text).map_err(bad)?);
+    }
+    if let Some(text) = given(&sub.start_dir) {
+        let dir = if text.starts_with('/') {
+            text.to_string()
+        } else {
+            join(&sub.workdir, text)
+        };
+        if dir.contains('\0') {
+            return Err(bad(format!("-d {text}: the path contains a NUL byte")));
+        }
+        opts.start_dir = Some(dir);
+    }
+    Ok(opts)
 }
 
 /// The nodes and wall time a job gets in `queue`: what it asked for, else

@@ -52,6 +52,19 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         rerunnable: req.rerunnable,
         depend: req.depend,
         start_after: from_unix(req.start_after),
+        join_to_error: req.join_to_error,
+        priority: req.priority,
+        project: non_empty(req.project),
+        shell: non_empty(req.shell),
+        mail_points: non_empty(req.mail_points),
+        mail_users: non_empty(req.mail_users),
+        keep_files: non_empty(req.keep_files),
+        checkpoint: non_empty(req.checkpoint),
+        umask: non_empty(req.umask),
+        group_list: non_empty(req.group_list),
+        start_dir: non_empty(req.start_dir),
+        user_list: non_empty(req.user_list),
+        egroup: None,
     };
     (submission, payload)
 }
@@ -72,10 +85,17 @@ pub fn job_state(state: JobState) -> v1::JobState {
 /// pending job, with its explanation. A queued job waiting for the jobs it
 /// depends on shows as `H`, one waiting for its `-a` time as `W` (PBS).
 pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time) -> v1::JobInfo {
-    let comment = match (job.state.is_pending(), reason) {
+    let mut comment = match (job.state.is_pending(), reason) {
         (true, Some((_, why))) => format!("Not Running: {why}"),
         _ => job.comment.clone(),
     };
+    if !job.options.notes.is_empty() {
+        if !comment.is_empty() {
+            comment.push_str("; ");
+        }
+        comment.push_str(&job.options.notes.join("; "));
+    }
+    let opts = &job.options;
     let shown = match (job.state, reason.map(|(r, _)| r)) {
         (JobState::Queued, Some(r)) if r == Reason::Dependency.as_str() => JobState::Held,
         (JobState::Queued, Some(r)) if r == Reason::BeginTime.as_str() => JobState::Waiting,
@@ -116,6 +136,27 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         depend: qmesh_core::depend::format(&job.depend, server),
         start_after: unix(job.start_after),
         placement: job.placement.iter().map(ToString::to_string).collect(),
+        resource_list: job.shown_resource_list().into_iter().collect(),
+        job_priority: job.priority,
+        project: job.project.clone().unwrap_or_default(),
+        shell_path: opts.shell.clone(),
+        mail_points: opts.mail_points.clone().unwrap_or_default(),
+        mail_users: opts.mail_users.clone(),
+        keep_files: opts.keep_files.clone().unwrap_or_default(),
+        checkpoint: opts.checkpoint.clone().unwrap_or_default(),
+        umask: opts.umask,
+        group_list: opts.group_list.clone().unwrap_or_default(),
+        start_dir: opts.start_dir.clone().unwrap_or_default(),
+        join_path: job.join_path().to_string(),
+        resources_used: job.resources_used(now).into_iter().collect(),
+        session_id: job
+            .session_id
+            .filter(|_| job.state.is_active())
+            .unwrap_or(0),
+        exec_host: job.exec_host(),
+        exec_vnode: job.exec_vnode(),
+        gpus: job.gpus.unwrap_or(0),
+        notes: opts.notes.clone(),
         ..Default::default()
     }
 }
@@ -227,6 +268,8 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
         signal: f.signal,
         cause,
         message: f.message.clone(),
+        cput: f.cput,
+        max_rss: f.max_rss,
     };
     (exit, from_unix(f.end_time))
 }
@@ -258,6 +301,46 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
         account: job.account.clone().unwrap_or_default(),
         submit_host: job.submit_host.clone(),
         local_nodes: Vec::new(),
+        shares: job
+            .node_shares()
+            .into_iter()
+            .map(|s| v1::NodeShare {
+                procs: s.procs,
+                cpus: s.cpus,
+                threads: s.threads,
+                gpus: s.gpus,
+            })
+            .collect(),
+        shell: qmesh_core::job::options::shell_for(&job.options.shell, "")
+            .unwrap_or_default()
+            .to_string(),
+        umask: job.options.umask,
+        start_dir: job.options.start_dir.clone().unwrap_or_default(),
+        join_to_error: job.options.join_to_error,
+        limits: Some(process_limits(job)),
+        project: job.project.clone().unwrap_or_default(),
+        submit_queue: job
+            .submit_queue
+            .clone()
+            .unwrap_or_else(|| job.queue.clone()),
+    }
+}
+
+/// The per-process limits a job's resources ask for (`pcput`, `pvmem`,
+/// `file`, `nice`); values that do not parse were refused at submit.
+fn process_limits(job: &Job) -> v1::ProcessLimits {
+    let list = &job.resource_list;
+    let size = |name: &str| {
+        list.get(name)
+            .and_then(|v| qmesh_core::resources::parse_size(v).ok())
+    };
+    v1::ProcessLimits {
+        cpu_secs: list
+            .get("pcput")
+            .and_then(|v| qmesh_core::time::parse_duration(v).ok()),
+        address_space: size("pvmem"),
+        file_size: size("file"),
+        nice: list.get("nice").and_then(|v| v.trim().parse().ok()),
     }
 }
 

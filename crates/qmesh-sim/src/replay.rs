@@ -252,6 +252,8 @@ pub fn replay_with_progress(
                 signal: None,
                 cause: ExitCause::Exited,
                 message: String::new(),
+                cput: None,
+                max_rss: None,
             };
             state
                 .finish(id, exit, now)

@@ -44,7 +44,7 @@ impl JobAction {
 pub enum Event {
     Submit {
         peer: Peer,
-        request: v1::SubmitRequest,
+        request: Box<v1::SubmitRequest>,
         reply: Reply<v1::SubmitReply>,
     },
     Status {

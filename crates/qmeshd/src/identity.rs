@@ -66,3 +66,41 @@ impl Identity {
             .clone()
     }
 }
+
+/// The group a job runs with when it asks for `group` (`qsub -W
+/// group_list=`): its name and gid, if `user` is a member of it (as their
+/// primary group or a supplementary one); else why not, in words.
+pub fn member_group(user: &str, primary_gid: u32, group: &str) -> Result<(String, u32), String> {
+    let found = match group.parse::<u32>() {
+        Ok(gid) => Group::from_gid(Gid::from_raw(gid)),
+        Err(_) => Group::from_name(group),
+    };
+    let found = match found {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            return Err(format!(
+                "-W group_list={group}: there is no group {group} on the server; see getent group"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "-W group_list={group}: cannot look up the group: {e}"
+            ));
+        }
+    };
+    let gid = found.gid.as_raw();
+    let member = gid == primary_gid
+        || found.mem.iter().any(|m| m == user)
+        || std::ffi::CString::new(user)
+            .ok()
+            .and_then(|name| nix::unistd::getgrouplist(&name, Gid::from_raw(primary_gid)).ok())
+            .is_some_and(|groups| groups.iter().any(|g| g.as_raw() == gid));
+    if member {
+        Ok((found.name, gid))
+    } else {
+        Err(format!(
+            "-W group_list={group}: user {user} is not a member of group {}; see id {user}, or ask for a group you are in",
+            found.name
+        ))
+    }
+}

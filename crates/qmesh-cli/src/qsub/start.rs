@@ -1,5 +1,6 @@
-//! What must hold before a job may start, as qsub reads it: `-a` (not
-//! before this local time) and `-W depend=` (after these jobs).
+//! When a job may start, as qsub reads it: `-a` (not before this local
+//! time). `-W depend=` is read with the other `-W` attributes
+//! (`w_attrs`).
 //!
 //! `-a` is read here, in the submitting host's time zone (chrono's `Local`),
 //! and sent as an instant; the server never guesses a user's zone. The
@@ -99,42 +100,6 @@ fn in_zone<Tz: TimeZone>(tz: &Tz, local: NaiveDateTime) -> Option<DateTime<Tz>> 
     tz.from_local_datetime(&local).earliest()
 }
 
-/// The `depend=` values of `-W` options, in order. `-W` takes
-/// `attr=value[,attr=value...]`; a dependency list has commas of its own,
-/// so a part without `=` continues the attribute before it.
-pub fn depend_lists(values: &[String]) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for value in values {
-        let mut attrs: Vec<(String, String)> = Vec::new();
-        for part in value.split(',') {
-            match (part.split_once('='), attrs.last_mut()) {
-                (Some((name, val)), _) => attrs.push((name.trim().to_string(), val.to_string())),
-                (None, Some((_, val))) => {
-                    val.push(',');
-                    val.push_str(part);
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "-W {value}: write ATTRIBUTE=VALUE, e.g. -W depend=afterok:12"
-                    ));
-                }
-            }
-        }
-        for (name, val) in attrs {
-            if name != "depend" {
-                return Err(format!(
-                    "-W {name}: qsub takes only -W depend=afterok:ID[:ID...] (also afterany, afternotok)"
-                ));
-            }
-            if val.trim().is_empty() {
-                return Err("-W depend= names no dependency; e.g. -W depend=afterok:12".into());
-            }
-            out.push(val.trim().to_string());
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,24 +163,5 @@ mod tests {
             assert!(err.contains(why), "{text}: {err}");
             assert!(err.contains("[[[[CC]YY]MM]DD]hhmm[.SS]"), "{err}");
         }
-    }
-
-    #[test]
-    fn depend_values_keep_their_commas() {
-        let lists = depend_lists(&[
-            "depend=afterok:12:13,afterany:14".to_string(),
-            "depend=afternotok:15.srv".to_string(),
-        ])
-        .unwrap();
-        assert_eq!(
-            lists,
-            vec!["afterok:12:13,afterany:14", "afternotok:15.srv"]
-        );
-        let err = depend_lists(&["group_list=x".to_string()]).unwrap_err();
-        assert!(err.contains("takes only -W depend="), "{err}");
-        let err = depend_lists(&["afterok:12".to_string()]).unwrap_err();
-        assert!(err.contains("write ATTRIBUTE=VALUE"), "{err}");
-        let err = depend_lists(&["depend=afterok:1,stagein=x".to_string()]).unwrap_err();
-        assert!(err.starts_with("-W stagein"), "{err}");
     }
 }

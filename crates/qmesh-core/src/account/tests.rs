@@ -54,6 +54,8 @@ fn exited() -> JobExit {
         signal: None,
         cause: ExitCause::Exited,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     }
 }
 
@@ -188,6 +190,8 @@ fn a_requeued_or_never_launched_job_charges_nothing() {
         signal: None,
         cause: ExitCause::Lost,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     st.finish(id, lost, t(300)).unwrap();
     assert_eq!(st.accounting().usage().used("c1"), 0.0, "requeued");
@@ -197,6 +201,8 @@ fn a_requeued_or_never_launched_job_charges_nothing() {
         signal: None,
         cause: ExitCause::Deleted,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     st.finish(id, unlaunched, t(401)).unwrap();
     assert_eq!(st.accounting().usage().used("c1"), 0.0, "never launched");

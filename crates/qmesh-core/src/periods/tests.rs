@@ -265,6 +265,8 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
         signal: Some(15),
         cause: crate::job::ExitCause::Deleted,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     for requeue in [true, false] {
         let mut s = day_and_night(PeriodEnd::Requeue);
@@ -361,6 +363,8 @@ fn a_job_requeued_at_its_period_end_is_charged_for_the_time_it_ran() {
         signal: Some(15),
         cause: crate::job::ExitCause::Deleted,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     s.finish(id, exit, at(18, 0)).unwrap();
     assert_eq!(s.accounting().usage().used("c1"), 16.0, "2 nodes × 8 hours");

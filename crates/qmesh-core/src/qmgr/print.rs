@@ -334,6 +334,7 @@ mod tests {
                         cpus,
                         features: features.into_iter().map(String::from).collect(),
                         jobs_per_node,
+                        gpus: None,
                     },
                 },
             )

@@ -8,6 +8,7 @@
 //! if the allocator can place it. Ordering policies, blocking and
 //! backfilling (ANL, SDSC, NCAR) come with the policy issue.
 
+mod choose;
 pub mod closedown;
 mod order;
 mod plan;
@@ -468,6 +469,8 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_chunks;
 #[cfg(test)]
 mod tests_node_sets;
 #[cfg(test)]

@@ -31,6 +31,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use super::choose::{self, Candidate, Wants};
 use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
 use super::profile::{FOREVER, Profile, Secs};
@@ -62,6 +63,8 @@ pub(super) struct Planner<'a> {
     /// the room and the run queue the state does not show yet.
     started_on_node: HashMap<usize, u32>,
     started_on_host: HashMap<&'a str, u32>,
+    /// GPUs this pass's starts took, per node of a shared set.
+    started_gpus_on_node: HashMap<usize, u32>,
     /// Per set, its topology's allocator holding what is taken now; `None`
     /// for a flat set, whose free nodes are simply counted.
     allocators: Vec<Option<Box<dyn Allocator>>>,
@@ -164,6 +167,7 @@ impl<'a> Planner<'a> {
             slots: sets.iter().map(|s| s.attrs.slots() as usize).collect(),
             started_on_node: HashMap::new(),
             started_on_host: HashMap::new(),
+            started_gpus_on_node: HashMap::new(),
             allocators,
             releases: shaped_releases,
             placed: vec![Vec::new(); sets.len()],
@@ -330,8 +334,9 @@ impl<'a> Planner<'a> {
             _ => (sets, false),
         };
         let mut unplaceable = false;
+        let wants = job().filter(|_| view.constrained).and_then(Wants::of);
         if free_now >= n {
-            match self.start_now(usable, n, end, reserve) {
+            match self.start_now(usable, n, end, reserve, wants.as_ref()) {
                 Now::Started(nodes, parts) => {
                     if self.limits_on
                         && let Some(job) = job()
@@ -407,7 +412,14 @@ impl<'a> Planner<'a> {
     /// only on those the allocator's bookkeeping holds as one piece
     /// ([`Allocator::allocate_promised`]): that is where the reservation
     /// an earlier pass gave it lies.
-    fn start_now(&mut self, sets: &[usize], n: usize, end: Secs, promised: bool) -> Now {
+    fn start_now(
+        &mut self,
+        sets: &[usize],
+        n: usize,
+        end: Secs,
+        promised: bool,
+        wants: Option<&Wants>,
+    ) -> Now {
         let now = self.now_s;
         let mut unplaceable = false;
         // A placement exists, but only on nodes a reservation needs.
@@ -420,6 +432,11 @@ impl<'a> Planner<'a> {
             .filter(|&(_, s)| self.allocators[s].is_some() && self.free_in[s] > 0)
             .collect();
         shaped.sort_by_key(|&(order, s)| (self.free_in[s], order));
+        // A job that names hosts or wants them packed or scattered may
+        // use a topology's allocator only where any node serves it alike.
+        if let Some(wants) = wants {
+            shaped.retain(|&(_, s)| self.indifferent(s, wants));
+        }
         for (_, s) in shaped {
             let Some(size) = self.allocators[s]
                 .as_ref()
@@ -482,6 +499,9 @@ impl<'a> Planner<'a> {
                 Now::NoRoom
             };
         }
+        if let Some(wants) = wants {
+            return self.start_chosen(&caps, end, wants);
+        }
         let whole = || caps.iter().enumerate().filter(|(_, (_, cap))| *cap >= n);
         let exclusive = whole()
             .filter(|(_, (s, _))| self.slots[*s] == 1)
@@ -527,6 +547,97 @@ impl<'a> Planner<'a> {
             self.profiles[s].add(now, end, -(k as i64));
         }
         Now::Started(nodes, Vec::new())
+    }
+
+    /// Whether set `s`'s allocator may place a job that `wants` more than
+    /// nodes: every node of the set serves it alike.
+    fn indifferent(&self, s: usize, wants: &Wants) -> bool {
+        let set = &self.state.node_sets()[s];
+        let host = set.nodes.first().map(|n| n.host.as_str());
+        let one_host = host.filter(|h| set.nodes.iter().all(|n| n.host == *h));
+        wants.indifferent_on(one_host, |pin| {
+            set.nodes.iter().all(|n| pin.admits(&n.name, &n.host))
+        })
+    }
+
+    /// Starts a job that `wants` particular nodes on flat sets, within
+    /// `caps` (per set, the nodes its profile lets a job take until
+    /// `end`): the nodes [`choose`] finds among the free ones, in chunk
+    /// order. Shared sets offer their least busy nodes first; a node a
+    /// job is to have alone must run none, and a GPU job's node must have
+    /// its GPUs free.
+    fn start_chosen(&mut self, caps: &[(usize, usize)], end: Secs, wants: &Wants) -> Now {
+        let nodes = self.state.nodes();
+        let mut pool: Vec<Candidate> = Vec::new();
+        for &(s, cap) in caps {
+            if cap == 0 {
+                continue;
+            }
+            let order: Vec<usize> = if self.slots[s] > 1 {
+                self.least_busy(s).into_iter().map(|(_, _, i)| i).collect()
+            } else {
+                self.with_room(s).collect()
+            };
+            for i in order {
+                let node = &nodes[i];
+                if self.slots[s] > 1 {
+                    let started = self.started_on_node.get(&i).copied().unwrap_or(0);
+                    if wants.sole && (!node.jobs.is_empty() || started > 0) {
+                        continue;
+                    }
+                    if wants.gpus > 0 && self.gpus_free(i) < wants.gpus {
+                        continue;
+                    }
+                }
+                pool.push(Candidate {
+                    index: i,
+                    name: &node.name,
+                    host: &node.host,
+                    set: s,
+                });
+            }
+        }
+        let Some(chosen) = choose::choose(wants, &pool, caps) else {
+            return Now::NoPlacement;
+        };
+        let now = self.now_s;
+        for &i in &chosen {
+            let node = &nodes[i];
+            let s = node.set;
+            let take = if self.slots[s] > 1 {
+                let started = self.started_on_node.entry(i).or_default();
+                let room = node.room().saturating_sub(*started);
+                let take = if wants.sole { room.max(1) } else { 1 };
+                *started += take;
+                if *started >= node.room() {
+                    self.free.set(i, false);
+                }
+                *self.started_on_host.entry(node.host.as_str()).or_default() += 1;
+                *self.started_gpus_on_node.entry(i).or_default() += wants.gpus;
+                take as usize
+            } else {
+                self.free.set(i, false);
+                1
+            };
+            self.free_in[s] = self.free_in[s].saturating_sub(take);
+            self.profiles[s].add(now, end, -(take as i64));
+        }
+        Now::Started(chosen, Vec::new())
+    }
+
+    /// The GPUs of shared node `i` no job holds (this pass's starts
+    /// counted).
+    fn gpus_free(&self, i: usize) -> u32 {
+        let node = &self.state.nodes()[i];
+        let have = self.state.effective_attrs(node.set).gpus.unwrap_or(0);
+        let held: u32 = node
+            .jobs
+            .iter()
+            .filter_map(|id| self.state.job(id))
+            .map(|job| job.gpus.unwrap_or(0))
+            .sum();
+        let started = self.started_gpus_on_node.get(&i).copied().unwrap_or(0);
+        have.saturating_sub(held + started)
     }
 
     /// The nodes of set `s` with room for a job now (this pass's starts

@@ -579,6 +579,8 @@ fn fairshare_moves_light_accounts_forward() {
         signal: None,
         cause: crate::job::ExitCause::Exited,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     s.finish(used, exit, t(3600)).unwrap();
     // heavy submits first; light's later job still goes first.

@@ -29,12 +29,14 @@ fn thin_and_fat() -> State {
         cpus: Some(4),
         features: Vec::new(),
         jobs_per_node: None,
+        gpus: None,
     };
     let fat = NodeAttrs {
         mem: Some(64 << 30),
         cpus: Some(16),
         features: vec!["fat".into()],
         jobs_per_node: None,
+        gpus: None,
     };
     let mut config = Config::default();
     config.queues.insert("batch".into(), Queue::open("batch"));

@@ -108,6 +108,8 @@ fn run(s: &mut State) -> (BTreeMap<JobId, Time>, BTreeMap<JobId, Time>) {
                 signal: None,
                 cause: ExitCause::Exited,
                 message: String::new(),
+                cput: None,
+                max_rss: None,
             };
             s.finish(id, exit, now).unwrap();
         }

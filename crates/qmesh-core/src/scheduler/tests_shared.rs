@@ -87,6 +87,8 @@ fn end(s: &mut State, id: JobId, now: i64) {
         signal: None,
         cause: ExitCause::Exited,
         message: String::new(),
+        cput: None,
+        max_rss: None,
     };
     s.finish(id, exit, t(now)).unwrap();
     s.check_invariants().unwrap();

@@ -57,6 +57,7 @@ pub(super) fn index_nodes(
                 slots: set.attrs.slots(),
                 admin: None,
                 overloaded: false,
+                sole: None,
             });
         }
     }
@@ -134,7 +135,12 @@ impl State {
             };
             for name in &job.exec_nodes {
                 match node_index.get(&**name) {
-                    Some(&i) => nodes[i].jobs.push(*id),
+                    Some(&i) => {
+                        nodes[i].jobs.push(*id);
+                        if job.wants_sole_nodes() && nodes[i].slots > 1 {
+                            nodes[i].sole = Some(*id);
+                        }
+                    }
                     None => warnings.push(format!(
                         "job {id} runs on node {name}, which is no longer in any node set"
                     )),

@@ -124,9 +124,10 @@ impl Occupancy {
         occupancy
     }
 
-    /// `id` takes a slot on each of `taken`, which were free: the nodes
-    /// record it, and the counts follow.
-    pub fn take(&mut self, nodes: &mut [Node], id: JobId, taken: &[usize]) {
+    /// `id` takes a slot on each of `taken`, which were free (all of a
+    /// shared node's slots when it is to be alone there: `sole`): the
+    /// nodes record it, and the counts follow.
+    pub fn take(&mut self, nodes: &mut [Node], id: JobId, taken: &[usize], sole: bool) {
         let mut taken = taken.to_vec();
         taken.sort_unstable();
         taken.dedup();
@@ -144,6 +145,9 @@ impl Occupancy {
             let before = node.room() as usize;
             if !node.jobs.contains(id) {
                 node.jobs.push(id);
+            }
+            if sole && node.slots > 1 {
+                node.sole = Some(id);
             }
             self.recount(node, i, before);
         }
@@ -176,6 +180,9 @@ impl Occupancy {
             }
             let before = node.room() as usize;
             node.jobs.remove(id);
+            if node.sole == Some(id) {
+                node.sole = None;
+            }
             self.recount(node, i, before);
         }
         held.nodes

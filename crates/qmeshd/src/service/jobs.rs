@@ -46,7 +46,7 @@ impl Jobs for JobsService {
         request: Request<v1::SubmitRequest>,
     ) -> Result<Response<v1::SubmitReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
+        let request = Box::new(request.into_inner());
         self.link
             .ask(|reply| Event::Submit {
                 peer,

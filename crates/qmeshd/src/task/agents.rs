@@ -137,6 +137,8 @@ impl SchedulerTask {
                         signal: None,
                         cause: ExitCause::Lost,
                         message: format!("the agent on {host} did not know it when it reconnected"),
+                        cput: None,
+                        max_rss: None,
                     };
                     warn!(job = %id, host, "job lost");
                     self.finish(id, lost, Utc::now(), None);
@@ -190,6 +192,8 @@ impl SchedulerTask {
             }
             v1::agent_message::Kind::Started(s) => {
                 debug!(job = s.job, pid = s.pid, host, "job process started");
+                // Shown by qstat (session_id); kept in memory only.
+                self.state.set_session(qmesh_core::JobId(s.job), s.pid);
             }
             v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
             v1::agent_message::Kind::Joined(j) => self.joined(&host, &j),

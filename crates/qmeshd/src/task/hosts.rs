@@ -152,6 +152,8 @@ impl SchedulerTask {
             signal: None,
             cause,
             message: why,
+            cput: None,
+            max_rss: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }
@@ -165,6 +167,8 @@ impl SchedulerTask {
                 signal: None,
                 cause,
                 message,
+                cput: None,
+                max_rss: None,
             },
             None => exit,
         }
@@ -258,6 +262,8 @@ impl SchedulerTask {
                 signal: None,
                 cause: ExitCause::Lost,
                 message: why.clone(),
+                cput: None,
+                max_rss: None,
             };
             self.finish(id, exit, Utc::now(), None);
         }

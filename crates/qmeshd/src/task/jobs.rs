@@ -22,7 +22,18 @@ impl SchedulerTask {
         reply: Reply<v1::SubmitReply>,
     ) {
         let caller = self.caller(peer);
-        let (submission, payload) = convert::submission(request);
+        let (mut submission, payload) = convert::submission(request);
+        if let Some(list) = &submission.group_list {
+            let host = self.state.server_name().to_string();
+            let wanted = qmesh_core::job::options::group_for(list, &host).unwrap_or_default();
+            match crate::identity::member_group(&caller.user, caller.gid, wanted) {
+                Ok(group) => submission.egroup = Some(group),
+                Err(message) => {
+                    let _ = reply.send(Err(Status::permission_denied(message)));
+                    return;
+                }
+            }
+        }
         let job = match self.state.prepare(submission, &caller, Utc::now()) {
             Ok(job) => job,
             Err(e) => {

@@ -272,7 +272,7 @@ impl SchedulerTask {
                 peer,
                 request,
                 reply,
-            } => self.submit(&peer, request, reply),
+            } => self.submit(&peer, *request, reply),
             Event::Status { request, reply } => {
                 let _ = reply.send(self.status(&request));
             }
@@ -490,6 +490,9 @@ impl SchedulerTask {
             self.state.config().server.kill_delay,
         );
         order.local_nodes = self.nodes_on(job, &host);
+        order.shell = qmesh_core::job::options::shell_for(&job.options.shell, &host)
+            .unwrap_or_default()
+            .to_string();
         if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
             self.launches.insert(id, Launch::Sent);
         } else {
@@ -512,6 +515,8 @@ impl SchedulerTask {
             signal: None,
             cause: qmesh_core::ExitCause::LaunchFailed,
             message: message.to_string(),
+            cput: None,
+            max_rss: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }
@@ -522,6 +527,8 @@ impl SchedulerTask {
             signal: None,
             cause: qmesh_core::ExitCause::Deleted,
             message: message.to_string(),
+            cput: None,
+            max_rss: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }
