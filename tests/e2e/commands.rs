@@ -14,7 +14,17 @@ fn qselect_lists_the_jobs_that_meet_every_option() {
     let d = Daemon::start();
     d.ok("qmgr", &["-c", "set server scheduling = false"]);
     d.script("j.sh", "exit 0\n");
-    let alpha = d.qsub(&["-N", "alpha", "-l", "nodes=2,walltime=02:00:00", "j.sh"]);
+    let alpha = d.qsub(&[
+        "-N",
+        "alpha",
+        "-p",
+        "10",
+        "-P",
+        "climate",
+        "-l",
+        "nodes=2,walltime=02:00:00",
+        "j.sh",
+    ]);
     let beta = d.qsub(&["-N", "beta", "-h", "-l", "walltime=00:10:00", "j.sh"]);
     let gamma = d.qsub(&["-N", "gamma", "-r", "n", "j.sh"]);
     let gone = d.qsub(&["-N", "gone", "j.sh"]);
@@ -28,6 +38,15 @@ fn qselect_lists_the_jobs_that_meet_every_option() {
         [&alpha]
     );
     assert_eq!(ids(&sel(&["-l", "walltime.le.1:00:00"])), [&beta, &gamma]);
+    assert_eq!(
+        ids(&sel(&["-l", "ncpus.ge.2"])),
+        [&alpha],
+        "PBS's Resource_List"
+    );
+    assert_eq!(ids(&sel(&["-p.gt.5"])), [&alpha]);
+    assert_eq!(ids(&sel(&["-p", ".le.0"])), [&beta, &gamma]);
+    assert_eq!(ids(&sel(&["-P", "climate"])), [&alpha]);
+    assert_eq!(ids(&sel(&["-P", "_pbs_project_default"])), [&beta, &gamma]);
     assert_eq!(ids(&sel(&["-h", "u"])), [&beta]);
     assert_eq!(ids(&sel(&["-s", "H"])), [&beta]);
     assert_eq!(ids(&sel(&["-s", "QR"])), [&alpha, &gamma]);
@@ -54,7 +73,7 @@ fn qselect_lists_the_jobs_that_meet_every_option() {
             "0"
         ]))
         .len(),
-        3
+        2
     );
     let json: serde_json::Value = serde_json::from_str(&sel(&["--json", "-N", "alpha"])).unwrap();
     assert_eq!(json, serde_json::json!([alpha]));

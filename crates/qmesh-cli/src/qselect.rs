@@ -261,8 +261,16 @@ pub fn parse_datetime<Tz: TimeZone>(text: &str, now: DateTime<Tz>) -> Result<Tim
         .ok_or_else(|| bad("that local time does not exist here (the clock skips it)"))
 }
 
-/// The job's Resource_List by name, as qstat -f shows it.
+/// The job's Resource_List by name, as qstat -f shows it (from what it
+/// asked for, for a daemon that does not send the list).
 pub fn resource_list(job: &JobInfo) -> BTreeMap<String, String> {
+    if !job.resource_list.is_empty() {
+        return job
+            .resource_list
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    }
     let mut list = BTreeMap::new();
     list.insert("nodes".to_string(), job.nodes.to_string());
     list.insert("nodect".to_string(), job.nodes.to_string());
@@ -299,6 +307,9 @@ pub fn candidate<'a>(job: &'a JobInfo, resources: &'a BTreeMap<String, String>) 
         owner: &job.owner,
         owner_host: &job.submit_host,
         account: &job.account,
+        project: &job.project,
+        priority: i64::from(job.job_priority),
+        checkpoint: &job.checkpoint,
         queue: &job.queue,
         rerunnable: job.rerunnable,
         hold_types: &job.hold_types,
@@ -411,5 +422,13 @@ mod tests {
         assert_eq!(c.eligible_for, Some(600), "it waited from qtime to stime");
         assert_eq!(c.execution_time, None);
         assert!(same_server("srv", "srv.example.org") && !same_server("other", "srv"));
+        let listed = JobInfo {
+            resource_list: [("select".to_string(), "2:ncpus=4".to_string())].into(),
+            job_priority: 7,
+            ..job
+        };
+        let res = resource_list(&listed);
+        assert_eq!(res.len(), 1, "PBS's own list when the daemon sends it");
+        assert_eq!(candidate(&listed, &res).priority, 7);
     }
 }

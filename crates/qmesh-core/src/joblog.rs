@@ -19,12 +19,9 @@
 //! Everything here is text in, text out: the daemon writes the lines and
 //! reads them back (`qmeshd/src/joblog.rs`, `task/trace.rs`).
 
-use std::collections::BTreeMap;
-
 use chrono::NaiveDateTime;
 
 use crate::job::Job;
-use crate::resources::format_size;
 use crate::time::format_hms;
 
 /// The accounting record types.
@@ -274,47 +271,6 @@ fn quoted(value: &str) -> String {
     }
 }
 
-/// The job's `Resource_List`, by name, as PBS prints the values. Until the
-/// job keeps PBS's own list, it is made from what it asked for.
-pub fn resource_list(job: &Job) -> BTreeMap<String, String> {
-    let mut list = BTreeMap::new();
-    list.insert("nodes".to_string(), job.nodes.to_string());
-    list.insert("nodect".to_string(), job.nodes.to_string());
-    list.insert("walltime".to_string(), format_hms(job.walltime));
-    if let Some(mem) = job.mem {
-        list.insert("mem".to_string(), format_size(mem));
-    }
-    if let Some(ncpus) = job.ncpus {
-        list.insert("ncpus".to_string(), ncpus.to_string());
-    }
-    if !job.features.is_empty() {
-        list.insert("feature".to_string(), job.features.join(":"));
-    }
-    list
-}
-
-/// `exec_host` as PBS writes it: the job's nodes joined by `+`.
-pub fn exec_host(job: &Job) -> String {
-    job.exec_nodes
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
-        .join("+")
-}
-
-/// `exec_vnode`: each node in parentheses, with its CPUs when the job
-/// asked for them: `(n1:ncpus=4)+(n2:ncpus=4)`.
-pub fn exec_vnode(job: &Job) -> String {
-    job.exec_nodes
-        .iter()
-        .map(|n| match job.ncpus {
-            Some(c) => format!("({n}:ncpus={c})"),
-            None => format!("({n})"),
-        })
-        .collect::<Vec<_>>()
-        .join("+")
-}
-
 /// The keys every job record starts with (PBS's `acct_job`): who, which
 /// account, name, queue, the times, then (with `ran`) where it ran, then
 /// what it asked for.
@@ -326,6 +282,9 @@ fn job_keys(job: &Job, server: &str, ran: bool, depend: bool) -> Vec<String> {
     if let Some(account) = &job.account {
         keys.push(format!("account=\"{account}\""));
     }
+    if let Some(project) = &job.project {
+        keys.push(format!("project={}", quoted(project)));
+    }
     keys.push(format!("jobname={}", quoted(&job.name)));
     keys.push(format!("queue={}", job.queue));
     // qmesh keeps one time for creation, queueing and eligibility.
@@ -336,8 +295,8 @@ fn job_keys(job: &Job, server: &str, ran: bool, depend: bool) -> Vec<String> {
     if ran {
         keys.push(format!("start={}", job.stime.map_or(0, |t| t.timestamp())));
         if !job.exec_nodes.is_empty() {
-            keys.push(format!("exec_host={}", exec_host(job)));
-            keys.push(format!("exec_vnode={}", exec_vnode(job)));
+            keys.push(format!("exec_host={}", job.exec_host()));
+            keys.push(format!("exec_vnode={}", job.exec_vnode()));
         }
     } else if depend && !job.depend.is_empty() {
         keys.push(format!(
@@ -345,7 +304,7 @@ fn job_keys(job: &Job, server: &str, ran: bool, depend: bool) -> Vec<String> {
             crate::depend::format(&job.depend, server)
         ));
     }
-    for (name, value) in resource_list(job) {
+    for (name, value) in job.shown_resource_list() {
         keys.push(format!("Resource_List.{name}={}", quoted(&value)));
     }
     keys
@@ -380,6 +339,16 @@ pub fn ended(job: &Job, server: &str, run: &EndedRun) -> String {
     keys.push(format!("session={}", run.session));
     keys.push(format!("end={}", run.end));
     keys.push(format!("Exit_status={}", run.exit_status));
+    // resources_used.*, in PBS's (alphabetical) order.
+    if let Some(cput) = run.cput {
+        keys.push(format!("resources_used.cput={}", format_hms(cput)));
+    }
+    if let Some(rss) = run.max_rss {
+        keys.push(format!("resources_used.mem={}kb", rss.div_ceil(1024)));
+    }
+    if run.ncpus > 0 {
+        keys.push(format!("resources_used.ncpus={}", run.ncpus));
+    }
     keys.push(format!(
         "resources_used.walltime={}",
         format_hms(run.end.saturating_sub(run.start).max(0) as u64)
@@ -398,17 +367,34 @@ pub struct EndedRun {
     pub exit_status: i32,
     /// The job's session id where it ran; 0 when not known.
     pub session: i64,
+    /// CPUs it held, and what its agent measured: CPU seconds, the
+    /// largest resident set (bytes).
+    pub ncpus: u32,
+    pub cput: Option<u64>,
+    pub max_rss: Option<u64>,
 }
 
 impl EndedRun {
-    /// The run of an active job, read before its end is recorded.
+    /// The run of an active job, read before its end is recorded; the
+    /// caller adds the end and what the exit says.
     pub fn of(job: &Job) -> EndedRun {
         EndedRun {
             start: job.stime.map_or(0, |t| t.timestamp()),
-            exec_host: exec_host(job),
-            exec_vnode: exec_vnode(job),
+            exec_host: job.exec_host(),
+            exec_vnode: job.exec_vnode(),
+            session: job.session_id.map_or(0, i64::from),
+            ncpus: job.node_shares().iter().map(|s| s.cpus).sum(),
             ..EndedRun::default()
         }
+    }
+
+    /// With the end and what the agent reported of it.
+    pub fn ended(mut self, end: i64, exit: &crate::job::JobExit) -> EndedRun {
+        self.end = end;
+        self.exit_status = exit.exit_status();
+        self.cput = exit.cput;
+        self.max_rss = exit.max_rss;
+        self
     }
 }
 
@@ -420,8 +406,7 @@ pub fn deleted(user: &str, host: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::access::Role;
-    use crate::state::tests::{caller, state, submit, t};
+    use crate::state::tests::{state, submit, t};
 
     fn at() -> NaiveDateTime {
         chrono::NaiveDate::from_ymd_opt(2026, 3, 4)
@@ -460,7 +445,8 @@ mod tests {
             q,
             format!(
                 "user=u1000 group=g1000 jobname=job.sh queue=batch ctime={0} qtime={0} etime={0} \
-                 Resource_List.nodect=2 Resource_List.nodes=2 Resource_List.walltime=01:00:00",
+                 Resource_List.ncpus=2 Resource_List.nodect=2 Resource_List.nodes=2 \
+                 Resource_List.select=2:ncpus=1 Resource_List.walltime=01:00:00",
                 t(0).timestamp()
             )
         );
@@ -469,28 +455,41 @@ mod tests {
         let started_text = started(&job, "srv");
         assert!(
             started_text.contains(&format!(
-                "start={} exec_host=n0+n1 exec_vnode=(n0)+(n1) Resource_List.nodect=2",
+                "start={} exec_host=n0/0*1+n1/0*1 exec_vnode=(n0:ncpus=1)+(n1:ncpus=1) \
+                 Resource_List.ncpus=2",
                 t(10).timestamp()
             )),
             "{started_text}"
         );
-        let mut run = EndedRun::of(&job);
-        run.end = t(70).timestamp();
-        run.exit_status = 3;
+        let exit = crate::job::JobExit {
+            code: Some(3),
+            signal: None,
+            cause: crate::job::ExitCause::Exited,
+            message: String::new(),
+            cput: Some(42),
+            max_rss: Some(5000),
+        };
+        let run = EndedRun::of(&job).ended(t(70).timestamp(), &exit);
         let e = ended(&job, "srv", &run);
         assert!(
-            e.contains("exec_host=n0+n1 exec_vnode=(n0)+(n1) Resource_List."),
+            e.contains(
+                "exec_host=n0/0*1+n1/0*1 exec_vnode=(n0:ncpus=1)+(n1:ncpus=1) Resource_List."
+            ),
             "{e}"
         );
         assert!(
             e.ends_with(&format!(
-                "session=0 end={} Exit_status=3 resources_used.walltime=00:01:00 run_count=1",
+                "session=0 end={} Exit_status=3 resources_used.cput=00:00:42 \
+                 resources_used.mem=5kb resources_used.ncpus=2 \
+                 resources_used.walltime=00:01:00 run_count=1",
                 t(70).timestamp()
             )),
             "{e}"
         );
         assert_eq!(deleted("alice", "head"), "requestor=alice@head");
-        let _ = caller(1, Role::User);
+        let mut job = job;
+        job.project = Some("climate".into());
+        assert!(queued(&job, "srv").contains(" project=climate jobname="));
     }
 
     #[test]

@@ -65,6 +65,8 @@ mod tests {
             signal: Some(15),
             cause: ExitCause::Deleted,
             message: String::new(),
+            cput: None,
+            max_rss: None,
         }
     }
 

@@ -11,7 +11,9 @@
 //! its own; or a single host for all of them (Torque's `-H host`). `-H -`
 //! (PBS: the nodes already assigned) and no `-H` let the server choose:
 //! free nodes of the job's queue's node sets (in any period) that have
-//! what it needs; on a mesh or torus where its allocator places the job,
+//! what it needs; for a job whose chunks say where they run (host pins,
+//! `place=pack|scatter|excl`, GPUs), the scheduler's own choice among
+//! them; else on a mesh or torus where its allocator places the job,
 //! else in one flat set if one holds it all (the fullest such), else
 //! spread over the flat sets in order.
 //!
@@ -28,6 +30,7 @@ use crate::error::CoreError;
 use crate::job::{Job, JobId, JobState};
 use crate::node::{AdminState, Node, Topology};
 use crate::scheduler::Reason;
+use crate::scheduler::choose::{self, Candidate, Wants};
 use crate::state::State;
 
 /// Where qrun starts a job.
@@ -227,6 +230,9 @@ impl State {
                 free.entry(node.set).or_default().push(i);
             }
         }
+        if let Some(wants) = Wants::of(job) {
+            return self.choose_wanted(job, &wants, &sets, &free);
+        }
         let base = |s: usize| {
             self.nodes()
                 .iter()
@@ -299,6 +305,76 @@ impl State {
             nodes,
             parts: Vec::new(),
         })
+    }
+}
+
+impl State {
+    /// For a job whose chunks say where they run (host pins, place=pack
+    /// or scatter, excl, GPUs): the scheduler's own choice among the
+    /// free nodes ([`crate::scheduler::choose`]), in chunk order. A node
+    /// of a shared set the job is to have alone must run nothing, and a
+    /// GPU job's must have its GPUs free.
+    fn choose_wanted(
+        &self,
+        job: &Job,
+        wants: &Wants,
+        sets: &[usize],
+        free: &BTreeMap<usize, Vec<usize>>,
+    ) -> Result<RunOn, CommandError> {
+        let nodes = self.nodes();
+        let mut pool = Vec::new();
+        let mut caps = Vec::new();
+        for &s in sets {
+            let mut cap = 0;
+            for &i in free.get(&s).into_iter().flatten() {
+                let node = &nodes[i];
+                if node.slots > 1 {
+                    if wants.sole && !node.jobs.is_empty() {
+                        continue;
+                    }
+                    if wants.gpus > 0 && self.gpus_left(i) < wants.gpus {
+                        continue;
+                    }
+                }
+                pool.push(Candidate {
+                    index: i,
+                    name: &node.name,
+                    host: &node.host,
+                    set: s,
+                });
+                cap += 1;
+            }
+            caps.push((s, cap));
+        }
+        match choose::choose(wants, &pool, &caps) {
+            Some(nodes) => Ok(RunOn {
+                nodes,
+                parts: Vec::new(),
+            }),
+            None => Err(CommandError::NoFreeNodes {
+                id: self.full_id(job.id),
+                asked: job.nodes,
+                found: format!(
+                    "the {} free node(s) of queue {}'s node sets do not give it where its chunks \
+                     must run (host, place=pack or scatter, excl, GPUs)",
+                    pool.len(),
+                    job.queue
+                ),
+            }),
+        }
+    }
+
+    /// GPUs of node `i` the jobs on it have not taken.
+    fn gpus_left(&self, i: usize) -> u32 {
+        let node = &self.nodes()[i];
+        let have = self.effective_attrs(node.set).gpus.unwrap_or(0);
+        let held: u32 = node
+            .jobs
+            .iter()
+            .filter_map(|id| self.job(id))
+            .map(|job| job.gpus.unwrap_or(0))
+            .sum();
+        have.saturating_sub(held)
     }
 }
 

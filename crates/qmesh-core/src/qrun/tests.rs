@@ -175,3 +175,35 @@ fn a_mesh_places_the_job_in_its_shape() {
     s.start_placed(id, &on.nodes, &on.parts, t(1)).unwrap();
     s.check_invariants().unwrap();
 }
+
+#[test]
+fn chunks_that_say_where_they_run_get_the_scheduler_s_choice() {
+    let mut s = state(4);
+    let sub = |resources: Vec<(&str, &str)>| Submission {
+        script_name: "pinned.sh".into(),
+        workdir: "/tmp".into(),
+        resources: resources
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Submission::default()
+    };
+    let pinned = s
+        .submit(
+            sub(vec![("nodes", "n2+n0")]),
+            &caller(1000, Role::User),
+            t(0),
+        )
+        .unwrap()
+        .id;
+    let on = s.qrun_nodes(pinned, &manager(), None, t(1)).unwrap();
+    assert_eq!(on.nodes, [2, 0], "each chunk on its node, in chunk order");
+    let busy = submit(&mut s, 1000, 1);
+    s.start(busy, &[2], t(1)).unwrap();
+    let err = s.qrun_nodes(pinned, &manager(), None, t(2)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("do not give it where its chunks must run"),
+        "{err}"
+    );
+}

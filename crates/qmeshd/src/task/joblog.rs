@@ -54,7 +54,7 @@ impl SchedulerTask {
             &full,
             format!(
                 "Job Run at request of {requestor}@{server} on exec_vnode {}",
-                joblog::exec_vnode(job)
+                job.exec_vnode()
             ),
         );
         self.joblog.record(

@@ -548,12 +548,7 @@ impl SchedulerTask {
             .state
             .job(id)
             .filter(|j| j.state.is_active())
-            .map(|job| {
-                let mut run = qmesh_core::joblog::EndedRun::of(job);
-                run.end = end.timestamp();
-                run.exit_status = exit.exit_status();
-                run
-            });
+            .map(|job| qmesh_core::joblog::EndedRun::of(job).ended(end.timestamp(), &exit));
         match self.state.finish(id, exit, end) {
             Ok((how, job)) => {
                 if !joined_hosts.is_empty() {

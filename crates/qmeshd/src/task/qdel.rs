@@ -129,6 +129,8 @@ impl SchedulerTask {
             signal: None,
             cause: ExitCause::Deleted,
             message: why,
+            cput: None,
+            max_rss: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }

@@ -79,6 +79,8 @@ impl SchedulerTask {
                     "requeued by {} with qrerun -W force; the agent of host {host} did not confirm the end",
                     caller.user
                 ),
+                cput: None,
+                max_rss: None,
             };
             self.finish(id, exit, now, None);
         } else {
