@@ -54,6 +54,7 @@ pub fn bin(name: &str) -> &'static str {
         "qdisable" => env!("CARGO_BIN_EXE_qdisable"),
         "qstart" => env!("CARGO_BIN_EXE_qstart"),
         "qstop" => env!("CARGO_BIN_EXE_qstop"),
+        "qalter" => env!("CARGO_BIN_EXE_qalter"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),
         other => panic!("no binary {other}"),

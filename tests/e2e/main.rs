@@ -15,6 +15,7 @@ mod node_sets;
 mod node_states;
 mod periods;
 mod pipe;
+mod qalter;
 mod qdel;
 mod qmgr;
 mod qrun;

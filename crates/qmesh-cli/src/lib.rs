@@ -1,6 +1,6 @@
 //! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove, qsig,
-//! qselect, qrerun, qorder, qrun, tracejob, qenable, qdisable, qstart, qstop
-//! and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
+//! qselect, qrerun, qorder, qrun, tracejob, qalter, qenable, qdisable, qstart,
+//! qstop and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
 //! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
 //! (the binaries call `qmesh_cli::qsub::main()` and so on).
 //!
@@ -20,6 +20,7 @@ pub mod spview;
 
 pub mod getjid;
 pub mod pbsnodes;
+pub mod qalter;
 pub mod qdel;
 pub mod qdisable;
 pub mod qenable;

@@ -20,6 +20,7 @@ pub mod joblog;
 pub mod node;
 pub mod node_group;
 pub mod periods;
+pub mod qalter;
 pub mod qdel;
 pub mod qmgr;
 pub mod qmove;

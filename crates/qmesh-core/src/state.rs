@@ -21,6 +21,7 @@ use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
+mod alter;
 mod hosts;
 mod node_sets;
 mod occupancy;

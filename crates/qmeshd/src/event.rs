@@ -147,6 +147,12 @@ pub enum Event {
         request: v1::TraceRequest,
         reply: Reply<v1::TraceReply>,
     },
+    /// qalter: jobs' attributes changed, all or none per job.
+    Alter {
+        peer: Peer,
+        request: Box<v1::AlterRequest>,
+        reply: Reply<v1::JobsReply>,
+    },
 }
 
 /// What to do once the changes written before it are durable.

@@ -1,6 +1,6 @@
 //! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qsig, qstat -Q,
-//! qrerun, qorder, qrun, tracejob, and the sp commands' plan, when and
-//! nodes.
+//! qrerun, qorder, qrun, tracejob, qalter, and the sp commands' plan, when
+//! and nodes.
 
 use qmesh_proto::v1;
 use qmesh_proto::v1::jobs_server::Jobs;
@@ -321,8 +321,22 @@ impl Jobs for JobsService {
 
     async fn alter(
         &self,
-        _request: Request<v1::AlterRequest>,
+        request: Request<v1::AlterRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        Err(Status::unimplemented("qalter is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the jobs to alter: qalter OPTIONS ID...",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Alter {
+                peer,
+                request: Box::new(request),
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 }

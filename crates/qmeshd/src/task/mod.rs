@@ -18,6 +18,7 @@ mod joblog;
 mod jobs;
 mod period_end;
 mod plan;
+mod qalter;
 mod qdel;
 mod qmove;
 mod qorder;
@@ -354,6 +355,11 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.trace(&peer, request, reply),
+            Event::Alter {
+                peer,
+                request,
+                reply,
+            } => self.alter(&peer, *request, reply),
         }
     }
 
