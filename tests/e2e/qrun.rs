@@ -105,7 +105,7 @@ fn qrerun_kills_a_running_job_and_it_runs_again() {
     // The accounting log has the rerun (R) between the two starts.
     let kinds: Vec<String> = records(&d, &id).into_iter().map(|(k, _)| k).collect();
     assert_eq!(kinds, ["Q", "S", "R", "S"]);
-    let out = d.ok("tracejob", &[&id]);
+    let out = d.ok("tracejob", &["-n", "2", &id]);
     assert!(out.contains("Job Rerun at request of root@"), "{out}");
 
     // Not rerunnable: refused, unless forced.

@@ -75,7 +75,7 @@ fn a_job_s_life_is_in_the_accounting_log_and_tracejob_shows_it() {
         assert!(e.contains(key), "E lacks {key}: {e}");
     }
 
-    let out = d.ok("tracejob", &[&id]);
+    let out = d.ok("tracejob", &["-n", "2", &id]);
     assert!(out.starts_with(&format!("\nJob: {id}\n\n")), "{out}");
     let body: Vec<&str> = out.lines().skip(3).collect();
     // Date, two spaces, the source letter, four spaces, the message.
@@ -105,9 +105,9 @@ fn a_job_s_life_is_in_the_accounting_log_and_tracejob_shows_it() {
         "{out}"
     );
     // -a leaves the records out, -f job the job events (records stay).
-    let no_records = d.ok("tracejob", &["-a", &id]);
+    let no_records = d.ok("tracejob", &["-n", "2", "-a", &id]);
     assert!(!no_records.contains("  A    "), "{no_records}");
-    let no_job_events = d.ok("tracejob", &["-f", "job", &id]);
+    let no_job_events = d.ok("tracejob", &["-n", "2", "-f", "job", &id]);
     assert!(
         !no_job_events.contains("Job Queued at request"),
         "{no_job_events}"
@@ -117,7 +117,7 @@ fn a_job_s_life_is_in_the_accounting_log_and_tracejob_shows_it() {
         "{no_job_events}"
     );
     let json: serde_json::Value =
-        serde_json::from_str(&d.ok("tracejob", &["--json", &id])).unwrap();
+        serde_json::from_str(&d.ok("tracejob", &["-n", "2", "--json", &id])).unwrap();
     assert_eq!(json[0]["job_id"], id.as_str());
     let lines = json[0]["lines"].as_array().unwrap();
     assert_eq!(lines.len(), body.len());
@@ -161,7 +161,7 @@ fn deletions_and_aborts_have_their_records() {
         aborted.last().unwrap().1.contains("can never be satisfied"),
         "{aborted:?}"
     );
-    let out = d.ok("tracejob", &[&held]);
+    let out = d.ok("tracejob", &["-n", "2", &held]);
     assert!(out.contains("Job deleted at request of root@"), "{out}");
 }
 
@@ -186,6 +186,6 @@ fn only_the_owner_or_an_operator_may_trace_a_job() {
     let out = d.run_as(NOBODY, "qsub", &["quick.sh"]);
     let mine = String::from_utf8(out.stdout).unwrap().trim().to_string();
     d.wait_job(&mine);
-    let out = d.run_as(NOBODY, "tracejob", &[&mine]);
+    let out = d.run_as(NOBODY, "tracejob", &["-n", "2", &mine]);
     assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -1,8 +1,8 @@
 //! The writer of PBS's job logs: the accounting log
 //! (`STATE/server_priv/accounting/YYYYMMDD`) and the server's job events
 //! (`STATE/server_logs/YYYYMMDD`), in the formats of
-//! [`qmesh_core::joblog`], so a site's accounting tools (and PBS's own
-//! `tracejob -p STATE`) read them as they are.
+//! [`qmesh_core::joblog`] and laid out as PBS lays them out under its
+//! home, so a site's accounting tools can read them as they are.
 //!
 //! How they are written. The scheduler task never touches the disk for
 //! them: it hands each line's parts to [`JobLog::record`] or
