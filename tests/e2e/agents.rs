@@ -166,8 +166,8 @@ host = "hl"
     let id = d.qsub(&["-l", "feature=imsl", "where.sh"]);
     assert_eq!(d.wait_job(&id).exit_status, Some(0));
     assert_eq!(
-        d.job_json(&id)["exec_host"],
-        "l1",
+        d.exec_nodes(&id),
+        vec!["l1"],
         "the node of the host that has it"
     );
     let out = d.run("qsub", &["-l", "feature=matlab", "where.sh"]);

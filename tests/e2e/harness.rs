@@ -331,6 +331,17 @@ impl Daemon {
         doc["Jobs"][id].clone()
     }
 
+    /// The nodes a job ran on, from its `exec_host` (PBS's `n1/0*8+n2/0*8`).
+    pub fn exec_nodes(&self, id: &str) -> Vec<String> {
+        self.job_json(id)["exec_host"]
+            .as_str()
+            .unwrap_or_default()
+            .split('+')
+            .filter(|part| !part.is_empty())
+            .map(|part| part.split('/').next().unwrap_or(part).to_string())
+            .collect()
+    }
+
     /// Every job id the daemon knows, finished ones included.
     pub fn all_job_ids(&self) -> Vec<String> {
         let out = self.ok("qstat", &["-x", "--json"]);

@@ -171,7 +171,7 @@ fn a_shared_node_runs_as_many_jobs_as_it_has_room_for() {
     running.sort();
     assert_eq!(running, ids[..2], "the first two start");
     for id in &ids[..2] {
-        assert_eq!(d.job_json(id)["exec_host"], "s1");
+        assert_eq!(d.exec_nodes(id), vec!["s1"]);
     }
     let node = d.ok("pbsnodes", &["-F", "json", "s1"]);
     let doc: serde_json::Value = serde_json::from_str(&node).unwrap();
@@ -192,6 +192,6 @@ fn a_shared_node_runs_as_many_jobs_as_it_has_room_for() {
     let line = d.read_fifo(&started);
     assert_eq!(line.trim(), third.as_str());
     assert_eq!(d.wait_job(third).exit_status, Some(0));
-    assert_eq!(d.job_json(third)["exec_host"], "s1");
+    assert_eq!(d.exec_nodes(third), vec!["s1"]);
     d.stop();
 }

@@ -27,11 +27,14 @@ fn an_offline_node_takes_no_job_until_it_is_put_back() {
     d.read_fifo(&started);
     let job = d.job_json(&one);
     let exec_host = job["exec_host"].as_str().expect("exec_host");
-    assert!(!exec_host.split('+').any(|n| n == "local00"), "{exec_host}");
+    assert!(
+        !d.exec_nodes(&one).iter().any(|n| n == "local00"),
+        "{exec_host}"
+    );
     assert_eq!(d.job_json(&whole)["job_state"], "Q");
-    // qstat -n shows the nodes under the job.
-    let table = d.ok("qstat", &["-n"]);
-    assert!(table.contains(&format!("\n   {exec_host}\n")), "{table}");
+    // qstat -n1 shows the nodes on the job's line.
+    let table = d.ok("qstat", &["-n1", &one]);
+    assert!(table.ends_with(&format!(" {exec_host}\n")), "{table}");
 
     // A restart keeps the node out.
     d.stop();

@@ -34,7 +34,8 @@ fn qalter_changes_a_queued_job_all_or_nothing() {
     let job = d.job_json(&id);
     assert_eq!(job["Job_Name"], "after", "{job}");
     assert_eq!(job["Resource_List"]["walltime"], "02:00:00", "{job}");
-    assert_eq!(job["Resource_List"]["nodes"], 2, "{job}");
+    assert_eq!(job["Resource_List"]["nodes"], "2", "{job}");
+    assert_eq!(job["Priority"], 5, "{job}");
     assert_eq!(d.ok("qselect", &["-p", "5"]).trim(), id, "Priority is 5");
     let altered: Vec<String> = records(&d, &id)
         .into_iter()

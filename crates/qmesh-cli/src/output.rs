@@ -150,6 +150,11 @@ impl Attrs {
         self.text(name, if value { "True" } else { "False" })
     }
 
+    /// The attributes in order, as `(name, value)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.items.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.items.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }

@@ -1,206 +1,248 @@
-//! qstat: what the jobs and queues are doing.
+//! qstat: what the jobs, the queues and the server are doing, printed as
+//! PBS Pro prints it (Torque's forms accepted too), because people and
+//! tools read it: Parsl's Torque provider takes the state from the fifth
+//! column of the default table, its PBS Pro provider reads
+//! `qstat -x -f -F json`, scripts grep `qstat -f` and `qstat -u`.
 //!
-//! Three forms, as PBS users know them: the job table (default), every
-//! attribute of each job (`-f`), and the queues (`-Q`, `-Q -f`); each also
-//! as PBS's JSON document (`--json` or `-F json`). The rendering lives in
-//! [`jobs`] and [`queues`]; this file asks the daemon and picks the form.
+//! This file is the command line and the order of work: the options
+//! become a [`options::Plan`] (what to ask, which form), [`fetch`] asks the
+//! daemon, and one module per form prints: [`job_table`] (the default),
+//! [`alternate`] (`-a` and its kin), [`nodes_view`] (qmesh's own table),
+//! [`jobs`] (`-f` and JSON), [`queues`] (`-Q`), [`queue_alternate`]
+//! (`-q`), [`server`] (`-B`), with [`full_text`] for `-f`'s text forms.
 //!
-//! When several ids are named and one is unknown, the daemon refuses the
-//! whole request; qstat then asks for each id alone, so it lists the jobs
-//! that exist and names the ones that do not, as PBS does.
+//! Jobs and queues that cannot be listed are named on stderr in PBS's
+//! words after what exists is printed, and the exit status is PBS's for
+//! the last of them: 153 for an unknown job, 35 for a finished one asked
+//! for without `-x`, 170 for an unknown queue, 1 otherwise; 2 for options
+//! that do not go together.
 
+mod alternate;
+mod fetch;
+mod full_text;
+mod job_table;
 mod jobs;
+mod nodes_view;
+mod options;
+mod queue_alternate;
 mod queues;
+mod server;
+mod sizes;
+#[cfg(test)]
+mod test_jobs;
 
+use std::io::Write;
 use std::process::ExitCode;
 
+use chrono::Local;
 use clap::Parser;
-use qmesh_proto::jobs_client::JobsClient;
-use qmesh_proto::{QueueStatusRequest, StatusReply, StatusRequest};
-use tonic::transport::Channel;
 
 use crate::client::{self, CliError};
-use crate::output;
+use options::{JobForm, Plan, QueueForm, ServerForm};
 
-pub use jobs::{JobListing, job_attrs, pbs_date_in};
-pub use queues::{QueueListing, queue_attrs};
+pub use jobs::{job_attrs, pbs_date_in};
+pub use queues::queue_attrs;
 
-/// Show the status of jobs and queues.
+/// Show the status of jobs, queues and the server, as PBS's qstat does.
 ///
-/// Without options, a table of the jobs that have not finished. Job ids
-/// (17 or 17.server) restrict the list.
-#[derive(Parser, Debug)]
-#[command(name = "qstat", version)]
+/// Without options, PBS's job table (Job id, Name, User, Time Use, S,
+/// Queue) of the jobs that have not finished. Operands are job ids (17 or
+/// 17.server) or destinations (QUEUE, @SERVER, QUEUE@SERVER: the jobs in
+/// that queue); with -Q or -q, queues; with -B, the server.
+///
+/// Exit status: 0, or PBS's for the last job or queue that could not be
+/// shown: 153 unknown job, 35 finished job without -x, 170 unknown queue;
+/// 1 for other failures, 2 for options that do not go together.
+#[derive(Parser, Debug, Default)]
+#[command(name = "qstat", version, verbatim_doc_comment)]
 pub struct Args {
-    /// Full display: every attribute of each job (or queue, with -Q).
+    /// Full display: every attribute of each job (or queue with -Q, the server with -B),
+    /// long values folded at column 78 as PBS does (not with -w or -1).
     #[arg(short = 'f')]
     pub full: bool,
-    /// Show queues instead of jobs; names restrict the list.
-    #[arg(short = 'Q')]
-    pub queues: bool,
-    /// Under each job, the nodes it runs on (PBS's -n).
-    #[arg(short = 'n')]
-    pub nodes: bool,
-    /// Include finished jobs still in the history.
-    #[arg(short = 'x')]
-    pub finished: bool,
-    /// Only the jobs of USER.
-    #[arg(short = 'u', value_name = "USER")]
-    pub user: Option<String>,
-    /// Accepted for PBS compatibility: the table always shows nodes, wall time and elapsed time.
+    /// Alternate job table: Username, Queue, Jobname, SessID, NDS, TSK, Memory,
+    /// requested Time, S, elapsed Time.
     #[arg(short = 'a')]
     pub alternate: bool,
-    /// Print PBS's JSON document (as qstat -f -F json) instead of text.
+    /// Alternate table, with each job's nodes under it.
+    #[arg(short = 'n')]
+    pub nodes: bool,
+    /// With -n: the nodes on the job's line; with -s: the comment too; with -f
+    /// (Torque): attributes not folded.
+    #[arg(short = '1')]
+    pub one_line: bool,
+    /// Alternate table, with each job's comment (why it waits, how it ended) under it.
+    #[arg(short = 's')]
+    pub comments: bool,
+    /// Wide: wider columns that cut less; with -f, attributes not folded.
+    #[arg(short = 'w')]
+    pub wide: bool,
+    /// Alternate table with the estimated start time of queued jobs (from the
+    /// scheduler's plan, as spwhen gives it) instead of the elapsed time.
+    #[arg(short = 'T')]
+    pub estimated: bool,
+    /// Default table with the percentage of its wall time each job has used
+    /// instead of Time Use.
+    #[arg(short = 'p')]
+    pub percent: bool,
+    /// Memory in gigabytes (alternate table).
+    #[arg(short = 'G')]
+    pub gigabytes: bool,
+    /// Memory in megawords of 8 bytes (alternate table).
+    #[arg(short = 'M')]
+    pub megawords: bool,
+    /// Torque: job names in full in the default table.
+    #[arg(short = 'l')]
+    pub long_names: bool,
+    /// Only the jobs of these users (USER[@HOST][,USER...]); alternate table,
+    /// unless with -f.
+    #[arg(short = 'u', value_name = "USERS")]
+    pub users: Vec<String>,
+    /// Only jobs not running (queued, held, waiting, exiting); alternate table.
+    #[arg(short = 'i')]
+    pub idle: bool,
+    /// Only running jobs; alternate table.
+    #[arg(short = 'r')]
+    pub running: bool,
+    /// Finished jobs too, while the history keeps them (PBS Pro; Torque's XML
+    /// output is not available: use -F json).
+    #[arg(short = 'x')]
+    pub history: bool,
+    /// Only finished jobs; alternate table.
+    #[arg(short = 'H')]
+    pub history_only: bool,
+    /// Subjobs of job arrays too; there are no arrays yet, so the usual listing.
+    #[arg(short = 't')]
+    pub subjobs: bool,
+    /// Only job arrays; there are none yet, so no job unless named by id.
+    #[arg(short = 'J')]
+    pub arrays_only: bool,
+    /// Torque: only jobs in execution queues (not in routing queues).
+    #[arg(short = 'e')]
+    pub execution_only: bool,
+    /// Torque: completed jobs are not shown; they never are without -x.
+    #[arg(short = 'c')]
+    pub no_completed: bool,
+    /// Named job ids in order of their numbers.
+    #[arg(short = 'E')]
+    pub sort_ids: bool,
+    /// The server's status; operands name the server.
+    #[arg(short = 'B')]
+    pub server: bool,
+    /// Queues; operands are queue names.
+    #[arg(short = 'Q')]
+    pub queues: bool,
+    /// Queues in PBS's other listing: limits, running and waiting jobs, totals.
+    #[arg(short = 'q')]
+    pub queue_alternate: bool,
+    /// Output format: json (PBS's JSON document, as -f), dsv (one line per
+    /// object, attributes separated by -D), or default.
+    #[arg(short = 'F', value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The delimiter of -F dsv (default |).
+    #[arg(short = 'D', value_name = "DELIMITER")]
+    pub delimiter: Option<String>,
+    /// PBS's site options as letters: a i r H n s q G M 1, and u USERS (last).
+    #[arg(short = 'W', value_name = "LETTERS")]
+    pub site: Vec<String>,
+    /// Torque's disk reservation columns; refused, qmesh reserves no disk.
+    #[arg(short = 'R', hide = true)]
+    pub disk_reservation: bool,
+    /// PBS's JSON document (as qstat -f -F json).
     #[arg(long)]
     pub json: bool,
-    /// Output format; "json" is the same as --json.
-    #[arg(short = 'F', value_name = "FORMAT", value_parser = ["json"])]
-    pub format: Option<String>,
-    /// Job ids, or queue names with -Q.
+    /// qmesh's own table: Nodes, Walltime asked for, S and Elapsed, as wide as
+    /// its cells (with -n, each job's nodes under it).
+    #[arg(long)]
+    pub nodes_view: bool,
+    /// Job ids or destinations; queue names with -Q and -q; the server with -B.
     #[arg(value_name = "ID")]
-    pub ids: Vec<String>,
+    pub operands: Vec<String>,
 }
+
+/// Synopsis printed after a usage error, as PBS does.
+const USAGE: &str = "usage:
+qstat [-f [-w|-1]] [-J] [-p] [-t] [-x] [-E] [-F json|dsv [-D delim]] [job_identifier... | destination...]
+qstat [-a|-i|-r|-H|-T] [-J] [-t] [-u user] [-n] [-s] [-G|-M] [-1] [-w] [job_identifier... | destination...]
+qstat --nodes-view [-n] [-x|-H|-i|-r] [-u user] [job_identifier... | destination...]
+qstat -Q [-f] [-F json|dsv [-D delim]] [destination...]
+qstat -q [-G|-M] [destination...]
+qstat -B [-f] [-F json|dsv [-D delim]] [server_name...]
+qstat --version";
 
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    match client::block_on(run(args)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+    let plan = match options::plan(&args) {
+        Ok(plan) => plan,
+        Err(err) => {
+            eprintln!("qstat: {err}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match client::block_on(run(plan)) {
+        Ok(code) => ExitCode::from(code),
         Err(err) => client::fail("qstat", &err),
     }
 }
 
-/// Prints the listing; `Ok(false)` when some named job or queue was refused
-/// (its message is already on stderr).
-async fn run(args: Args) -> Result<bool, CliError> {
-    let json = args.json || args.format.is_some();
+/// Prints what the plan asks for; the exit status is that of the last
+/// refusal (already on stderr), 0 when there was none.
+async fn run(plan: Plan) -> Result<u8, CliError> {
     let mut jobs_client = client::jobs().await?;
-    let (listing, errors): (Box<dyn output::Output>, Vec<String>) = if args.queues {
-        let (listing, errors) = fetch_queues(&mut jobs_client, &args.ids).await?;
-        (
-            Box::new(QueueListing {
-                full: args.full,
-                ..listing
-            }),
-            errors,
-        )
-    } else {
-        let request = StatusRequest {
-            job_ids: args.ids.clone(),
-            user: args.user.clone().unwrap_or_default(),
-            include_finished: args.finished,
-        };
-        let (reply, errors) = fetch_jobs(&mut jobs_client, request).await?;
-        let mut listing = JobListing::new(reply, args.full);
-        listing.show_nodes = args.nodes;
-        (Box::new(listing), errors)
+    let (text, refusals) = match &plan {
+        Plan::Jobs(query, form) => {
+            let found = fetch::jobs(&mut jobs_client, query).await?;
+            (render_jobs(form, &found)?, found.refusals)
+        }
+        Plan::Queues(names, form) => {
+            let found = fetch::queues(&mut jobs_client, names).await?;
+            let (queues, server) = (&found.queues, found.server.as_str());
+            let text = match form {
+                QueueForm::Json => json(&queues::queues_document(queues, server, found.time))?,
+                QueueForm::Full(style) => queues::queues_full(queues, style),
+                QueueForm::Table => queues::queue_table(queues),
+                QueueForm::Alternate => queue_alternate::queue_alternate(queues, server),
+            };
+            (text, found.refusals)
+        }
+        Plan::Server(names, form) => {
+            let (status, refusals) = fetch::server(&mut jobs_client, names).await?;
+            let text = match (form, &status) {
+                (_, None) => String::new(),
+                (ServerForm::Json, Some(s)) => json(&server::server_document(s))?,
+                (ServerForm::Full(style), Some(s)) => server::server_full(s, style),
+                (ServerForm::Table, Some(s)) => server::server_table(s),
+            };
+            (text, refusals)
+        }
     };
-    output::emit(listing.as_ref(), json)
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
         .map_err(|e| CliError::msg(format!("cannot write the listing: {e}")))?;
-    for error in &errors {
-        eprintln!("qstat: {error}");
+    for refusal in &refusals {
+        eprintln!("qstat: {}", refusal.message);
     }
-    Ok(errors.is_empty())
+    Ok(refusals.last().map_or(0, |r| r.exit_status))
 }
 
-/// The jobs asked for, and the daemon's words for each named id it refused.
-async fn fetch_jobs(
-    client: &mut JobsClient<Channel>,
-    request: StatusRequest,
-) -> Result<(StatusReply, Vec<String>), CliError> {
-    let status = match client.status(request.clone()).await {
-        Ok(reply) => return Ok((reply.into_inner(), Vec::new())),
-        Err(status) => status,
-    };
-    if request.job_ids.len() < 2 || !client::is_per_item(&status) {
-        return Err(status.into());
-    }
-    let mut merged = StatusReply::default();
-    let mut errors = Vec::new();
-    for id in &request.job_ids {
-        let one = StatusRequest {
-            job_ids: vec![id.clone()],
-            ..request.clone()
-        };
-        match client.status(one).await {
-            Ok(reply) => {
-                let reply = reply.into_inner();
-                merged.server = reply.server;
-                merged.server_time = reply.server_time;
-                merged.jobs.extend(reply.jobs);
-            }
-            Err(status) if client::is_per_item(&status) => {
-                errors.push(CliError::from(status).to_string())
-            }
-            Err(status) => return Err(status.into()),
-        }
-    }
-    Ok((merged, errors))
+fn render_jobs(form: &JobForm, found: &fetch::FoundJobs) -> Result<String, CliError> {
+    let (jobs, server, time) = (&found.jobs, found.server.as_str(), found.time);
+    Ok(match form {
+        JobForm::Json => json(&jobs::jobs_document(jobs, server, time, &Local))?,
+        JobForm::Full(style) => jobs::full_text(jobs, server, time, style, &Local),
+        JobForm::Table(style) => job_table::job_table(jobs, style, time),
+        JobForm::Alternate(style) => alternate::alternate(jobs, server, style, time, &Local),
+        JobForm::NodesView { nodes } => nodes_view::nodes_view(jobs, time, *nodes),
+    })
 }
 
-/// The queues asked for, and the daemon's words for each name it refused.
-async fn fetch_queues(
-    client: &mut JobsClient<Channel>,
-    names: &[String],
-) -> Result<(QueueListing, Vec<String>), CliError> {
-    let listing = |queues, server: String, time: i64| QueueListing {
-        server,
-        time,
-        queues,
-        full: false,
-    };
-    let request = QueueStatusRequest {
-        names: names.to_vec(),
-    };
-    let status = match client.queue_status(request).await {
-        Ok(reply) => {
-            let reply = reply.into_inner();
-            return Ok((
-                listing(reply.queues, reply.server, reply.server_time),
-                Vec::new(),
-            ));
-        }
-        Err(status) => status,
-    };
-    if names.len() < 2 || !client::is_per_item(&status) {
-        return Err(status.into());
-    }
-    let mut queues = Vec::new();
-    let mut errors = Vec::new();
-    let mut server = client::hostname();
-    let mut time = chrono::Utc::now().timestamp();
-    for name in names {
-        let one = QueueStatusRequest {
-            names: vec![name.clone()],
-        };
-        match client.queue_status(one).await {
-            Ok(reply) => {
-                let reply = reply.into_inner();
-                server = reply.server;
-                time = reply.server_time;
-                queues.extend(reply.queues);
-            }
-            Err(status) if client::is_per_item(&status) => {
-                errors.push(CliError::from(status).to_string())
-            }
-            Err(status) => return Err(status.into()),
-        }
-    }
-    Ok((listing(queues, server, time), errors))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dash_f_json_is_a_synonym_and_other_formats_are_usage_errors() {
-        let args = Args::try_parse_from(["qstat", "-F", "json", "-f", "17"]).unwrap();
-        assert_eq!(args.format.as_deref(), Some("json"));
-        assert!(args.full);
-        assert_eq!(args.ids, vec!["17"]);
-        let err = Args::try_parse_from(["qstat", "-F", "dsv"]).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
-    }
+/// A JSON document as qstat prints it.
+fn json(tree: &crate::output::Tree) -> Result<String, CliError> {
+    let mut text = serde_json::to_string_pretty(tree)
+        .map_err(|e| CliError::msg(format!("cannot write the JSON document: {e}")))?;
+    text.push('\n');
+    Ok(text)
 }

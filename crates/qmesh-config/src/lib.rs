@@ -78,6 +78,32 @@ pub struct FileConfig {
     /// Time zone, prime time, holidays and named periods.
     #[serde(default)]
     pub calendar: Option<qmesh_core::calendar::Calendar>,
+    /// How jobs run: where they start, how mail reaches their users.
+    #[serde(default)]
+    pub jobs: JobsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSection {
+    /// Where a job starts when qsub names no -d: "home" (PBS and
+    /// Torque: the user's home directory) or "submit" (where qsub ran).
+    pub start_dir: Option<String>,
+    /// The site's sendmail, for qsub -m/-M; unset: no mail is sent, and a
+    /// job that asks for some says so in its comment.
+    pub sendmail: Option<PathBuf>,
+    /// The sender of that mail (PBS's mail_from); default "adm".
+    pub mail_from: Option<String>,
+}
+
+/// How jobs run, from the file's `[jobs]` section.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobSettings {
+    /// Jobs that name no start directory start where qsub ran, not in
+    /// the home directory.
+    pub start_in_submit_dir: bool,
+    pub sendmail: Option<PathBuf>,
+    pub mail_from: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -317,6 +343,7 @@ pub struct Settings {
     /// The server attributes and queues a new store starts with.
     pub initial: Config,
     pub node_sets: Vec<NodeSet>,
+    pub jobs: JobSettings,
     /// Things that work but are likely not meant (a started holding
     /// queue), for the log.
     pub warnings: Vec<String>,
@@ -542,6 +569,21 @@ impl Settings {
                     .into(),
             );
         }
+        let start_in_submit_dir = match file.jobs.start_dir.as_deref() {
+            None | Some("home") => false,
+            Some("submit") => true,
+            Some(other) => {
+                return Err(invalid(
+                    "jobs.start_dir".into(),
+                    format!("\"{other}\" is not a start directory; write \"home\" or \"submit\""),
+                ));
+            }
+        };
+        let jobs = JobSettings {
+            start_in_submit_dir,
+            sendmail: file.jobs.sendmail,
+            mail_from: file.jobs.mail_from.unwrap_or_else(|| "adm".into()),
+        };
         Ok(Settings {
             server_name: s.name.clone(),
             state_dir: file.daemon.state_dir,
@@ -557,6 +599,7 @@ impl Settings {
             agent_bin: file.agents.agent_bin,
             initial: config,
             node_sets,
+            jobs,
             warnings,
         })
     }

@@ -21,6 +21,8 @@ use crate::state::State;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DependKind {
+    /// It has started (`after`).
+    After,
     /// It ended with exit status 0.
     AfterOk,
     /// It ended, however.
@@ -30,7 +32,8 @@ pub enum DependKind {
 }
 
 impl DependKind {
-    pub const ALL: [DependKind; 3] = [
+    pub const ALL: [DependKind; 4] = [
+        DependKind::After,
         DependKind::AfterOk,
         DependKind::AfterAny,
         DependKind::AfterNotOk,
@@ -38,6 +41,7 @@ impl DependKind {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            DependKind::After => "after",
             DependKind::AfterOk => "afterok",
             DependKind::AfterAny => "afterany",
             DependKind::AfterNotOk => "afternotok",
@@ -47,9 +51,19 @@ impl DependKind {
     /// Whether a job that ended with this PBS exit status meets it.
     pub fn met_by(self, exit_status: i32) -> bool {
         match self {
+            DependKind::After => true,
             DependKind::AfterOk => exit_status == 0,
             DependKind::AfterAny => true,
             DependKind::AfterNotOk => exit_status != 0,
+        }
+    }
+    /// The `before` form of this kind (`beforeok` for `afterok`).
+    pub fn before_str(self) -> &'static str {
+        match self {
+            DependKind::After => "before",
+            DependKind::AfterOk => "beforeok",
+            DependKind::AfterAny => "beforeany",
+            DependKind::AfterNotOk => "beforenotok",
         }
     }
 }
@@ -61,15 +75,32 @@ pub struct Dependency {
     pub job: JobId,
 }
 
+/// All that `-W depend=` says: the jobs this one waits for (`after*`),
+/// the jobs that are to wait for it (`before*`, each kept as the `after*`
+/// dependency the named job gains), and how many such `before*` jobs it
+/// waits to be named by (`on:N`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DependText {
+    pub after: Vec<Dependency>,
+    pub before: Vec<Dependency>,
+    pub on: u32,
+}
+
 /// Reads `afterok:12[:13...][,afterany:14...][,afternotok:15...]` (a leading
 /// `depend=` is allowed). Ids are `12` or `12.server`. Empty text: none.
 /// A repeated dependency is kept once.
 pub fn parse(text: &str, server: &str) -> Result<Vec<Dependency>, CoreError> {
+    Ok(parse_text(text, server)?.after)
+}
+
+/// Reads every PBS dependency type: `after`, `afterok`, `afternotok`,
+/// `afterany`, their `before` forms and `on:N`.
+pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
     let text = text.trim();
     let text = text.strip_prefix("depend=").unwrap_or(text);
-    let mut out: Vec<Dependency> = Vec::new();
+    let mut parsed = DependText::default();
     if text.is_empty() {
-        return Ok(out);
+        return Ok(parsed);
     }
     let bad = |word: &str, why: &str| CoreError::BadDependency {
         word: word.to_string(),
@@ -81,16 +112,36 @@ pub fn parse(text: &str, server: &str) -> Result<Vec<Dependency>, CoreError> {
             return Err(bad(text, "it has an empty entry between commas"));
         }
         let mut words = item.split(':');
-        let kind_word = words.next().unwrap_or_default();
+        let kind_word = words.next().unwrap_or_default().to_ascii_lowercase();
+        if kind_word == "on" {
+            let count = words.next().unwrap_or_default();
+            parsed.on = match count.trim().parse::<u32>() {
+                Ok(n) if words.next().is_none() => n,
+                _ => return Err(bad(item, "on takes one count of jobs, e.g. on:2")),
+            };
+            continue;
+        }
+        if matches!(kind_word.as_str(), "synccount" | "syncwith") {
+            return Err(bad(
+                &kind_word,
+                "(Torque) is not supported: qmesh starts a job when its nodes are free; after:ID starts one once another has started",
+            ));
+        }
+        let before = kind_word.starts_with("before");
         let kind = DependKind::ALL
             .into_iter()
-            .find(|k| k.as_str() == kind_word.to_ascii_lowercase())
+            .find(|k| k.as_str() == kind_word || k.before_str() == kind_word)
             .ok_or_else(|| {
                 bad(
-                    kind_word,
-                    "is not a dependency type we know (afterok, afterany, afternotok)",
+                    &kind_word,
+                    "is not a dependency type we know (after, afterok, afterany, afternotok, their before forms, on)",
                 )
             })?;
+        let out = if before {
+            &mut parsed.before
+        } else {
+            &mut parsed.after
+        };
         let mut named = 0;
         for word in words {
             let id = JobId::parse(word, server).map_err(|e| match e {
@@ -107,7 +158,7 @@ pub fn parse(text: &str, server: &str) -> Result<Vec<Dependency>, CoreError> {
             return Err(bad(item, "names no job"));
         }
     }
-    Ok(out)
+    Ok(parsed)
 }
 
 /// The `-W depend=` form with full ids, kinds in first-use order:
@@ -133,6 +184,38 @@ pub fn format(deps: &[Dependency], server: &str) -> String {
         .join(",")
 }
 
+/// A job's whole `depend` attribute as PBS shows it: its `after*`
+/// dependencies, the jobs it is `before*`, and `on:N` while it still waits
+/// to be named by N more.
+pub fn format_job(job: &Job, server: &str) -> String {
+    let mut parts = Vec::new();
+    let after = format(&job.depend, server);
+    if !after.is_empty() {
+        parts.push(after);
+    }
+    let before = format(&job.before, server);
+    if !before.is_empty() {
+        // Same grouping, written with the before words.
+        let mut text = before;
+        for kind in DependKind::ALL {
+            let prefix = format!("{}:", kind.as_str());
+            text = text
+                .split(',')
+                .map(|p| match p.strip_prefix(&prefix) {
+                    Some(rest) => format!("{}:{rest}", kind.before_str()),
+                    None => p.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+        }
+        parts.push(text);
+    }
+    if job.depend_on > 0 {
+        parts.push(format!("on:{}", job.depend_on));
+    }
+    parts.join(",")
+}
+
 /// How a dependency on `pred` stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Standing {
@@ -146,6 +229,16 @@ fn standing(kind: DependKind, pred: Option<&Job>) -> Standing {
     let Some(pred) = pred else {
         return Standing::Met;
     };
+    if kind == DependKind::After {
+        return if pred.stime.is_some() || pred.state.is_active() {
+            Standing::Met
+        } else if pred.state == JobState::Finished {
+            // Ended without ever starting (deleted while it waited).
+            Standing::Never(pred.exit.as_ref().map_or(-2, JobExit::exit_status))
+        } else {
+            Standing::Waiting
+        };
+    }
     if pred.state != JobState::Finished {
         return Standing::Waiting;
     }
@@ -180,6 +273,10 @@ impl State {
         {
             return Some(Reason::Dependency);
         }
+        if job.depend_on > 0 {
+            // on:N: waiting to be named by N more before* jobs.
+            return Some(Reason::Dependency);
+        }
         if job.start_after.is_some_and(|t| t > now) {
             return Some(Reason::BeginTime);
         }
@@ -188,9 +285,10 @@ impl State {
 
     /// The dependencies a submission's `-W depend=` text names, each on a
     /// job that exists and has not already ended the wrong way.
-    pub(crate) fn dependencies_for(&self, text: &str) -> Result<Vec<Dependency>, CoreError> {
-        let deps = parse(text, self.server_name())?;
-        for dep in &deps {
+    pub(crate) fn dependencies_for(&self, text: &str) -> Result<DependText, CoreError> {
+        let parsed = parse_text(text, self.server_name())?;
+        let deps = &parsed.after;
+        for dep in deps {
             let pred = self
                 .job(dep.job)
                 .ok_or_else(|| CoreError::NoSuchPredecessor {
@@ -204,7 +302,50 @@ impl State {
                 });
             }
         }
-        Ok(deps)
+        Ok(parsed)
+    }
+
+    /// The `before*` dependencies a submission names, each on a job that
+    /// has not started (it is the one made to wait).
+    pub(crate) fn before_targets(&self, text: &str) -> Result<Vec<Dependency>, CoreError> {
+        let before = parse_text(text, self.server_name())?.before;
+        for dep in &before {
+            let target = self
+                .job(dep.job)
+                .ok_or_else(|| CoreError::NoSuchPredecessor {
+                    id: self.full_id(dep.job),
+                })?;
+            if !target.state.is_pending() {
+                return Err(CoreError::BadDependency {
+                    word: format!("{}:{}", dep.kind.before_str(), self.full_id(dep.job)),
+                    why: format!(
+                        "job {} has already started, so it cannot wait for this one",
+                        self.full_id(dep.job)
+                    ),
+                });
+            }
+        }
+        Ok(before)
+    }
+
+    /// Once job `id` is admitted, the jobs it named in `before*` wait for
+    /// it (and count down their `on:N`). Returns those changed, for the
+    /// store.
+    pub fn link_before(&mut self, id: JobId) -> Vec<JobId> {
+        let Some(before) = self.job(id).map(|j| j.before.clone()) else {
+            return Vec::new();
+        };
+        let mut changed = Vec::new();
+        for dep in before {
+            let link = Dependency {
+                kind: dep.kind,
+                job: id,
+            };
+            if self.add_dependency(dep.job, link) {
+                changed.push(dep.job);
+            }
+        }
+        changed
     }
 
     /// Deletes the pending jobs of a loaded state whose dependency can no
@@ -482,5 +623,73 @@ mod tests {
         fresh.restore(jobs, 0);
         run_and_end(&mut fresh, a, 1);
         assert_eq!(fresh.resolve_dependents(a, t(3)), vec![b]);
+    }
+
+    #[test]
+    fn after_waits_for_the_start_not_the_end() {
+        let mut s = state(2);
+        let a = submit_dep(&mut s, "", None).unwrap();
+        let b = submit_dep(&mut s, &format!("after:{a}"), None).unwrap();
+        let job_b = s.job(b).unwrap().clone();
+        assert_eq!(s.waits_for(&job_b, t(0)), Some(Reason::Dependency));
+        s.start(a, &[0], t(1)).unwrap();
+        assert_eq!(s.waits_for(&job_b, t(1)), None, "a has started");
+        // A job deleted before it started never meets after:.
+        let c = submit_dep(&mut s, "", None).unwrap();
+        let d = submit_dep(&mut s, &format!("after:{c}"), None).unwrap();
+        s.delete(c, &caller(1000, Role::User), t(2)).unwrap();
+        assert_eq!(s.resolve_dependents(c, t(3)), vec![d]);
+    }
+
+    #[test]
+    fn before_makes_the_named_job_wait_and_on_counts_them() {
+        let mut s = state(2);
+        let b = submit_dep(&mut s, "on:2", None).unwrap();
+        assert_eq!(
+            s.waits_for(&s.job(b).unwrap().clone(), t(0)),
+            Some(Reason::Dependency),
+            "on:2 and nobody named it yet"
+        );
+        let a1 = submit_dep(&mut s, &format!("beforeok:{b}"), None).unwrap();
+        let a2 = submit_dep(&mut s, &format!("beforeany:{b}"), None).unwrap();
+        let job_b = s.job(b).unwrap().clone();
+        assert_eq!(job_b.depend_on, 0);
+        assert_eq!(job_b.depend.len(), 2);
+        assert_eq!(
+            format_job(&job_b, "srv"),
+            format!("afterok:{a1}.srv,afterany:{a2}.srv")
+        );
+        assert_eq!(
+            format_job(s.job(a1).unwrap(), "srv"),
+            format!("beforeok:{b}.srv")
+        );
+        run_and_end(&mut s, a1, 0);
+        assert_eq!(s.waits_for(&job_b, t(3)), Some(Reason::Dependency));
+        s.start(a2, &[1], t(3)).unwrap();
+        let exit = JobExit {
+            code: Some(1),
+            signal: None,
+            cause: ExitCause::Exited,
+            message: String::new(),
+            cput: None,
+            max_rss: None,
+        };
+        s.finish(a2, exit, t(4)).unwrap();
+        assert_eq!(s.waits_for(&s.job(b).unwrap().clone(), t(5)), None);
+        // A beforeok on a job that ran already is refused.
+        let err = submit_dep(&mut s, &format!("beforeok:{a1}"), None).unwrap_err();
+        assert!(err.to_string().contains("already started"), "{err}");
+    }
+
+    #[test]
+    fn torque_sync_dependencies_are_refused_with_a_way_out() {
+        let err = parse_text("syncwith:12", "srv").unwrap_err().to_string();
+        assert!(err.contains("after:ID"), "{err}");
+        let err = parse_text("on:x", "srv").unwrap_err().to_string();
+        assert!(err.contains("on:2"), "{err}");
+        let parsed = parse_text("before:3,on:1,after:4", "srv").unwrap();
+        assert_eq!(parsed.on, 1);
+        assert_eq!(parsed.before, vec![dep(DependKind::After, 3)]);
+        assert_eq!(parsed.after, vec![dep(DependKind::After, 4)]);
     }
 }

@@ -120,7 +120,7 @@ pub enum CoreError {
     #[error("bad node sets: {why}")]
     BadNodeSets { why: String },
     #[error(
-        "bad dependency \"{word}\": {why}; write depend=afterok:ID[:ID...][,afterany:ID...][,afternotok:ID...], e.g. afterok:12"
+        "bad dependency \"{word}\": {why}; write depend=TYPE:ID[:ID...][,TYPE:ID...] with TYPE after, afterok, afternotok, afterany or their before forms, or on:N, e.g. afterok:12"
     )]
     BadDependency { word: String, why: String },
     #[error("job {id} does not exist or has left the history; see qstat -x")]

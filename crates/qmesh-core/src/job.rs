@@ -357,6 +357,14 @@ pub struct Job {
     /// The jobs it waits for (`qsub -W depend=`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depend: Vec<Dependency>,
+    /// The jobs it made wait for it (`-W depend=beforeok:ID`): each gained
+    /// the `after*` dependency kept here, naming the job it waits on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<Dependency>,
+    /// `-W depend=on:N`: how many more jobs must still name it in a
+    /// `before*` dependency before it may start.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depend_on: u32,
     /// Not to start before this (`qsub -a`, PBS `Execution_Time`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_after: Option<Time>,

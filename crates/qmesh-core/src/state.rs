@@ -117,7 +117,7 @@ impl PendingView {
             walltime: job.walltime,
             qtime: job.qtime,
             queued: job.state == JobState::Queued,
-            conditional: !job.depend.is_empty() || job.start_after.is_some(),
+            conditional: !job.depend.is_empty() || job.start_after.is_some() || job.depend_on > 0,
             has_account: job.account.is_some(),
             has_needs: job.needs().any(),
             constrained: job.gpus.is_some_and(|g| g > 0)
@@ -512,6 +512,7 @@ impl State {
     ) -> Result<Job, CoreError> {
         let id = JobId(self.next_id);
         let depend = self.dependencies_for(&submission.depend)?;
+        let before = self.before_targets(&submission.depend)?;
         let mut submission = submission;
         if let Some(queue) = submission.queue.take() {
             submission.queue = Some(self.local_queue(&queue)?);
@@ -523,7 +524,9 @@ impl State {
             |q, needs| self.reach(q, needs),
             now,
         )?;
-        job.depend = depend;
+        job.depend = depend.after;
+        job.depend_on = depend.on;
+        job.before = before;
         self.check_placeable(&job)?;
         self.check_accounts(&mut job)?;
         Ok(job)
@@ -571,7 +574,10 @@ impl State {
         now: Time,
     ) -> Result<&Job, CoreError> {
         let job = self.prepare(submission, caller, now)?;
-        Ok(self.admit(job))
+        let id = job.id;
+        self.admit(job);
+        self.link_before(id);
+        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
     /// Starts a pending job on the given nodes (indices into [`State::nodes`]).
@@ -1014,6 +1020,22 @@ impl State {
             action: action.into(),
             state: job.state,
         }
+    }
+
+    /// Pending job `target` gains dependency `dep` (another job named it
+    /// in `before*`), and waits for one fewer such job (`on:N`). False if
+    /// it is not pending.
+    pub(crate) fn add_dependency(&mut self, target: JobId, dep: crate::depend::Dependency) -> bool {
+        let Some(job) = self.jobs.get_mut(&target).filter(|j| j.state.is_pending()) else {
+            return false;
+        };
+        if !job.depend.contains(&dep) {
+            job.depend.push(dep);
+        }
+        job.depend_on = job.depend_on.saturating_sub(1);
+        refresh_pending(&mut self.pending, job);
+        self.dependents.entry(dep.job).or_default().push(target);
+        true
     }
 
     /// Remembers whom a pending job waits for, so the end of each named

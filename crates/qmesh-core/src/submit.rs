@@ -58,6 +58,9 @@ pub struct Submission {
     /// `group_list` in the group database (name, gid): the core cannot
     /// read it, and the daemon refuses a group the user is not in.
     pub egroup: Option<(String, u32)>,
+    /// What the daemon accepted but will not do (mail without a mailer),
+    /// for the job's comment.
+    pub notes: Vec<String>,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -241,6 +244,8 @@ impl Submission {
             run_count: 0,
             comment: held.unwrap_or_default(),
             depend: Vec::new(),
+            before: Vec::new(),
+            depend_on: 0,
             start_after: self.start_after,
             rank: None,
             period_stop: None,
@@ -256,7 +261,7 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
         o.as_deref().map(str::trim).filter(|t| !t.is_empty())
     }
     let mut opts = JobOptions {
-        notes: notes.to_vec(),
+        notes: notes.iter().chain(&sub.notes).cloned().collect(),
         join_to_error: sub.join_to_error,
         ..JobOptions::default()
     };

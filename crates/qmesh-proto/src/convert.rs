@@ -65,6 +65,7 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         start_dir: non_empty(req.start_dir),
         user_list: non_empty(req.user_list),
         egroup: None,
+        notes: Vec::new(),
     };
     (submission, payload)
 }
@@ -133,7 +134,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mem: job.mem,
         ncpus: job.ncpus,
         features: job.features.clone(),
-        depend: qmesh_core::depend::format(&job.depend, server),
+        depend: qmesh_core::depend::format_job(job, server),
         start_after: unix(job.start_after),
         placement: job.placement.iter().map(ToString::to_string).collect(),
         resource_list: job.shown_resource_list().into_iter().collect(),

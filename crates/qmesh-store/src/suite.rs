@@ -61,6 +61,8 @@ pub fn sample_job(id: u64) -> Job {
         run_count: 0,
         comment: String::new(),
         depend: vec![],
+        before: vec![],
+        depend_on: 0,
         start_after: None,
         rank: None,
         period_stop: None,

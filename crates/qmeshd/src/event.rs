@@ -78,6 +78,10 @@ pub enum Event {
         request: v1::QueueStatusRequest,
         reply: Reply<v1::QueueStatusReply>,
     },
+    /// qstat -B: the server's own status.
+    ServerStatus {
+        reply: Reply<v1::ServerStatusReply>,
+    },
     /// spq, spfree, spwhat: the last pass's plan.
     Plan {
         reply: Reply<v1::PlanReply>,

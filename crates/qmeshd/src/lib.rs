@@ -11,6 +11,7 @@ mod event;
 mod identity;
 mod joblog;
 mod local_agent;
+mod mail;
 mod paths;
 mod service;
 mod status;
@@ -210,6 +211,7 @@ async fn run(
             pass_interval: Duration::from_millis(settings.pass_interval_ms),
             daemon_uid: uid,
             cluster_key,
+            jobs: settings.jobs.clone(),
         },
         durable_tx,
     )

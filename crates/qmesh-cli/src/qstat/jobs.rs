@@ -1,130 +1,22 @@
-//! Jobs as qstat shows them: the table, the full `-f` form and the JSON
-//! document. Each job's attributes are built once ([`job_attrs`]) and
-//! rendered both as `name = value` lines and as JSON, so the two agree.
+//! A job's attributes as `qstat -f` names them, built once per job
+//! ([`job_attrs`]) and read by every form: the full text, the JSON
+//! document, and the columns of the tables, which take `Resource_List.*`
+//! and `resources_used.*` from the same lists ([`resource_list`],
+//! [`resources_used`]) so that a table and `-f` always agree.
+//!
+//! To show a new attribute, add it to [`job_attrs`] at its place in PBS's
+//! order (a resource to [`resource_list`] or [`resources_used`]).
 
-use chrono::{Local, TimeZone};
+use chrono::TimeZone;
 use qmesh_core::time::format_hms;
-use qmesh_proto::{JobInfo, JobState, StatusReply};
+use qmesh_proto::{JobInfo, JobState};
 
-use crate::output::{self, Attrs, Column, Output, Tree};
-
-/// The jobs of one Status reply, ready to print.
-pub struct JobListing {
-    pub server: String,
-    /// The server's clock when it answered (Unix seconds).
-    pub time: i64,
-    pub jobs: Vec<JobInfo>,
-    /// `-f`: the full form instead of the table.
-    pub full: bool,
-    /// `-n`: under each job of the table, the nodes it runs on.
-    pub show_nodes: bool,
-}
-
-impl JobListing {
-    pub fn new(reply: StatusReply, full: bool) -> JobListing {
-        let time = if reply.server_time > 0 {
-            reply.server_time
-        } else {
-            chrono::Utc::now().timestamp()
-        };
-        JobListing {
-            server: reply.server,
-            time,
-            jobs: reply.jobs,
-            full,
-            show_nodes: false,
-        }
-    }
-
-    /// The server's time for `job`, for elapsed times.
-    fn now_for(&self, job: &JobInfo) -> i64 {
-        if job.server_time > 0 {
-            job.server_time
-        } else {
-            self.time
-        }
-    }
-}
-
-const COLUMNS: [Column; 8] = [
-    Column::left("Job ID"),
-    Column::left("Name").at_most(16),
-    Column::left("User").at_most(12),
-    Column::left("Queue").at_most(12),
-    Column::right("Nodes"),
-    Column::right("Walltime"),
-    Column::left("S"),
-    Column::right("Elapsed"),
-];
-
-impl Output for JobListing {
-    fn text(&self) -> String {
-        if self.jobs.is_empty() {
-            return String::new();
-        }
-        if self.full {
-            let mut out = String::new();
-            for job in &self.jobs {
-                let attrs = job_attrs(job, &self.server, self.now_for(job), &Local);
-                attrs.write_full(&format!("Job Id: {}", job.id), &mut out);
-            }
-            return out;
-        }
-        let rows: Vec<Vec<String>> = self
-            .jobs
-            .iter()
-            .map(|job| {
-                vec![
-                    job.id.clone(),
-                    job.name.clone(),
-                    job.owner.clone(),
-                    job.queue.clone(),
-                    job.nodes.to_string(),
-                    format_hms(job.walltime),
-                    state_letter(job),
-                    elapsed(job, self.now_for(job)).map_or_else(|| "--".to_string(), format_hms),
-                ]
-            })
-            .collect();
-        let table = output::table(&COLUMNS, &rows);
-        if !self.show_nodes {
-            return table;
-        }
-        // PBS's -n: the job's line, then its nodes joined by '+'.
-        let mut lines = table.lines();
-        let mut out = String::new();
-        for header in lines.by_ref().take(2) {
-            out.push_str(header);
-            out.push('\n');
-        }
-        for (line, job) in lines.zip(&self.jobs) {
-            out.push_str(line);
-            out.push_str("\n   ");
-            if job.exec_nodes.is_empty() {
-                out.push_str("--");
-            } else {
-                out.push_str(&job.exec_nodes.join("+"));
-            }
-            out.push('\n');
-        }
-        out
-    }
-
-    fn json(&self) -> Tree {
-        let entries = self
-            .jobs
-            .iter()
-            .map(|job| {
-                let attrs = job_attrs(job, &self.server, self.now_for(job), &Local);
-                (job.id.clone(), attrs.json())
-            })
-            .collect();
-        output::document(self.time, &self.server, "Jobs", entries)
-    }
-}
+use super::full_text::{FullStyle, write_object};
+use super::sizes;
+use crate::output::{self, Attrs, Tree, Value};
 
 /// The PBS letter for the job's state.
-fn state_letter(job: &JobInfo) -> String {
+pub fn state_letter(job: &JobInfo) -> String {
     if !job.state_letter.is_empty() {
         return job.state_letter.clone();
     }
@@ -145,8 +37,17 @@ fn is_finished(job: &JobInfo) -> bool {
     job.state() == JobState::Finished || job.state_letter == "F"
 }
 
+/// The server's time for `job` (when the daemon answered), else `fallback`.
+pub fn now_for(job: &JobInfo, fallback: i64) -> i64 {
+    if job.server_time > 0 {
+        job.server_time
+    } else {
+        fallback
+    }
+}
+
 /// Seconds since the job started (until it ended), if it has started.
-fn elapsed(job: &JobInfo, now: i64) -> Option<u64> {
+pub fn elapsed(job: &JobInfo, now: i64) -> Option<u64> {
     if job.stime <= 0 {
         return None;
     }
@@ -174,6 +75,94 @@ fn host_path(host: &str, path: &str) -> String {
     }
 }
 
+/// The nodes the job runs on, `+`-separated (`exec_host`, and `-n`): the
+/// daemon's PBS form (`n1/0*8+n2/0*8`), else the node names.
+pub fn exec_host(job: &JobInfo) -> String {
+    if job.exec_host.is_empty() {
+        job.exec_nodes.join("+")
+    } else {
+        job.exec_host.clone()
+    }
+}
+
+/// Resources PBS shows as numbers in its JSON.
+const COUNTS: [&str; 6] = [
+    "ncpus",
+    "nodect",
+    "ngpus",
+    "mpiprocs",
+    "ompthreads",
+    "procs",
+];
+
+/// Resources that are sizes, shown in lower case (`954MB` is `954mb`).
+const SIZES: [&str; 6] = ["mem", "vmem", "pmem", "pvmem", "file", "ddisk"];
+
+fn resource_value(name: &str, value: &str) -> Value {
+    if COUNTS.contains(&name)
+        && let Ok(n) = value.parse::<i64>()
+    {
+        return Value::Int(n);
+    }
+    if SIZES.contains(&name) {
+        return Value::Text(value.to_ascii_lowercase());
+    }
+    Value::Text(value.to_string())
+}
+
+/// What the job asked for, by resource name in PBS's (alphabetical)
+/// order: `Resource_List.NAME`.
+pub fn resource_list(job: &JobInfo) -> Vec<(String, Value)> {
+    if !job.resource_list.is_empty() {
+        let mut names: Vec<&String> = job.resource_list.keys().collect();
+        names.sort();
+        return names
+            .into_iter()
+            .map(|name| (name.clone(), resource_value(name, &job.resource_list[name])))
+            .collect();
+    }
+    // A daemon that sends no list (an older one): what the fields say.
+    let mut list: Vec<(String, Value)> = Vec::new();
+    if !job.features.is_empty() {
+        list.push(("feature".into(), Value::Text(job.features.join(":"))));
+    }
+    if let Some(mem) = job.mem {
+        list.push(("mem".into(), Value::Text(sizes::kilobytes(mem))));
+    }
+    if let Some(ncpus) = job.ncpus {
+        list.push(("ncpus".into(), Value::Int(ncpus.into())));
+    }
+    list.push(("nodect".into(), Value::Int(job.nodes.into())));
+    list.push(("nodes".into(), Value::Int(job.nodes.into())));
+    list.push(("walltime".into(), Value::Text(format_hms(job.walltime))));
+    list
+}
+
+/// What the job has used so far: `resources_used.NAME`, the daemon's
+/// (wall time, CPUs, and once it ended the CPU time and memory its agent
+/// measured). Without a CPU time (`cput`), the tables show PBS's `0`.
+pub fn resources_used(job: &JobInfo, now: i64) -> Vec<(String, Value)> {
+    let mut list: Vec<(String, Value)> = job
+        .resources_used
+        .iter()
+        .filter(|(name, _)| name.as_str() != "walltime")
+        .map(|(name, value)| (name.clone(), resource_value(name, value)))
+        .collect();
+    // The wall time from the server's clock at this answer.
+    if let Some(used) = elapsed(job, now) {
+        list.push(("walltime".into(), Value::Text(format_hms(used))));
+    }
+    list.sort_by(|a, b| a.0.cmp(&b.0));
+    list
+}
+
+/// The value of `name` in a [`resource_list`] or [`resources_used`] list.
+pub fn lookup(list: &[(String, Value)], name: &str) -> Option<String> {
+    list.iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.to_string())
+}
+
 /// Every attribute `qstat -f` shows for `job`, in PBS's order; `now` is the
 /// server's time, dates are shown in zone `tz`.
 pub fn job_attrs<Tz: TimeZone>(job: &JobInfo, server: &str, now: i64, tz: &Tz) -> Attrs
@@ -197,6 +186,9 @@ where
     if !job.account.is_empty() {
         a.text("Account_Name", &job.account);
     }
+    if !job.checkpoint.is_empty() {
+        a.text("Checkpoint", &job.checkpoint);
+    }
     if !job.group.is_empty() {
         a.text("egroup", &job.group);
     }
@@ -215,24 +207,19 @@ where
         a.text("obittime", date(job.end_time));
     }
     if !job.exec_nodes.is_empty() {
-        a.text("exec_host", job.exec_nodes.join("+"));
+        a.text("exec_host", exec_host(job));
+    }
+    if !job.exec_vnode.is_empty() {
+        a.text("exec_vnode", &job.exec_vnode);
     }
     if !job.placement.is_empty() {
         a.text("placement", job.placement.join(" "));
     }
-    a.int("Resource_List.nodes", job.nodes);
-    a.text("Resource_List.walltime", format_hms(job.walltime));
-    if let Some(mem) = job.mem {
-        a.text("Resource_List.mem", format!("{}kb", mem / 1024));
+    for (name, value) in resource_list(job) {
+        push(&mut a, &format!("Resource_List.{name}"), value);
     }
-    if let Some(ncpus) = job.ncpus {
-        a.int("Resource_List.ncpus", ncpus);
-    }
-    if !job.features.is_empty() {
-        a.text("Resource_List.feature", job.features.join(":"));
-    }
-    if let Some(used) = elapsed(job, now) {
-        a.text("resources_used.walltime", format_hms(used));
+    for (name, value) in resources_used(job, now) {
+        push(&mut a, &format!("resources_used.{name}"), value);
     }
     a.text(
         "Hold_Types",
@@ -242,14 +229,52 @@ where
             &job.hold_types
         },
     );
-    a.text("Join_Path", if job.join_output { "oe" } else { "n" });
+    let join = match job.join_path.as_str() {
+        "" if job.join_output => "oe",
+        "" => "n",
+        path => path,
+    };
+    a.text("Join_Path", join);
+    if !job.keep_files.is_empty() {
+        a.text("Keep_Files", &job.keep_files);
+    }
+    a.text(
+        "Mail_Points",
+        if job.mail_points.is_empty() {
+            "a"
+        } else {
+            &job.mail_points
+        },
+    );
+    if !job.mail_users.is_empty() {
+        a.text("Mail_Users", job.mail_users.join(","));
+    }
     if !job.stdout_path.is_empty() {
         a.text("Output_Path", host_path(&job.submit_host, &job.stdout_path));
     }
     if !job.stderr_path.is_empty() {
         a.text("Error_Path", host_path(&job.submit_host, &job.stderr_path));
     }
+    a.int("Priority", i64::from(job.job_priority));
     a.flag("Rerunable", job.rerunnable);
+    if job.session_id > 0 {
+        a.int("session_id", i64::from(job.session_id));
+    }
+    if !job.shell_path.is_empty() {
+        a.text("Shell_Path_List", job.shell_path.join(","));
+    }
+    if let Some(mask) = job.umask {
+        a.text("umask", format!("{mask:o}"));
+    }
+    if !job.group_list.is_empty() {
+        a.text("group_list", &job.group_list);
+    }
+    if !job.start_dir.is_empty() {
+        a.text("init_work_dir", &job.start_dir);
+    }
+    if !job.project.is_empty() {
+        a.text("project", &job.project);
+    }
     a.int("run_count", job.run_count);
     if job.start_after > 0 {
         a.text("Execution_Time", date(job.start_after));
@@ -258,6 +283,8 @@ where
         a.text("depend", &job.depend);
     }
     if let Some(status) = job.exit_status.filter(|_| is_finished(job)) {
+        // PBS Pro's name and Torque's: tools read one or the other.
+        a.int("Exit_status", status);
         a.int("exit_status", status);
     }
     if job.expected_start > 0 {
@@ -272,69 +299,53 @@ where
     a
 }
 
+fn push(a: &mut Attrs, name: &str, value: Value) {
+    match value {
+        Value::Text(text) => a.text(name, text),
+        Value::Int(n) => a.int(name, n),
+        Value::Float(x) => a.float(name, x),
+    };
+}
+
+/// PBS's JSON document of the jobs (`qstat -f -F json`).
+pub fn jobs_document<Tz: TimeZone>(jobs: &[JobInfo], server: &str, time: i64, tz: &Tz) -> Tree
+where
+    Tz::Offset: std::fmt::Display,
+{
+    let entries = jobs
+        .iter()
+        .map(|job| {
+            let attrs = job_attrs(job, server, now_for(job, time), tz);
+            (job.id.clone(), attrs.json())
+        })
+        .collect();
+    output::document(time, server, "Jobs", entries)
+}
+
+/// The jobs in `-f`'s text form.
+pub fn full_text<Tz: TimeZone>(
+    jobs: &[JobInfo],
+    server: &str,
+    time: i64,
+    style: &FullStyle,
+    tz: &Tz,
+) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    let mut out = String::new();
+    for job in jobs {
+        let attrs = job_attrs(job, server, now_for(job, time), tz);
+        write_object(&format!("Job Id: {}", job.id), &attrs, style, &mut out);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::test_jobs::{T0, finished, queued, running};
     use super::*;
     use chrono::Utc;
-
-    /// 2026-11-22 10:00:00 UTC, a Sunday.
-    const T0: i64 = 1_795_341_600;
-
-    fn running() -> JobInfo {
-        JobInfo {
-            id: "17.server".into(),
-            name: "solver".into(),
-            owner: "alice".into(),
-            group: "users".into(),
-            queue: "batch".into(),
-            state: JobState::Running as i32,
-            state_letter: "R".into(),
-            nodes: 3,
-            walltime: 3600,
-            qtime: T0,
-            stime: T0 + 60,
-            mtime: T0 + 60,
-            exec_nodes: vec!["n1".into(), "n2".into(), "n3".into()],
-            stdout_path: "/home/alice/solver.o17".into(),
-            stderr_path: "/home/alice/solver.e17".into(),
-            rerunnable: true,
-            run_count: 1,
-            hold_types: "n".into(),
-            submit_host: "login1".into(),
-            server_time: T0 + 60 + 754,
-            exit_status: None,
-            ..Default::default()
-        }
-    }
-
-    fn queued() -> JobInfo {
-        JobInfo {
-            id: "18.server".into(),
-            name: "a_rather_long_job_name_indeed".into(),
-            owner: "bob".into(),
-            queue: "batch".into(),
-            state: JobState::Queued as i32,
-            state_letter: "Q".into(),
-            nodes: 64,
-            walltime: 48 * 3600,
-            qtime: T0,
-            reason: "Resources".into(),
-            comment: "Not enough free nodes".into(),
-            ..Default::default()
-        }
-    }
-
-    fn finished() -> JobInfo {
-        JobInfo {
-            id: "16.server".into(),
-            state: JobState::Finished as i32,
-            state_letter: "F".into(),
-            end_time: T0 + 60 + 100,
-            exit_status: Some(271),
-            exit_signal: Some(15),
-            ..running()
-        }
-    }
 
     fn full(job: &JobInfo) -> String {
         let mut out = String::new();
@@ -368,13 +379,16 @@ mod tests {
     mtime = Sun Nov 22 10:01:00 2026
     stime = Sun Nov 22 10:01:00 2026
     exec_host = n1+n2+n3
+    Resource_List.nodect = 3
     Resource_List.nodes = 3
     Resource_List.walltime = 01:00:00
     resources_used.walltime = 00:12:34
     Hold_Types = n
     Join_Path = n
+    Mail_Points = a
     Output_Path = login1:/home/alice/solver.o17
     Error_Path = login1:/home/alice/solver.e17
+    Priority = 0
     Rerunable = True
     run_count = 1
 
@@ -385,7 +399,10 @@ mod tests {
     #[test]
     fn exit_status_only_when_finished() {
         let text = full(&finished());
-        assert!(text.contains("    exit_status = 271\n"), "{text}");
+        assert!(
+            text.contains("    Exit_status = 271\n    exit_status = 271\n"),
+            "{text}"
+        );
         assert!(
             text.contains("    obittime = Sun Nov 22 10:02:40 2026\n"),
             "{text}"
@@ -400,7 +417,7 @@ mod tests {
             exit_status: Some(0),
             ..running()
         };
-        assert!(!full(&exiting).contains("exit_status"));
+        assert!(!full(&exiting).to_lowercase().contains("exit_status"));
     }
 
     #[test]
@@ -449,65 +466,10 @@ mod tests {
     }
 
     #[test]
-    fn the_table() {
-        let listing = JobListing {
-            server: "server".into(),
-            time: T0 + 1000,
-            jobs: vec![running(), queued()],
-            full: false,
-            show_nodes: false,
-        };
-        assert_eq!(
-            listing.text(),
-            "\
-Job ID    Name             User  Queue Nodes Walltime S  Elapsed
---------- ---------------- ----- ----- ----- -------- - --------
-17.server solver           alice batch     3 01:00:00 R 00:12:34
-18.server a_rather_long_j* bob   batch    64 48:00:00 Q       --
-"
-        );
-    }
-
-    #[test]
-    fn dash_n_puts_each_jobs_nodes_under_it() {
-        let listing = JobListing {
-            server: "server".into(),
-            time: T0 + 1000,
-            jobs: vec![running(), queued()],
-            full: false,
-            show_nodes: true,
-        };
-        let text = listing.text();
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[2].starts_with("17.server"), "{text}");
-        assert_eq!(lines[3], "   n1+n2+n3");
-        assert!(lines[4].starts_with("18.server"), "{text}");
-        assert_eq!(lines[5], "   --");
-    }
-
-    #[test]
-    fn nothing_to_list_prints_nothing() {
-        let listing = JobListing {
-            server: "server".into(),
-            time: T0,
-            jobs: vec![],
-            full: false,
-            show_nodes: false,
-        };
-        assert_eq!(listing.text(), "");
-    }
-
-    #[test]
     fn the_json_document() {
-        let listing = JobListing {
-            server: "server".into(),
-            time: T0 + 1000,
-            jobs: vec![finished()],
-            full: false,
-            show_nodes: false,
-        };
+        let tree = jobs_document(&[finished()], "server", T0 + 1000, &Utc);
         let doc: serde_json::Value =
-            serde_json::from_str(&serde_json::to_string(&listing.json()).unwrap()).unwrap();
+            serde_json::from_str(&serde_json::to_string(&tree).unwrap()).unwrap();
         assert_eq!(doc["timestamp"], T0 + 1000);
         assert_eq!(doc["pbs_server"], "server");
         assert!(doc["pbs_version"].as_str().unwrap().starts_with("qmesh-"));
@@ -516,13 +478,15 @@ Job ID    Name             User  Queue Nodes Walltime S  Elapsed
         assert_eq!(job["Job_Owner"], "alice@login1");
         assert_eq!(job["job_state"], "F");
         assert_eq!(job["Resource_List"]["nodes"], 3);
+        assert_eq!(job["Resource_List"]["nodect"], 3);
         assert_eq!(job["Resource_List"]["walltime"], "01:00:00");
         assert_eq!(job["resources_used"]["walltime"], "00:01:40");
         assert_eq!(job["exec_host"], "n1+n2+n3");
         assert_eq!(job["exit_status"], 271);
+        assert_eq!(job["Exit_status"], 271);
         assert_eq!(job["Rerunable"], "True");
         // Keys keep the -f order, top level too.
-        let text = serde_json::to_string(&listing.json()).unwrap();
+        let text = serde_json::to_string(&tree).unwrap();
         assert!(text.starts_with(r#"{"timestamp":"#), "{text}");
         assert!(text.find("Job_Name") < text.find("job_state"));
     }

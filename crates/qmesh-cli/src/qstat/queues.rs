@@ -1,79 +1,73 @@
-//! Queues as `qstat -Q` shows them: PBS's table, the `-Q -f` attribute form
-//! and the JSON document, the attributes built once per queue.
+//! Queues as `qstat -Q` shows them: PBS's fixed-width table, the `-Q -f`
+//! attribute form and the JSON document, the attributes built once per
+//! queue ([`queue_attrs`]).
+//!
+//! ```text
+//! Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type
+//! ---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----
+//! batch                0     5 yes yes     2     3     0     0     0     0 Exec
+//! ```
+//!
+//! Max is PBS's `max_running`, 0 while the queue has no such limit.
 
 use qmesh_core::time::format_hms;
 use qmesh_proto::QueueInfo;
 
-use crate::output::{self, Attrs, Column, Output, Tree};
+use super::full_text::{FullStyle, write_object};
+use crate::output::{self, Attrs, Tree, truncate};
 
-/// The queues of one QueueStatus reply, ready to print.
-pub struct QueueListing {
-    pub server: String,
-    pub time: i64,
-    pub queues: Vec<QueueInfo>,
-    /// `-f`: the attribute form instead of the table.
-    pub full: bool,
+/// The `-Q` table (nothing when there are no queues).
+pub fn queue_table(queues: &[QueueInfo]) -> String {
+    if queues.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type\n\
+         ---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----\n",
+    );
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let count = |n: u32| truncate(&n.to_string(), Some(5));
+    for q in queues {
+        out.push_str(&format!(
+            "{:<16} {:>5} {:>5} {:>3} {:>3} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:<4}\n",
+            truncate(&q.name, Some(16)),
+            0,
+            count(q.total),
+            yes_no(q.enabled),
+            yes_no(q.started),
+            count(q.queued),
+            count(q.running),
+            count(q.held),
+            count(q.waiting),
+            count(q.transit),
+            count(q.exiting),
+            short_type(&q.queue_type),
+        ));
+    }
+    out
 }
 
-const COLUMNS: [Column; 12] = [
-    Column::left("Queue").at_most(16),
-    Column::right("Max"),
-    Column::right("Tot"),
-    Column::left("Ena"),
-    Column::left("Str"),
-    Column::right("Que"),
-    Column::right("Run"),
-    Column::right("Hld"),
-    Column::right("Wat"),
-    Column::right("Trn"),
-    Column::right("Ext"),
-    Column::left("Type"),
-];
-
-impl Output for QueueListing {
-    fn text(&self) -> String {
-        if self.queues.is_empty() {
-            return String::new();
-        }
-        if self.full {
-            let mut out = String::new();
-            for queue in &self.queues {
-                queue_attrs(queue).write_full(&format!("Queue: {}", queue.name), &mut out);
-            }
-            return out;
-        }
-        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-        let rows: Vec<Vec<String>> = self
-            .queues
-            .iter()
-            .map(|q| {
-                vec![
-                    q.name.clone(),
-                    q.max_nodes.unwrap_or(0).to_string(),
-                    q.total.to_string(),
-                    yes_no(q.enabled),
-                    yes_no(q.started),
-                    q.queued.to_string(),
-                    q.running.to_string(),
-                    q.held.to_string(),
-                    q.waiting.to_string(),
-                    q.transit.to_string(),
-                    q.exiting.to_string(),
-                    short_type(&q.queue_type),
-                ]
-            })
-            .collect();
-        output::table(&COLUMNS, &rows)
+/// The queues in `-Q -f`'s text form.
+pub fn queues_full(queues: &[QueueInfo], style: &FullStyle) -> String {
+    let mut out = String::new();
+    for queue in queues {
+        write_object(
+            &format!("Queue: {}", queue.name),
+            &queue_attrs(queue),
+            style,
+            &mut out,
+        );
     }
+    out
+}
 
-    fn json(&self) -> Tree {
-        let entries = self
-            .queues
-            .iter()
-            .map(|q| (q.name.clone(), queue_attrs(q).json()))
-            .collect();
-        output::document(self.time, &self.server, "Queue", entries)
-    }
+/// PBS's JSON document of the queues (`qstat -Q -f -F json`).
+pub fn queues_document(queues: &[QueueInfo], server: &str, time: i64) -> Tree {
+    let entries = queues
+        .iter()
+        .map(|q| (q.name.clone(), queue_attrs(q).json()))
+        .collect();
+    output::document(time, server, "Queue", entries)
 }
 
 /// PBS's four-letter type column: `Exec`, `Rout`.
@@ -103,7 +97,7 @@ pub fn queue_attrs(q: &QueueInfo) -> Attrs {
     a.text(
         "state_count",
         format!(
-            "Transit:{} Queued:{} Held:{} Waiting:{} Running:{} Exiting:{}",
+            "Transit:{} Queued:{} Held:{} Waiting:{} Running:{} Exiting:{} Begun:0",
             q.transit, q.queued, q.held, q.waiting, q.running, q.exiting
         ),
     );
@@ -176,38 +170,30 @@ mod tests {
         }
     }
 
-    fn listing(full: bool) -> QueueListing {
-        QueueListing {
-            server: "server".into(),
-            time: 1_700_000_000,
-            queues: vec![batch(), debug()],
-            full,
-        }
-    }
-
     #[test]
     fn the_table() {
         assert_eq!(
-            listing(false).text(),
+            queue_table(&[batch(), debug()]),
             "\
-Queue Max Tot Ena Str Que Run Hld Wat Trn Ext Type
------ --- --- --- --- --- --- --- --- --- --- ----
-batch  64   5 yes yes   2   3   0   0   0   0 Exec
-debug   0   1 no  yes   0   0   1   0   0   0 Exec
+Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type
+---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----
+batch                0     5 yes yes     2     3     0     0     0     0 Exec
+debug                0     1  no yes     0     0     1     0     0     0 Exec
 "
         );
+        assert_eq!(queue_table(&[]), "");
     }
 
     #[test]
     fn the_full_form() {
-        let text = listing(true).text();
+        let text = queues_full(&[batch(), debug()], &FullStyle::Folded);
         assert!(
             text.starts_with(
                 "Queue: batch
     queue_type = Execution
     priority = 10
     total_jobs = 5
-    state_count = Transit:0 Queued:2 Held:0 Waiting:0 Running:3 Exiting:0
+    state_count = Transit:0 Queued:2 Held:0 Waiting:0 Running:3 Exiting:0 Begun\n\t:0
     resources_max.nodes = 64
     resources_max.walltime = 24:00:00
     resources_default.walltime = 01:00:00
@@ -227,8 +213,15 @@ Queue: debug
 
     #[test]
     fn the_json_document() {
-        let doc: serde_json::Value =
-            serde_json::from_str(&serde_json::to_string(&listing(false).json()).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(
+            &serde_json::to_string(&queues_document(
+                &[batch(), debug()],
+                "server",
+                1_700_000_000,
+            ))
+            .unwrap(),
+        )
+        .unwrap();
         assert_eq!(doc["pbs_server"], "server");
         assert_eq!(doc["timestamp"], 1_700_000_000);
         let batch = &doc["Queue"]["batch"];

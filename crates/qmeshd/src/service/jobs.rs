@@ -232,7 +232,10 @@ impl Jobs for JobsService {
         &self,
         _request: Request<v1::ServerStatusRequest>,
     ) -> Result<Response<v1::ServerStatusReply>, Status> {
-        Err(Status::unimplemented("qstat -B is not implemented yet"))
+        self.link
+            .ask(|reply| Event::ServerStatus { reply })
+            .await
+            .map(Response::new)
     }
 
     async fn rerun(

@@ -194,6 +194,7 @@ impl SchedulerTask {
                 debug!(job = s.job, pid = s.pid, host, "job process started");
                 // Shown by qstat (session_id); kept in memory only.
                 self.state.set_session(qmesh_core::JobId(s.job), s.pid);
+                self.mail(qmesh_core::JobId(s.job), crate::mail::MailEvent::Begin);
             }
             v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
             v1::agent_message::Kind::Joined(j) => self.joined(&host, &j),

@@ -34,6 +34,16 @@ impl SchedulerTask {
                 }
             }
         }
+        let asks_mail = submission
+            .mail_points
+            .as_deref()
+            .is_some_and(|m| !m.trim().is_empty() && m.trim() != "n");
+        if asks_mail && self.settings.jobs.sendmail.is_none() {
+            submission.notes.push(
+                "mail (-m) is not sent: this server has no sendmail configured ([jobs] sendmail)"
+                    .into(),
+            );
+        }
         let job = match self.state.prepare(submission, &caller, Utc::now()) {
             Ok(job) => job,
             Err(e) => {
@@ -50,8 +60,16 @@ impl SchedulerTask {
         if let Some(at) = job.start_after {
             self.wake_at(at);
         }
-        let id = self.state.admit(job).id;
+        let id = job.id;
+        self.state.admit(job);
         self.log_queued(id, &caller.user);
+        // Jobs it named in before* now wait for it: stored in the same
+        // group commit as the job.
+        for target in self.state.link_before(id) {
+            if let Some(job) = self.state.job(target) {
+                super::persist(&*self.store, job);
+            }
+        }
         self.dirty = true;
         self.store.on_durable(Box::new(move |result| {
             let answer = match result {
@@ -64,7 +82,10 @@ impl SchedulerTask {
         }));
     }
 
-    /// qstat: jobs by id, or all of them with the filters.
+    /// qstat: the jobs named by id, then those of the queues named (or all
+    /// jobs when neither is named) that pass the filters. A named job that
+    /// cannot be listed fails the request, or with `report_refused` is
+    /// named in the reply's `refused`.
     pub(super) fn status(&self, request: &v1::StatusRequest) -> Result<v1::StatusReply, Status> {
         let now = Utc::now();
         let server = self.state.server_name();
@@ -80,42 +101,93 @@ impl SchedulerTask {
             info.priority = priority;
             info
         };
-        let mut jobs = Vec::new();
-        if request.job_ids.is_empty() {
-            for job in self.state.jobs() {
-                if job.state == JobState::Finished && !request.include_finished {
-                    continue;
-                }
-                if !request.user.is_empty() && job.owner.user != request.user {
-                    continue;
-                }
-                jobs.push(info(job));
-            }
-        } else {
-            for text in &request.job_ids {
-                let id = self
-                    .state
-                    .parse_id(text)
-                    .map_err(|e| status::from_core(&e))?;
-                let job = self.state.job(id).ok_or_else(|| {
-                    status::from_core(&CoreError::NoSuchJob {
-                        id: self.state.full_id(id),
-                    })
-                })?;
-                if job.state == JobState::Finished && !request.include_finished {
-                    return Err(Status::failed_precondition(format!(
-                        "job {} has finished; use qstat -x to see finished jobs",
-                        self.state.full_id(id)
-                    )));
-                }
-                jobs.push(info(job));
-            }
-        }
-        Ok(v1::StatusReply {
-            jobs,
+        let mut reply = v1::StatusReply {
             server: server.to_string(),
             server_time: now.timestamp(),
-        })
+            ..Default::default()
+        };
+        let mut refuse = |refusal: v1::StatusRefusal| {
+            if request.report_refused {
+                reply.refused.push(refusal);
+                Ok(())
+            } else {
+                Err(refusal_status(&refusal))
+            }
+        };
+        let mut named = Vec::new();
+        for text in &request.job_ids {
+            match self.named_job(text, request.include_finished) {
+                Ok(job) => named.push(info(job)),
+                Err(refusal) => refuse(refusal)?,
+            }
+        }
+        let mut queues = Vec::new();
+        for name in &request.queues {
+            if self.state.config().queue(name).is_some() {
+                queues.push(name.as_str());
+            } else {
+                refuse(v1::StatusRefusal {
+                    name: name.clone(),
+                    reason: v1::StatusRefusalReason::UnknownQueue as i32,
+                    message: CoreError::NoSuchQueue {
+                        queue: name.clone(),
+                    }
+                    .to_string(),
+                })?;
+            }
+        }
+        reply.jobs = named;
+        let users = user_names(&request.user, &request.users);
+        let listed = |job: &&qmesh_core::Job| {
+            (job.state != JobState::Finished || request.include_finished)
+                && (users.is_empty() || users.contains(&job.owner.user.as_str()))
+        };
+        let wanted = |info: &v1::JobInfo| {
+            request.states.is_empty() || request.states.contains(info.state_letter.as_str())
+        };
+        if request.job_ids.is_empty() && request.queues.is_empty() {
+            let jobs = self.state.jobs().filter(listed).map(info);
+            reply.jobs.extend(jobs.filter(wanted));
+        }
+        for queue in queues {
+            let jobs = self.state.jobs().filter(|j| j.queue == queue);
+            let jobs = jobs.filter(listed).map(info);
+            reply.jobs.extend(jobs.filter(wanted));
+        }
+        Ok(reply)
+    }
+
+    /// The job `text` names, or why qstat cannot list it.
+    fn named_job(
+        &self,
+        text: &str,
+        include_finished: bool,
+    ) -> Result<&qmesh_core::Job, v1::StatusRefusal> {
+        let refusal =
+            |name: String, reason: v1::StatusRefusalReason, e: &CoreError| v1::StatusRefusal {
+                name,
+                reason: reason as i32,
+                message: e.to_string(),
+            };
+        let id = self.state.parse_id(text).map_err(|e| match &e {
+            CoreError::NoSuchJob { id } => {
+                refusal(id.clone(), v1::StatusRefusalReason::UnknownJob, &e)
+            }
+            _ => refusal(text.to_string(), v1::StatusRefusalReason::BadId, &e),
+        })?;
+        let full = self.state.full_id(id);
+        let Some(job) = self.state.job(id) else {
+            let e = CoreError::NoSuchJob { id: full.clone() };
+            return Err(refusal(full, v1::StatusRefusalReason::UnknownJob, &e));
+        };
+        if job.state == JobState::Finished && !include_finished {
+            return Err(v1::StatusRefusal {
+                message: format!("job {full} has finished; use qstat -x to see finished jobs"),
+                name: full,
+                reason: v1::StatusRefusalReason::Finished as i32,
+            });
+        }
+        Ok(job)
     }
 
     /// qdel, qhold, qrls: each id on its own; answered once durable.
@@ -299,4 +371,26 @@ impl SchedulerTask {
             server_time: Utc::now().timestamp(),
         })
     }
+}
+
+/// The error a refusal becomes when the caller did not ask for refusals.
+fn refusal_status(refusal: &v1::StatusRefusal) -> Status {
+    match refusal.reason() {
+        v1::StatusRefusalReason::UnknownJob | v1::StatusRefusalReason::UnknownQueue => {
+            Status::not_found(&refusal.message)
+        }
+        v1::StatusRefusalReason::BadId => Status::invalid_argument(&refusal.message),
+        v1::StatusRefusalReason::Finished | v1::StatusRefusalReason::Unspecified => {
+            Status::failed_precondition(&refusal.message)
+        }
+    }
+}
+
+/// qstat -u: the users named (`user@host` as `user`); empty for all.
+fn user_names<'a>(user: &'a str, users: &'a [String]) -> Vec<&'a str> {
+    std::iter::once(user)
+        .chain(users.iter().map(String::as_str))
+        .map(|u| u.split_once('@').map_or(u, |(name, _)| name).trim())
+        .filter(|u| !u.is_empty())
+        .collect()
 }

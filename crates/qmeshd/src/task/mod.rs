@@ -24,6 +24,7 @@ mod qmove;
 mod qorder;
 mod qrerun;
 mod qrun;
+mod server_status;
 mod signal;
 mod trace;
 mod usage;
@@ -58,6 +59,8 @@ pub struct TaskSettings {
     pub daemon_uid: u32,
     /// Agents must present this key, when set.
     pub cluster_key: Option<String>,
+    /// Where jobs start, and the mailer for their mail.
+    pub jobs: qmesh_config::JobSettings,
 }
 
 /// Where a job's launch order stands.
@@ -300,6 +303,9 @@ impl SchedulerTask {
             Event::Queues { request, reply } => {
                 let _ = reply.send(self.queues(&request));
             }
+            Event::ServerStatus { reply } => {
+                let _ = reply.send(Ok(self.server_status()));
+            }
             Event::Plan { reply } => {
                 let _ = reply.send(Ok(self.plan_reply()));
             }
@@ -499,6 +505,9 @@ impl SchedulerTask {
         order.shell = qmesh_core::job::options::shell_for(&job.options.shell, &host)
             .unwrap_or_default()
             .to_string();
+        if order.start_dir.is_empty() && self.settings.jobs.start_in_submit_dir {
+            order.start_dir = job.workdir.clone();
+        }
         if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
             self.launches.insert(id, Launch::Sent);
         } else {
@@ -569,6 +578,9 @@ impl SchedulerTask {
                 };
                 info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
                 persist(self.store.as_ref(), job);
+                if how == Finished::Finished {
+                    self.mail(id, crate::mail::MailEvent::of_end(job));
+                }
                 let charged = match how {
                     Finished::Finished => qmesh_core::account::charge_of(job).is_some(),
                     // Requeued at a period's end: its run so far was charged.
@@ -601,6 +613,24 @@ impl SchedulerTask {
         }
     }
 
+    /// Mails the job's users about `event` if it asked for such mail
+    /// (`qsub -m`) and the site has a sendmail.
+    pub(super) fn mail(&self, id: JobId, event: crate::mail::MailEvent) {
+        let Some(sendmail) = self.settings.jobs.sendmail.clone() else {
+            return;
+        };
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
+        if !job.options.mails_at(event.point()) {
+            return;
+        }
+        let full = self.state.full_id(id);
+        let from = self.settings.jobs.mail_from.clone();
+        let message = crate::mail::compose(job, &full, event, &from, Utc::now());
+        crate::mail::send(sendmail, from, crate::mail::recipients(job), message, full);
+    }
+
     /// After `id` ended: deletes the jobs whose dependency on it can never
     /// be met (and theirs), stores them and answers their waiters.
     pub(super) fn end_dependents(&mut self, id: JobId, now: Time) {
@@ -609,6 +639,7 @@ impl SchedulerTask {
                 info!(job = %dependent, comment = %job.comment, "dependency can never be met");
                 persist(self.store.as_ref(), job);
                 self.log_aborted(dependent, &job.comment);
+                self.mail(dependent, crate::mail::MailEvent::Abort);
             }
             self.job_done(dependent);
         }
