@@ -81,6 +81,13 @@ fn qselect_lists_the_jobs_that_meet_every_option() {
     let out = d.run("qselect", &["-l", "walltime>1:00:00"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("qselect: -l walltime>1:00:00: write RESOURCE.OP.VALUE"));
+    let out = d.run("qselect", &["-q", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("queue \"nope\" does not exist"),
+        "{}",
+        stderr(&out)
+    );
     let out = d.run("qselect", &["-q", "batch@elsewhere"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -12,7 +12,7 @@ use chrono::{DateTime, Datelike, Local, NaiveDate, TimeZone, Utc};
 use clap::Parser;
 use qmesh_core::Time;
 use qmesh_core::select::{self, Candidate, History, Selection};
-use qmesh_proto::{JobInfo, StatusRequest};
+use qmesh_proto::{JobInfo, QueueStatusRequest, StatusRequest};
 
 use crate::client::{self, CliError};
 use crate::output::{self, Output, Tree};
@@ -104,8 +104,15 @@ pub fn main() -> ExitCode {
         }
     };
     let history = selection.history;
+    let queue = selection.queue.clone();
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
+        if let Some(queue) = queue {
+            // PBS refuses a queue that does not exist rather than listing
+            // nothing.
+            let names = vec![queue];
+            jobs.queue_status(QueueStatusRequest { names }).await?;
+        }
         let request = StatusRequest {
             include_finished: history != History::Current,
             ..StatusRequest::default()
