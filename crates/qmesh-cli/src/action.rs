@@ -27,6 +27,7 @@ pub fn main(cmd: &str, action: Action, ids: Vec<String>, json: bool) -> ExitCode
         let request = JobsRequest {
             job_ids: ids,
             running_only: action == Action::DeleteRunning,
+            ..JobsRequest::default()
         };
         let reply = match action {
             Action::Delete | Action::DeleteRunning => jobs.delete(request).await?,

@@ -1,5 +1,6 @@
-//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove, qsig
-//! and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
+//! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove, qsig,
+//! qselect, qrerun, qorder, qrun, tracejob, qalter, qenable, qdisable, qstart,
+//! qstop and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
 //! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
 //! (the binaries call `qmesh_cli::qsub::main()` and so on).
 //!
@@ -14,17 +15,27 @@ pub mod action;
 pub mod client;
 pub mod directives;
 pub mod output;
+pub mod queue_switch;
 pub mod spview;
 
 pub mod getjid;
 pub mod pbsnodes;
+pub mod qalter;
 pub mod qdel;
+pub mod qdisable;
+pub mod qenable;
 pub mod qhold;
 pub mod qmgr;
 pub mod qmove;
+pub mod qorder;
+pub mod qrerun;
 pub mod qrls;
+pub mod qrun;
+pub mod qselect;
 pub mod qsig;
+pub mod qstart;
 pub mod qstat;
+pub mod qstop;
 pub mod qsub;
 pub mod spfree;
 pub mod sphelp;
@@ -37,3 +48,4 @@ pub mod spusage;
 pub mod spwait;
 pub mod spwhat;
 pub mod spwhen;
+pub mod tracejob;

@@ -21,7 +21,7 @@ use qmesh_proto::{EnvVar, Resource, SubmitRequest};
 use crate::client::{self, CliError};
 use crate::directives;
 
-mod start;
+pub(crate) mod start;
 mod w_attrs;
 
 /// Submit a batch job.
@@ -296,7 +296,7 @@ fn block_exit_code(job_id: &str, status: Option<i32>) -> u8 {
 
 /// PBS's `[hostname:]path`: qmesh's jobs write to the shared file system,
 /// so the host part is dropped.
-fn without_host(path: &str) -> String {
+pub(crate) fn without_host(path: &str) -> String {
     match path.split_once(':') {
         Some((host, rest)) if !host.is_empty() && !host.contains('/') => rest.to_string(),
         _ => path.to_string(),
@@ -334,7 +334,7 @@ fn read_script(path: Option<&Path>) -> Result<(Vec<u8>, String), CliError> {
 
 /// The directory the job runs in: `$PWD` when it names the current
 /// directory (keeping the user's symlinked path), else the real path.
-fn workdir() -> Result<String, CliError> {
+pub(crate) fn workdir() -> Result<String, CliError> {
     use std::os::unix::fs::MetadataExt;
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot find the current directory: {e}")))?;

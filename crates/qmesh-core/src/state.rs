@@ -21,6 +21,7 @@ use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
+mod alter;
 mod hosts;
 mod node_sets;
 mod occupancy;
@@ -969,6 +970,18 @@ impl State {
             self.jobs.remove(id);
         }
         old
+    }
+
+    /// Drops one finished job (qdel -x); false if it is not finished.
+    pub fn remove_finished(&mut self, id: JobId) -> bool {
+        let finished = self
+            .jobs
+            .get(&id)
+            .is_some_and(|j| j.state == JobState::Finished);
+        if finished {
+            self.jobs.remove(&id);
+        }
+        finished
     }
 
     fn release_nodes(&mut self, id: JobId) {

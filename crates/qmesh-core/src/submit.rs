@@ -416,7 +416,7 @@ pub(crate) fn check_queue_limits(
     Ok(())
 }
 
-fn check_name(name: &str) -> Result<(), CoreError> {
+pub(crate) fn check_name(name: &str) -> Result<(), CoreError> {
     let bad = |why: &str| CoreError::BadJobName {
         name: name.to_string(),
         why: why.to_string(),
@@ -460,7 +460,7 @@ fn name_from_script(script_name: &str) -> String {
 /// `-o`/`-e` as given, made absolute against the submit directory; by
 /// default `NAME.oSEQ` / `NAME.eSEQ` there. (If the path names a directory,
 /// the agent puts the default file name inside it, as PBS does.)
-fn output_path(
+pub(crate) fn output_path(
     given: Option<String>,
     workdir: &str,
     name: &str,

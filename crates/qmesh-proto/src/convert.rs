@@ -367,6 +367,37 @@ fn process_limits(job: &Job) -> v1::ProcessLimits {
     }
 }
 
+/// qalter's request, for the core (`qmesh_core::qalter`).
+pub fn alteration(req: &v1::AlterRequest) -> qmesh_core::qalter::Alteration {
+    qmesh_core::qalter::Alteration {
+        start_after: req
+            .start_after
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0)),
+        account: req.account.clone(),
+        checkpoint: req.checkpoint.clone(),
+        stdout_path: req.stdout_path.clone(),
+        stderr_path: req.stderr_path.clone(),
+        workdir: req.workdir.clone(),
+        hold_list: req.hold_list.clone(),
+        join: req.join.clone(),
+        keep_files: req.keep_files.clone(),
+        resources: req
+            .resources
+            .iter()
+            .map(|r| (r.name.clone(), r.value.clone()))
+            .collect(),
+        mail_points: req.mail_points.clone(),
+        mail_users: req.mail_users.clone(),
+        name: req.name.clone(),
+        priority: req.priority,
+        project: req.project.clone(),
+        rerunnable: req.rerunnable,
+        shell: req.shell.clone(),
+        umask: req.umask.clone(),
+        run_count: req.run_count,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,42 @@ pub enum Event {
     },
     /// Stop: make the store durable and answer.
     Shutdown(oneshot::Sender<()>),
+    /// qdel, with its options (-W force, -x); sprelease goes by `Act`.
+    Delete {
+        peer: Peer,
+        request: v1::JobsRequest,
+        reply: Reply<v1::JobsReply>,
+    },
+    /// qrerun: running jobs killed and queued again.
+    Rerun {
+        peer: Peer,
+        request: v1::RerunRequest,
+        reply: Reply<v1::JobsReply>,
+    },
+    /// qorder: two queued jobs exchange places.
+    Order {
+        peer: Peer,
+        request: v1::OrderRequest,
+        reply: Reply<v1::JobsReply>,
+    },
+    /// qrun: jobs started now, past policy.
+    Run {
+        peer: Peer,
+        request: v1::RunRequest,
+        reply: Reply<v1::JobsReply>,
+    },
+    /// tracejob: a job's lines in the job logs.
+    Trace {
+        peer: Peer,
+        request: v1::TraceRequest,
+        reply: Reply<v1::TraceReply>,
+    },
+    /// qalter: jobs' attributes changed, all or none per job.
+    Alter {
+        peer: Peer,
+        request: Box<v1::AlterRequest>,
+        reply: Reply<v1::JobsReply>,
+    },
 }
 
 /// What to do once the changes written before it are durable.

@@ -9,6 +9,7 @@
 mod args;
 mod event;
 mod identity;
+mod joblog;
 mod local_agent;
 mod mail;
 mod paths;
@@ -214,6 +215,10 @@ async fn run(
             file_config: settings.initial.clone(),
         },
         durable_tx,
+    )
+    .with_job_log(
+        joblog::JobLog::open(&state_dir, &server_name)
+            .with_context(|| format!("open the job logs under {}", state_dir.display()))?,
     );
     let task_handle = tokio::spawn(scheduler.run(events_rx, durable_rx));
 

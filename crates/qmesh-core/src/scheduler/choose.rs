@@ -20,7 +20,7 @@ use crate::resources::{Arrangement, Pin};
 /// What a job asks of its nodes beyond their number and attributes, one
 /// entry per node in chunk order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Wants<'j> {
+pub(crate) struct Wants<'j> {
     pub pins: Vec<Option<&'j Pin>>,
     pub arrangement: Arrangement,
     /// `place=excl`: its nodes run no other job.
@@ -71,7 +71,7 @@ impl<'j> Wants<'j> {
 
 /// A free node the job could take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// Its index in `State::nodes`.
     pub index: usize,
     pub name: &'a str,
@@ -83,7 +83,7 @@ pub(super) struct Candidate<'a> {
 /// One candidate per entry of `wants`, in entry order (node `i` serves
 /// chunk entry `i`), taking at most `caps[set]` nodes of a set; `None`
 /// if the pool does not allow it.
-pub(super) fn choose(
+pub(crate) fn choose(
     wants: &Wants,
     pool: &[Candidate],
     caps: &[(usize, usize)],

@@ -8,7 +8,7 @@
 //! if the allocator can place it. Ordering policies, blocking and
 //! backfilling (ANL, SDSC, NCAR) come with the policy issue.
 
-mod choose;
+pub(crate) mod choose;
 pub mod closedown;
 mod order;
 mod plan;

@@ -1,5 +1,6 @@
-//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qsig, qstat -Q, and the
-//! sp commands' plan, when and nodes.
+//! The Jobs service: qsub, qstat, qdel, qhold, qrls, qmove, qsig, qstat -Q,
+//! qrerun, qorder, qrun, tracejob, qalter, and the sp commands' plan, when
+//! and nodes.
 
 use qmesh_proto::v1;
 use qmesh_proto::v1::jobs_server::Jobs;
@@ -76,12 +77,22 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::JobsRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        let action = if request.get_ref().running_only {
-            JobAction::DeleteRunning
-        } else {
-            JobAction::Delete
-        };
-        self.act(request, action).await
+        if request.get_ref().running_only {
+            return self.act(request, JobAction::DeleteRunning).await;
+        }
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument("name the jobs to delete"));
+        }
+        self.link
+            .ask(|reply| Event::Delete {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn hold(
@@ -234,36 +245,106 @@ impl Jobs for JobsService {
 
     async fn rerun(
         &self,
-        _request: Request<v1::RerunRequest>,
+        request: Request<v1::RerunRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        Err(Status::unimplemented("qrerun is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the jobs to rerun: qrerun ID...",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Rerun {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn order(
         &self,
-        _request: Request<v1::OrderRequest>,
+        request: Request<v1::OrderRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        Err(Status::unimplemented("qorder is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.first.is_empty() || request.second.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the two jobs to exchange: qorder ID1 ID2",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Order {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn run(
         &self,
-        _request: Request<v1::RunRequest>,
+        request: Request<v1::RunRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        Err(Status::unimplemented("qrun is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the jobs to run: qrun [-H NODES] ID...",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Run {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn trace(
         &self,
-        _request: Request<v1::TraceRequest>,
+        request: Request<v1::TraceRequest>,
     ) -> Result<Response<v1::TraceReply>, Status> {
-        Err(Status::unimplemented("tracejob is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_id.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the job to trace: tracejob ID",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Trace {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 
     async fn alter(
         &self,
-        _request: Request<v1::AlterRequest>,
+        request: Request<v1::AlterRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        Err(Status::unimplemented("qalter is not implemented yet"))
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        if request.job_ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the jobs to alter: qalter OPTIONS ID...",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Alter {
+                peer,
+                request: Box::new(request),
+                reply,
+            })
+            .await
+            .map(Response::new)
     }
 }

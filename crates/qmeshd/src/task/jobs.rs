@@ -1,6 +1,7 @@
 //! The daemon's half of qsub, qstat, qdel, qhold, qrls and qstat -Q.
 
 use chrono::Utc;
+use qmesh_core::joblog::EventClass;
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
@@ -61,6 +62,7 @@ impl SchedulerTask {
         }
         let id = job.id;
         self.state.admit(job);
+        self.log_queued(id, &caller.user);
         // Jobs it named in before* now wait for it: stored in the same
         // group commit as the job.
         for target in self.state.link_before(id) {
@@ -250,21 +252,39 @@ impl SchedulerTask {
         }));
     }
 
-    fn act_on(&mut self, action: JobAction, id: JobId, caller: &Caller) -> Result<(), CoreError> {
+    pub(super) fn act_on(
+        &mut self,
+        action: JobAction,
+        id: JobId,
+        caller: &Caller,
+    ) -> Result<(), CoreError> {
         let now = Utc::now();
         match action {
             JobAction::Hold => {
                 let job = self.state.hold(id, caller, now)?;
                 persist(self.store.as_ref(), job);
+                let text = format!(
+                    "Holds u set at request of {}@{}",
+                    caller.user,
+                    self.state.server_name()
+                );
+                self.log_event(id, EventClass::Job, text);
             }
             JobAction::Release => {
                 let job = self.state.release(id, caller, now)?;
                 persist(self.store.as_ref(), job);
+                let text = format!(
+                    "Holds released at request of {}@{}",
+                    caller.user,
+                    self.state.server_name()
+                );
+                self.log_event(id, EventClass::Job, text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
                 let (outcome, job) = self.state.delete(id, caller, now)?;
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");
+                self.log_deleted(id, &caller.user);
                 self.job_done(id);
                 if outcome == Deleted::Removed {
                     self.end_dependents(id, now);

@@ -14,12 +14,19 @@ mod admin;
 mod agents;
 mod batch;
 mod hosts;
+mod joblog;
 mod jobs;
 mod period_end;
 mod plan;
+mod qalter;
+mod qdel;
 mod qmove;
+mod qorder;
+mod qrerun;
+mod qrun;
 mod server_status;
 mod signal;
+mod trace;
 mod usage;
 
 use std::collections::{HashMap, HashSet};
@@ -145,6 +152,10 @@ pub struct SchedulerTask {
     last_reorder_check: Time,
     /// Running jobs warned that their period ends.
     warned: HashMap<JobId, period_end::Warned>,
+    /// PBS's accounting log and server events (`crate::joblog`).
+    joblog: crate::joblog::JobLog,
+    /// Jobs whose history goes once they have ended (qdel -x).
+    purge_on_end: HashSet<JobId>,
 }
 
 impl SchedulerTask {
@@ -177,8 +188,16 @@ impl SchedulerTask {
             next_begin: None,
             last_reorder_check: Utc::now(),
             warned: HashMap::new(),
+            joblog: crate::joblog::JobLog::disabled(),
+            purge_on_end: HashSet::new(),
         }
         .with_begin_times()
+    }
+
+    /// Writes PBS's job logs with `log` (a task without one writes none).
+    pub fn with_job_log(mut self, log: crate::joblog::JobLog) -> SchedulerTask {
+        self.joblog = log;
+        self
     }
 
     /// Settles the loaded jobs: deletes those whose dependency can no
@@ -324,6 +343,36 @@ impl SchedulerTask {
             Event::AgentSaid { session, message } => self.agent_said(session, message),
             Event::AgentGone { session } => self.agent_gone(session),
             Event::Shutdown(_) => {}
+            Event::Delete {
+                peer,
+                request,
+                reply,
+            } => self.delete(&peer, request, reply),
+            Event::Rerun {
+                peer,
+                request,
+                reply,
+            } => self.rerun(&peer, request, reply),
+            Event::Order {
+                peer,
+                request,
+                reply,
+            } => self.order(&peer, request, reply),
+            Event::Run {
+                peer,
+                request,
+                reply,
+            } => self.run_now(&peer, request, reply),
+            Event::Trace {
+                peer,
+                request,
+                reply,
+            } => self.trace(&peer, request, reply),
+            Event::Alter {
+                peer,
+                request,
+                reply,
+            } => self.alter(&peer, *request, reply),
         }
     }
 
@@ -349,16 +398,8 @@ impl SchedulerTask {
         let plan = self.scheduler.pass(&self.state, now);
         let mut launches = Vec::new();
         for start in &plan.starts {
-            match self
-                .state
-                .start_placed(start.job, &start.nodes, &start.parts, now)
-            {
-                Ok(job) => {
-                    info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
-                    persist(self.store.as_ref(), job);
-                    self.launches.insert(start.job, Launch::AwaitingDurable);
-                    launches.push(AfterDurable::Launch(start.job));
-                }
+            match self.start_job(start.job, &start.nodes, &start.parts, now, "Scheduler") {
+                Ok(()) => launches.push(AfterDurable::Launch(start.job)),
                 Err(e) => error!(job = %start.job, error = %e, "the plan could not be applied"),
             }
         }
@@ -368,6 +409,25 @@ impl SchedulerTask {
         }
         self.last_pass_cost = self.last_pass.elapsed();
         debug!(ms = self.last_pass_cost.as_secs_f64() * 1e3, "pass done");
+    }
+
+    /// Starts a job on nodes (a pass's start, or qrun's): the start is
+    /// stored, and the caller queues its launch for when it is durable.
+    /// `requestor` is who asked, for the job logs ("Scheduler", a user).
+    fn start_job(
+        &mut self,
+        id: JobId,
+        nodes: &[usize],
+        parts: &[qmesh_core::alloc::Part],
+        now: Time,
+        requestor: &str,
+    ) -> Result<(), qmesh_core::CoreError> {
+        let job = self.state.start_placed(id, nodes, parts, now)?;
+        info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
+        persist(self.store.as_ref(), job);
+        self.launches.insert(id, Launch::AwaitingDurable);
+        self.log_started(id, requestor);
+        Ok(())
     }
 
     /// Queues `after` for when everything written so far is durable.
@@ -505,11 +565,20 @@ impl SchedulerTask {
             .unwrap_or_default();
         self.giving_up.remove(&id);
         self.awaiting_joins.remove(&id);
+        // The run that ends, for the accounting log.
+        let run = self
+            .state
+            .job(id)
+            .filter(|j| j.state.is_active())
+            .map(|job| qmesh_core::joblog::EndedRun::of(job).ended(end.timestamp(), &exit));
         match self.state.finish(id, exit, end) {
             Ok((how, job)) => {
                 if !joined_hosts.is_empty() {
                     let reason = job.comment.clone();
                     self.send_leaves(id, &joined_hosts, &reason);
+                }
+                if let Some(run) = &run {
+                    self.log_ended(id, run, how);
                 }
                 let Some(job) = self.state.job(id) else {
                     return;
@@ -531,6 +600,9 @@ impl SchedulerTask {
                 self.dirty = true;
                 self.job_done(id);
                 self.end_dependents(id, end);
+                if how == Finished::Finished {
+                    self.purge_if_asked(id);
+                }
                 if let Some(host) = ack_host {
                     self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
                 }
@@ -573,6 +645,7 @@ impl SchedulerTask {
             if let Some(job) = self.state.job(dependent) {
                 info!(job = %dependent, comment = %job.comment, "dependency can never be met");
                 persist(self.store.as_ref(), job);
+                self.log_aborted(dependent, &job.comment);
                 self.mail(dependent, crate::mail::MailEvent::Abort);
             }
             self.job_done(dependent);
@@ -645,6 +718,7 @@ impl SchedulerTask {
         if let Err(e) = self.store.sync() {
             error!(error = %e, "the last flush failed");
         }
+        self.joblog.close(Duration::from_secs(5));
     }
 }
 

@@ -125,6 +125,7 @@ impl SchedulerTask {
                 info!(job = %d.id, at = %d.what, requeue = d.requeue, "ending a job at its period's end");
                 persist(self.store.as_ref(), job);
                 let reason = job.comment.clone();
+                self.log_event(d.id, qmesh_core::joblog::EventClass::Job, reason.clone());
                 self.end_active(d.id, &host, &reason);
                 self.dirty = true;
             }

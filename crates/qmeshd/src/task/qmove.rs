@@ -31,6 +31,8 @@ impl SchedulerTask {
                 Ok(job) => {
                     persist(self.store.as_ref(), job);
                     info!(job = %job.id, user = %caller.user, queue = %job.queue, comment = %job.comment, "moved");
+                    let (id, text) = (job.id, job.comment.clone());
+                    self.log_event(id, qmesh_core::joblog::EventClass::Job, text);
                     String::new()
                 }
                 Err(e) => {

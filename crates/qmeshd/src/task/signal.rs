@@ -95,6 +95,11 @@ impl SchedulerTask {
             return Err(SignalError::AgentAway { id: full, host });
         }
         info!(job = %full, signal, host, reason, "signal sent to the job's agent");
+        self.log_event(
+            id,
+            qmesh_core::joblog::EventClass::Job,
+            format!("Signal {signal} sent: {reason}"),
+        );
         Ok(signal)
     }
 }

@@ -1,0 +1,81 @@
+//! The daemon's half of qalter: each job altered on its own through the
+//! core's rules (`State::alter`: all of a job's changes or none), stored,
+//! written in the accounting log as PBS's `a` record (the attributes
+//! changed), and answered once durable. A changed `-a` time wakes a pass
+//! then; any change may change the plan.
+
+use chrono::Utc;
+use qmesh_core::JobId;
+use qmesh_core::joblog::{EventClass, RecordType};
+use qmesh_proto::{convert, v1};
+use tonic::Status;
+use tracing::info;
+
+use super::{SchedulerTask, persist};
+use crate::event::Reply;
+use crate::identity::Peer;
+
+impl SchedulerTask {
+    pub(super) fn alter(
+        &mut self,
+        peer: &Peer,
+        request: v1::AlterRequest,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let alteration = convert::alteration(&request);
+        let mut results = Vec::with_capacity(request.job_ids.len());
+        for text in request.job_ids {
+            let now = Utc::now();
+            let outcome = self.state.parse_id(&text).and_then(|id| {
+                self.state
+                    .alter(id, &caller, &alteration, now)
+                    .map(|(c, job)| (id, c, job))
+            });
+            let error = match outcome {
+                Ok((id, changes, job)) => {
+                    persist(self.store.as_ref(), job);
+                    let start_after = job.start_after;
+                    info!(job = %id, user = %caller.user, changes = %changes.join(" "), "altered");
+                    self.log_altered(id, &caller.user, &changes);
+                    if let Some(at) = start_after.filter(|t| *t > now) {
+                        self.wake_at(at);
+                    }
+                    String::new()
+                }
+                Err(e) => {
+                    info!(job = %text, user = %caller.user, error = %e, "qalter refused");
+                    e.to_string()
+                }
+            };
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: error.is_empty(),
+                error,
+            });
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the jobs were altered but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+
+    /// PBS's `a` record (what changed) and "Job Modified at request of".
+    fn log_altered(&self, id: JobId, user: &str, changes: &[String]) {
+        let server = self.state.server_name();
+        let full = id.full(server);
+        let now = Utc::now();
+        self.log_event(
+            id,
+            EventClass::Job,
+            format!("Job Modified at request of {user}@{server}"),
+        );
+        self.joblog
+            .record(now, RecordType::Altered, &full, changes.join(" "));
+    }
+}

@@ -1,0 +1,163 @@
+//! The daemon's half of qdel with PBS Pro's options (plain deletion is
+//! `act_on` in `jobs.rs`).
+//!
+//! `-W force`: a running job whose host's agent is not connected, or that
+//! was already being killed (PBS: "the job is in the E state"), is ended
+//! at once as deleted, without the agent's word. Its run is then *stale*
+//! on that host (`hosts.rs`): if the agent comes back still running it, it
+//! is told to kill it, and its end report ends nothing. Otherwise
+//! (PBS: "if the server can contact the MoM, this option is ignored") the
+//! job is deleted the usual way.
+//!
+//! `-x`: the job's history goes too: a finished job's at once, another's
+//! once it has ended (`purge_if_asked`, from `finish`).
+//!
+//! Each job on its own; the answer once the changes are durable.
+
+use chrono::Utc;
+use qmesh_core::command_error::CommandError;
+use qmesh_core::job::{ExitCause, JobExit};
+use qmesh_core::joblog::EventClass;
+use qmesh_core::{Caller, JobId, JobState};
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::{error, info, warn};
+
+use super::{Launch, SchedulerTask};
+use crate::event::{JobAction, Reply};
+use crate::identity::Peer;
+
+impl SchedulerTask {
+    pub(super) fn delete(
+        &mut self,
+        peer: &Peer,
+        request: v1::JobsRequest,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let mut results = Vec::with_capacity(request.job_ids.len());
+        for text in request.job_ids {
+            let outcome = self
+                .state
+                .parse_id(&text)
+                .map_err(CommandError::from)
+                .and_then(|id| self.delete_one(id, &caller, request.force, request.purge_history));
+            if let Err(e) = &outcome {
+                info!(job = %text, user = %caller.user, error = %e, "delete refused");
+            }
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: outcome.is_ok(),
+                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+            });
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the change was made but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+
+    fn delete_one(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        force: bool,
+        purge: bool,
+    ) -> Result<(), CommandError> {
+        let (state, host) = match self.state.job(id) {
+            Some(job) => (
+                job.state,
+                self.state.job_host(job).unwrap_or_default().to_string(),
+            ),
+            None => (JobState::Finished, String::new()),
+        };
+        if purge && state == JobState::Finished {
+            return self.forget(id, caller);
+        }
+        let was_exiting = state == JobState::Exiting;
+        let away = state.is_active() && !self.agents.contains_key(&host);
+        if force && state.is_active() && (was_exiting || away) {
+            if let Some(job) = self.state.job(id)
+                && !caller.may_act_on(job)
+            {
+                return Err(qmesh_core::CoreError::NotYourJob {
+                    id: self.state.full_id(id),
+                    owner: job.owner.user.clone(),
+                    action: "delete".into(),
+                }
+                .into());
+            }
+            if was_exiting {
+                self.log_deleted(id, &caller.user);
+            } else {
+                // Exiting now (logged D), its kill waiting for the agent.
+                self.act_on(JobAction::Delete, id, caller)?;
+            }
+            self.force_end(id, &host, caller);
+        } else {
+            self.act_on(JobAction::Delete, id, caller)?;
+        }
+        if purge {
+            match self.state.job(id).map(|j| j.state) {
+                Some(JobState::Finished) => self.forget(id, caller)?,
+                Some(_) => {
+                    self.purge_on_end.insert(id);
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends an exiting job now, as deleted; the run on `host` is stale.
+    fn force_end(&mut self, id: JobId, host: &str, caller: &Caller) {
+        if self.launches.get(&id) == Some(&Launch::Sent) {
+            self.mark_stale(host, id);
+        }
+        let why = format!(
+            "deleted by {} with qdel -W force; the agent of host {host} did not confirm the end",
+            caller.user
+        );
+        warn!(job = %id, host, user = %caller.user, "job removed without its agent's word (qdel -W force)");
+        let exit = JobExit {
+            code: None,
+            signal: None,
+            cause: ExitCause::Deleted,
+            message: why,
+            cput: None,
+            max_rss: None,
+        };
+        self.finish(id, exit, Utc::now(), None);
+    }
+
+    /// qdel -x on a finished job: gone from the state and the store.
+    fn forget(&mut self, id: JobId, caller: &Caller) -> Result<(), CommandError> {
+        self.state.forget(id, caller)?;
+        if let Err(e) = self.store.remove_jobs(&[id]) {
+            error!(job = %id, error = %e, "could not remove the job's history from the store");
+        }
+        info!(job = %id, user = %caller.user, "history deleted");
+        let text = format!(
+            "Job history deleted at request of {}@{}",
+            caller.user,
+            self.state.server_name()
+        );
+        self.log_event(id, EventClass::Job, text);
+        Ok(())
+    }
+
+    /// After a job finished: its history goes if qdel -x asked.
+    pub(super) fn purge_if_asked(&mut self, id: JobId) {
+        if self.purge_on_end.remove(&id) && self.state.remove_finished(id) {
+            if let Err(e) = self.store.remove_jobs(&[id]) {
+                error!(job = %id, error = %e, "could not remove the job's history from the store");
+            }
+            info!(job = %id, "history deleted (qdel -x)");
+        }
+    }
+}

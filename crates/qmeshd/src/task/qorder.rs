@@ -1,0 +1,71 @@
+//! The daemon's half of qorder: the two jobs exchange places through the
+//! core's rule (`State::order`), both are stored, and the answer goes once
+//! that is durable. The next pass reads the new order.
+
+use chrono::Utc;
+use qmesh_core::joblog::EventClass;
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::info;
+
+use super::{SchedulerTask, persist};
+use crate::event::Reply;
+use crate::identity::Peer;
+use crate::status;
+
+impl SchedulerTask {
+    pub(super) fn order(
+        &mut self,
+        peer: &Peer,
+        request: v1::OrderRequest,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let outcome = self
+            .state
+            .parse_id(&request.first)
+            .and_then(|a| Ok((a, self.state.parse_id(&request.second)?)))
+            .and_then(|(a, b)| {
+                self.state
+                    .order(a, b, &caller, Utc::now())
+                    .map(|changed| (a, b, changed))
+            });
+        let (a, b, changed) = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                info!(first = %request.first, second = %request.second, user = %caller.user, error = %e, "qorder refused");
+                let _ = reply.send(Err(status::from_core(&e)));
+                return;
+            }
+        };
+        for id in changed {
+            if let Some(job) = self.state.job(id) {
+                persist(self.store.as_ref(), job);
+            }
+        }
+        let (fa, fb) = (self.state.full_id(a), self.state.full_id(b));
+        info!(first = %fa, second = %fb, user = %caller.user, "jobs reordered");
+        let server = self.state.server_name().to_string();
+        for (id, other) in [(a, &fb), (b, &fa)] {
+            let text = format!(
+                "Job exchanged places with {other} at request of {}@{server}",
+                caller.user
+            );
+            self.log_event(id, EventClass::Job, text);
+        }
+        self.dirty = true;
+        let results = vec![v1::JobResult {
+            job_id: fa,
+            ok: true,
+            error: String::new(),
+        }];
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the jobs were reordered but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+}

@@ -1,0 +1,91 @@
+//! The daemon's half of qrerun: each running job is marked to be requeued
+//! (`State::rerun`) and killed; when its agent reports the end, `finish`
+//! queues it again (an `R` record in the accounting log) and a later pass
+//! starts it anew. With `-W force` a job whose host's agent is not
+//! connected is requeued at once; its old run is then stale on that host
+//! (`hosts.rs`), killed when the agent comes back, and the job is not
+//! launched there again before that run's end is in.
+
+use chrono::Utc;
+use qmesh_core::command_error::CommandError;
+use qmesh_core::job::{ExitCause, JobExit};
+use qmesh_core::joblog::EventClass;
+use qmesh_core::{Caller, JobId};
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::{info, warn};
+
+use super::{Launch, SchedulerTask, persist};
+use crate::event::Reply;
+use crate::identity::Peer;
+
+impl SchedulerTask {
+    pub(super) fn rerun(
+        &mut self,
+        peer: &Peer,
+        request: v1::RerunRequest,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let mut results = Vec::with_capacity(request.job_ids.len());
+        for text in request.job_ids {
+            let outcome = self
+                .state
+                .parse_id(&text)
+                .map_err(CommandError::from)
+                .and_then(|id| self.rerun_one(id, &caller, request.force));
+            if let Err(e) = &outcome {
+                info!(job = %text, user = %caller.user, error = %e, "rerun refused");
+            }
+            results.push(v1::JobResult {
+                job_id: text,
+                ok: outcome.is_ok(),
+                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+            });
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the jobs are being requeued but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+
+    fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {
+        let now = Utc::now();
+        let (host, job) = self.state.rerun(id, caller, force, now)?;
+        persist(self.store.as_ref(), job);
+        let reason = job.comment.clone();
+        info!(job = %id, user = %caller.user, host, force, "requeueing");
+        let text = format!(
+            "Job Rerun at request of {}@{}",
+            caller.user,
+            self.state.server_name()
+        );
+        self.log_event(id, EventClass::Job, text);
+        if force && !self.agents.contains_key(&host) {
+            if self.launches.get(&id) == Some(&Launch::Sent) {
+                self.mark_stale(&host, id);
+            }
+            warn!(job = %id, host, "requeued without its agent's word (qrerun -W force)");
+            let exit = JobExit {
+                code: None,
+                signal: None,
+                cause: ExitCause::Deleted,
+                message: format!(
+                    "requeued by {} with qrerun -W force; the agent of host {host} did not confirm the end",
+                    caller.user
+                ),
+                cput: None,
+                max_rss: None,
+            };
+            self.finish(id, exit, now, None);
+        } else {
+            self.end_active(id, &host, &reason);
+        }
+        Ok(())
+    }
+}

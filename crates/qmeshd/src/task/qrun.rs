@@ -1,0 +1,70 @@
+//! The daemon's half of qrun: the core chooses (or checks) the nodes
+//! (`State::qrun_nodes`), and the job starts the way a pass starts one
+//! (`start_job`: stored, then launched once durable). The answer goes once
+//! the start is durable, so a job qrun reported started survives a crash.
+
+use chrono::Utc;
+use qmesh_core::command_error::CommandError;
+use qmesh_core::{Caller, JobId};
+use qmesh_proto::v1;
+use tonic::Status;
+use tracing::info;
+
+use super::SchedulerTask;
+use crate::event::{AfterDurable, Reply};
+use crate::identity::Peer;
+
+impl SchedulerTask {
+    pub(super) fn run_now(
+        &mut self,
+        peer: &Peer,
+        request: v1::RunRequest,
+        reply: Reply<v1::JobsReply>,
+    ) {
+        let caller = self.caller(peer);
+        let spec = (!request.nodes.trim().is_empty()).then_some(request.nodes.as_str());
+        let mut results = Vec::with_capacity(request.job_ids.len());
+        let mut launches = Vec::new();
+        for text in &request.job_ids {
+            let outcome = self
+                .state
+                .parse_id(text)
+                .map_err(CommandError::from)
+                .and_then(|id| self.run_one(id, &caller, spec).map(|()| id));
+            match &outcome {
+                Ok(id) => launches.push(AfterDurable::Launch(*id)),
+                Err(e) => info!(job = %text, user = %caller.user, error = %e, "qrun refused"),
+            }
+            results.push(v1::JobResult {
+                job_id: text.clone(),
+                ok: outcome.is_ok(),
+                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+            });
+        }
+        if !launches.is_empty() {
+            self.when_durable(launches);
+        }
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
+                Status::unavailable(format!(
+                    "the jobs were started but the store could not confirm it is on disk: {e}"
+                ))
+            });
+            let _ = reply.send(answer);
+        }));
+    }
+
+    fn run_one(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        spec: Option<&str>,
+    ) -> Result<(), CommandError> {
+        let now = Utc::now();
+        let on = self.state.qrun_nodes(id, caller, spec, now)?;
+        info!(job = %id, user = %caller.user, "run at once (qrun)");
+        self.start_job(id, &on.nodes, &on.parts, now, &caller.user)?;
+        Ok(())
+    }
+}

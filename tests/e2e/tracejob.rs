@@ -1,0 +1,194 @@
+//! The accounting log and tracejob: the daemon writes PBS's records
+//! (STATE/server_priv/accounting/YYYYMMDD) and job events
+//! (STATE/server_logs/YYYYMMDD) as jobs are queued, run, end, are deleted
+//! or aborted; tracejob shows a job's lines in PBS's layout.
+
+use crate::harness::{Daemon, NOBODY, is_root, stderr};
+
+/// Every accounting line the daemon wrote, all days.
+fn accounting(d: &Daemon) -> Vec<String> {
+    let dir = d.state_dir.join("server_priv/accounting");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("no accounting directory {}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The records of one job: (type, text).
+pub(crate) fn records(d: &Daemon, id: &str) -> Vec<(String, String)> {
+    accounting(d)
+        .iter()
+        .filter_map(|line| {
+            let mut f = line.splitn(4, ';');
+            let (_date, kind, job, text) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            (job == id).then(|| (kind.to_string(), text.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_s_life_is_in_the_accounting_log_and_tracejob_shows_it() {
+    let d = Daemon::start();
+    d.script(
+        "hello.sh",
+        "#!/bin/sh\n#PBS -N hello\ncd \"$PBS_O_WORKDIR\"\nexit 3\n",
+    );
+    let id = d.qsub(&["-l", "nodes=2,walltime=0:10:00", "hello.sh"]);
+    d.wait_job(&id);
+    // One-line records in PBS's form: MM/DD/YYYY HH:MM:SS;TYPE;ID;keys.
+    for line in accounting(&d) {
+        let fields: Vec<&str> = line.splitn(4, ';').collect();
+        assert_eq!(fields.len(), 4, "{line}");
+        assert_eq!(fields[0].len(), "03/04/2026 05:06:07".len(), "{line}");
+    }
+    let recs = records(&d, &id);
+    let kinds: Vec<&str> = recs.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["Q", "S", "E"], "{recs:?}");
+    let (q, s, e) = (&recs[0].1, &recs[1].1, &recs[2].1);
+    for key in [
+        "user=root",
+        "jobname=hello",
+        "queue=batch",
+        "Resource_List.nodes=2",
+        "Resource_List.walltime=00:10:00",
+    ] {
+        assert!(q.split(' ').any(|k| k == key), "Q lacks {key}: {q}");
+    }
+    for key in ["start=", "exec_host=", "exec_vnode=("] {
+        assert!(s.contains(key), "S lacks {key}: {s}");
+    }
+    for key in [
+        "end=",
+        "Exit_status=3",
+        "resources_used.walltime=",
+        "run_count=1",
+    ] {
+        assert!(e.contains(key), "E lacks {key}: {e}");
+    }
+
+    let out = d.ok("tracejob", &["-n", "2", &id]);
+    assert!(out.starts_with(&format!("\nJob: {id}\n\n")), "{out}");
+    let body: Vec<&str> = out.lines().skip(3).collect();
+    // Date, two spaces, the source letter, four spaces, the message.
+    for line in &body {
+        assert_eq!(&line[19..21], "  ", "{line}");
+        assert!(matches!(&line[21..26], "S    " | "A    "), "{line}");
+    }
+    let messages: Vec<&str> = body.iter().map(|l| &l[26..]).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("Job Queued at request of root@")),
+        "{out}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("Job Run at request of Scheduler@")),
+        "{out}"
+    );
+    assert!(
+        messages.iter().any(|m| m.starts_with("user=root group=")),
+        "{out}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("Exit_status=3 ")),
+        "{out}"
+    );
+    // -a leaves the records out, -f job the job events (records stay).
+    let no_records = d.ok("tracejob", &["-n", "2", "-a", &id]);
+    assert!(!no_records.contains("  A    "), "{no_records}");
+    let no_job_events = d.ok("tracejob", &["-n", "2", "-f", "job", &id]);
+    assert!(
+        !no_job_events.contains("Job Queued at request"),
+        "{no_job_events}"
+    );
+    assert!(
+        no_job_events.contains("  A    user=root"),
+        "{no_job_events}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&d.ok("tracejob", &["-n", "2", "--json", &id])).unwrap();
+    assert_eq!(json[0]["job_id"], id.as_str());
+    let lines = json[0]["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), body.len());
+    let first_record = lines.iter().find(|l| l["source"] == "A").unwrap();
+    assert_eq!(first_record["record_type"], "Q", "{json}");
+
+    // A job it has no line for: PBS's words, exit 1.
+    let out = d.run("tracejob", &["999"]);
+    assert_eq!(out.status.code(), Some(1));
+    let words = stderr(&out);
+    assert!(
+        words.contains("tracejob: Couldn't find Job Id 999.")
+            && words.contains("in logs of past 1 day"),
+        "{words}"
+    );
+}
+
+#[test]
+fn deletions_and_aborts_have_their_records() {
+    let d = Daemon::start();
+    d.script("fail.sh", "exit 1\n");
+    d.script("never.sh", "echo never\n");
+    // Held, so its dependent is queued before it fails.
+    let a = d.qsub(&["-h", "fail.sh"]);
+    let b = d.qsub(&["-W", &format!("depend=afterok:{a}"), "never.sh"]);
+    let held = d.qsub(&["-h", "never.sh"]);
+    d.ok("qdel", &[&held]);
+    d.ok("qrls", &[&a]);
+    d.wait_job(&a);
+    d.wait_job(&b);
+    let deleted = records(&d, &held);
+    assert_eq!(
+        deleted.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["Q", "D"],
+        "a job deleted before it ran: no S or E"
+    );
+    assert!(deleted[1].1.starts_with("requestor=root@"), "{deleted:?}");
+    let aborted = records(&d, &b);
+    assert_eq!(aborted.last().unwrap().0, "A", "{aborted:?}");
+    assert!(
+        aborted.last().unwrap().1.contains("can never be satisfied"),
+        "{aborted:?}"
+    );
+    let out = d.ok("tracejob", &["-n", "2", &held]);
+    assert!(out.contains("Job deleted at request of root@"), "{out}");
+}
+
+#[test]
+fn only_the_owner_or_an_operator_may_trace_a_job() {
+    if !is_root() {
+        eprintln!("not root: cannot run commands as two users");
+        return;
+    }
+    let d = Daemon::start();
+    d.script("quick.sh", "exit 0\n");
+    let id = d.qsub(&["quick.sh"]);
+    d.wait_job(&id);
+    let out = d.run_as(NOBODY, "tracejob", &[&id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "tracejob: job {id} belongs to root; only its owner, an operator or a manager may trace it\n"
+        )
+    );
+    let out = d.run_as(NOBODY, "qsub", &["quick.sh"]);
+    let mine = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    d.wait_job(&mine);
+    let out = d.run_as(NOBODY, "tracejob", &["-n", "2", &mine]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
