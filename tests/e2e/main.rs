@@ -30,3 +30,4 @@ mod sp;
 mod tls;
 mod topology;
 mod tracejob;
+mod workflow_tools;
