@@ -14,6 +14,7 @@ mod job_env;
 mod jobs;
 mod node_sets;
 mod node_states;
+mod pbs_scripts;
 mod pbs_submit;
 mod periods;
 mod pipe;

@@ -390,6 +390,7 @@ fn gather(
                 script.display()
             )));
         }
+        refuse_unsupported(&opts).map_err(fail)?;
         resources.extend(parse_resources(&opts.resources).map_err(fail)?);
         vars.extend(parse_vars(&opts.vars, lookup).map_err(fail)?);
         w = w.then(w_attrs::parse(&opts.attributes).map_err(fail)?);
