@@ -162,6 +162,17 @@ fn mixed_and_tool_written_scripts_run_unchanged() {
         "mixed/parsl_torque_style.sh",
         &["RAN=yes parsl.torque.block-0"],
     );
+    // PBS Pro's `qsub -- program args`: a program, no script.
+    let id = d.qsub(&[
+        "-l",
+        "select=1:ncpus=2",
+        "--",
+        "/bin/sh",
+        "-c",
+        "echo PROG=$NCPUS",
+    ]);
+    assert_eq!(what_it_saw(&d, &id), vec!["PROG=2".to_string()]);
+    assert_eq!(d.wait_job(&id).name, "sh");
     // -W block=true in the script: qsub exits with the job's status.
     std::fs::copy(source("mixed/block.sh"), d.work.join("block.sh")).unwrap();
     let out = d.run("qsub", &["block.sh"]);

@@ -118,6 +118,9 @@ pub struct Args {
     /// Accepted: PBS Pro's foreground qsub, Torque's fault-tolerant job; qmesh's qsub always returns once the job is stored.
     #[arg(short = 'f')]
     pub foreground: bool,
+    /// Torque: the job's nodes to itself (as -l naccesspolicy=singlejob).
+    #[arg(short = 'n')]
+    pub node_exclusive: bool,
     /// Job arrays (PBS Pro -J, Torque -t): not supported yet.
     #[arg(short = 'J', value_name = "RANGE")]
     pub array_j: Option<String>,
@@ -168,6 +171,7 @@ impl Args {
             start_dir: self.start_dir.or(self.start_dir_w).or(base.start_dir),
             start_dir_w: None,
             foreground: self.foreground || base.foreground,
+            node_exclusive: self.node_exclusive || base.node_exclusive,
             array_j: self.array_j.or(base.array_j),
             array_t: self.array_t.or(base.array_t),
             interactive: self.interactive || base.interactive,
@@ -180,10 +184,26 @@ impl Args {
 
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
-    let words: Vec<String> = std::env::args_os()
+    let mut words: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // PBS Pro: `qsub [options] -- executable [arguments]` runs a program
+    // instead of a script.
+    let command = match words.iter().position(|w| w == "--") {
+        Some(at) => {
+            let command = words.split_off(at + 1);
+            words.pop();
+            if command.is_empty() {
+                eprintln!(
+                    "qsub: -- must be followed by a program to run, e.g. qsub -- /bin/hostname"
+                );
+                return ExitCode::from(2);
+            }
+            Some(command)
+        }
+        None => None,
+    };
     let words = match rewrite_nqs(&words) {
         Ok(words) => words,
         Err(message) => {
@@ -195,14 +215,38 @@ pub fn main() -> ExitCode {
         Ok(args) => args,
         Err(err) => err.exit(),
     };
-    match run(args) {
+    if command.is_some() && args.script.is_some() {
+        eprintln!("qsub: give a script or -- and a program, not both");
+        return ExitCode::from(2);
+    }
+    match run(args, command) {
         Ok(code) => code,
         Err(err) => client::fail("qsub", &err),
     }
 }
 
-fn run(cli: Args) -> Result<ExitCode, CliError> {
-    let (script, script_name) = read_script(cli.script.as_deref())?;
+/// The script that runs `command` (PBS Pro's `qsub -- program args`), and
+/// the job's default name: the program's file name.
+fn command_script(command: &[String]) -> (Vec<u8>, String) {
+    let quoted: Vec<String> = command
+        .iter()
+        .map(|word| format!("'{}'", word.replace('\'', "'\\''")))
+        .collect();
+    let name = command
+        .first()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .unwrap_or_default();
+    (
+        format!("#!/bin/sh\nexec {}\n", quoted.join(" ")).into_bytes(),
+        name,
+    )
+}
+
+fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
+    let (script, script_name) = match &command {
+        Some(command) => command_script(command),
+        None => read_script(cli.script.as_deref())?,
+    };
     let lookup = |name: &str| std::env::var(name).ok();
     let gathered = gather(cli, &script, &lookup).map_err(CliError::Msg)?;
     let mut env = pbs_o_vars(&lookup);
@@ -404,6 +448,12 @@ fn gather(
     vars.extend(parse_vars(&cli.vars, lookup)?);
     w = w.then(w_attrs::parse(&cli.attributes)?);
     let opts = cli.over(merged);
+    if opts.node_exclusive {
+        resources.push(Resource {
+            name: "naccesspolicy".into(),
+            value: "singlejob".into(),
+        });
+    }
     refuse_unsupported(&opts)?;
     Ok(Gathered {
         opts,
@@ -832,6 +882,31 @@ mod tests {
         assert_eq!(got.w.umask.as_deref(), Some("022"));
         let err = gather(cli(""), b"#PBS -W stagein=a@h:b\n", &no_env).unwrap_err();
         assert!(err.starts_with("script line 1: -W stagein"), "{err}");
+    }
+
+    #[test]
+    fn a_program_after_dashdash_becomes_a_script() {
+        let (script, name) = command_script(&words("/bin/echo it's here"));
+        assert_eq!(
+            String::from_utf8(script).unwrap(),
+            "#!/bin/sh\nexec '/bin/echo' 'it'\\''s' 'here'\n"
+        );
+        assert_eq!(name, "echo");
+    }
+
+    #[test]
+    fn torques_dash_n_asks_for_the_nodes_alone() {
+        let got = gather(cli(""), b"#PBS -n\n#PBS -l nodes=1\n", &no_env).unwrap();
+        assert!(
+            res(&got.resources).contains(&("naccesspolicy", "singlejob")),
+            "{:?}",
+            got.resources
+        );
+        let err = gather(cli(""), b"#!/bin/sh\n#PBS -t 1-5\n", &no_env).unwrap_err();
+        assert!(
+            err.starts_with("script line 2: -t 1-5: job arrays"),
+            "{err}"
+        );
     }
 
     #[test]
