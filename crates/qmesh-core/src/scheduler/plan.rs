@@ -438,8 +438,18 @@ impl<'a> Planner<'a> {
         shaped.sort_by_key(|&(order, s)| (self.free_in[s], order));
         // A job that names hosts or wants them packed or scattered may
         // use a topology's allocator only where any node serves it alike.
+        // Where it names nodes, it gets those nodes whatever their shape
+        // (with the flat sets, below): a user who names nodes knows them.
+        let mut pinned_shaped: Vec<usize> = Vec::new();
         if let Some(wants) = wants {
-            shaped.retain(|&(_, s)| self.indifferent(s, wants));
+            let pins = wants.pins.iter().any(Option::is_some);
+            shaped.retain(|&(_, s)| {
+                let alike = self.indifferent(s, wants);
+                if !alike && pins {
+                    pinned_shaped.push(s);
+                }
+                alike
+            });
         }
         for (_, s) in shaped {
             let Some(size) = self.allocators[s]
@@ -481,7 +491,9 @@ impl<'a> Planner<'a> {
         // In the queue's (or node group's) order.
         let caps: Vec<(usize, usize)> = sets
             .iter()
-            .filter(|&&s| self.allocators[s].is_none() && self.free_in[s] > 0)
+            .filter(|&&s| {
+                (self.allocators[s].is_none() || pinned_shaped.contains(&s)) && self.free_in[s] > 0
+            })
             .map(|&s| {
                 let window = self.profiles[s].min_over(now, end).max(0) as usize;
                 let mut cap = window.min(self.free_in[s]);
@@ -605,9 +617,13 @@ impl<'a> Planner<'a> {
             return Now::NoPlacement;
         };
         let now = self.now_s;
+        let mut shaped: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
         for &i in &chosen {
             let node = &nodes[i];
             let s = node.set;
+            if self.allocators[s].is_some() {
+                shaped.entry(s).or_default().push((i - self.base[s]) as u32);
+            }
             let take = if self.slots[s] > 1 {
                 let started = self.started_on_node.entry(i).or_default();
                 let room = node.room().saturating_sub(*started);
@@ -625,6 +641,13 @@ impl<'a> Planner<'a> {
             };
             self.free_in[s] = self.free_in[s].saturating_sub(take);
             self.profiles[s].add(now, end, -(take as i64));
+        }
+        // Named nodes of a mesh or torus: its allocator holds them too.
+        for (s, local) in shaped {
+            if let Some(allocator) = self.allocators[s].as_mut() {
+                occupy(allocator.as_mut(), &local);
+            }
+            self.releases[s].push((end, local));
         }
         Now::Started(chosen, Vec::new())
     }

@@ -229,6 +229,36 @@ fn gpus_on_a_shared_node_are_not_given_twice() {
 }
 
 #[test]
+fn named_nodes_of_a_mesh_are_given_and_host_pins_use_its_allocator() {
+    let names: Vec<String> = (0..16).map(|i| format!("m{i:02}")).collect();
+    let nodes: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "h")).collect();
+    let mut mesh = set("mesh", &nodes, NodeAttrs::default());
+    mesh.topology = Topology::Mesh2d {
+        width: 4,
+        height: 4,
+        contiguous: false,
+    };
+    let mut s = state_of(vec![mesh]);
+    let named = submit(&mut s, &[("nodes", "m05+m10:ppn=2")]).unwrap();
+    let on_host = submit(&mut s, &[("select", "2"), ("place", "pack"), ("host", "h")]).unwrap();
+    let started = pass_and_start(&mut s, 1);
+    assert_eq!(started[0], (named, names_of(&["m05", "m10"])));
+    assert_eq!(started[1].0, on_host);
+    assert!(
+        started[1].1.iter().all(|n| n != "m05" && n != "m10"),
+        "the allocator knows m05 and m10 are taken: {started:?}"
+    );
+    // A later pass rebuilds the allocator from the state: still no overlap.
+    let more = submit(&mut s, &[("nodes", "12")]).unwrap();
+    let started = pass_and_start(&mut s, 2);
+    assert_eq!(started[0].0, more);
+}
+
+fn names_of(list: &[&str]) -> Vec<String> {
+    names(list)
+}
+
+#[test]
 fn a_higher_qsub_p_goes_first_in_its_queue() {
     let mut s = state_of(vec![set("one", &[("n0", "h0")], NodeAttrs::default())]);
     let first = submit(&mut s, &[("nodes", "1")]).unwrap();
