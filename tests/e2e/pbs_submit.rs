@@ -221,3 +221,31 @@ fn group_list_runs_the_job_with_a_group_of_the_user() {
         stderr(&out)
     );
 }
+
+#[test]
+fn after_starts_a_job_once_another_has_started() {
+    let d = Daemon::start();
+    let first_up = d.fifo("first_up");
+    let second_up = d.fifo("second_up");
+    let go = d.fifo("go");
+    d.script(
+        "first.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > first_up\nread x < go\n",
+    );
+    d.script(
+        "second.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > second_up\n",
+    );
+    // Held until it is released, so that `after` has something to wait for.
+    let first = d.qsub(&["-h", "first.sh"]);
+    let second = d.qsub(&["-W", &format!("depend=after:{first}"), "second.sh"]);
+    assert_eq!(d.job_json(&second)["job_state"], "H");
+    d.ok("qrls", &[&first]);
+    d.read_fifo(&first_up);
+    // The second starts while the first still runs.
+    d.read_fifo(&second_up);
+    assert_eq!(d.wait_job(&second).exit_status, Some(0));
+    assert_eq!(d.job_json(&first)["job_state"], "R");
+    d.write_fifo(&go, "go\n");
+    assert_eq!(d.wait_job(&first).exit_status, Some(0));
+}

@@ -1056,6 +1056,12 @@ impl State {
         }
     }
 
+    /// Whether some pending job waits on `id` (its start may let an
+    /// `after:` dependent start).
+    pub fn has_dependents(&self, id: JobId) -> bool {
+        self.dependents.get(&id).is_some_and(|d| !d.is_empty())
+    }
+
     /// The jobs that named `id` in `-W depend`, forgotten here: called once
     /// `id` has ended.
     pub(crate) fn take_dependents(&mut self, id: JobId) -> Vec<JobId> {

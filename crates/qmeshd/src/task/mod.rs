@@ -427,6 +427,10 @@ impl SchedulerTask {
         persist(self.store.as_ref(), job);
         self.launches.insert(id, Launch::AwaitingDurable);
         self.log_started(id, requestor);
+        if self.state.has_dependents(id) {
+            // A job waiting `after:` this one may start now.
+            self.dirty = true;
+        }
         Ok(())
     }
 
