@@ -328,13 +328,8 @@ impl State {
             let mut cap = 0;
             for &i in free.get(&s).into_iter().flatten() {
                 let node = &nodes[i];
-                if node.slots > 1 {
-                    if wants.sole && !node.jobs.is_empty() {
-                        continue;
-                    }
-                    if wants.gpus > 0 && self.gpus_left(i) < wants.gpus {
-                        continue;
-                    }
+                if node.slots > 1 && !wants.fits_shared(node.jobs.len(), self.gpus_free(i)) {
+                    continue;
                 }
                 pool.push(Candidate {
                     index: i,
@@ -362,19 +357,6 @@ impl State {
                 ),
             }),
         }
-    }
-
-    /// GPUs of node `i` the jobs on it have not taken.
-    fn gpus_left(&self, i: usize) -> u32 {
-        let node = &self.nodes()[i];
-        let have = self.effective_attrs(node.set).gpus.unwrap_or(0);
-        let held: u32 = node
-            .jobs
-            .iter()
-            .filter_map(|id| self.job(id))
-            .map(|job| job.gpus.unwrap_or(0))
-            .sum();
-        have.saturating_sub(held)
     }
 }
 

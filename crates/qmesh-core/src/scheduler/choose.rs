@@ -52,6 +52,12 @@ impl<'j> Wants<'j> {
         })
     }
 
+    /// Whether a node of a shared set that runs `others` jobs and has
+    /// `gpus_free` GPUs no job holds may take this job.
+    pub fn fits_shared(&self, others: usize, gpus_free: u32) -> bool {
+        !(self.sole && others > 0) && (self.gpus == 0 || gpus_free >= self.gpus)
+    }
+
     /// Whether any node of a set whose nodes all live on `host` (`None`:
     /// on several hosts) serves the job as well as any other, so that the
     /// set's allocator may place it: no pin names anything else, and

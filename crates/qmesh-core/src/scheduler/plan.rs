@@ -598,10 +598,8 @@ impl<'a> Planner<'a> {
                 let node = &nodes[i];
                 if self.slots[s] > 1 {
                     let started = self.started_on_node.get(&i).copied().unwrap_or(0);
-                    if wants.sole && (!node.jobs.is_empty() || started > 0) {
-                        continue;
-                    }
-                    if wants.gpus > 0 && self.gpus_free(i) < wants.gpus {
+                    let others = node.jobs.len() + started as usize;
+                    if !wants.fits_shared(others, self.gpus_free(i)) {
                         continue;
                     }
                 }
@@ -655,16 +653,8 @@ impl<'a> Planner<'a> {
     /// The GPUs of shared node `i` no job holds (this pass's starts
     /// counted).
     fn gpus_free(&self, i: usize) -> u32 {
-        let node = &self.state.nodes()[i];
-        let have = self.state.effective_attrs(node.set).gpus.unwrap_or(0);
-        let held: u32 = node
-            .jobs
-            .iter()
-            .filter_map(|id| self.state.job(id))
-            .map(|job| job.gpus.unwrap_or(0))
-            .sum();
         let started = self.started_gpus_on_node.get(&i).copied().unwrap_or(0);
-        have.saturating_sub(held + started)
+        self.state.gpus_free(i).saturating_sub(started)
     }
 
     /// The nodes of set `s` with room for a job now (this pass's starts

@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 
+use super::tests_shared::{end, pass_and_start_by};
 use super::*;
 use crate::Role;
-use crate::job::{ExitCause, JobExit};
 use crate::node::{NodeAttrs, NodeDef, NodeSet, Topology};
 use crate::queue::Queue;
 use crate::server::Config;
@@ -73,32 +73,7 @@ fn submit(s: &mut State, resources: &[(&str, &str)]) -> Result<JobId, crate::Cor
 
 /// A pass, its starts applied; each start's node names.
 fn pass_and_start(s: &mut State, now: i64) -> Vec<(JobId, Vec<String>)> {
-    let plan = Scheduler.pass(s, t(now));
-    let mut started = Vec::new();
-    for start in &plan.starts {
-        let names = start
-            .nodes
-            .iter()
-            .map(|&i| s.nodes()[i].name.to_string())
-            .collect();
-        s.start(start.job, &start.nodes, t(now)).unwrap();
-        started.push((start.job, names));
-    }
-    s.check_invariants().unwrap();
-    started
-}
-
-fn end(s: &mut State, id: JobId, now: i64) {
-    let exit = JobExit {
-        code: Some(0),
-        signal: None,
-        cause: ExitCause::Exited,
-        message: String::new(),
-        cput: None,
-        max_rss: None,
-    };
-    s.finish(id, exit, t(now)).unwrap();
-    s.check_invariants().unwrap();
+    pass_and_start_by(s, now, |node| node.name.to_string())
 }
 
 fn names(list: &[&str]) -> Vec<String> {

@@ -66,22 +66,29 @@ fn submit(s: &mut State, nodes: u32) -> JobId {
 
 /// Runs a pass and starts what it says; the hosts of each start.
 fn pass_and_start(s: &mut State, now: i64) -> Vec<(JobId, Vec<String>)> {
+    pass_and_start_by(s, now, |node| node.host.clone())
+}
+
+/// Runs a pass and starts what it says; each start's nodes, as `label`
+/// names them.
+pub(super) fn pass_and_start_by(
+    s: &mut State,
+    now: i64,
+    label: impl Fn(&crate::node::Node) -> String,
+) -> Vec<(JobId, Vec<String>)> {
     let plan = Scheduler.pass(s, t(now));
     let mut started = Vec::new();
     for start in &plan.starts {
-        let hosts = start
-            .nodes
-            .iter()
-            .map(|&i| s.nodes()[i].host.clone())
-            .collect();
+        let names = start.nodes.iter().map(|&i| label(&s.nodes()[i])).collect();
         s.start(start.job, &start.nodes, t(now)).unwrap();
-        started.push((start.job, hosts));
+        started.push((start.job, names));
     }
     s.check_invariants().unwrap();
     started
 }
 
-fn end(s: &mut State, id: JobId, now: i64) {
+/// Ends running job `id` with exit status 0.
+pub(super) fn end(s: &mut State, id: JobId, now: i64) {
     let exit = JobExit {
         code: Some(0),
         signal: None,

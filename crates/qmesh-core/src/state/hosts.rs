@@ -88,6 +88,22 @@ impl State {
             .collect();
     }
 
+    /// The GPUs of node `i` that the jobs on it have not taken (its set's
+    /// GPUs per node, less each job's).
+    pub fn gpus_free(&self, i: usize) -> u32 {
+        let Some(node) = self.nodes.get(i) else {
+            return 0;
+        };
+        let have = self.effective[node.set].gpus.unwrap_or(0);
+        let held: u32 = node
+            .jobs
+            .iter()
+            .filter_map(|id| self.jobs.get(&id))
+            .map(|job| job.gpus.unwrap_or(0))
+            .sum();
+        have.saturating_sub(held)
+    }
+
     /// How busy node `i`'s host is, NCAR's way: its run-queue length and
     /// its CPUs. The run queue is the last load reported plus the jobs
     /// started there since; the CPUs are those reported, else its set's,
