@@ -739,6 +739,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_jobs_section_says_where_jobs_start_and_how_mail_goes() {
+        let s = Settings::embedded().unwrap();
+        assert_eq!(s.jobs.start_in_submit_dir, false, "PBS: the home directory");
+        assert_eq!(
+            (s.jobs.sendmail.as_ref(), s.jobs.mail_from.as_str()),
+            (None, "adm")
+        );
+        let text = format!(
+            "{EMBEDDED}\n[jobs]\nstart_dir = \"submit\"\nsendmail = \"/usr/sbin/sendmail\"\n"
+        );
+        let s = Settings::parse(&text, "t").unwrap();
+        assert!(s.jobs.start_in_submit_dir);
+        assert_eq!(s.jobs.sendmail, Some(PathBuf::from("/usr/sbin/sendmail")));
+        let text = format!("{EMBEDDED}\n[jobs]\nstart_dir = \"scratch\"\n");
+        let err = Settings::parse(&text, "t").unwrap_err().to_string();
+        assert!(
+            err.contains("jobs.start_dir") && err.contains("\"submit\""),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_embedded_default_is_a_4x4_mesh_with_a_batch_queue() {
         let s = Settings::embedded().unwrap();
         assert_eq!(s.node_sets.len(), 1);
