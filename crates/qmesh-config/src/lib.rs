@@ -741,7 +741,7 @@ mod tests {
     #[test]
     fn the_jobs_section_says_where_jobs_start_and_how_mail_goes() {
         let s = Settings::embedded().unwrap();
-        assert_eq!(s.jobs.start_in_submit_dir, false, "PBS: the home directory");
+        assert!(!s.jobs.start_in_submit_dir, "PBS: the home directory");
         assert_eq!(
             (s.jobs.sendmail.as_ref(), s.jobs.mail_from.as_str()),
             (None, "adm")
