@@ -468,6 +468,7 @@ mod tests {
                         features: features.into_iter().map(String::from).collect(),
                         jobs_per_node,
                         gpus: None,
+                        resources: Default::default(),
                     },
                 },
             )

@@ -131,6 +131,19 @@ impl SchedulerTask {
         {
             return closedown.describe(&self.zone());
         }
+        // A licence or other resource the server or queue bounds: which,
+        // and how much is in use.
+        if reason == Reason::Consumable
+            && let Some(why) = qmesh_core::consumable::describe(&self.state, job)
+        {
+            return why;
+        }
+        // GPUs or other resources used up per node on shared nodes.
+        if reason == Reason::Placement
+            && let Some(why) = qmesh_core::node_resources::placement_note(job)
+        {
+            return why;
+        }
         // A PBS job-count limit: which one, and how many run.
         if matches!(
             reason,
