@@ -134,6 +134,13 @@ fn node_set_resources_from_the_file_choose_and_share_nodes() {
     );
     let listed = d.ok("qmgr", &["-c", "list node_set big"]);
     assert!(listed.contains("model=skylake, scratch=400gb"), "{listed}");
+    let nodes = json(&d.ok("pbsnodes", &["-a", "-F", "json"]));
+    let big = nodes["nodes"]
+        .as_object()
+        .and_then(|all| all.iter().find(|(name, _)| name.starts_with("big")))
+        .map(|(_, node)| node.clone())
+        .expect("a node of big");
+    assert_eq!(big["resources_available"]["scratch"], "400gb", "{big:#}");
     let started = [d.fifo("s1"), d.fifo("s2"), d.fifo("s3"), d.fifo("s4")];
     let go = [d.fifo("g1"), d.fifo("g2"), d.fifo("g3"), d.fifo("g4")];
     for (i, name) in ["one.sh", "two.sh", "three.sh", "four.sh"]

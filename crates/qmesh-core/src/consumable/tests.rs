@@ -134,6 +134,30 @@ fn qmgr_bounds_q_resources_and_keeps_the_others_inert() {
 }
 
 #[test]
+fn a_bound_set_before_its_resource_had_flag_q_takes_effect_once_set_again() {
+    let mut s = state(2);
+    let out = qmgr(
+        &mut s,
+        "create resource matlab type = long
+set server resources_available.matlab = 4",
+    );
+    assert!(
+        out.contains("resources_available.matlab is accepted and kept"),
+        "{out}"
+    );
+    assert!(super::Consumables::of(&s).is_none(), "no flag q: no bound");
+    qmgr(
+        &mut s,
+        "set resource matlab flag = q
+set server resources_available.matlab = 4",
+    );
+    let server = &s.config().server;
+    assert_eq!(server.resources_available["matlab"], "4");
+    assert!(server.inert.is_empty(), "{:?}", server.inert);
+    assert!(super::Consumables::of(&s).is_some());
+}
+
+#[test]
 fn a_job_waits_while_its_licences_are_in_use_and_starts_when_they_come_back() {
     let mut s = state(4);
     qmgr(

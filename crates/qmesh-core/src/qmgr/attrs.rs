@@ -219,6 +219,8 @@ pub fn set_queue_named(
     if let Some(result) =
         resource::set_available(&mut q.resources_available, name, op, value, ctx.resources)
     {
+        // Kept without effect before its resource had flag q: no longer.
+        q.inert.remove(&name.to_ascii_lowercase());
         return result;
     }
     if let Some((head, res)) = resource::map_attr(name) {
@@ -312,6 +314,7 @@ pub fn set_server_named(
     if let Some(result) =
         resource::set_available(&mut s.resources_available, name, op, value, ctx.resources)
     {
+        s.inert.remove(&name.to_ascii_lowercase());
         return result;
     }
     if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {

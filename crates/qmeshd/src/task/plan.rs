@@ -324,6 +324,12 @@ impl SchedulerTask {
                 jobs_per_node: node.slots,
                 mem: state.effective_attrs(node.set).mem.unwrap_or(0),
                 properties: state.effective_attrs(node.set).features.clone(),
+                resources_available: state
+                    .effective_attrs(node.set)
+                    .resources
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
                 state: node.state_name().to_string(),
                 load: state.host_load(&node.host).map_or(0.0, |(load, _)| load),
                 cpus: state.host_load(&node.host).map_or(0, |(_, cpus)| cpus),
