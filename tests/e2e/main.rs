@@ -27,6 +27,7 @@ mod qsig;
 mod qstat;
 mod restart;
 mod shutdown;
+mod site_resources;
 mod sp;
 mod tls;
 mod topology;

@@ -141,6 +141,13 @@ const SHORT: [Column; 3] = [
     Column::left("COMMENT"),
 ];
 
+/// A map's entries in name order (the wire's map has none).
+fn sorted(map: &std::collections::HashMap<String, String>) -> Vec<(&String, &String)> {
+    let mut entries: Vec<(&String, &String)> = map.iter().collect();
+    entries.sort();
+    entries
+}
+
 impl Output for Listing {
     fn text(&self) -> String {
         if self.out_of_service_only {
@@ -174,6 +181,9 @@ impl Output for Listing {
             }
             if !n.properties.is_empty() {
                 out.push_str(&format!("     properties = {}\n", n.properties.join(",")));
+            }
+            for (name, value) in sorted(&n.resources_available) {
+                out.push_str(&format!("     resources_available.{name} = {value}\n"));
             }
             if n.jobs_per_node > 1 {
                 out.push_str(&format!("     jobs_per_node = {}\n", n.jobs_per_node));
@@ -212,6 +222,13 @@ impl Output for Listing {
                 if !n.properties.is_empty() {
                     let properties = n.properties.iter().map(Tree::text).collect();
                     attrs.push(("properties".into(), Tree::List(properties)));
+                }
+                if !n.resources_available.is_empty() {
+                    let have = sorted(&n.resources_available)
+                        .into_iter()
+                        .map(|(name, value)| (name.clone(), Tree::text(value)))
+                        .collect();
+                    attrs.push(("resources_available".into(), Tree::Map(have)));
                 }
                 if n.jobs_per_node > 1 {
                     attrs.push((
@@ -286,6 +303,34 @@ mod tests {
         assert!(text.contains("n1\n     state = job-busy\n"), "{text}");
         assert!(text.contains("     jobs = 3.srv (alice)\n"), "{text}");
         assert!(text.contains("     comment = fan\n"), "{text}");
+    }
+
+    #[test]
+    fn a_nodes_site_resources_show_as_resources_available() {
+        let mut reply = reply();
+        reply.nodes[0]
+            .resources_available
+            .insert("scratch".into(), "400gb".into());
+        reply.nodes[0]
+            .resources_available
+            .insert("model".into(), "skylake".into());
+        let listing = Listing {
+            reply,
+            out_of_service_only: false,
+        };
+        let text = listing.text();
+        assert!(
+            text.contains(
+                "     resources_available.model = skylake\n     resources_available.scratch = 400gb\n"
+            ),
+            "{text}"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&listing.json()).unwrap()).unwrap();
+        assert_eq!(
+            doc["nodes"]["n0"]["resources_available"]["scratch"],
+            "400gb"
+        );
     }
 
     #[test]

@@ -302,6 +302,11 @@ pub struct NodeSetSection {
     /// GPUs per node (-l ngpus, Torque's gpus=); unset: what the agents
     /// of the set's hosts report.
     pub gpus: Option<u32>,
+    /// PBS's resources_available of each node, for the site's host-level
+    /// resources (qmgr create resource scratch type = size, flag = nh):
+    /// { scratch = "400gb", model = "skylake", bigmem = true }.
+    #[serde(default)]
+    pub resources: BTreeMap<String, toml::Value>,
 }
 
 fn flat() -> String {
@@ -730,8 +735,33 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             features,
             jobs_per_node: spec.jobs_per_node,
             gpus: spec.gpus,
+            resources: node_resources(&spec.resources)?,
         },
     })
+}
+
+/// A set's `resources` table as the values qmgr would write: strings as
+/// they are, numbers, `True` and `False`.
+fn node_resources(
+    table: &BTreeMap<String, toml::Value>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in table {
+        qmesh_core::site_resources::check_name(name).map_err(|why| format!("resources: {why}"))?;
+        let text = match value {
+            toml::Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::Float(x) => x.to_string(),
+            toml::Value::Boolean(b) => if *b { "True" } else { "False" }.to_string(),
+            _ => {
+                return Err(format!(
+                    "resources.{name}: write a string, a number or true/false, e.g. {name} = \"400gb\""
+                ));
+            }
+        };
+        out.insert(name.clone(), text);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -963,5 +993,30 @@ holding_queue = "hold"
         )
         .unwrap();
         assert_eq!(s.node_sets[0].nodes[1].host, "hb");
+    }
+
+    #[test]
+    fn a_set_names_what_each_node_has_of_the_sites_resources() {
+        let s = Settings::parse(
+            "[[node_set]]\nname = \"big\"\ncount = 2\nhost = \"h\"\n\
+             resources = { scratch = \"400gb\", nmics = 2, bigmem = true, model = \"skylake\" }\n",
+            "t",
+        )
+        .unwrap();
+        let have = &s.node_sets[0].attrs.resources;
+        assert_eq!(have["scratch"], "400gb");
+        assert_eq!(have["nmics"], "2");
+        assert_eq!(have["bigmem"], "True");
+        assert_eq!(have["model"], "skylake");
+        let err = Settings::parse(
+            "[[node_set]]\nname = \"big\"\ncount = 2\nhost = \"h\"\nresources = { scratch = [1] }\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("node_set \"big\"") && err.contains("resources.scratch"),
+            "{err}"
+        );
     }
 }

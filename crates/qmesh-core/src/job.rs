@@ -298,6 +298,10 @@ pub struct Job {
     /// GPUs per node, if asked for (`ngpus`, Torque's `gpus=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u32>,
+    /// The site's host-level resources it needs of every node
+    /// (`select=1:scratch=100gb`, `-l model=skylake`; `node_resources.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_resources: Vec<crate::node_resources::HostResource>,
     /// Its chunks and `place=`, when it asked for more than a number of
     /// nodes: what each node's share is, and which nodes may serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,7 +421,19 @@ impl Job {
             cpus: self.ncpus,
             gpus: self.gpus,
             features: &self.features,
+            resources: &self.node_resources,
         }
+    }
+
+    /// Whether a node must have room for it beyond a job slot: it uses
+    /// GPUs, or a resource consumed per node (flags `n`, `f`), which the
+    /// jobs of a shared node share without overlap.
+    pub fn consumes_on_nodes(&self) -> bool {
+        self.gpus.is_some_and(|g| g > 0)
+            || self
+                .node_resources
+                .iter()
+                .any(|r| r.consumed != crate::node_resources::Consumed::No)
     }
 
     /// Whether it asked to be alone on its nodes (`place=excl`), which

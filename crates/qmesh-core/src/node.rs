@@ -151,16 +151,25 @@ pub struct NodeAttrs {
     /// overlap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u32>,
+    /// PBS's `resources_available.NAME` of each node, for the resources
+    /// the site made host-level (`create resource scratch type = size,
+    /// flag = nh`), as written: `scratch = 400gb`, `model = skylake`.
+    /// Jobs asking for them run only where the value serves (see
+    /// `node_resources.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, String>,
 }
 
 /// What a job needs of each of its nodes (`-l mem=`, `-l ncpus=`,
-/// `-l feature=`).
+/// `-l feature=`, host-level site resources).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeNeeds<'a> {
     pub mem: Option<u64>,
     pub cpus: Option<u32>,
     pub gpus: Option<u32>,
     pub features: &'a [String],
+    /// Host-level site resources (`select=1:scratch=100gb`).
+    pub resources: &'a [crate::node_resources::HostResource],
 }
 
 impl NodeNeeds<'_> {
@@ -170,6 +179,7 @@ impl NodeNeeds<'_> {
             || self.cpus.is_some()
             || self.gpus.is_some_and(|g| g > 0)
             || !self.features.is_empty()
+            || !self.resources.is_empty()
     }
 
     /// `mem=32gb, ncpus=8, feature=fat` for messages.
@@ -186,6 +196,9 @@ impl NodeNeeds<'_> {
         }
         if !self.features.is_empty() {
             parts.push(format!("feature={}", self.features.join(":")));
+        }
+        for r in self.resources {
+            parts.push(format!("{}={}", r.name, r.value));
         }
         parts.join(", ")
     }
@@ -208,7 +221,23 @@ impl NodeAttrs {
             && needs
                 .gpus
                 .is_none_or(|g| g == 0 || self.gpus.unwrap_or(0) >= g)
-            && needs.features.iter().all(|f| self.features.contains(f))
+            && needs
+                .features
+                .iter()
+                .all(|f| self.features.contains(f) || self.has_true(f))
+            && needs
+                .resources
+                .iter()
+                .filter(|r| r.on_every_node())
+                .all(|r| r.served_by(self.resources.get(&r.name).map(String::as_str)))
+    }
+
+    /// Whether a boolean host resource of the set is true (PBS Pro's
+    /// `select=1:bigmem=True` is asked as a feature).
+    fn has_true(&self, name: &str) -> bool {
+        self.resources
+            .get(name)
+            .is_some_and(|v| crate::qmgr::parse_bool(name, v).unwrap_or(false))
     }
 
     /// `mem=16gb, ncpus=4, feature=fat, jobs_per_node=8` (or `no
@@ -219,8 +248,15 @@ impl NodeAttrs {
             cpus: self.cpus,
             gpus: self.gpus,
             features: &self.features,
+            resources: &[],
         };
         let mut text = needs.describe();
+        for (name, value) in &self.resources {
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
+            text.push_str(&format!("{name}={value}"));
+        }
         if self.slots() > 1 {
             if !text.is_empty() {
                 text.push_str(", ");
@@ -516,6 +552,7 @@ mod tests {
             features: vec!["fat".into(), "nag".into()],
             jobs_per_node: None,
             gpus: None,
+            resources: Default::default(),
         };
         let plain = NodeAttrs::default();
         let features = vec!["fat".to_string()];
@@ -524,6 +561,7 @@ mod tests {
             cpus: Some(8),
             gpus: None,
             features: &features,
+            resources: &[],
         };
         assert!(fat.satisfies(&needs));
         assert!(!plain.satisfies(&needs), "plain has no feature fat");

@@ -263,10 +263,12 @@ impl State {
         }
         let config = self.config();
         let site = config.requestable_site_resources();
-        let req = ResourceRequest::parse_with(
+        let mut req = ResourceRequest::parse_with(
             merged.iter().map(|(n, v)| (n.as_str(), v.as_str())),
             &site,
         )?;
+        crate::node_resources::check_chunks(config, &mut req)?;
+        let host = crate::node_resources::of_request(config, &req)?;
         let queue = config
             .queue(&job.queue)
             .ok_or_else(|| CoreError::NoSuchQueue {
@@ -277,6 +279,7 @@ impl State {
             cpus: req.ncpus,
             gpus: req.gpus,
             features: &req.features,
+            resources: &host,
         };
         let (nodes, walltime) = effective(
             queue,
@@ -305,12 +308,15 @@ impl State {
         job.gpus = req.gpus.filter(|&g| g > 0);
         job.resource_list = req.resource_list(nodes, walltime);
         crate::resource_limits::check_job_resources(config, queue, &job.resource_list)?;
+        crate::consumable::check_submit(config, queue, &job.resource_list)?;
         job.features = req.features;
+        job.node_resources = host;
         job.layout = req.layout;
         for n in req.notes {
             note(job, n);
         }
         self.check_placeable(job)?;
+        self.check_first_node(job)?;
         Ok(())
     }
 }

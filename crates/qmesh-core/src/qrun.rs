@@ -328,14 +328,23 @@ impl State {
             let mut cap = 0;
             for &i in free.get(&s).into_iter().flatten() {
                 let node = &nodes[i];
-                if node.slots > 1 && !wants.fits_shared(node.jobs.len(), self.gpus_free(i)) {
+                if node.slots > 1
+                    && (!wants.fits_shared(node.jobs.len(), self.gpus_free(i))
+                        || !wants.per_node.iter().all(|r| self.has_left(i, r, 0.0)))
+                {
                     continue;
                 }
+                let have = &self.effective_attrs(s).resources;
+                let first_ok = wants.first_node.iter().all(|r| {
+                    r.served_by(have.get(&r.name).map(String::as_str))
+                        && (node.slots == 1 || self.has_left(i, r, 0.0))
+                });
                 pool.push(Candidate {
                     index: i,
                     name: &node.name,
                     host: &node.host,
                     set: s,
+                    first_ok,
                 });
                 cap += 1;
             }
@@ -351,7 +360,7 @@ impl State {
                 asked: job.nodes,
                 found: format!(
                     "the {} free node(s) of queue {}'s node sets do not give it where its chunks \
-                     must run (host, place=pack or scatter, excl, GPUs)",
+                     must run (host, place=pack or scatter, excl, GPUs, resources used up per node)",
                     pool.len(),
                     job.queue
                 ),

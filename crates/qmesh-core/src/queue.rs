@@ -154,6 +154,10 @@ pub struct Queue {
     /// `resources_default.NAME`, likewise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resources_default: BTreeMap<String, String>,
+    /// `resources_available.NAME` for the resources consumed per queue and
+    /// server (flag `q`): what its running jobs together may use.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_available: BTreeMap<String, String>,
     /// The administrator's note (qstat -Q -f, list queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
@@ -192,6 +196,7 @@ impl Queue {
             resources_max: BTreeMap::new(),
             resources_min: BTreeMap::new(),
             resources_default: BTreeMap::new(),
+            resources_available: BTreeMap::new(),
             comment: None,
             inert: BTreeMap::new(),
         }

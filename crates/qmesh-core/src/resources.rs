@@ -10,7 +10,8 @@
 //! comes out is what the scheduler needs (nodes, and what each node must
 //! have), the layout of the job's chunks, and the `Resource_List` PBS shows.
 //! Resources qmesh records but does not enforce leave a note, which the
-//! job's comment shows: a user is never left to guess.
+//! job's comment shows: a user is never left to guess. The site's
+//! host-level resources are matched to nodes by `node_resources`.
 
 pub mod chunk;
 pub mod place;
@@ -365,18 +366,13 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
         req.ncpus = chunks.iter().filter_map(|c| c.ncpus).max();
         req.mem = chunks.iter().filter_map(|c| c.mem).max();
         req.gpus = chunks.iter().filter_map(|c| c.gpus).max();
+        // A chunk's other resources are matched to nodes, or noted as
+        // recorded only, by `node_resources`, which knows the site's.
         for chunk in chunks {
             for f in &chunk.features {
                 if !req.features.contains(f) {
                     req.features.push(f.clone());
                 }
-            }
-            if !chunk.other.is_empty() {
-                let names: Vec<&str> = chunk.other.iter().map(|(n, _)| n.as_str()).collect();
-                req.notes.push(format!(
-                    "chunk resources {} are recorded, not matched to nodes",
-                    names.join(", ")
-                ));
             }
         }
     }

@@ -98,6 +98,11 @@ pub struct ServerAttrs {
     pub resources_min: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub resources_default: BTreeMap<String, String>,
+    /// `resources_available.NAME` for the resources consumed per queue and
+    /// server (flag `q`): what all running jobs together may use, as
+    /// written (`matlab = 4`; see `consumable.rs`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources_available: BTreeMap<String, String>,
     /// The administrator's note (qmgr list server).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
@@ -198,6 +203,7 @@ impl Default for ServerAttrs {
             resources_max: BTreeMap::new(),
             resources_min: BTreeMap::new(),
             resources_default: BTreeMap::new(),
+            resources_available: BTreeMap::new(),
             comment: None,
             inert: BTreeMap::new(),
         }

@@ -106,6 +106,31 @@ impl ResourceType {
         }
     }
 
+    /// A value of a consumable type as a number to add up: a long or a
+    /// float as it is, a size in bytes, a duration in seconds; `None` for
+    /// other types and for values that do not parse.
+    pub fn amount(self, value: &str) -> Option<f64> {
+        let value = value.trim();
+        match self {
+            ResourceType::Long => value.parse::<i64>().ok().map(|n| n as f64),
+            ResourceType::Float => value.parse::<f64>().ok().filter(|x| x.is_finite()),
+            ResourceType::Size => parse_size(value).ok().map(|n| n as f64),
+            ResourceType::Duration => parse_duration(value).ok().map(|n| n as f64),
+            ResourceType::String | ResourceType::StringArray | ResourceType::Boolean => None,
+        }
+    }
+
+    /// An amount of this type as PBS writes one: `4`, `1.5`, `400gb`,
+    /// `01:00:00`.
+    pub fn show_amount(self, amount: f64) -> String {
+        match self {
+            ResourceType::Size => crate::resources::format_size(amount.max(0.0) as u64),
+            ResourceType::Duration => crate::time::format_hms(amount.max(0.0) as u64),
+            ResourceType::Long => format!("{}", amount as i64),
+            _ => format!("{amount}"),
+        }
+    }
+
     /// Orders two values of this type; `None` for strings and booleans,
     /// which are equal or not, and for values that do not parse.
     pub fn compare(self, a: &str, b: &str) -> Option<Ordering> {
@@ -193,6 +218,19 @@ impl ResourceDef {
     /// Whether jobs consume it per host (flag `n` or `f`).
     pub fn per_host(&self) -> bool {
         self.flags.contains(['n', 'f'])
+    }
+
+    /// Whether it is consumed per queue and server (flag `q`): a job-wide
+    /// amount, such as licences, that the server's and its queue's
+    /// `resources_available` bound.
+    pub fn per_queue(&self) -> bool {
+        self.flags.contains('q')
+    }
+
+    /// Whether nodes have it (flag `h`): a chunk's or job's request is
+    /// matched against their node set's `resources_available`.
+    pub fn host_level(&self) -> bool {
+        self.flags.contains('h')
     }
 
     /// Whether users may ask for it (neither `r` nor `i`).

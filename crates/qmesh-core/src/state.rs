@@ -105,7 +105,8 @@ pub struct PendingView {
     /// Needs memory, CPUs or features of its nodes: not every set serves it.
     pub has_needs: bool,
     /// Names its nodes or hosts, asks for them packed, scattered or to
-    /// itself, or needs GPUs: the planner chooses its nodes one by one.
+    /// itself, or needs GPUs or other resources consumed per node: the
+    /// planner chooses its nodes one by one.
     pub constrained: bool,
 }
 
@@ -120,7 +121,7 @@ impl PendingView {
             conditional: !job.depend.is_empty() || job.start_after.is_some() || job.depend_on > 0,
             has_account: job.account.is_some(),
             has_needs: job.needs().any(),
-            constrained: job.gpus.is_some_and(|g| g > 0)
+            constrained: job.consumes_on_nodes()
                 || job
                     .layout
                     .as_ref()
@@ -528,6 +529,7 @@ impl State {
         job.depend_on = depend.on;
         job.before = before;
         self.check_placeable(&job)?;
+        self.check_first_node(&job)?;
         self.check_accounts(&mut job)?;
         Ok(job)
     }

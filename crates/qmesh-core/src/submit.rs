@@ -107,8 +107,9 @@ impl Submission {
         let site: Vec<&str> = config.requestable_site_resources();
         let read = |defaults: &[(String, String)]| {
             let given = self.resources.iter().chain(defaults);
-            let req =
+            let mut req =
                 ResourceRequest::parse_with(given.map(|(n, v)| (n.as_str(), v.as_str())), &site)?;
+            crate::node_resources::check_chunks(config, &mut req)?;
             for name in req.list.keys().filter(|n| site.contains(&n.as_str())) {
                 if let Some(kind) = config.resource_type(name) {
                     kind.check(&req.list[name])
@@ -122,11 +123,13 @@ impl Submission {
             Ok::<_, CoreError>(req)
         };
         let mut req = read(&[])?;
+        let host = crate::node_resources::of_request(config, &req)?;
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
             gpus: req.gpus,
             features: &req.features,
+            resources: &host,
         };
         let nodes_in = |q: &str| capacity(q, &needs).nodes;
         let mut ask = Ask {
@@ -166,11 +169,13 @@ impl Submission {
             req = read(&defaults)?;
             ask.walltime = walltime.or(req.walltime);
         }
+        let host = crate::node_resources::of_request(config, &req)?;
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
             gpus: req.gpus,
             features: &req.features,
+            resources: &host,
         };
         let (nodes, walltime) = effective(queue, ask, config);
         if held.is_none() {
@@ -225,6 +230,7 @@ impl Submission {
         let resource_list = req.resource_list(nodes, walltime);
         if held.is_none() {
             crate::resource_limits::check_job_resources(config, queue, &resource_list)?;
+            crate::consumable::check_submit(config, queue, &resource_list)?;
         }
         let (gid, group) = match self.egroup {
             Some((group, gid)) => (gid, group),
@@ -253,6 +259,7 @@ impl Submission {
             ncpus: req.ncpus,
             features: req.features,
             gpus: req.gpus.filter(|&g| g > 0),
+            node_resources: host,
             layout: req.layout,
             resource_list,
             priority,

@@ -36,6 +36,7 @@ pub fn sample_job(id: u64) -> Job {
         ncpus: None,
         features: Vec::new(),
         gpus: None,
+        node_resources: Vec::new(),
         layout: None,
         resource_list: Default::default(),
         priority: 0,

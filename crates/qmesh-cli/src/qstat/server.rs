@@ -91,7 +91,17 @@ pub fn server_attrs(s: &ServerStatusReply) -> Attrs {
         }
     }
     a.text("resources_default.walltime", format_hms(s.default_walltime));
+    let mut available: Vec<(&String, &String)> = s.resources_available.iter().collect();
+    available.sort();
+    for (name, value) in available {
+        a.text(&format!("resources_available.{name}"), value);
+    }
     a.int("resources_available.nodect", s.nodes_total);
+    let mut assigned: Vec<(&String, &String)> = s.resources_assigned.iter().collect();
+    assigned.sort();
+    for (name, value) in assigned {
+        a.text(&format!("resources_assigned.{name}"), value);
+    }
     a.int("resources_assigned.nodect", s.nodes_assigned);
     a.int("scheduler_iteration", s.scheduler_iteration as i64);
     a.flag("job_history_enable", true);
@@ -168,6 +178,24 @@ server               0     5     2     3     0     0     0     0 Active    \n"
         };
         assert!(server_table(&idle).contains(" Idle"));
         assert!(server_full(&idle, &FullStyle::Folded).contains("    scheduling = False\n"));
+    }
+
+    #[test]
+    fn licences_show_as_available_and_assigned() {
+        let mut s = status();
+        s.resources_available.insert("matlab".into(), "4".into());
+        s.resources_assigned.insert("matlab".into(), "2".into());
+        let text = server_full(&s, &FullStyle::Folded);
+        assert!(
+            text.contains(
+                "    resources_available.matlab = 4\n    resources_available.nodect = 16\n    \
+                 resources_assigned.matlab = 2\n    resources_assigned.nodect = 12\n"
+            ),
+            "{text}"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&server_document(&s)).unwrap()).unwrap();
+        assert_eq!(doc["Server"]["server"]["resources_assigned"]["matlab"], "2");
     }
 
     #[test]

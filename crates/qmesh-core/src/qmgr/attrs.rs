@@ -216,6 +216,13 @@ pub fn set_queue_named(
     if let Ok(canon) = canonical(QUEUE_ATTRS, name, "a queue") {
         return set_queue(q, canon, op, value);
     }
+    if let Some(result) =
+        resource::set_available(&mut q.resources_available, name, op, value, ctx.resources)
+    {
+        // Kept without effect before its resource had flag q: no longer.
+        q.inert.remove(&name.to_ascii_lowercase());
+        return result;
+    }
     if let Some((head, res)) = resource::map_attr(name) {
         let a = Assignment {
             name: name.to_string(),
@@ -263,6 +270,11 @@ pub fn unset_queue_named(q: &mut Queue, name: &str) -> Result<(), String> {
         unset_queue(q, canon);
         return Ok(());
     }
+    if let Some(res) = resource::available_attr(name)
+        && q.resources_available.remove(res).is_some()
+    {
+        return Ok(());
+    }
     if let Some((head, res)) = resource::map_attr(name) {
         resource::map_of(
             head,
@@ -298,6 +310,12 @@ pub fn set_server_named(
 ) -> Result<(), String> {
     if let Some(why) = inert::read_only(name) {
         return Err(why);
+    }
+    if let Some(result) =
+        resource::set_available(&mut s.resources_available, name, op, value, ctx.resources)
+    {
+        s.inert.remove(&name.to_ascii_lowercase());
+        return result;
     }
     if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {
         if canon == "max_group_run" {
@@ -350,6 +368,11 @@ pub fn set_server_named(
 pub fn unset_server_named(s: &mut ServerAttrs, name: &str) -> Result<(), String> {
     if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {
         unset_server(s, canon);
+        return Ok(());
+    }
+    if let Some(res) = resource::available_attr(name)
+        && s.resources_available.remove(res).is_some()
+    {
         return Ok(());
     }
     if let Some((head, res)) = resource::map_attr(name) {
@@ -506,6 +529,7 @@ pub fn queue_values(q: &Queue) -> Vec<(String, String)> {
         &q.resources_min,
         &q.resources_default,
     ));
+    out.extend(resource::available_values(&q.resources_available));
     out.extend(q.inert.iter().map(|(n, v)| (n.clone(), v.clone())));
     out
 }
@@ -777,6 +801,9 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
     for (name, value) in
         resource::map_values(&s.resources_max, &s.resources_min, &s.resources_default)
     {
+        out.push((name, value, true));
+    }
+    for (name, value) in resource::available_values(&s.resources_available) {
         out.push((name, value, true));
     }
     out.extend(s.inert.iter().map(|(n, v)| (n.clone(), v.clone(), true)));

@@ -145,7 +145,7 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
 #[rustfmt::skip]
 const INERT_PREFIXES: &[(&str, Object, &str)] = &[
     ("default_chunk", Object::Both, "select chunks take their defaults from the request itself"),
-    ("resources_available", Object::Both, "nodes' resources come from their node sets and agents"),
+    ("resources_available", Object::Both, "it bounds only resources created with flag = q (qmgr -c \"create resource NAME type = long, flag = q\"); nodes' resources come from their node sets (set node_set S resources_available.NAME = V) and agents"),
     ("max_user_res", Object::Both, "qmesh limits jobs by count (max_user_run), not by resources"),
     ("max_group_res", Object::Both, "qmesh limits jobs by count (max_group_run), not by resources"),
     ("max_user_res_soft", Object::Both, "qmesh has no soft limits"),

@@ -3,7 +3,9 @@
 //! features = "fat,gpu"` (flat sets; a node may name its own host,
 //! `n3@h2`), `set node_set s1 mem = 64gb` (also `nodes += n16`,
 //! `nodes -= n0`, `host = h2`, `features += nag`, `jobs_per_node = 8` to
-//! share its nodes among jobs), `unset node_set s1 features`, `delete node_set s1`, `list node_set [NAMES]`.
+//! share its nodes among jobs, `resources_available.scratch = 400gb` for
+//! a host-level resource the site created), `unset node_set s1 features`,
+//! `delete node_set s1`, `list node_set [NAMES]`.
 //!
 //! The sets of the daemon's file describe the machine: qmgr lists them but
 //! changes only its own, kept in [`Config::node_sets`]. Sets stay disjoint,
@@ -17,7 +19,9 @@ use super::print::quoted;
 use crate::node::{NodeAttrs, NodeDef, NodeSet, Topology};
 use crate::resources::{check_feature, format_size, parse_size};
 use crate::server::Config;
+use crate::site_resources::ResourceDef;
 use crate::state::State;
+use std::collections::BTreeMap;
 
 /// Every node set name a configuration may refer to: the file's, then
 /// qmgr's (from the working copy, so a script may use a set it made).
@@ -63,7 +67,8 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-const ATTRS: &str = "nodes, host, topology, mem, ncpus, features and jobs_per_node";
+const ATTRS: &str =
+    "nodes, host, topology, mem, ncpus, features, jobs_per_node and resources_available.NAME";
 
 /// Expands `n[0-15]` (and `n[00-15]`, zero-padded) to its names; any other
 /// name is itself.
@@ -155,10 +160,46 @@ fn topology(value: &str) -> Result<Topology, String> {
     }
 }
 
-/// Sets mem, ncpus, features or jobs_per_node; `Ok(false)` if `a` names
-/// none of them.
-fn set_attr(attrs: &mut NodeAttrs, a: &Assignment) -> Result<bool, String> {
+/// Sets mem, ncpus, features, jobs_per_node or `resources_available.NAME`
+/// (for a resource the site made host-level, `resources`' flag `h`);
+/// `Ok(false)` if `a` names none of them.
+fn set_attr(
+    attrs: &mut NodeAttrs,
+    a: &Assignment,
+    resources: &BTreeMap<String, ResourceDef>,
+) -> Result<bool, String> {
     let scalar = || super::attrs::scalar_only(&a.name, a.op);
+    if let Some(name) = super::resource::available_attr(&a.name) {
+        scalar()?;
+        let def = resources.get(name).ok_or_else(|| {
+            format!(
+                "resources_available.{name}: resource \"{name}\" is not defined; create it \
+                 first (qmgr -c \"create resource {name} type = size, flag = h\")"
+            )
+        })?;
+        if !def.host_level() {
+            return Err(format!(
+                "resources_available.{name}: resource \"{name}\" is not a host resource \
+                 (flag = {}); give it flag h (set resource {name} flag = h, or nh to consume \
+                 it per node), or bound it on the server (set server resources_available.{name})",
+                if def.flags.is_empty() {
+                    "none"
+                } else {
+                    &def.flags
+                }
+            ));
+        }
+        def.kind.check(&a.value).map_err(|why| {
+            format!(
+                "resources_available.{name}: {why}; a {} value is needed",
+                def.kind
+            )
+        })?;
+        attrs
+            .resources
+            .insert(name.to_string(), a.value.trim().to_string());
+        return Ok(true);
+    }
     match a.name.as_str() {
         "mem" => {
             scalar()?;
@@ -200,7 +241,11 @@ fn host_of(assigns: &[Assignment]) -> Result<Option<&str>, String> {
     Ok(host)
 }
 
-fn create(name: &str, assigns: &[Assignment]) -> Result<NodeSet, String> {
+fn create(
+    name: &str,
+    assigns: &[Assignment],
+    resources: &BTreeMap<String, ResourceDef>,
+) -> Result<NodeSet, String> {
     let host = host_of(assigns)?;
     let mut set = NodeSet {
         name: name.to_string(),
@@ -216,7 +261,7 @@ fn create(name: &str, assigns: &[Assignment]) -> Result<NodeSet, String> {
                 set.nodes = parse_nodes(&a.value, host)?;
             }
             "topology" => set.topology = topology(&a.value)?,
-            _ if set_attr(&mut set.attrs, a)? => {}
+            _ if set_attr(&mut set.attrs, a, resources)? => {}
             other => return Err(unknown_attr(other)),
         }
     }
@@ -234,7 +279,11 @@ fn common_host(set: &NodeSet) -> Option<&str> {
     set.nodes.iter().all(|n| n.host == first).then_some(first)
 }
 
-fn change(set: &mut NodeSet, assigns: &[Assignment]) -> Result<(), String> {
+fn change(
+    set: &mut NodeSet,
+    assigns: &[Assignment],
+    resources: &BTreeMap<String, ResourceDef>,
+) -> Result<(), String> {
     let host = host_of(assigns)?;
     let mut nodes_given = false;
     for a in assigns {
@@ -267,7 +316,7 @@ fn change(set: &mut NodeSet, assigns: &[Assignment]) -> Result<(), String> {
                     set.name
                 ));
             }
-            _ if set_attr(&mut set.attrs, a)? => {}
+            _ if set_attr(&mut set.attrs, a, resources)? => {}
             other => return Err(unknown_attr(other)),
         }
     }
@@ -387,7 +436,7 @@ pub fn apply(
                         "node set \"{name}\" already exists; change it with set node_set {name} ..."
                     ));
                 }
-                let set = create(name, assigns)?;
+                let set = create(name, assigns, &config.resources)?;
                 check_disjoint(&set, config, state)?;
                 config.node_sets.insert(name.clone(), set);
             }
@@ -396,7 +445,7 @@ pub fn apply(
             for name in names {
                 let mut set = set_mut(config, state, name)?.clone();
                 let before = set.clone();
-                change(&mut set, assigns)?;
+                change(&mut set, assigns, &config.resources)?;
                 // Nodes that leave the set or change host must be idle.
                 let moved = before.nodes.iter().filter(|old| {
                     !set.nodes
@@ -417,6 +466,8 @@ pub fn apply(
                         "ncpus" | "cpus" => set.attrs.cpus = None,
                         "features" | "feature" => set.attrs.features.clear(),
                         "jobs_per_node" => set.attrs.jobs_per_node = None,
+                        _ if super::resource::available_attr(attr)
+                            .is_some_and(|r| set.attrs.resources.remove(r).is_some()) => {}
                         "nodes" | "host" | "topology" => {
                             return Err(format!(
                                 "a node set always has {attr}; set it instead (set node_set {name} {attr} = ...)"
@@ -568,6 +619,9 @@ pub fn print(config: &Config) -> String {
         }
         if set.attrs.slots() > 1 {
             parts.push(format!("jobs_per_node = {}", set.attrs.slots()));
+        }
+        for (name, value) in &set.attrs.resources {
+            parts.push(format!("resources_available.{name} = {}", quoted(value)));
         }
         out.push_str(&format!(
             "create node_set {} {}\n",

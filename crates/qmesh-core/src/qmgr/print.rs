@@ -280,7 +280,13 @@ pub fn help(topic: Option<&str>) -> String {
              string|string_array|boolean, flag = FLAGS (n or f with h: consumed per host; q: per \
              queue and server; m: sent to the hosts; r: read only to users; i: invisible).\n\
              set resource NAME type = T, flag = F   unset resource NAME flag   delete resource NAME\n\
-             list resource [NAME]   print resource [NAME]\n"
+             list resource [NAME]   print resource [NAME]\n\
+             Flag q: set server resources_available.NAME = N (and on a queue) bounds what running \
+             jobs use; a job waits while its -l NAME=N does not fit.\n\
+             Flag h: each node has what its node set says (set node_set S \
+             resources_available.NAME = V, or resources = { NAME = V } in the configuration \
+             file); chunks and -l NAME=V run where it serves them; nh: the jobs of a shared node \
+             share it; fh: the first node only.\n"
             .to_string(),
         _ => "Commands (abbreviations in brackets):\n\
               \x20   create [c] queue NAME [attr = value, ...]\n\
@@ -298,9 +304,11 @@ pub fn help(topic: Option<&str>) -> String {
               \x20   set [s] shutdown NAME attr = value   unset [u] shutdown NAME node_sets|comment\n\
               \x20   delete [d] shutdown NAME  list [l] shutdown [NAME]\n\
               \x20   create [c] node_set NAME nodes = \"n[0-15]\", host = HOST\n\
-              \x20       [, mem = 32gb, ncpus = 8, features = \"fat,gpu\"]  (flat; a node may say n3@HOST)\n\
+              \x20       [, mem = 32gb, ncpus = 8, features = \"fat,gpu\", resources_available.scratch = 400gb]\n\
+              \x20       (flat; a node may say n3@HOST)\n\
               \x20   set [s] node_set NAME attr = value (nodes += n16, host = H2, ...)\n\
-              \x20   unset [u] node_set NAME mem|ncpus|features   delete [d] node_set NAME\n\
+              \x20   unset [u] node_set NAME mem|ncpus|features|resources_available.NAME\n\
+              \x20   delete [d] node_set NAME\n\
               \x20   list [l] node_set [NAME]  (the configuration file's sets are read only)\n\
               \x20   set [s] node NAME state = offline|draining|free [, comment = \"why\"]\n\
               \x20   unset [u] node NAME state   list [l] node [NAME]  (operators; see pbsnodes)\n\
@@ -468,6 +476,7 @@ mod tests {
                         features: features.into_iter().map(String::from).collect(),
                         jobs_per_node,
                         gpus: None,
+                        resources: Default::default(),
                     },
                 },
             )

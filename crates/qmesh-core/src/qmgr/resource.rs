@@ -70,9 +70,24 @@ fn user_of(config: &Config, name: &str) -> Option<String> {
     if let Some(attr) = names(&s.resources_max, &s.resources_min, &s.resources_default) {
         return Some(format!("the server's {attr}.{name}"));
     }
-    config.queues.values().find_map(|q| {
+    if s.resources_available.contains_key(name) {
+        return Some(format!("the server's resources_available.{name}"));
+    }
+    let queue = config.queues.values().find_map(|q| {
         names(&q.resources_max, &q.resources_min, &q.resources_default)
+            .or_else(|| {
+                q.resources_available
+                    .contains_key(name)
+                    .then_some("resources_available")
+            })
             .map(|attr| format!("queue {}'s {attr}.{name}", q.name))
+    });
+    queue.or_else(|| {
+        config
+            .node_sets
+            .values()
+            .find(|set| set.attrs.resources.contains_key(name))
+            .map(|set| format!("node set {}'s resources_available.{name}", set.name))
     })
 }
 
@@ -273,6 +288,53 @@ pub fn set_in_map(
         .map_err(|why| format!("{attr}: {why}; a {kind} value is needed"))?;
     map.insert(resource.to_string(), a.value.trim().to_string());
     Ok(())
+}
+
+/// The resource a `resources_available.NAME` attribute names, if `attr`
+/// is one.
+pub fn available_attr(attr: &str) -> Option<&str> {
+    let (head, resource) = attr.split_once('.')?;
+    (head.eq_ignore_ascii_case("resources_available") && !resource.is_empty()).then_some(resource)
+}
+
+/// Sets `resources_available.NAME = value` of a queue or the server, in
+/// `map`, for a resource the site consumes per queue and server (flag
+/// `q`), checking the value against its type. `None` if `attr` is not
+/// such an attribute: PBS's others are kept without effect (`inert.rs`).
+pub fn set_available(
+    map: &mut BTreeMap<String, String>,
+    attr: &str,
+    op: super::parse::Op,
+    value: &str,
+    resources: &BTreeMap<String, ResourceDef>,
+) -> Option<Result<(), String>> {
+    let resource = available_attr(attr)?;
+    let def = resources.get(resource).filter(|d| d.per_queue())?;
+    let checked = scalar_only(attr, op).and_then(|()| {
+        let amount = def.kind.amount(value).filter(|&x| x >= 0.0);
+        if amount.is_none() {
+            let why = def
+                .kind
+                .check(value)
+                .err()
+                .unwrap_or_else(|| "it is below 0".into());
+            return Err(format!(
+                "resources_available.{resource}: {why}; a {} amount, 0 or more, is needed",
+                def.kind
+            ));
+        }
+        map.insert(resource.to_string(), value.trim().to_string());
+        Ok(())
+    });
+    Some(checked)
+}
+
+/// `(resources_available.NAME, value)` for each resource consumed per
+/// queue and server that `map` bounds.
+pub fn available_values(map: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    map.iter()
+        .map(|(name, value)| (format!("resources_available.{name}"), value.clone()))
+        .collect()
 }
 
 /// `(resources_X.NAME, value)` for each entry of the three maps.

@@ -240,9 +240,10 @@ fn set_chunk_resource(
         _ => {
             // A boolean host resource asks for a feature; anything else is
             // kept as written and checked against the site's resources by
-            // the caller.
+            // the caller (`1` too: it may be an amount, `nmics=1`, which
+            // `node_resources::check_chunks` tells from a boolean).
             match value.to_ascii_lowercase().as_str() {
-                "true" | "t" | "y" | "yes" | "1" => {
+                "true" | "t" | "y" | "yes" => {
                     chunk.features.push(check_feature(name).map_err(in_chunk)?)
                 }
                 _ => chunk.other.push((name.to_string(), value.to_string())),

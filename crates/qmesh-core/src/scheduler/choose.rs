@@ -1,8 +1,9 @@
 //! Which nodes serve a job whose chunks say where they run: host or node
 //! pins (`host=`, `vnode=`, Torque's `nodes=node03+node04`), `place=pack`
 //! (all on one host), `place=scatter` (one chunk per host), `place=excl`
-//! on a shared set (no other job on its nodes) and GPUs on a shared set
-//! (no more than a node has free). Counting nodes is not enough for these
+//! on a shared set (no other job on its nodes), and GPUs and the site's
+//! resources consumed per node on a shared set (no more than a node has
+//! free; flag `f`: on the first node only). Counting nodes is not enough for these
 //! jobs: the planner asks [`choose`] for concrete nodes among the free ones
 //! its profiles allow, and a job it finds none for waits with `Placement`.
 //!
@@ -15,6 +16,7 @@
 //! set is.
 
 use crate::job::Job;
+use crate::node_resources::{Consumed, HostResource};
 use crate::resources::{Arrangement, Pin};
 
 /// What a job asks of its nodes beyond their number and attributes, one
@@ -27,6 +29,11 @@ pub(crate) struct Wants<'j> {
     pub sole: bool,
     /// GPUs it needs on each node.
     pub gpus: u32,
+    /// Site resources it uses up on each node (flag `n`).
+    pub per_node: Vec<&'j HostResource>,
+    /// Site resources it uses up on its first node only (flag `f`),
+    /// which that node must have.
+    pub first_node: Vec<&'j HostResource>,
 }
 
 impl<'j> Wants<'j> {
@@ -40,15 +47,26 @@ impl<'j> Wants<'j> {
         let arrangement = layout.map_or(Arrangement::Free, |l| l.place.arrangement);
         let sole = layout.is_some_and(|l| l.place.exclusive());
         let gpus = job.gpus.unwrap_or(0);
+        let consumed = |how| -> Vec<&HostResource> {
+            job.node_resources
+                .iter()
+                .filter(|r| r.consumed == how)
+                .collect()
+        };
+        let (per_node, first_node) = (consumed(Consumed::PerNode), consumed(Consumed::FirstNode));
         let plain = pins.iter().all(Option::is_none)
             && !matches!(arrangement, Arrangement::Pack | Arrangement::Scatter)
             && !sole
-            && gpus == 0;
+            && gpus == 0
+            && per_node.is_empty()
+            && first_node.is_empty();
         (!plain).then_some(Wants {
             pins,
             arrangement,
             sole,
             gpus,
+            per_node,
+            first_node,
         })
     }
 
@@ -84,6 +102,9 @@ pub(crate) struct Candidate<'a> {
     pub host: &'a str,
     /// Which of the planner's per-set caps it counts against.
     pub set: usize,
+    /// Whether it may be the job's first node: it has what the job uses
+    /// up there (flag `f`).
+    pub first_ok: bool,
 }
 
 /// One candidate per entry of `wants`, in entry order (node `i` serves
@@ -121,6 +142,7 @@ fn assign(wants: &Wants, pool: &[Candidate], caps: &[(usize, usize)]) -> Option<
         let pin = wants.pins[e];
         let found = pool.iter().enumerate().position(|(k, c)| {
             !taken[k]
+                && (e != 0 || c.first_ok)
                 && pin.is_none_or(|p| p.admits(c.name, c.host))
                 && (wants.arrangement != Arrangement::Scatter || !hosts_used.contains(&c.host))
                 && left.iter().any(|&(s, n)| s == c.set && n > 0)
@@ -161,6 +183,7 @@ mod tests {
                 name,
                 host,
                 set: 0,
+                first_ok: true,
             })
             .collect()
     }
@@ -172,6 +195,8 @@ mod tests {
             arrangement,
             sole,
             gpus: 0,
+            per_node: Vec::new(),
+            first_node: Vec::new(),
         };
         choose(&wants, &pool(nodes), &[(0, nodes.len())])
     }
@@ -225,6 +250,8 @@ mod tests {
             arrangement,
             sole,
             gpus: 0,
+            per_node: Vec::new(),
+            first_node: Vec::new(),
         };
         let mut p = pool(&CLUSTER);
         p[2].set = 1;

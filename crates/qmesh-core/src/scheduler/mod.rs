@@ -68,6 +68,9 @@ pub enum Reason {
     PeriodEnd,
     /// Its queue runs only in given calendar periods, and none is on.
     OutsidePeriod,
+    /// A resource the server or its queue bounds (flag `q`, such as
+    /// licences: `resources_available.matlab`) is too much in use for it.
+    Consumable,
 }
 
 impl Reason {
@@ -92,6 +95,7 @@ impl Reason {
             Reason::Shutdown => "Shutdown",
             Reason::PeriodEnd => "PeriodEnd",
             Reason::OutsidePeriod => "OutsidePeriod",
+            Reason::Consumable => "Consumable",
         }
     }
 
@@ -129,6 +133,10 @@ impl Reason {
             }
             Reason::OutsidePeriod => {
                 "its queue runs only in its periods (qmgr list queue); it waits for the next"
+            }
+            Reason::Consumable => {
+                "a resource it asks for is in use up to the server's or its queue's \
+                 resources_available; it starts when running jobs give some back"
             }
         }
     }
@@ -463,7 +471,14 @@ impl Scheduler {
             return Reason::NodesDown;
         }
         let running = state.accounting().tally.entities.running();
-        crate::limits::run_reason(config, running, job).unwrap_or(Reason::Resources)
+        if let Some(reason) = crate::limits::run_reason(config, running, job) {
+            return reason;
+        }
+        // Counts what running jobs use: only where something is bounded.
+        if crate::consumable::Consumables::of(state).is_some_and(|c| c.shortfall(job).is_some()) {
+            return Reason::Consumable;
+        }
+        Reason::Resources
     }
 
     /// [`Scheduler::reason`], with what depends on the time: dependencies

@@ -39,6 +39,7 @@ use super::{Entry, Plan, Reason, Start, Status};
 use crate::Time;
 use crate::alloc::{self, Allocator, Part, Placement};
 use crate::job::{Job, JobId, JobState};
+use crate::node_resources::HostResource;
 use crate::periods;
 use crate::server::Backfill;
 use crate::state::{NodeBits, State};
@@ -65,6 +66,9 @@ pub(super) struct Planner<'a> {
     started_on_host: HashMap<&'a str, u32>,
     /// GPUs this pass's starts took, per node of a shared set.
     started_gpus_on_node: HashMap<usize, u32>,
+    /// Site resources consumed per node (flags `n`, `f`) this pass's
+    /// starts took, per node of a shared set and resource.
+    started_use_on_node: HashMap<(usize, &'a str), f64>,
     /// Per set, its topology's allocator holding what is taken now; `None`
     /// for a flat set, whose free nodes are simply counted.
     allocators: Vec<Option<Box<dyn Allocator>>>,
@@ -87,6 +91,10 @@ pub(super) struct Planner<'a> {
     /// for PBS's limits (`limits.rs`).
     entity_running: crate::limits::RunCounts,
     limits_on: bool,
+    /// The server's and queues' bounds on resources consumed per queue
+    /// and server (flag `q`) and what running jobs use, this pass's
+    /// starts counted; `None` when nothing is bounded.
+    consumables: Option<crate::consumable::Consumables>,
     /// Per set, by nodes then wall time, the last reservation's start. A
     /// pass only ever takes nodes from the profiles, so a job of at least
     /// as many nodes and as long a wall time cannot start earlier: its
@@ -171,6 +179,7 @@ impl<'a> Planner<'a> {
             started_on_node: HashMap::new(),
             started_on_host: HashMap::new(),
             started_gpus_on_node: HashMap::new(),
+            started_use_on_node: HashMap::new(),
             allocators,
             releases: shaped_releases,
             placed: vec![Vec::new(); sets.len()],
@@ -180,6 +189,7 @@ impl<'a> Planner<'a> {
             group_running: HashMap::new(),
             entity_running: crate::limits::RunCounts::default(),
             limits_on,
+            consumables: crate::consumable::Consumables::of(state),
             hints: vec![BTreeMap::new(); sets.len()],
             reserved_any: false,
             closed: vec![Vec::new(); sets.len()],
@@ -314,6 +324,12 @@ impl<'a> Planner<'a> {
         {
             return entry(Status::Waiting, Some(reason), None);
         }
+        // Licences and the like: checked each pass, never reserved.
+        if let Some(consumables) = &self.consumables
+            && job().is_some_and(|job| consumables.shortfall(job).is_some())
+        {
+            return entry(Status::Waiting, Some(Reason::Consumable), None);
+        }
         if self.blocked {
             return entry(Status::Waiting, Some(Reason::Blocked), None);
         }
@@ -339,13 +355,19 @@ impl<'a> Planner<'a> {
         };
         let mut unplaceable = false;
         let wants = job().filter(|_| view.constrained).and_then(Wants::of);
+        let wants = wants.as_ref();
         if free_now >= n {
-            match self.start_now(usable, n, end, reserve, wants.as_ref()) {
+            match self.start_now(usable, n, end, reserve, wants) {
                 Now::Started(nodes, parts) => {
                     if self.limits_on
                         && let Some(job) = job()
                     {
                         self.count_running(job);
+                    }
+                    if let Some(consumables) = &mut self.consumables
+                        && let Some(job) = job()
+                    {
+                        consumables.add(job);
                     }
                     starts.push(Start {
                         job: view.id,
@@ -422,7 +444,7 @@ impl<'a> Planner<'a> {
         n: usize,
         end: Secs,
         promised: bool,
-        wants: Option<&Wants>,
+        wants: Option<&Wants<'a>>,
     ) -> Now {
         let now = self.now_s;
         let mut unplaceable = false;
@@ -571,9 +593,22 @@ impl<'a> Planner<'a> {
         let set = &self.state.node_sets()[s];
         let host = set.nodes.first().map(|n| n.host.as_str());
         let one_host = host.filter(|h| set.nodes.iter().all(|n| n.host == *h));
-        wants.indifferent_on(one_host, |pin| {
-            set.nodes.iter().all(|n| pin.admits(&n.name, &n.host))
-        })
+        // Its first node is one of the set's: all must have what it
+        // uses up there (the set is homogeneous, and not shared).
+        let first = self.effective_has(s, &wants.first_node);
+        first
+            && wants.indifferent_on(one_host, |pin| {
+                set.nodes.iter().all(|n| pin.admits(&n.name, &n.host))
+            })
+    }
+
+    /// Whether the nodes of set `s` have the resources (each node its
+    /// node set's `resources_available`).
+    fn effective_has(&self, s: usize, resources: &[&HostResource]) -> bool {
+        let have = &self.state.effective_attrs(s).resources;
+        resources
+            .iter()
+            .all(|r| r.served_by(have.get(&r.name).map(String::as_str)))
     }
 
     /// Starts a job that `wants` particular nodes on flat sets, within
@@ -582,7 +617,7 @@ impl<'a> Planner<'a> {
     /// order. Shared sets offer their least busy nodes first; a node a
     /// job is to have alone must run none, and a GPU job's node must have
     /// its GPUs free.
-    fn start_chosen(&mut self, caps: &[(usize, usize)], end: Secs, wants: &Wants) -> Now {
+    fn start_chosen(&mut self, caps: &[(usize, usize)], end: Secs, wants: &Wants<'a>) -> Now {
         let nodes = self.state.nodes();
         let mut pool: Vec<Candidate> = Vec::new();
         for &(s, cap) in caps {
@@ -602,12 +637,19 @@ impl<'a> Planner<'a> {
                     if !wants.fits_shared(others, self.gpus_free(i)) {
                         continue;
                     }
+                    if !self.room_for(i, &wants.per_node) {
+                        continue;
+                    }
                 }
+                let first_ok = wants.first_node.is_empty()
+                    || (self.effective_has(s, &wants.first_node)
+                        && (self.slots[s] == 1 || self.room_for(i, &wants.first_node)));
                 pool.push(Candidate {
                     index: i,
                     name: &node.name,
                     host: &node.host,
                     set: s,
+                    first_ok,
                 });
             }
         }
@@ -616,11 +658,20 @@ impl<'a> Planner<'a> {
         };
         let now = self.now_s;
         let mut shaped: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-        for &i in &chosen {
+        for (k, &i) in chosen.iter().enumerate() {
             let node = &nodes[i];
             let s = node.set;
             if self.allocators[s].is_some() {
                 shaped.entry(s).or_default().push((i - self.base[s]) as u32);
+            }
+            if self.slots[s] > 1 {
+                let firsts = if k == 0 { &wants.first_node[..] } else { &[] };
+                for r in wants.per_node.iter().chain(firsts) {
+                    *self
+                        .started_use_on_node
+                        .entry((i, r.name.as_str()))
+                        .or_default() += r.amount();
+                }
             }
             let take = if self.slots[s] > 1 {
                 let started = self.started_on_node.entry(i).or_default();
@@ -655,6 +706,21 @@ impl<'a> Planner<'a> {
     fn gpus_free(&self, i: usize) -> u32 {
         let started = self.started_gpus_on_node.get(&i).copied().unwrap_or(0);
         self.state.gpus_free(i).saturating_sub(started)
+    }
+
+    /// Whether shared node `i` has free what a job uses up of each of
+    /// `resources` there: its set's `resources_available` less what the
+    /// jobs on it use (a job's first node also what it uses there alone,
+    /// flag `f`) and what this pass's starts took.
+    fn room_for(&self, i: usize, resources: &[&HostResource]) -> bool {
+        resources.iter().all(|r| {
+            let started = self
+                .started_use_on_node
+                .get(&(i, r.name.as_str()))
+                .copied()
+                .unwrap_or(0.0);
+            self.state.has_left(i, r, started)
+        })
     }
 
     /// The nodes of set `s` with room for a job now (this pass's starts

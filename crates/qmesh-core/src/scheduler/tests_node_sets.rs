@@ -30,6 +30,7 @@ fn thin_and_fat() -> State {
         features: Vec::new(),
         jobs_per_node: None,
         gpus: None,
+        resources: Default::default(),
     };
     let fat = NodeAttrs {
         mem: Some(64 << 30),
@@ -37,6 +38,7 @@ fn thin_and_fat() -> State {
         features: vec!["fat".into()],
         jobs_per_node: None,
         gpus: None,
+        resources: Default::default(),
     };
     let mut config = Config::default();
     config.queues.insert("batch".into(), Queue::open("batch"));

@@ -131,6 +131,19 @@ impl SchedulerTask {
         {
             return closedown.describe(&self.zone());
         }
+        // A licence or other resource the server or queue bounds: which,
+        // and how much is in use.
+        if reason == Reason::Consumable
+            && let Some(why) = qmesh_core::consumable::describe(&self.state, job)
+        {
+            return why;
+        }
+        // GPUs or other resources used up per node on shared nodes.
+        if reason == Reason::Placement
+            && let Some(why) = qmesh_core::node_resources::placement_note(job)
+        {
+            return why;
+        }
         // A PBS job-count limit: which one, and how many run.
         if matches!(
             reason,
@@ -311,6 +324,12 @@ impl SchedulerTask {
                 jobs_per_node: node.slots,
                 mem: state.effective_attrs(node.set).mem.unwrap_or(0),
                 properties: state.effective_attrs(node.set).features.clone(),
+                resources_available: state
+                    .effective_attrs(node.set)
+                    .resources
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
                 state: node.state_name().to_string(),
                 load: state.host_load(&node.host).map_or(0.0, |(load, _)| load),
                 cpus: state.host_load(&node.host).map_or(0, |(_, cpus)| cpus),

@@ -1,5 +1,7 @@
 //! The daemon's half of `qstat -B`: the server's own status, as PBS shows
-//! it (state, job counts, the defaults and limits users meet).
+//! it (state, job counts, the defaults and limits users meet, and the
+//! licences and other resources it bounds: `resources_available.NAME`,
+//! `resources_assigned.NAME`).
 
 use chrono::Utc;
 use qmesh_core::JobState;
@@ -49,6 +51,14 @@ impl SchedulerTask {
         let nodes = self.state.nodes();
         reply.nodes_total = nodes.len() as u32;
         reply.nodes_assigned = nodes.iter().filter(|n| !n.jobs.is_empty()).count() as u32;
+        reply.resources_available = attrs
+            .resources_available
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        reply.resources_assigned = qmesh_core::consumable::assigned(&self.state)
+            .into_iter()
+            .collect();
         reply
     }
 }

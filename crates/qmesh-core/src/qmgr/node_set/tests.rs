@@ -264,3 +264,81 @@ fn print_server_creates_sets_before_what_names_them() {
     run_as(Role::Manager, &printed, &mut rebuilt, &st).unwrap();
     assert_eq!(rebuilt, config);
 }
+
+#[test]
+fn a_set_takes_resources_available_for_host_level_resources() {
+    let st = state(2);
+    let mut config = st.config().clone();
+    run_as(
+        Role::Manager,
+        "create resource scratch type = size, flag = nh\n\
+         create resource model type = string, flag = h\n\
+         create resource matlab type = long, flag = q\n\
+         create node_set big nodes = \"b[1-2]\", host = hb, resources_available.scratch = 400gb\n\
+         set node_set big resources_available.model = skylake",
+        &mut config,
+        &st,
+    )
+    .unwrap();
+    let attrs = &config.node_sets["big"].attrs;
+    assert_eq!(attrs.resources["scratch"], "400gb");
+    assert_eq!(attrs.resources["model"], "skylake");
+    let out = run_as(Role::Manager, "list node_set big", &mut config, &st).unwrap();
+    assert!(
+        out.output
+            .contains("attributes = model=skylake, scratch=400gb"),
+        "{}",
+        out.output
+    );
+    let printed = print_server(&config);
+    assert!(
+        printed.contains(
+            "create node_set big nodes = \"b1,b2\", host = hb, resources_available.model = \
+             skylake, resources_available.scratch = 400gb\n"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.find("create resource scratch") < printed.find("create node_set big"),
+        "resources come first: {printed}"
+    );
+    // The printed form restores.
+    let mut restored = st.config().clone();
+    let over = super::super::print_server_over(&config, st.config());
+    run_as(Role::Manager, &over, &mut restored, &st).unwrap();
+    assert_eq!(restored.node_sets["big"], config.node_sets["big"]);
+
+    for (script, says) in [
+        (
+            "set node_set big resources_available.scratch = lots",
+            "resources_available.scratch: write a size",
+        ),
+        (
+            "set node_set big resources_available.matlab = 2",
+            "is not a host resource (flag = q)",
+        ),
+        (
+            "set node_set big resources_available.nosuch = 2",
+            "resource \"nosuch\" is not defined",
+        ),
+        (
+            "delete resource scratch",
+            "named by node set big's resources_available.scratch",
+        ),
+    ] {
+        assert!(fails(script, &config, &st).contains(says), "{script}");
+    }
+    run_as(
+        Role::Manager,
+        "unset node_set big resources_available.scratch",
+        &mut config,
+        &st,
+    )
+    .unwrap();
+    assert!(
+        !config.node_sets["big"]
+            .attrs
+            .resources
+            .contains_key("scratch")
+    );
+}
