@@ -123,6 +123,12 @@ pub struct RunLimits {
 }
 
 impl Config {
+    /// Whether any of PBS's job-count limits is set, on the server or a
+    /// queue (the state keeps their counters only then).
+    pub fn has_job_count_limits(&self) -> bool {
+        !self.server.limits.is_empty() || self.queues.values().any(|q| !q.limits.is_empty())
+    }
+
     /// Whether any running-job cap is set (a pass skips counting if not).
     pub fn has_run_limits(&self) -> bool {
         self.server.max_user_run.is_some()

@@ -301,10 +301,9 @@ pub fn entity_name(job: &Job, entity: Entity) -> Option<&str> {
     }
 }
 
-/// The project a job charges (`qsub -P`). Jobs carry none yet: project
-/// limits are kept and printed, and count once they do.
-pub fn project_of(_job: &Job) -> Option<&str> {
-    None
+/// The project a job charges (`qsub -P`): what `[p:...]` limits count.
+pub fn project_of(job: &Job) -> Option<&str> {
+    job.project.as_deref()
 }
 
 fn applies(

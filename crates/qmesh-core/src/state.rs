@@ -181,6 +181,7 @@ impl State {
         let occupancy = Occupancy::of(&nodes, node_sets.len());
         let mut accounting = Accounting::default();
         accounting.configure(&config);
+        accounting.tally.counting_entities = config.has_job_count_limits();
         let mut state = State {
             accounting,
             up_per_set: vec![0; node_sets.len()],
@@ -284,6 +285,13 @@ impl State {
             warnings.extend(self.replace_node_sets(sets));
         }
         self.accounting.configure(&config);
+        let counting = config.has_job_count_limits();
+        let jobs = &self.jobs;
+        let pending = jobs.values().filter(|j| j.state.is_pending());
+        let active = jobs.values().filter(|j| j.state.is_active());
+        self.accounting
+            .tally
+            .count_entities(counting, pending, active);
         let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
         self.config = config;
         if sets_changed || marks_changed {
@@ -1150,7 +1158,11 @@ impl State {
         if self.occupancy != Occupancy::of(&self.nodes, self.node_sets.len()) {
             return Err("the free nodes or a job's held nodes are off".into());
         }
-        let recounted = crate::account::Tally::recount(self.pending_jobs(), self.active_jobs());
+        let recounted = crate::account::Tally::recount(
+            self.pending_jobs(),
+            self.active_jobs(),
+            self.accounting.tally.counting_entities,
+        );
         if recounted != self.accounting.tally {
             return Err("the per-user and per-group job counters are off".into());
         }

@@ -38,8 +38,12 @@ pub struct Tally {
     users: HashMap<String, Count>,
     groups: HashMap<String, Count>,
     /// Jobs not finished per queue and per user, Unix group and project,
-    /// for PBS's queued limits (`max_queued`, `max_queuable`).
+    /// for PBS's queued limits (`max_queued`, `max_queuable`). Kept only
+    /// while some such limit is set (`counting_entities`): they cost two
+    /// scopes of four hashed names at every step of every job, a third of
+    /// a trace replay, and a site without PBS limits never reads them.
     pub(crate) entities: EntityCounts,
+    pub(crate) counting_entities: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -79,15 +83,44 @@ impl Tally {
         if let Some(account) = &job.account {
             bump(&mut self.groups, group_of(account), set, enter, secs);
         }
-        self.entities.change(job, enter, matches!(set, Set::Active));
+        if self.counting_entities {
+            self.entities.change(job, enter, matches!(set, Set::Active));
+        }
+    }
+
+    /// Starts or stops keeping the per-queue counters; started, they are
+    /// made from the jobs not finished.
+    pub(crate) fn count_entities<'a>(
+        &mut self,
+        on: bool,
+        pending: impl Iterator<Item = &'a Job>,
+        active: impl Iterator<Item = &'a Job>,
+    ) {
+        if on == self.counting_entities {
+            return;
+        }
+        self.counting_entities = on;
+        self.entities = EntityCounts::default();
+        if on {
+            for job in pending {
+                self.entities.change(job, true, false);
+            }
+            for job in active {
+                self.entities.change(job, true, true);
+            }
+        }
     }
 
     /// The counters made from scratch, for the invariant check.
     pub(crate) fn recount<'a>(
         pending: impl Iterator<Item = &'a Job>,
         active: impl Iterator<Item = &'a Job>,
+        counting_entities: bool,
     ) -> Tally {
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            counting_entities,
+            ..Tally::default()
+        };
         for job in pending {
             tally.enter_pending(job);
         }

@@ -136,6 +136,54 @@ fn new_style_queued_limits_and_the_server() {
 }
 
 #[test]
+fn counters_kept_only_with_limits_are_made_when_a_limit_is_set() {
+    let mut s = state(4);
+    assert!(
+        !s.accounting().tally.counting_entities,
+        "no limit: no counters"
+    );
+    for _ in 0..3 {
+        submit_to(&mut s, "batch", 1).unwrap();
+    }
+    let mut config = s.config().clone();
+    config.queues.get_mut("batch").unwrap().limits.max_queued =
+        LimitSet::parse("max_queued", "[o:PBS_ALL=3]").unwrap();
+    s.set_config(config);
+    s.check_invariants().unwrap();
+    let err = submit_to(&mut s, "batch", 2).unwrap_err().to_string();
+    assert!(err.contains("3 queued or running"), "{err}");
+    let mut config = s.config().clone();
+    config.queues.get_mut("batch").unwrap().limits = JobLimits::default();
+    s.set_config(config);
+    assert!(!s.accounting().tally.counting_entities);
+    submit_to(&mut s, "batch", 2).unwrap();
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn project_limits_count_the_jobs_of_qsub_p() {
+    let mut s = with_workq(JobLimits {
+        max_queued: LimitSet::parse("max_queued", "[p:climate=1]").unwrap(),
+        ..JobLimits::default()
+    });
+    let submit = |s: &mut State, project: Option<&str>| {
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            queue: Some("workq".into()),
+            project: project.map(String::from),
+            ..Submission::default()
+        };
+        s.submit(sub, &caller(1, Role::User), t(0)).map(|j| j.id)
+    };
+    submit(&mut s, Some("climate")).unwrap();
+    submit(&mut s, Some("ocean")).unwrap();
+    submit(&mut s, None).unwrap();
+    let err = submit(&mut s, Some("climate")).unwrap_err().to_string();
+    assert!(err.contains("[p:climate=1]"), "{err}");
+}
+
+#[test]
 fn qmove_counts_the_destination_only() {
     let mut s = with_workq(JobLimits {
         max_user_queuable: Some(1),

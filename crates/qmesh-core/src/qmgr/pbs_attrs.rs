@@ -90,20 +90,8 @@ fn update_number(slot: &mut Option<u32>, name: &str, op: Op, value: &str) -> Res
     Ok(())
 }
 
-fn update_set(
-    set: &mut LimitSet,
-    name: &str,
-    op: Op,
-    value: &str,
-    warnings: &mut Vec<String>,
-) -> Result<(), String> {
+fn update_set(set: &mut LimitSet, name: &str, op: Op, value: &str) -> Result<(), String> {
     let given = LimitSet::parse(name, value)?;
-    if given.counts(crate::limits::Entity::Project) {
-        warnings.push(format!(
-            "{name}: the project entries [p:...] are kept, but jobs carry no project yet, so none \
-             counts against them"
-        ));
-    }
     match op {
         Op::Assign => *set = given,
         Op::Add => set.add(given),
@@ -146,7 +134,6 @@ fn set_limit(
     name: &str,
     op: Op,
     value: &str,
-    warnings: &mut Vec<String>,
 ) -> Option<Result<(), String>> {
     Some(match name {
         "max_running" => update_number(&mut limits.max_running, name, op, value),
@@ -154,8 +141,8 @@ fn set_limit(
         "max_group_run" => update_number(&mut limits.max_group_run, name, op, value),
         "max_queuable" => update_number(&mut limits.max_queuable, name, op, value),
         "max_user_queuable" => update_number(&mut limits.max_user_queuable, name, op, value),
-        "max_run" => update_set(&mut limits.max_run, name, op, value, warnings),
-        "max_queued" => update_set(&mut limits.max_queued, name, op, value, warnings),
+        "max_run" => update_set(&mut limits.max_run, name, op, value),
+        "max_queued" => update_set(&mut limits.max_queued, name, op, value),
         _ => return None,
     })
 }
@@ -208,11 +195,11 @@ pub fn set_queue(
     name: &str,
     op: Op,
     value: &str,
-    warnings: &mut Vec<String>,
+    _warnings: &mut Vec<String>,
 ) -> Option<Result<(), String>> {
     let name = canonical(name);
     let name = name.as_str();
-    if let Some(result) = set_limit(&mut q.limits, name, op, value, warnings) {
+    if let Some(result) = set_limit(&mut q.limits, name, op, value) {
         return Some(result);
     }
     let acl = &mut q.acl;
@@ -302,14 +289,14 @@ pub fn set_server(
     name: &str,
     op: Op,
     value: &str,
-    warnings: &mut Vec<String>,
+    _warnings: &mut Vec<String>,
 ) -> Option<Result<(), String>> {
     let name = canonical(name);
     let name = name.as_str();
     if matches!(name, "max_user_run" | "max_group_run") {
         return None;
     }
-    if let Some(result) = set_limit(&mut s.limits, name, op, value, warnings) {
+    if let Some(result) = set_limit(&mut s.limits, name, op, value) {
         return Some(result);
     }
     let flag = |slot: &mut bool| -> Result<(), String> {
@@ -452,8 +439,8 @@ mod tests {
             out.output
         );
         assert!(
-            out.output.contains("WARNING") && out.output.contains("[p:...]"),
-            "project entries are noted: {}",
+            !out.output.contains("WARNING"),
+            "project entries count jobs' -P: {}",
             out.output
         );
         run_as(
