@@ -16,7 +16,7 @@ use crate::depend::Dependency;
 use crate::error::CoreError;
 use crate::resources::Layout;
 
-pub use options::JobOptions;
+pub use options::{JobOptions, Options};
 pub use shown::NodeShare;
 
 /// The sequence number of a job. Users see it as `SEQ.SERVER`.
@@ -305,7 +305,7 @@ pub struct Job {
     /// Its chunks and `place=`, when it asked for more than a number of
     /// nodes: what each node's share is, and which nodes may serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub layout: Option<Layout>,
+    pub layout: Option<Box<Layout>>,
     /// What it asked for, as PBS shows it (`Resource_List.select`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resource_list: BTreeMap<String, String>,
@@ -316,8 +316,8 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     /// The rest of what qsub's PBS options asked of its run.
-    #[serde(default, skip_serializing_if = "JobOptions::is_default")]
-    pub options: JobOptions,
+    #[serde(default, skip_serializing_if = "Options::is_default")]
+    pub options: Options,
     /// The queue it was submitted to, when a route queue sent it on
     /// (`PBS_O_QUEUE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

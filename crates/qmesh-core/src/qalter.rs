@@ -311,7 +311,7 @@ impl State {
         crate::consumable::check_submit(config, queue, &job.resource_list)?;
         job.features = req.features;
         job.node_resources = host;
-        job.layout = req.layout;
+        job.layout = req.layout.map(Box::new);
         for n in req.notes {
             note(job, n);
         }

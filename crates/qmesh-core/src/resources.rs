@@ -140,6 +140,17 @@ impl ResourceRequest {
         read(given)
     }
 
+    /// Whether it asks for nothing but nodes, wall time and what every
+    /// node must have (memory, CPUs, features): a job whose
+    /// `Resource_List` follows from its fields.
+    pub fn is_plain(&self) -> bool {
+        const PLAIN: [&str; 6] = ["nodes", "nodect", "walltime", "mem", "ncpus", "feature"];
+        self.layout.is_none()
+            && self.notes.is_empty()
+            && self.gpus.is_none()
+            && self.list.keys().all(|k| PLAIN.contains(&k.as_str()))
+    }
+
     /// `Resource_List` once the job's nodes and wall time are settled: what
     /// it asked for, with `nodect`, `ncpus`, `select`, `walltime` worked
     /// out as PBS Pro shows them.

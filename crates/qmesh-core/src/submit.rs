@@ -2,6 +2,8 @@
 //! limits checked, output paths worked out. Everything a refusal needs to
 //! say is said here, before anything is stored.
 
+use std::collections::BTreeMap;
+
 use crate::Time;
 use crate::access::Caller;
 use crate::error::CoreError;
@@ -227,11 +229,21 @@ impl Submission {
             }
             p => p.unwrap_or(0),
         };
-        let resource_list = req.resource_list(nodes, walltime);
-        if held.is_none() {
-            crate::resource_limits::check_job_resources(config, queue, &resource_list)?;
-            crate::consumable::check_submit(config, queue, &resource_list)?;
+        // A plain request (nodes, wall time, what a node must have) keeps
+        // no list: qstat works it out from the job's fields when asked,
+        // and a trace replay or a submission burst pays nothing for it.
+        let plain = req.is_plain();
+        let bounded = resource_bounds_apply(config, queue);
+        let full = (!plain || bounded).then(|| req.resource_list(nodes, walltime));
+        if let Some(list) = full.as_ref().filter(|_| held.is_none() && bounded) {
+            crate::resource_limits::check_job_resources(config, queue, list)?;
+            crate::consumable::check_submit(config, queue, list)?;
         }
+        let resource_list = if plain {
+            BTreeMap::new()
+        } else {
+            full.unwrap_or_default()
+        };
         let (gid, group) = match self.egroup {
             Some((group, gid)) => (gid, group),
             None => (caller.gid, caller.group.clone()),
@@ -260,11 +272,11 @@ impl Submission {
             features: req.features,
             gpus: req.gpus.filter(|&g| g > 0),
             node_resources: host,
-            layout: req.layout,
+            layout: req.layout.map(Box::new),
             resource_list,
             priority,
             project: self.project.filter(|p| !p.trim().is_empty()),
-            options: opts,
+            options: opts.into(),
             submit_queue,
             session_id: None,
             workdir: self.workdir,
@@ -298,11 +310,24 @@ impl Submission {
     }
 }
 
+/// Whether a job's `Resource_List` is checked at submit: its queue or the
+/// server bounds a resource, or the site declared resources (licences).
+fn resource_bounds_apply(config: &Config, queue: &Queue) -> bool {
+    !queue.resources_max.is_empty()
+        || !queue.resources_min.is_empty()
+        || !config.server.resources_max.is_empty()
+        || !config.server.resources_min.is_empty()
+        || !config.resources.is_empty()
+}
+
 /// The entries `queue`'s and the server's `resources_default` add to a
 /// request that names none of them. Nodes and wall time have their own
 /// defaults (see [`effective`]); under `select=`, what belongs to chunks
 /// is left to the chunks.
 fn defaults_for(config: &Config, queue: &Queue, req: &ResourceRequest) -> Vec<(String, String)> {
+    if queue.resources_default.is_empty() && config.server.resources_default.is_empty() {
+        return Vec::new();
+    }
     const OWN: [&str; 6] = ["nodes", "nodect", "walltime", "select", "place", "ncpus"];
     const CHUNK: [&str; 6] = ["ncpus", "mem", "ngpus", "vmem", "mpiprocs", "ompthreads"];
     let chunked = req.layout.as_ref().is_some_and(|l| !l.chunks.is_empty());
@@ -673,6 +698,45 @@ mod tests {
             err,
             CoreError::ExceedsCapacity { capacity: 16, .. }
         ));
+    }
+
+    #[test]
+    fn plain_jobs_keep_no_resource_list_but_are_still_bounded() {
+        let plain = Submission {
+            resources: vec![("nodes".into(), "2".into()), ("mem".into(), "2GB".into())],
+            ..basic()
+        };
+        let job = submit(plain.clone()).unwrap();
+        assert!(job.resource_list.is_empty(), "{:?}", job.resource_list);
+        let shown = job.shown_resource_list();
+        assert_eq!(
+            (shown["nodect"].as_str(), shown["mem"].as_str()),
+            ("2", "2gb")
+        );
+        let chunked = Submission {
+            resources: vec![("select".into(), "1:ncpus=1".into())],
+            ..basic()
+        };
+        assert_eq!(
+            submit(chunked).unwrap().resource_list["select"],
+            "1:ncpus=1"
+        );
+        // A queue bound applies to plain jobs as to any.
+        let mut cfg = config();
+        cfg.queues
+            .get_mut("batch")
+            .unwrap()
+            .resources_max
+            .insert("mem".into(), "1gb".into());
+        let reach = |_: &str, _: &NodeNeeds| Reach {
+            nodes: 16,
+            sets: String::new(),
+        };
+        let err = plain
+            .into_job(JobId(1), &alice(), &cfg, reach, now())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("resources_max.mem"), "{err}");
     }
 
     #[test]

@@ -62,6 +62,64 @@ impl JobOptions {
     }
 }
 
+/// A job's options, allocated only when it has some: most jobs give
+/// none, and a job record kept per job (a hundred thousand in a daemon,
+/// millions in a replay) should not carry two hundred empty bytes.
+/// Reads see the empty options when there are none; a write makes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options(Option<Box<JobOptions>>);
+
+/// What a job without options reads.
+static NONE: JobOptions = JobOptions {
+    shell: Vec::new(),
+    mail_points: None,
+    mail_users: Vec::new(),
+    keep_files: None,
+    checkpoint: None,
+    umask: None,
+    group_list: None,
+    start_dir: None,
+    join_to_error: false,
+    notes: Vec::new(),
+};
+
+impl Options {
+    pub fn is_default(&self) -> bool {
+        self.0.as_deref().is_none_or(JobOptions::is_default)
+    }
+}
+
+impl From<JobOptions> for Options {
+    fn from(opts: JobOptions) -> Options {
+        Options((!opts.is_default()).then(|| Box::new(opts)))
+    }
+}
+
+impl std::ops::Deref for Options {
+    type Target = JobOptions;
+    fn deref(&self) -> &JobOptions {
+        self.0.as_deref().unwrap_or(&NONE)
+    }
+}
+
+impl std::ops::DerefMut for Options {
+    fn deref_mut(&mut self) -> &mut JobOptions {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl Serialize for Options {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Options {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Options, D::Error> {
+        JobOptions::deserialize(d).map(Options::from)
+    }
+}
+
 /// `-S`: absolute paths, each optionally `@host`.
 pub fn parse_shell(text: &str) -> Result<Vec<String>, String> {
     let entries: Vec<String> = text
@@ -220,6 +278,19 @@ pub fn users_in(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_take_room_only_when_given() {
+        let none = Options::from(JobOptions::default());
+        assert!(none.is_default() && none.0.is_none());
+        assert!(none.mails_at('a') && none.shell.is_empty());
+        let mut some = Options::default();
+        some.notes.push("a note".into());
+        assert!(!some.is_default());
+        let json = serde_json::to_string(&some).unwrap();
+        assert_eq!(serde_json::from_str::<Options>(&json).unwrap(), some);
+        assert!(std::mem::size_of::<Options>() <= 8);
+    }
 
     #[test]
     fn shells_by_host() {

@@ -60,8 +60,9 @@ impl Job {
         shares
     }
 
-    /// PBS `Resource_List`: as recorded at submission; for a job stored
-    /// before it was recorded, worked out from its nodes and needs.
+    /// PBS `Resource_List`: as recorded at submission; for a plain job
+    /// (nodes, wall time, what each node must have), which records none,
+    /// or one stored before lists were, worked out from its fields.
     pub fn shown_resource_list(&self) -> BTreeMap<String, String> {
         if !self.resource_list.is_empty() {
             return self.resource_list.clone();
@@ -78,6 +79,9 @@ impl Job {
         list.insert("nodes".into(), self.nodes.to_string());
         if let Some(mem) = self.mem {
             list.insert("mem".into(), format_size(mem));
+        }
+        if !self.features.is_empty() {
+            list.insert("feature".into(), self.features.join(":"));
         }
         list
     }
