@@ -249,3 +249,15 @@ fn after_starts_a_job_once_another_has_started() {
     d.write_fifo(&go, "go\n");
     assert_eq!(d.wait_job(&first).exit_status, Some(0));
 }
+
+#[test]
+fn quiet_and_foreground_flags_are_accepted_and_z_prints_no_id() {
+    let d = Daemon::start();
+    d.script("z.sh", "#!/bin/sh\ntrue\n");
+    let out = d.run("qsub", &["-z", "-f", "z.sh"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "-z prints no id");
+    let ids = d.all_job_ids();
+    assert_eq!(ids.len(), 1, "the job was stored: {ids:?}");
+    assert_eq!(d.wait_job(&ids[0]).exit_status, Some(0));
+}
