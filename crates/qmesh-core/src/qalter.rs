@@ -78,23 +78,10 @@ impl State {
         now: Time,
     ) -> Result<(Vec<String>, &Job), CoreError> {
         let full = self.full_id(id);
-        let job = self
-            .job(id)
-            .ok_or_else(|| CoreError::NoSuchJob { id: full.clone() })?;
-        if !caller.may_act_on(job) {
-            return Err(CoreError::NotYourJob {
-                id: full,
-                owner: job.owner.user.clone(),
-                action: "alter".into(),
-            });
-        }
+        let job = self.checked(id, caller, "alter")?;
         let pending = job.state.is_pending();
         if !pending && job.state != JobState::Running {
-            return Err(CoreError::WrongState {
-                id: full,
-                action: "alter".into(),
-                state: job.state,
-            });
+            return Err(self.wrong_state(job, "alter"));
         }
         let bad = |message: String| CoreError::BadOption { message };
         let not_running = |what: &str| {

@@ -5,7 +5,6 @@
 
 use crate::access::Caller;
 use crate::command_error::CommandError;
-use crate::error::CoreError;
 use crate::job::{JobId, JobState};
 use crate::state::State;
 
@@ -13,21 +12,10 @@ impl State {
     /// Forgets a finished job (its owner, operators and managers may);
     /// the caller removes it from the store.
     pub fn forget(&mut self, id: JobId, caller: &Caller) -> Result<(), CommandError> {
-        let full = self.full_id(id);
-        let job = self
-            .job(id)
-            .ok_or_else(|| CoreError::NoSuchJob { id: full.clone() })?;
-        if !caller.may_act_on(job) {
-            return Err(CoreError::NotYourJob {
-                id: full,
-                owner: job.owner.user.clone(),
-                action: "delete the history of".into(),
-            }
-            .into());
-        }
+        let job = self.checked(id, caller, "delete the history of")?;
         if job.state != JobState::Finished {
             return Err(CommandError::NotFinished {
-                id: full,
+                id: self.full_id(id),
                 state: job.state.to_string(),
             });
         }

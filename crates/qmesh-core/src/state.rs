@@ -1009,7 +1009,12 @@ impl State {
     }
 
     /// The job, if it exists and the caller may act on it.
-    fn checked(&self, id: JobId, caller: &Caller, action: &str) -> Result<&Job, CoreError> {
+    pub(crate) fn checked(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        action: &str,
+    ) -> Result<&Job, CoreError> {
         let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !caller.may_act_on(job) {
             return Err(CoreError::NotYourJob {
@@ -1027,7 +1032,7 @@ impl State {
         }
     }
 
-    fn wrong_state(&self, job: &Job, action: &str) -> CoreError {
+    pub(crate) fn wrong_state(&self, job: &Job, action: &str) -> CoreError {
         CoreError::WrongState {
             id: self.full_id(job.id),
             action: action.into(),

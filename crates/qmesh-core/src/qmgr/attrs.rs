@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::inert::{self, Object};
-use super::parse::{Assignment, Op};
+use super::parse::Op;
 use super::{pbs_attrs, resource};
 use crate::queue::{PeriodEnd, Queue, QueueType};
 use crate::reorder::TimeOfDay;
@@ -127,7 +127,17 @@ pub(super) fn update_list(
     op: Op,
     value: &str,
 ) -> Result<(), String> {
-    let items = list_items(value);
+    apply_to_list(list, name, op, list_items(value))
+}
+
+/// Applies `op` with `items` to a list attribute: `=` replaces it, `+=`
+/// adds what is missing, `-=` removes each item and says which is absent.
+pub(super) fn apply_to_list(
+    list: &mut Vec<String>,
+    name: &str,
+    op: Op,
+    items: Vec<String>,
+) -> Result<(), String> {
     match op {
         Op::Assign => *list = items,
         Op::Add => {
@@ -216,26 +226,10 @@ pub fn set_queue_named(
     if let Ok(canon) = canonical(QUEUE_ATTRS, name, "a queue") {
         return set_queue(q, canon, op, value);
     }
-    if let Some(result) =
-        resource::set_available(&mut q.resources_available, name, op, value, ctx.resources)
-    {
+    if let Some(result) = q.resource_maps().set(name, op, value, ctx.resources) {
         // Kept without effect before its resource had flag q: no longer.
         q.inert.remove(&name.to_ascii_lowercase());
         return result;
-    }
-    if let Some((head, res)) = resource::map_attr(name) {
-        let a = Assignment {
-            name: name.to_string(),
-            op,
-            value: value.to_string(),
-        };
-        let map = resource::map_of(
-            head,
-            &mut q.resources_max,
-            &mut q.resources_min,
-            &mut q.resources_default,
-        );
-        return resource::set_in_map(map, head, res, &a, ctx.resources);
     }
     if let Some(result) = pbs_attrs::set_queue(q, name, op, value, ctx.warnings) {
         return result;
@@ -270,19 +264,7 @@ pub fn unset_queue_named(q: &mut Queue, name: &str) -> Result<(), String> {
         unset_queue(q, canon);
         return Ok(());
     }
-    if let Some(res) = resource::available_attr(name)
-        && q.resources_available.remove(res).is_some()
-    {
-        return Ok(());
-    }
-    if let Some((head, res)) = resource::map_attr(name) {
-        resource::map_of(
-            head,
-            &mut q.resources_max,
-            &mut q.resources_min,
-            &mut q.resources_default,
-        )
-        .remove(res);
+    if q.resource_maps().unset(name) {
         return Ok(());
     }
     if pbs_attrs::unset_queue(q, name) {
@@ -311,12 +293,6 @@ pub fn set_server_named(
     if let Some(why) = inert::read_only(name) {
         return Err(why);
     }
-    if let Some(result) =
-        resource::set_available(&mut s.resources_available, name, op, value, ctx.resources)
-    {
-        s.inert.remove(&name.to_ascii_lowercase());
-        return result;
-    }
     if let Ok(canon) = canonical(SERVER_ATTRS, name, "the server") {
         if canon == "max_group_run" {
             ctx.warnings.push(
@@ -328,19 +304,10 @@ pub fn set_server_named(
         }
         return set_server(s, canon, op, value);
     }
-    if let Some((head, res)) = resource::map_attr(name) {
-        let a = Assignment {
-            name: name.to_string(),
-            op,
-            value: value.to_string(),
-        };
-        let map = resource::map_of(
-            head,
-            &mut s.resources_max,
-            &mut s.resources_min,
-            &mut s.resources_default,
-        );
-        return resource::set_in_map(map, head, res, &a, ctx.resources);
+    if let Some(result) = s.resource_maps().set(name, op, value, ctx.resources) {
+        // Kept without effect before its resource had flag q: no longer.
+        s.inert.remove(&name.to_ascii_lowercase());
+        return result;
     }
     if let Some(result) = pbs_attrs::set_server(s, name, op, value, ctx.warnings) {
         return result;
@@ -370,19 +337,7 @@ pub fn unset_server_named(s: &mut ServerAttrs, name: &str) -> Result<(), String>
         unset_server(s, canon);
         return Ok(());
     }
-    if let Some(res) = resource::available_attr(name)
-        && s.resources_available.remove(res).is_some()
-    {
-        return Ok(());
-    }
-    if let Some((head, res)) = resource::map_attr(name) {
-        resource::map_of(
-            head,
-            &mut s.resources_max,
-            &mut s.resources_min,
-            &mut s.resources_default,
-        )
-        .remove(res);
+    if s.resource_maps().unset(name) {
         return Ok(());
     }
     if pbs_attrs::unset_server(s, name) {

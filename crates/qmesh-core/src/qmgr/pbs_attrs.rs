@@ -13,7 +13,7 @@
 //! The meaning is in `limits.rs` and `acl.rs`; this file reads and writes
 //! the values. Numbers take `+=` and `-=` as PBS's do (`max_running += 2`).
 
-use super::attrs::{parse_bool, scalar_only, show_bool};
+use super::attrs::{apply_to_list, parse_bool, scalar_only, show_bool};
 use super::parse::Op;
 use crate::acl::{check_entry, entries};
 use crate::limits::{JobLimits, LimitSet};
@@ -106,26 +106,7 @@ fn update_acl(list: &mut Vec<String>, name: &str, op: Op, value: &str) -> Result
     for item in &items {
         check_entry(name, item)?;
     }
-    match op {
-        Op::Assign => *list = items,
-        Op::Add => {
-            for item in items {
-                if !list.contains(&item) {
-                    list.push(item);
-                }
-            }
-        }
-        Op::Remove => {
-            for item in items {
-                let before = list.len();
-                list.retain(|x| *x != item);
-                if list.len() == before {
-                    return Err(format!("\"{item}\" is not in {name}"));
-                }
-            }
-        }
-    }
-    Ok(())
+    apply_to_list(list, name, op, items)
 }
 
 /// The job-count limits (both objects). `None`: not a limit attribute.

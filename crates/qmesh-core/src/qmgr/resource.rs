@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use super::Outcome;
 use super::attrs::scalar_only;
-use super::parse::{Action, Assignment};
+use super::parse::{Action, Assignment, Op};
 use crate::server::Config;
 use crate::site_resources::{ResourceDef, ResourceType, built_in, check_name, parse_flags};
 
@@ -232,7 +232,7 @@ pub fn print(config: &Config) -> String {
 
 /// Which resource map a dotted attribute names: `resources_max.mem` gives
 /// ("resources_max", "mem"). `None` for other attributes.
-pub fn map_attr(name: &str) -> Option<(&'static str, &str)> {
+fn map_attr(name: &str) -> Option<(&'static str, &str)> {
     let (head, resource) = name.split_once('.')?;
     let head = match head.to_ascii_lowercase().as_str() {
         "resources_max" => "resources_max",
@@ -243,31 +243,98 @@ pub fn map_attr(name: &str) -> Option<(&'static str, &str)> {
     Some((head, resource))
 }
 
-/// The map a head names among a queue's or the server's three.
-pub fn map_of<'a>(
-    head: &str,
-    max: &'a mut BTreeMap<String, String>,
-    min: &'a mut BTreeMap<String, String>,
-    default: &'a mut BTreeMap<String, String>,
-) -> &'a mut BTreeMap<String, String> {
-    match head {
-        "resources_max" => max,
-        "resources_min" => min,
-        _ => default,
+/// A queue's or the server's resource maps, as qmgr sets and unsets
+/// `resources_available.NAME` and `resources_max|min|default.NAME` in them.
+pub struct ResourceMaps<'a> {
+    pub available: &'a mut BTreeMap<String, String>,
+    pub max: &'a mut BTreeMap<String, String>,
+    pub min: &'a mut BTreeMap<String, String>,
+    pub default: &'a mut BTreeMap<String, String>,
+}
+
+impl crate::queue::Queue {
+    pub(super) fn resource_maps(&mut self) -> ResourceMaps<'_> {
+        ResourceMaps {
+            available: &mut self.resources_available,
+            max: &mut self.resources_max,
+            min: &mut self.resources_min,
+            default: &mut self.resources_default,
+        }
+    }
+}
+
+impl crate::server::ServerAttrs {
+    pub(super) fn resource_maps(&mut self) -> ResourceMaps<'_> {
+        ResourceMaps {
+            available: &mut self.resources_available,
+            max: &mut self.resources_max,
+            min: &mut self.resources_min,
+            default: &mut self.resources_default,
+        }
+    }
+}
+
+impl ResourceMaps<'_> {
+    fn bound(&mut self, head: &str) -> &mut BTreeMap<String, String> {
+        match head {
+            "resources_max" => self.max,
+            "resources_min" => self.min,
+            _ => self.default,
+        }
+    }
+
+    /// Sets `attr = value` when `attr` is one of these maps' attributes;
+    /// `None` otherwise. `resources` are the site's definitions.
+    pub fn set(
+        &mut self,
+        attr: &str,
+        op: Op,
+        value: &str,
+        resources: &BTreeMap<String, ResourceDef>,
+    ) -> Option<Result<(), String>> {
+        if let Some(result) = set_available(self.available, attr, op, value, resources) {
+            return Some(result);
+        }
+        let (head, resource) = map_attr(attr)?;
+        Some(set_bound(
+            self.bound(head),
+            head,
+            resource,
+            op,
+            value,
+            resources,
+        ))
+    }
+
+    /// Unsets `attr` when it is one of these maps' attributes (and set).
+    pub fn unset(&mut self, attr: &str) -> bool {
+        if let Some(resource) = available_attr(attr)
+            && self.available.remove(resource).is_some()
+        {
+            return true;
+        }
+        match map_attr(attr) {
+            Some((head, resource)) => {
+                self.bound(head).remove(resource);
+                true
+            }
+            None => false,
+        }
     }
 }
 
 /// Sets `resources_X.NAME = value` in `map`, checking the resource exists
 /// and the value suits its type. `resources` are the site's definitions.
-pub fn set_in_map(
+fn set_bound(
     map: &mut BTreeMap<String, String>,
     head: &str,
     resource: &str,
-    a: &Assignment,
+    op: Op,
+    value: &str,
     resources: &BTreeMap<String, ResourceDef>,
 ) -> Result<(), String> {
     let attr = format!("{head}.{resource}");
-    scalar_only(&attr, a.op)?;
+    scalar_only(&attr, op)?;
     let kind = built_in(resource)
         .or_else(|| resources.get(resource).map(|d| d.kind))
         .ok_or_else(|| {
@@ -281,12 +348,12 @@ pub fn set_in_map(
             )
         })?;
     if resource == "nodes" {
-        crate::resource_limits::node_count(&a.value)
-            .ok_or_else(|| format!("{attr}: \"{}\" is not a node count; write e.g. 4", a.value))?;
+        crate::resource_limits::node_count(value)
+            .ok_or_else(|| format!("{attr}: \"{value}\" is not a node count; write e.g. 4"))?;
     }
-    kind.check(&a.value)
+    kind.check(value)
         .map_err(|why| format!("{attr}: {why}; a {kind} value is needed"))?;
-    map.insert(resource.to_string(), a.value.trim().to_string());
+    map.insert(resource.to_string(), value.trim().to_string());
     Ok(())
 }
 
@@ -301,10 +368,10 @@ pub fn available_attr(attr: &str) -> Option<&str> {
 /// `map`, for a resource the site consumes per queue and server (flag
 /// `q`), checking the value against its type. `None` if `attr` is not
 /// such an attribute: PBS's others are kept without effect (`inert.rs`).
-pub fn set_available(
+fn set_available(
     map: &mut BTreeMap<String, String>,
     attr: &str,
-    op: super::parse::Op,
+    op: Op,
     value: &str,
     resources: &BTreeMap<String, ResourceDef>,
 ) -> Option<Result<(), String>> {
@@ -437,5 +504,37 @@ mod tests {
         .unwrap();
         assert!(config.resource_def("nmics").is_none());
         assert_eq!(config.resource_def("licA").unwrap().flags, "");
+    }
+
+    #[test]
+    fn named_bounds_keep_their_own_fields_and_others_go_to_the_maps() {
+        let st = state(2);
+        let mut config = st.config().clone();
+        run_as(
+            Role::Manager,
+            "set server resources_default.walltime = 2:00:00\n\
+             set server resources_max.mem = 8gb\n\
+             set queue batch resources_max.walltime = 4:00:00\n\
+             set queue batch resources_default.ncpus = 2",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert_eq!(config.server.default_walltime, 7200);
+        assert!(!config.server.resources_default.contains_key("walltime"));
+        assert_eq!(config.server.resources_max["mem"], "8gb");
+        let batch = &config.queues["batch"];
+        assert_eq!(batch.max_walltime, Some(14_400));
+        assert!(!batch.resources_max.contains_key("walltime"));
+        assert_eq!(batch.resources_default["ncpus"], "2");
+        run_as(
+            Role::Manager,
+            "unset server resources_max.mem\nunset queue batch resources_default.ncpus",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert!(config.server.resources_max.is_empty());
+        assert!(config.queues["batch"].resources_default.is_empty());
     }
 }

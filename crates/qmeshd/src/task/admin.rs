@@ -76,14 +76,7 @@ impl SchedulerTask {
         for queue in &outcome.reorder {
             self.reorder_jobs(queue, &caller.user);
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let _ = reply.send(result.map(|()| answer).map_err(|e| {
-                Status::unavailable(format!(
-                    "the configuration changed but the store could not confirm it is on disk: {e}"
-                ))
-            }));
-        }));
+        self.answer_when_durable(answer, "the configuration changed".to_string(), reply);
     }
 }
 

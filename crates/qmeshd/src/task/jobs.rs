@@ -70,16 +70,8 @@ impl SchedulerTask {
                 super::persist(&*self.store, job);
             }
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = match result {
-                Ok(()) => Ok(v1::SubmitReply { job_id: full }),
-                Err(e) => Err(Status::unavailable(format!(
-                    "job {full} was queued but the store could not confirm it is on disk: {e}"
-                ))),
-            };
-            let _ = reply.send(answer);
-        }));
+        let done = format!("job {full} was queued");
+        self.answer_when_durable(v1::SubmitReply { job_id: full }, done, reply);
     }
 
     /// qstat: the jobs named by id, then those of the queues named (or all
@@ -235,21 +227,13 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
             }
-            results.push(v1::JobResult {
-                job_id: text,
-                ok: outcome.is_ok(),
-                error: outcome.err().unwrap_or_default(),
-            });
+            results.push(super::job_result(text, &outcome));
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the change was made but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the change was made".to_string(),
+            reply,
+        );
     }
 
     pub(super) fn act_on(

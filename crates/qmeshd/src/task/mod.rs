@@ -726,6 +726,36 @@ impl SchedulerTask {
     }
 }
 
+impl SchedulerTask {
+    /// Answers `reply` with `answer` once this turn's changes are on disk
+    /// (the group commit); `done` says what was done, for the error when
+    /// the store cannot confirm it.
+    fn answer_when_durable<T: Send + 'static>(&mut self, answer: T, done: String, reply: Reply<T>) {
+        self.dirty = true;
+        self.store.on_durable(Box::new(move |result| {
+            let _ = reply.send(result.map(|()| answer).map_err(|e| {
+                tonic::Status::unavailable(format!(
+                    "{done} but the store could not confirm it is on disk: {e}"
+                ))
+            }));
+        }));
+    }
+}
+
+/// One job's answer in a reply about several: the id as written, and
+/// what went wrong if anything did.
+fn job_result<T, E: std::fmt::Display>(job_id: String, outcome: &Result<T, E>) -> v1::JobResult {
+    v1::JobResult {
+        job_id,
+        ok: outcome.is_ok(),
+        error: outcome
+            .as_ref()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default(),
+    }
+}
+
 /// Writes a changed job; a failure is logged where it happens.
 fn persist(store: &dyn Store, job: &Job) {
     if let Err(e) = store.put_job(job) {

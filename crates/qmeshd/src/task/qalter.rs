@@ -8,7 +8,6 @@ use chrono::Utc;
 use qmesh_core::JobId;
 use qmesh_core::joblog::{EventClass, RecordType};
 use qmesh_proto::{convert, v1};
-use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
@@ -54,15 +53,11 @@ impl SchedulerTask {
                 error,
             });
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the jobs were altered but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the jobs were altered".to_string(),
+            reply,
+        );
     }
 
     /// PBS's `a` record (what changed) and "Job Modified at request of".

@@ -20,7 +20,6 @@ use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId, JobState};
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::{error, info, warn};
 
 use super::{Launch, SchedulerTask};
@@ -45,21 +44,13 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "delete refused");
             }
-            results.push(v1::JobResult {
-                job_id: text,
-                ok: outcome.is_ok(),
-                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
-            });
+            results.push(super::job_result(text, &outcome));
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the change was made but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the change was made".to_string(),
+            reply,
+        );
     }
 
     fn delete_one(

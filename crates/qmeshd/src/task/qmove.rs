@@ -4,7 +4,6 @@
 
 use chrono::Utc;
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
@@ -46,14 +45,10 @@ impl SchedulerTask {
                 error,
             });
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the jobs were moved but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the jobs were moved".to_string(),
+            reply,
+        );
     }
 }

@@ -5,7 +5,6 @@
 use chrono::Utc;
 use qmesh_core::joblog::EventClass;
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
@@ -53,19 +52,15 @@ impl SchedulerTask {
             );
             self.log_event(id, EventClass::Job, text);
         }
-        self.dirty = true;
         let results = vec![v1::JobResult {
             job_id: fa,
             ok: true,
             error: String::new(),
         }];
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the jobs were reordered but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the jobs were reordered".to_string(),
+            reply,
+        );
     }
 }

@@ -12,7 +12,6 @@ use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId};
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::{info, warn};
 
 use super::{Launch, SchedulerTask, persist};
@@ -37,21 +36,13 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "rerun refused");
             }
-            results.push(v1::JobResult {
-                job_id: text,
-                ok: outcome.is_ok(),
-                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
-            });
+            results.push(super::job_result(text, &outcome));
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the jobs are being requeued but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the jobs are being requeued".to_string(),
+            reply,
+        );
     }
 
     fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {

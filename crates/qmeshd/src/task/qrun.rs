@@ -7,7 +7,6 @@ use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::{Caller, JobId};
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::info;
 
 use super::SchedulerTask;
@@ -35,24 +34,16 @@ impl SchedulerTask {
                 Ok(id) => launches.push(AfterDurable::Launch(*id)),
                 Err(e) => info!(job = %text, user = %caller.user, error = %e, "qrun refused"),
             }
-            results.push(v1::JobResult {
-                job_id: text.clone(),
-                ok: outcome.is_ok(),
-                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
-            });
+            results.push(super::job_result(text.clone(), &outcome));
         }
         if !launches.is_empty() {
             self.when_durable(launches);
         }
-        self.dirty = true;
-        self.store.on_durable(Box::new(move |result| {
-            let answer = result.map(|()| v1::JobsReply { results }).map_err(|e| {
-                Status::unavailable(format!(
-                    "the jobs were started but the store could not confirm it is on disk: {e}"
-                ))
-            });
-            let _ = reply.send(answer);
-        }));
+        self.answer_when_durable(
+            v1::JobsReply { results },
+            "the jobs were started".to_string(),
+            reply,
+        );
     }
 
     fn run_one(

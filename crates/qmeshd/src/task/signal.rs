@@ -56,11 +56,7 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, signal, error = %e, "signal refused");
             }
-            results.push(v1::JobResult {
-                job_id: text,
-                ok: outcome.is_ok(),
-                error: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
-            });
+            results.push(super::job_result(text, &outcome));
         }
         Ok(v1::JobsReply { results })
     }
