@@ -117,7 +117,7 @@ const CHUNK_RECORDED: &[&str] = &[
 /// Whether a chunk may name `name` (built in, or defined by the site).
 pub fn known_in_chunk(config: &Config, name: &str) -> bool {
     crate::site_resources::built_in(name).is_some()
-        || crate::resources::KNOWN.contains(&name)
+        || crate::resources::is_known(name)
         || CHUNK_RECORDED.contains(&name)
         || config.resource_def(name).is_some_and(|d| d.requestable())
 }

@@ -24,8 +24,9 @@ pub use place::{Arrangement, Place, Sharing};
 use crate::error::CoreError;
 use crate::time::{format_hms, parse_duration};
 
-/// The resources a job may name, for the refusal of one that is not.
-pub const KNOWN: &[&str] = &[
+/// The resources qmesh acts on (with [`RECORDED_ONLY`], those a job may
+/// name; any other is refused with the list).
+const ACTED_ON: &[&str] = &[
     "select",
     "place",
     "nodes",
@@ -46,20 +47,8 @@ pub const KNOWN: &[&str] = &[
     "feature",
     "naccesspolicy",
     "pcput",
-    "cput",
     "file",
     "nice",
-    "arch",
-    "opsys",
-    "other",
-    "qos",
-    "partition",
-    "gres",
-    "signal",
-    "minwclimit",
-    "tpn",
-    "flags",
-    "ddisk",
 ];
 
 /// Recorded for qstat and accounting; not acted on, and the job's comment
@@ -78,6 +67,12 @@ const RECORDED_ONLY: &[&str] = &[
     "flags",
     "ddisk",
 ];
+
+/// Whether a job may name resource `name` (built in; the site's own are
+/// checked apart).
+pub fn is_known(name: &str) -> bool {
+    ACTED_ON.contains(&name) || RECORDED_ONLY.contains(&name)
+}
 
 /// What a job asked for; `None` where it named nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,8 +123,13 @@ impl ResourceRequest {
                 "gpus" => "ngpus".to_string(),
                 _ => name,
             };
-            if !KNOWN.contains(&name.as_str()) && !site.contains(&name.as_str()) {
-                let known: Vec<&str> = KNOWN.iter().chain(site).copied().collect();
+            if !is_known(&name) && !site.contains(&name.as_str()) {
+                let known: Vec<&str> = ACTED_ON
+                    .iter()
+                    .chain(RECORDED_ONLY)
+                    .chain(site)
+                    .copied()
+                    .collect();
                 return Err(CoreError::UnknownResource {
                     name,
                     known: known.join(", "),
