@@ -19,15 +19,42 @@ use crate::resources::Layout;
 pub use options::{JobOptions, Options};
 pub use shown::NodeShare;
 
-/// The sequence number of a job. Users see it as `SEQ.SERVER`.
+/// The sequence number of a job. Users see it as `SEQ.SERVER`. A sub-job
+/// of an array (`12[3]`) keeps its index above the sequence's 40 bits
+/// (see `array.rs`), so it is a job like any other to the store and agents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobId(pub u64);
 
+const SEQ_BITS: u32 = 40;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
 impl JobId {
-    /// `17.server`, the form users see and type.
+    /// `17.server`, the form users see and type (`12[3].server` for a
+    /// sub-job; an array's own `12[].server` is `State::full_id`'s).
     pub fn full(self, server: &str) -> String {
-        format!("{}.{}", self.0, server)
+        format!("{self}.{server}")
+    }
+
+    /// The sequence number: the job's, or its array's for a sub-job.
+    pub fn seq(self) -> u64 {
+        self.0 & SEQ_MASK
+    }
+
+    /// Sub-job `index` of the array with this id.
+    pub fn sub(self, index: u32) -> JobId {
+        JobId(self.seq() | (u64::from(index) + 1) << SEQ_BITS)
+    }
+
+    /// A sub-job's index.
+    pub fn array_index(self) -> Option<u32> {
+        let high = self.0 >> SEQ_BITS;
+        (high > 0).then(|| (high - 1) as u32)
+    }
+
+    /// A sub-job's array.
+    pub fn array_parent(self) -> Option<JobId> {
+        self.array_index().map(|_| JobId(self.seq()))
     }
 
     /// Reads `17` or `17.server` (the server part may be the short or the
@@ -45,7 +72,11 @@ impl JobId {
         if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
-        let seq: u64 = seq.parse().map_err(|_| bad())?;
+        let seq: u64 = seq
+            .parse()
+            .ok()
+            .filter(|&n| n <= SEQ_MASK)
+            .ok_or_else(bad)?;
         if let Some(suffix) = suffix {
             let same = suffix == server
                 || server
@@ -66,7 +97,10 @@ impl JobId {
 
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        match self.array_index() {
+            Some(index) => write!(f, "{}[{index}]", self.seq()),
+            None => write!(f, "{}", self.0),
+        }
     }
 }
 
@@ -83,6 +117,9 @@ pub enum JobState {
     Running,
     /// Kill sent; waiting for the agent to report the end.
     Exiting,
+    /// An array whose sub-jobs have all started (or been deleted) and
+    /// not all ended (PBS `B`).
+    Begun,
     Finished,
 }
 
@@ -95,6 +132,7 @@ impl JobState {
             JobState::Transit => 'T',
             JobState::Running => 'R',
             JobState::Exiting => 'E',
+            JobState::Begun => 'B',
             JobState::Finished => 'F',
         }
     }
@@ -122,6 +160,7 @@ impl fmt::Display for JobState {
             JobState::Transit => "in transit",
             JobState::Running => "running",
             JobState::Exiting => "exiting",
+            JobState::Begun => "begun",
             JobState::Finished => "finished",
         };
         f.write_str(word)
@@ -380,6 +419,10 @@ pub struct Job {
     /// its node set left the queue's group): what happens when it is gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period_stop: Option<PeriodStop>,
+    /// An array's index list and what became of its sub-jobs (`array.rs`);
+    /// `None` for a plain job and for a sub-job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<Box<crate::array::JobArray>>,
 }
 
 /// A running job being ended at a period's end.
@@ -447,6 +490,15 @@ impl Job {
         let start = self.stime?;
         let end = self.end_time.unwrap_or(now);
         Some((end - start).num_seconds().max(0) as u64)
+    }
+
+    /// The letter qstat shows: an array some of whose sub-jobs started is
+    /// `B` while others still wait.
+    pub fn state_letter(&self) -> char {
+        match &self.array {
+            Some(a) if self.state.is_pending() && a.tally.begun > 0 => 'B',
+            _ => self.state.letter(),
+        }
     }
 
     /// The state it has when not running: held if any hold is set.

@@ -12,6 +12,7 @@ pub mod access;
 pub mod account;
 pub mod acl;
 pub mod alloc;
+pub mod array;
 pub mod calendar;
 pub mod command_error;
 pub mod consumable;

@@ -182,7 +182,8 @@ impl State {
                     why: "a relative path needs qalter's directory, which was not given".into(),
                 });
             }
-            let path = output_path(Some(path.clone()), &alt.workdir, &new.name, kind, id)?;
+            let default_file = format!("{}.{kind}{id}", new.name);
+            let path = output_path(Some(path.clone()), &alt.workdir, &default_file)?;
             changes.push(format!("{attr}={path}"));
             if kind == 'o' {
                 new.stdout_path = path;

@@ -31,6 +31,10 @@ pub struct ServerAttrs {
     pub job_history_duration: u64,
     /// Seconds between SIGTERM and SIGKILL when a job is killed.
     pub kill_delay: u64,
+    /// The most sub-jobs an array may have (PBS Pro's `max_array_size`,
+    /// whose default is 10,000; qmesh keeps an array as one record until
+    /// its sub-jobs start, so it allows 100,000).
+    pub max_array_size: u32,
     /// A host whose load (run-queue length) reaches this many times its
     /// CPUs takes no new job (NCAR: 4); 0 (the default) turns the check
     /// off: on space-shared nodes a job has its node to itself.
@@ -180,6 +184,7 @@ impl Default for ServerAttrs {
             operators: Vec::new(),
             job_history_duration: 14 * 24 * 3600,
             kill_delay: 30,
+            max_array_size: 100_000,
             default_rerunnable: true,
             max_load_factor: 0.0,
             scheduler_iteration: 10,

@@ -22,6 +22,7 @@ use crate::server::Config;
 use crate::submit::{Reach, Submission};
 
 mod alter;
+mod arrays;
 mod hosts;
 mod node_sets;
 mod occupancy;
@@ -73,6 +74,8 @@ pub struct State {
     /// entries go when the named job ends ([`State::take_dependents`]).
     dependents: HashMap<JobId, Vec<JobId>>,
     next_id: u64,
+    /// Arrays finished since the daemon last asked ([`State::take_ended_arrays`]).
+    ended_arrays: Vec<JobId>,
     /// Usage charged, and counters of what queued and running jobs ask
     /// for (see `account`).
     accounting: Accounting,
@@ -84,7 +87,7 @@ pub struct State {
 type PendingKey = (i32, u64, JobId);
 
 fn pending_key(job: &Job) -> PendingKey {
-    (-job.priority, job.rank.unwrap_or(job.id.0), job.id)
+    (-job.priority, job.rank.unwrap_or(job.id.seq()), job.id)
 }
 
 /// What a scheduling pass reads of every pending job, kept beside its key.
@@ -108,6 +111,9 @@ pub struct PendingView {
     /// itself, or needs GPUs or other resources consumed per node: the
     /// planner chooses its nodes one by one.
     pub constrained: bool,
+    /// An array, or a sub-job with a record of its own: its array's
+    /// throttle applies.
+    pub array: bool,
 }
 
 impl PendingView {
@@ -126,6 +132,7 @@ impl PendingView {
                     .layout
                     .as_ref()
                     .is_some_and(|l| l.constrains_placement()),
+            array: job.array.is_some() || job.id.array_parent().is_some(),
         }
     }
 }
@@ -202,6 +209,7 @@ impl State {
             active: BTreeSet::new(),
             dependents: HashMap::default(),
             next_id: 1,
+            ended_arrays: Vec::new(),
         };
         state.apply_node_marks();
         Ok(state)
@@ -211,10 +219,14 @@ impl State {
     /// again; what cannot be matched is reported, not dropped.
     pub fn restore(&mut self, jobs: impl IntoIterator<Item = Job>, next_id: u64) -> Vec<String> {
         let mut warnings = Vec::new();
+        let mut arrays = Vec::new();
         for job in jobs {
             let id = job.id;
-            self.next_id = self.next_id.max(id.0 + 1);
-            if job.state.is_pending() {
+            self.next_id = self.next_id.max(id.seq() + 1);
+            if job.array.is_some() {
+                // Back in its queue once its sub-jobs are counted.
+                arrays.push(id);
+            } else if job.state.is_pending() {
                 add_pending(&mut self.pending, &job);
                 self.note_dependencies(&job);
                 self.accounting.tally.enter_pending(&job);
@@ -257,6 +269,7 @@ impl State {
             }
             self.jobs.insert(id, job);
         }
+        self.restore_arrays(arrays);
         self.next_id = self.next_id.max(next_id);
         self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
         warnings
@@ -378,6 +391,9 @@ impl State {
     }
 
     pub fn full_id(&self, id: JobId) -> String {
+        if self.jobs.get(&id).is_some_and(|j| j.array.is_some()) {
+            return format!("{id}[].{}", self.server_name);
+        }
         id.full(&self.server_name)
     }
 
@@ -499,7 +515,7 @@ impl State {
                 JobState::Transit => counts.transit += 1,
                 JobState::Running => counts.running += 1,
                 JobState::Exiting => counts.exiting += 1,
-                JobState::Finished => {}
+                JobState::Begun | JobState::Finished => {}
             }
         }
         counts
@@ -567,7 +583,7 @@ impl State {
     /// Queues a job made by [`State::prepare`].
     pub fn admit(&mut self, job: Job) -> &Job {
         let id = job.id;
-        self.next_id = self.next_id.max(id.0 + 1);
+        self.next_id = self.next_id.max(id.seq() + 1);
         if job.state.is_pending() {
             add_pending(&mut self.pending, &job);
             self.note_dependencies(&job);
@@ -609,6 +625,12 @@ impl State {
         if job.state != JobState::Queued {
             return Err(self.wrong_state(job, "start"));
         }
+        // An array starts its next sub-job.
+        let id = if job.array.is_some() {
+            self.materialize_next(id, now)?
+        } else {
+            id
+        };
         if let Some(&busy) = nodes
             .iter()
             .find(|&&i| self.nodes.get(i).is_none_or(|n| !n.is_free()))
@@ -620,6 +642,7 @@ impl State {
             return Err(CoreError::NoSuchNode { node: name });
         }
         let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         remove_pending(&mut self.pending, job);
         let sole = job.wants_sole_nodes();
         self.occupancy.take(&mut self.nodes, id, nodes, sole);
@@ -649,12 +672,28 @@ impl State {
         } else {
             format!("job started on {} node(s)", nodes.len())
         };
-        Ok(job)
+        self.sub_job_changed(id, JobState::Queued, now);
+        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
     /// Records the end of an active job and frees its nodes. A lost job
     /// that may be rerun is queued again instead.
     pub fn finish(
+        &mut self,
+        id: JobId,
+        exit: JobExit,
+        end: Time,
+    ) -> Result<(Finished, &Job), CoreError> {
+        let before = self.jobs.get(&id).map(|j| j.state);
+        let how = self.finish_job(id, exit, end)?.0;
+        if let Some(before) = before {
+            self.sub_job_changed(id, before, end);
+        }
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        Ok((how, job))
+    }
+
+    fn finish_job(
         &mut self,
         id: JobId,
         exit: JobExit,
@@ -709,6 +748,34 @@ impl State {
     /// qdel: a pending job ends at once; a running one is marked exiting
     /// and its agent must kill it.
     pub fn delete(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<(Deleted, &Job), CoreError> {
+        let job = self.checked(id, caller, "delete")?;
+        if let Some(a) = &job.array {
+            // An array: the sub-jobs left to start go; the caller deletes
+            // those that have records (`live_sub_jobs`).
+            if job.state == JobState::Finished {
+                return Err(self.wrong_state(job, "delete"));
+            }
+            let all = a.tally.unstarted.clone();
+            self.delete_unstarted(id, &all, caller, now)?;
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.comment = format!("job array deleted by {}", caller.user);
+            }
+            let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+            return Ok((Deleted::Removed, job));
+        }
+        let before = job.state;
+        let outcome = self.delete_job(id, caller, now)?.0;
+        self.sub_job_changed(id, before, now);
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        Ok((outcome, job))
+    }
+
+    fn delete_job(
         &mut self,
         id: JobId,
         caller: &Caller,
@@ -974,6 +1041,7 @@ impl State {
             .values()
             .filter(|j| j.state == JobState::Finished)
             .filter(|j| j.end_time.unwrap_or(j.mtime) + keep <= now)
+            .filter(|j| !self.array_still_needs(j.id))
             .map(|j| j.id)
             .collect();
         for id in &old {
@@ -987,11 +1055,20 @@ impl State {
         let finished = self
             .jobs
             .get(&id)
-            .is_some_and(|j| j.state == JobState::Finished);
+            .is_some_and(|j| j.state == JobState::Finished)
+            && !self.array_still_needs(id);
         if finished {
             self.jobs.remove(&id);
         }
         finished
+    }
+
+    /// A finished sub-job of an array that has not finished: its record
+    /// says it ran, and without it a restart would start it again.
+    fn array_still_needs(&self, id: JobId) -> bool {
+        id.array_parent()
+            .and_then(|a| self.jobs.get(&a))
+            .is_some_and(|a| a.state != JobState::Finished)
     }
 
     fn release_nodes(&mut self, id: JobId) {
@@ -1056,6 +1133,13 @@ impl State {
         true
     }
 
+    /// [`State::note_dependencies`] for a job already in the map.
+    fn note_dependencies_of(&mut self, id: JobId) {
+        if let Some(job) = self.jobs.get(&id).cloned() {
+            self.note_dependencies(&job);
+        }
+    }
+
     /// Remembers whom a pending job waits for, so the end of each named
     /// job finds it without a scan.
     fn note_dependencies(&mut self, job: &Job) {
@@ -1096,6 +1180,45 @@ impl State {
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "end"));
         }
+        if let Some(a) = &job.array {
+            // An array whose dependency can never be met: none of its
+            // sub-jobs will start.
+            let all = a.tally.unstarted.clone();
+            if let Some(job) = self.jobs.get_mut(&id)
+                && let Some(a) = job.array.as_mut()
+            {
+                for r in all.iter() {
+                    a.removed.insert(r.clone());
+                }
+                a.tally.unstarted.clear();
+                a.tally.deleted = true;
+            }
+            let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+            remove_pending(&mut self.pending, job);
+            self.accounting.tally.leave_pending(job);
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.state = JobState::Begun;
+            }
+            self.settle_array(id, now);
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.comment = comment;
+            }
+            return self.jobs.get(&id).ok_or_else(|| self.no_such(id));
+        }
+        let before = job.state;
+        self.end_unstarted_job(id, exit, comment, now)?;
+        self.sub_job_changed(id, before, now);
+        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
+    }
+
+    fn end_unstarted_job(
+        &mut self,
+        id: JobId,
+        exit: JobExit,
+        comment: String,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         remove_pending(&mut self.pending, job);
         self.accounting.tally.leave_pending(job);
         let job = self

@@ -63,6 +63,8 @@ pub struct Submission {
     /// What the daemon accepted but will not do (mail without a mailer),
     /// for the job's comment.
     pub notes: Vec<String>,
+    /// A job array: `qsub -J` (PBS Pro) or `-t` (Torque), as typed.
+    pub array: Option<(crate::array::ArrayStyle, String)>,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -209,8 +211,16 @@ impl Submission {
             }
             None => name_from_script(&self.script_name),
         };
-        let stdout_path = output_path(self.stdout_path, &self.workdir, &name, 'o', id)?;
-        let stderr_path = output_path(self.stderr_path, &self.workdir, &name, 'e', id)?;
+        let array = match &self.array {
+            Some((style, text)) => Some(array_of(*style, text, config)?),
+            None => None,
+        };
+        let default_file = |kind| match &array {
+            Some(a) => a.spec.default_file(&name, kind, id),
+            None => format!("{name}.{kind}{id}"),
+        };
+        let stdout_path = output_path(self.stdout_path, &self.workdir, &default_file('o'))?;
+        let stderr_path = output_path(self.stderr_path, &self.workdir, &default_file('e'))?;
         if let Some(users) = &self.user_list
             && let Some(other) = options::users_in(users)
                 .into_iter()
@@ -306,8 +316,33 @@ impl Submission {
             start_after: self.start_after,
             rank: None,
             period_stop: None,
+            array: array.map(Box::new),
         })
     }
+}
+
+/// The array a submission asks for, within the server's `max_array_size`.
+fn array_of(
+    style: crate::array::ArrayStyle,
+    text: &str,
+    config: &Config,
+) -> Result<crate::array::JobArray, CoreError> {
+    use crate::array::{ArraySpec, ArrayStyle, JobArray};
+    let spec = match style {
+        ArrayStyle::PbsPro => ArraySpec::parse_pbs(text)?,
+        ArrayStyle::Torque => ArraySpec::parse_torque(text)?,
+    };
+    let most = config.server.max_array_size;
+    if spec.count() > most {
+        return Err(CoreError::BadOption {
+            message: format!(
+                "the array {text} has {} sub-jobs; this server takes at most {most} \
+                 (max_array_size, see qmgr -c \"list server\"): split it in several arrays",
+                spec.count()
+            ),
+        });
+    }
+    Ok(JobArray::new(spec))
 }
 
 /// Whether a job's `Resource_List` is checked at submit: its queue or the
@@ -495,13 +530,10 @@ fn name_from_script(script_name: &str) -> String {
 pub(crate) fn output_path(
     given: Option<String>,
     workdir: &str,
-    name: &str,
-    kind: char,
-    id: JobId,
+    default_file: &str,
 ) -> Result<String, CoreError> {
-    let default_file = format!("{name}.{kind}{id}");
     let path = match given.filter(|p| !p.is_empty()) {
-        None => join(workdir, &default_file),
+        None => join(workdir, default_file),
         Some(p) if p.starts_with('/') => p,
         Some(p) => join(workdir, &p),
     };

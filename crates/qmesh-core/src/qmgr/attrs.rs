@@ -47,6 +47,7 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("resources_default.walltime", &["default_walltime"]),
     ("job_history_duration", &["keep_completed"]),
     ("kill_delay", &[]),
+    ("max_array_size", &["max_job_array_size"]),
     ("default_rerunnable", &["rerunnable"]),
     ("max_load_factor", &["load_factor"]),
     ("scheduler_iteration", &[]),
@@ -586,6 +587,16 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "resources_default.walltime" => s.default_walltime = parse_secs(name, value)?,
         "job_history_duration" => s.job_history_duration = parse_secs(name, value)?,
         "kill_delay" => s.kill_delay = parse_secs(name, value)?,
+        "max_array_size" => {
+            let n = parse_count(name, value)?;
+            if n == 0 || n > crate::array::MAX_INDEX {
+                return Err(format!(
+                    "max_array_size = {value}: give 1 to {}",
+                    crate::array::MAX_INDEX
+                ));
+            }
+            s.max_array_size = n;
+        }
         "default_rerunnable" => s.default_rerunnable = parse_bool(name, value)?,
         "max_load_factor" => s.max_load_factor = parse_number(name, value)?,
         "scheduler_iteration" => {
@@ -643,6 +654,7 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "resources_default.walltime" => s.default_walltime = d.default_walltime,
         "job_history_duration" => s.job_history_duration = d.job_history_duration,
         "kill_delay" => s.kill_delay = d.kill_delay,
+        "max_array_size" => s.max_array_size = d.max_array_size,
         "default_rerunnable" => s.default_rerunnable = d.default_rerunnable,
         "max_load_factor" => s.max_load_factor = d.max_load_factor,
         "scheduler_iteration" => s.scheduler_iteration = d.scheduler_iteration,
@@ -694,6 +706,11 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
             "kill_delay",
             s.kill_delay.to_string(),
             s.kill_delay != d.kill_delay,
+        ),
+        (
+            "max_array_size",
+            s.max_array_size.to_string(),
+            s.max_array_size != d.max_array_size,
         ),
         (
             "default_rerunnable",

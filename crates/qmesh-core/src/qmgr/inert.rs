@@ -25,12 +25,12 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("backfill_depth", Object::Both, None, "set server backfill = easy (one reservation) or conservative (all)"),
     ("checkpoint_min", Object::Queue, None, "qmesh does not checkpoint jobs"),
     ("checkpoint_defaults", Object::Both, None, "qmesh does not checkpoint jobs"),
-    ("disallowed_types", Object::Queue, None, "qmesh has no interactive or array job types yet"),
+    ("disallowed_types", Object::Queue, None, "qmesh has no interactive job type yet, and takes arrays in every queue"),
     ("features_required", Object::Queue, None, "a queue's node_sets choose the nodes its jobs run on"),
     ("ghost_queue", Object::Queue, None, "Torque's internal flag"),
     ("keep_completed", Object::Queue, None, "finished jobs stay for the server's job_history_duration"),
     ("kill_delay", Object::Queue, None, "the server's kill_delay applies to every job"),
-    ("max_array_size", Object::Both, None, "job arrays are not in qmesh yet"),
+    ("max_array_size", Object::Queue, None, "the server's max_array_size applies to every array"),
     ("max_group_run_soft", Object::Both, None, "qmesh has no soft limits; max_group_run is a hard one"),
     ("max_user_run_soft", Object::Both, None, "qmesh has no soft limits; max_user_run is a hard one"),
     ("max_run_soft", Object::Both, None, "qmesh has no soft limits; max_run is a hard one"),
@@ -358,6 +358,7 @@ mod tests {
         let out = run_as(Role::Manager, pbs_pro, &mut config, &st).unwrap();
         assert_eq!(config.server.default_queue.as_deref(), Some("workq"));
         assert_eq!(config.server.scheduler_iteration, 600);
+        assert_eq!(config.server.max_array_size, 10000);
         assert_eq!(config.server.resources_default["ncpus"], "1");
         assert_eq!(
             config.server.inert["license_count"],
@@ -369,7 +370,7 @@ mod tests {
             .filter(|l| l.starts_with("WARNING"))
             .count();
         assert_eq!(
-            warned, 12,
+            warned, 11,
             "one per attribute without effect:\n{}",
             out.output
         );

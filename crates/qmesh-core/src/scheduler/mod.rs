@@ -71,6 +71,8 @@ pub enum Reason {
     /// A resource the server or its queue bounds (flag `q`, such as
     /// licences: `resources_available.matlab`) is too much in use for it.
     Consumable,
+    /// Its array runs as many sub-jobs as its throttle (`%N`) allows.
+    ArrayLimit,
 }
 
 impl Reason {
@@ -96,6 +98,7 @@ impl Reason {
             Reason::PeriodEnd => "PeriodEnd",
             Reason::OutsidePeriod => "OutsidePeriod",
             Reason::Consumable => "Consumable",
+            Reason::ArrayLimit => "JobArrayTaskLimit",
         }
     }
 
@@ -137,6 +140,10 @@ impl Reason {
             Reason::Consumable => {
                 "a resource it asks for is in use up to the server's or its queue's \
                  resources_available; it starts when running jobs give some back"
+            }
+            Reason::ArrayLimit => {
+                "its array already runs as many sub-jobs as its %N throttle allows; \
+                 the next starts when one ends"
             }
         }
     }
@@ -469,6 +476,9 @@ impl Scheduler {
         let reachable = state.up_for_queue(queue);
         if reachable < job.nodes as usize {
             return Reason::NodesDown;
+        }
+        if state.array_throttled(job.id) {
+            return Reason::ArrayLimit;
         }
         let running = state.accounting().tally.entities.running();
         if let Some(reason) = crate::limits::run_reason(config, running, job) {

@@ -108,6 +108,8 @@ pub(super) struct Planner<'a> {
     /// SDSC blocking without backfill: nothing more starts this pass.
     blocked: bool,
     considered: usize,
+    /// Sub-jobs this pass started, per array (for their throttles).
+    array_starts: HashMap<JobId, u32>,
 }
 
 impl<'a> Planner<'a> {
@@ -195,6 +197,7 @@ impl<'a> Planner<'a> {
             closed: vec![Vec::new(); sets.len()],
             blocked: false,
             considered: 0,
+            array_starts: HashMap::new(),
         };
         if planner.limits_on {
             for job in state.active_jobs() {
@@ -251,7 +254,26 @@ impl<'a> Planner<'a> {
             {
                 break;
             }
-            let entry = self.plan_job(&ranked, &mut plan.starts);
+            let mut entry = self.plan_job(&ranked, &mut plan.starts);
+            // An array is planned sub-job after sub-job, each as the next
+            // job in line, until one cannot start: its sub-jobs are alike,
+            // so one that waits stands for the rest.
+            if ranked.view.array && entry.status == Status::Startable {
+                let left = self.state.job(ranked.view.id).and_then(|j| j.array.as_ref());
+                let mut left = left.map_or(0, |a| a.unstarted()).saturating_sub(1);
+                while left > 0 {
+                    if self.blocked || self.free_in.iter().all(|&free| free == 0) {
+                        // The entry says why the rest waits.
+                        entry = self.plan_job(&ranked, &mut plan.starts);
+                        break;
+                    }
+                    entry = self.plan_job(&ranked, &mut plan.starts);
+                    if entry.status != Status::Startable {
+                        break;
+                    }
+                    left -= 1;
+                }
+            }
             let last = stop == Stop::At(entry.job);
             plan.queue.push(entry);
             if last {
@@ -319,6 +341,12 @@ impl<'a> Planner<'a> {
             return entry(Status::Waiting, Some(Reason::Priority), None);
         }
         self.considered += 1;
+        if view.array
+            && let Some(a) = self.state.array_of(view.id)
+            && !a.throttle_room(self.array_starts.get(&a_id(view.id)).copied().unwrap_or(0))
+        {
+            return entry(Status::Waiting, Some(Reason::ArrayLimit), None);
+        }
         if self.limits_on
             && let Some(reason) = job().and_then(|job| self.over_run_limit(job))
         {
@@ -374,6 +402,9 @@ impl<'a> Planner<'a> {
                         nodes,
                         parts,
                     });
+                    if view.array {
+                        *self.array_starts.entry(a_id(view.id)).or_default() += 1;
+                    }
                     return entry(Status::Startable, None, Some(self.now));
                 }
                 Now::NoPlacement => unplaceable = true,
@@ -1000,6 +1031,11 @@ impl<'a> Planner<'a> {
         }
         None
     }
+}
+
+/// The array a job belongs to: itself, or its sub-job's.
+fn a_id(id: JobId) -> JobId {
+    id.array_parent().unwrap_or(id)
 }
 
 /// When an active job's nodes come free: at the end of its wall time (an

@@ -1,0 +1,393 @@
+//! Job arrays in the state (see `array.rs`): a sub-job's record is made
+//! when it starts or is acted on alone, and its array's tally follows every
+//! change of its sub-jobs. The array waits in its queue as one pending job
+//! while it has sub-jobs left to start; then it is `Begun` until the last
+//! ends, and then `Finished`, with PBS Pro's exit status of an array.
+
+use std::collections::BTreeMap;
+
+use rangemap::RangeSet;
+
+use super::{State, add_pending, remove_pending};
+use crate::Time;
+use crate::access::Caller;
+use crate::array::{JobArray, Named, sub_path};
+use crate::error::CoreError;
+use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
+
+/// What a sub-job record tells its array at load.
+struct SubSeen {
+    position: u32,
+    state: JobState,
+    exit: Option<(i32, bool)>,
+}
+
+impl State {
+    /// The sub-job at `position` of `array`, made pending now; its array
+    /// no longer counts it among those left.
+    pub(crate) fn materialize(
+        &mut self,
+        array: JobId,
+        position: u32,
+        now: Time,
+    ) -> Result<JobId, CoreError> {
+        let parent = self.jobs.get(&array).ok_or_else(|| self.no_such(array))?;
+        let Some(spec) = parent.array.as_ref() else {
+            return Err(self.wrong_state(parent, "take a sub-job of"));
+        };
+        let index = spec
+            .spec
+            .index_at(position)
+            .ok_or_else(|| CoreError::NoSuchJob {
+                id: format!("{array}[#{position}]"),
+            })?;
+        if !spec.tally.unstarted.contains(&position) {
+            return Err(CoreError::NoSuchJob {
+                id: self.full_id(array.sub(index)),
+            });
+        }
+        let id = array.sub(index);
+        let sub = Job {
+            id,
+            array: None,
+            stdout_path: sub_path(&parent.stdout_path, index),
+            stderr_path: sub_path(&parent.stderr_path, index),
+            depend: Vec::new(),
+            before: Vec::new(),
+            depend_on: 0,
+            start_after: None,
+            holds: Default::default(),
+            state: JobState::Queued,
+            mtime: now,
+            comment: String::new(),
+            ..parent.clone()
+        };
+        add_pending(&mut self.pending, &sub);
+        self.accounting.tally.enter_pending(&sub);
+        self.jobs.insert(id, sub);
+        if let Some(tally) = self.array_tally(array) {
+            tally.unstarted.remove(position..position + 1);
+            tally.live += 1;
+            tally.begun += 1;
+        }
+        self.settle_array(array, now);
+        Ok(id)
+    }
+
+    /// The next sub-job of `array` to start, made pending (the pass
+    /// starts an array by starting it).
+    pub(crate) fn materialize_next(&mut self, array: JobId, now: Time) -> Result<JobId, CoreError> {
+        let next = self
+            .jobs
+            .get(&array)
+            .and_then(|j| j.array.as_ref())
+            .and_then(|a| a.tally.unstarted.iter().next().map(|r| r.start));
+        match next {
+            Some(position) => self.materialize(array, position, now),
+            None => {
+                let job = self.jobs.get(&array).ok_or_else(|| self.no_such(array))?;
+                Err(self.wrong_state(job, "start"))
+            }
+        }
+    }
+
+    /// The array of a job: its own, or its sub-job's array's.
+    pub fn array_of(&self, id: JobId) -> Option<&JobArray> {
+        let array = id.array_parent().unwrap_or(id);
+        self.jobs.get(&array).and_then(|j| j.array.as_deref())
+    }
+
+    /// Whether the job's array already runs as many sub-jobs as its
+    /// throttle allows.
+    pub fn array_throttled(&self, id: JobId) -> bool {
+        self.array_of(id).is_some_and(|a| !a.throttle_room(0))
+    }
+
+    fn array_tally(&mut self, array: JobId) -> Option<&mut crate::array::ArrayTally> {
+        self.jobs
+            .get_mut(&array)
+            .and_then(|j| j.array.as_mut())
+            .map(|a| &mut a.tally)
+    }
+
+    /// A sub-job went from `before` to its present state: its array's
+    /// tally follows, and an array whose sub-jobs have all ended finishes.
+    pub(super) fn sub_job_changed(&mut self, id: JobId, before: JobState, now: Time) {
+        let Some(array) = id.array_parent() else {
+            return;
+        };
+        let Some(sub) = self.jobs.get(&id) else {
+            return;
+        };
+        let after = sub.state;
+        let ended = (after == JobState::Finished && before != JobState::Finished).then(|| {
+            let exit = sub.exit.as_ref();
+            (
+                exit.is_some_and(|e| e.cause == ExitCause::Deleted),
+                exit.map_or(0, |e| e.exit_status()),
+            )
+        });
+        let Some(tally) = self.array_tally(array) else {
+            return;
+        };
+        match (before.is_active(), after.is_active()) {
+            (false, true) => tally.running += 1,
+            (true, false) => tally.running = tally.running.saturating_sub(1),
+            _ => {}
+        }
+        if let Some((deleted, status)) = ended {
+            tally.live = tally.live.saturating_sub(1);
+            tally.deleted |= deleted;
+            tally.failed |= status != 0;
+        }
+        self.settle_array(array, now);
+    }
+
+    /// An array with no sub-job left to start leaves its queue (`Begun`),
+    /// and finishes once the last has ended.
+    pub(super) fn settle_array(&mut self, array: JobId, now: Time) {
+        let Some(job) = self.jobs.get(&array) else {
+            return;
+        };
+        let Some(a) = job.array.as_ref() else {
+            return;
+        };
+        if !a.tally.unstarted.is_empty() {
+            return;
+        }
+        if job.state.is_pending() {
+            remove_pending(&mut self.pending, job);
+            self.accounting.tally.leave_pending(job);
+        }
+        let done = a.is_done();
+        let Some(job) = self.jobs.get_mut(&array) else {
+            return;
+        };
+        if done && job.state != JobState::Finished {
+            finish_array(job, now);
+            self.ended_arrays.push(array);
+        } else if !done && job.state != JobState::Begun {
+            job.state = JobState::Begun;
+            job.mtime = now;
+            job.comment = "job array begun: every sub-job has started".into();
+        }
+    }
+
+    /// Arrays that finished since the last call: the caller stores them
+    /// and resolves what depends on them.
+    pub fn take_ended_arrays(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.ended_arrays)
+    }
+
+    /// qdel of sub-jobs that have not started (a range of `array`, or all
+    /// of them): they are recorded as deleted in the array's record.
+    /// Returns how many were deleted.
+    pub fn delete_unstarted(
+        &mut self,
+        array: JobId,
+        positions: &RangeSet<u32>,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<u32, CoreError> {
+        let job = self.checked(array, caller, "delete")?;
+        let Some(a) = job.array.as_ref() else {
+            return Err(self.wrong_state(job, "delete sub-jobs of"));
+        };
+        let mut gone = RangeSet::new();
+        for r in positions.iter() {
+            for hit in a.tally.unstarted.overlapping(r) {
+                gone.insert(hit.start.max(r.start)..hit.end.min(r.end));
+            }
+        }
+        let count: u32 = gone.iter().map(|r| r.end - r.start).sum();
+        if count == 0 {
+            return Ok(0);
+        }
+        let user = caller.user.clone();
+        if let Some(job) = self.jobs.get_mut(&array) {
+            if let Some(a) = job.array.as_mut() {
+                for r in gone.iter() {
+                    a.tally.unstarted.remove(r.clone());
+                    a.removed.insert(r.clone());
+                }
+                a.tally.deleted = true;
+            }
+            job.mtime = now;
+            job.comment = format!("{count} sub-job(s) deleted by {user} before they started");
+        }
+        self.settle_array(array, now);
+        Ok(count)
+    }
+
+    /// The sub-jobs of `array` that have a record and have not finished.
+    pub fn live_sub_jobs(&self, array: JobId) -> Vec<JobId> {
+        let live = self
+            .jobs
+            .get(&array)
+            .and_then(|j| j.array.as_ref())
+            .map_or(0, |a| a.tally.live);
+        if live == 0 {
+            return Vec::new();
+        }
+        let mut ids: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.id.array_parent() == Some(array) && j.state != JobState::Finished)
+            .map(|j| j.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// An array's sub-jobs, each with its index, in index order: those
+    /// with a record, and those left to start (qstat -t).
+    pub fn sub_jobs(&self, array: JobId) -> Vec<(u32, Option<&Job>)> {
+        let Some(a) = self.jobs.get(&array).and_then(|j| j.array.as_ref()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for pos in 0..a.spec.count() {
+            let Some(index) = a.spec.index_at(pos) else {
+                break;
+            };
+            if a.removed.contains(&pos) {
+                continue;
+            }
+            let record = self.jobs.get(&array.sub(index));
+            if record.is_some() || a.tally.unstarted.contains(&pos) {
+                out.push((index, record));
+            }
+        }
+        out
+    }
+
+    /// The jobs a command's id names: one, or each sub-job of a range
+    /// (those that exist or are left to start). A range that names none
+    /// of the array's indices is refused.
+    pub fn named(&self, text: &str) -> Result<Named, CoreError> {
+        Named::parse(text, &self.server_name)
+    }
+
+    /// Sub-job `id` exists as a record: made now if it was left to start
+    /// (to hold, alter or move it alone). A sub-job that ended and was
+    /// purged, or was deleted, is no such job.
+    pub fn sub_job_record(&mut self, id: JobId, now: Time) -> Result<(), CoreError> {
+        let Some(array) = id.array_parent() else {
+            return Ok(());
+        };
+        if self.jobs.contains_key(&id) {
+            return Ok(());
+        }
+        let position = self
+            .jobs
+            .get(&array)
+            .and_then(|j| j.array.as_ref())
+            .and_then(|a| id.array_index().and_then(|i| a.spec.position_of(i)))
+            .ok_or_else(|| self.no_such(id))?;
+        self.materialize(array, position, now).map(|_| ())
+    }
+
+    /// Whether `id` names a sub-job left to start (no record yet).
+    pub fn is_unstarted_sub_job(&self, id: JobId) -> bool {
+        let (Some(array), Some(index)) = (id.array_parent(), id.array_index()) else {
+            return false;
+        };
+        self.jobs
+            .get(&array)
+            .and_then(|j| j.array.as_ref())
+            .and_then(|a| a.spec.position_of(index).map(|p| a.tally.unstarted.contains(&p)))
+            .unwrap_or(false)
+    }
+
+    /// At load, once every record is in: each array's tally from its
+    /// sub-jobs' records, and the arrays still waiting back in their
+    /// queues.
+    pub(super) fn restore_arrays(&mut self, arrays: Vec<JobId>) {
+        let mut seen: BTreeMap<JobId, Vec<SubSeen>> = BTreeMap::new();
+        for job in self.jobs.values() {
+            let (Some(array), Some(index)) = (job.id.array_parent(), job.id.array_index()) else {
+                continue;
+            };
+            let Some(position) = self
+                .jobs
+                .get(&array)
+                .and_then(|p| p.array.as_ref())
+                .and_then(|a| a.spec.position_of(index))
+            else {
+                continue;
+            };
+            seen.entry(array).or_default().push(SubSeen {
+                position,
+                state: job.state,
+                exit: job.exit.as_ref().map(|e| {
+                    (e.exit_status(), e.cause == ExitCause::Deleted)
+                }),
+            });
+        }
+        for id in arrays {
+            let subs = seen.remove(&id).unwrap_or_default();
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            let Some(a) = job.array.as_mut() else {
+                continue;
+            };
+            let mut tally = JobArray::new(a.spec.clone()).tally;
+            for r in a.removed.iter() {
+                tally.unstarted.remove(r.clone());
+            }
+            tally.deleted = !a.removed.is_empty();
+            for s in &subs {
+                tally.unstarted.remove(s.position..s.position + 1);
+                tally.begun += 1;
+                if s.state != JobState::Finished {
+                    tally.live += 1;
+                }
+                if s.state.is_active() {
+                    tally.running += 1;
+                }
+                if let Some((status, deleted)) = s.exit {
+                    tally.deleted |= deleted;
+                    tally.failed |= status != 0;
+                }
+            }
+            a.tally = tally;
+            if job.state.is_pending() && !a.tally.unstarted.is_empty() {
+                add_pending(&mut self.pending, job);
+                self.accounting.tally.enter_pending(job);
+                self.note_dependencies_of(id);
+            } else if job.state != JobState::Finished {
+                // Its last starts (or ends) were stored, not its new state.
+                let at = job.mtime;
+                job.state = JobState::Begun;
+                self.settle_array(id, at);
+            }
+        }
+        self.ended_arrays.clear();
+    }
+}
+
+/// An array whose sub-jobs have all ended: finished, with PBS Pro's exit
+/// status of an array.
+fn finish_array(job: &mut Job, now: Time) {
+    let status = job.array.as_ref().map_or(0, |a| a.exit_status());
+    job.state = JobState::Finished;
+    job.mtime = now;
+    job.end_time = Some(now);
+    job.exit = Some(JobExit {
+        code: Some(status),
+        signal: None,
+        cause: ExitCause::Exited,
+        message: String::new(),
+        cput: None,
+        max_rss: None,
+    });
+    job.comment = match status {
+        0 => "job array finished: every sub-job exited 0".into(),
+        1 => "job array finished: a sub-job exited non-zero".into(),
+        _ => "job array finished: sub-jobs were deleted".into(),
+    };
+}
+
+#[cfg(test)]
+mod tests;

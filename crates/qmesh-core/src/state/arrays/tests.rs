@@ -1,0 +1,233 @@
+use super::*;
+use crate::access::Role;
+use crate::array::ArrayStyle;
+use crate::scheduler::{Reason, Scheduler};
+use crate::state::Deleted;
+use crate::state::tests::{caller, state, t};
+use crate::submit::Submission;
+
+fn submit_array(state: &mut State, text: &str, style: ArrayStyle) -> JobId {
+    let sub = Submission {
+        script_name: "sweep.sh".into(),
+        workdir: "/home/u1".into(),
+        resources: vec![("nodes".into(), "1".into())],
+        array: Some((style, text.into())),
+        ..Submission::default()
+    };
+    state.submit(sub, &caller(1, Role::User), t(0)).unwrap().id
+}
+
+fn exited(code: i32) -> JobExit {
+    JobExit {
+        code: Some(code),
+        signal: None,
+        cause: ExitCause::Exited,
+        message: String::new(),
+        cput: None,
+        max_rss: None,
+    }
+}
+
+/// One pass, its starts applied; the ids started.
+fn pass(state: &mut State, at: i64) -> Vec<JobId> {
+    let plan = Scheduler.pass(state, t(at));
+    let mut started = Vec::new();
+    for s in plan.starts {
+        started.push(state.start(s.job, &s.nodes, t(at)).unwrap().id);
+    }
+    state.check_invariants().unwrap();
+    started
+}
+
+#[test]
+fn an_array_is_one_pending_job_until_its_sub_jobs_start() {
+    let mut s = state(4);
+    let a = submit_array(&mut s, "1-10", ArrayStyle::PbsPro);
+    assert_eq!(s.pending_count(), 1);
+    assert_eq!(s.full_id(a), "1[].srv");
+    assert_eq!(s.job(a).unwrap().stdout_path, "/home/u1/sweep.sh.o1.^array_index^");
+    let started = pass(&mut s, 1);
+    assert_eq!(started, [a.sub(1), a.sub(2), a.sub(3), a.sub(4)]);
+    let sub = s.job(a.sub(3)).unwrap();
+    assert_eq!(sub.stdout_path, "/home/u1/sweep.sh.o1.3");
+    assert_eq!(sub.state, JobState::Running);
+    assert_eq!(s.job(a).unwrap().state_letter(), 'B');
+    assert_eq!(s.pending_count(), 1);
+    // Ends free nodes for the next four.
+    for i in 1..=4 {
+        s.finish(a.sub(i), exited(0), t(2)).unwrap();
+    }
+    assert_eq!(pass(&mut s, 3).len(), 4);
+    for i in 5..=8 {
+        s.finish(a.sub(i), exited(0), t(4)).unwrap();
+    }
+    assert_eq!(pass(&mut s, 5), [a.sub(9), a.sub(10)]);
+    // Nothing left to start: the array leaves its queue, begun.
+    assert_eq!(s.pending_count(), 0);
+    assert_eq!(s.job(a).unwrap().state, JobState::Begun);
+    s.finish(a.sub(9), exited(0), t(6)).unwrap();
+    assert!(s.take_ended_arrays().is_empty());
+    s.finish(a.sub(10), exited(3), t(7)).unwrap();
+    assert_eq!(s.take_ended_arrays(), [a]);
+    let done = s.job(a).unwrap();
+    assert_eq!(done.state, JobState::Finished);
+    assert_eq!(done.exit.as_ref().unwrap().exit_status(), 1);
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn the_throttle_holds_sub_jobs_back_with_its_reason() {
+    let mut s = state(8);
+    let a = submit_array(&mut s, "1-20%3", ArrayStyle::Torque);
+    assert_eq!(pass(&mut s, 1).len(), 3);
+    let plan = Scheduler.pass(&s, t(2));
+    assert!(plan.starts.is_empty());
+    assert_eq!(plan.entry(a).unwrap().reason, Some(Reason::ArrayLimit));
+    assert!(s.array_throttled(a));
+    s.finish(a.sub(2), exited(0), t(3)).unwrap();
+    assert_eq!(pass(&mut s, 4), [a.sub(4)]);
+    assert_eq!(s.job(a.sub(4)).unwrap().stdout_path, "/home/u1/sweep.sh.o1-4");
+}
+
+#[test]
+fn later_jobs_and_arrays_share_the_free_nodes() {
+    let mut s = state(4);
+    let a = submit_array(&mut s, "0-2", ArrayStyle::PbsPro);
+    let plain = crate::state::tests::submit(&mut s, 2, 1);
+    let started = pass(&mut s, 1);
+    assert_eq!(started, [a.sub(0), a.sub(1), a.sub(2), plain]);
+}
+
+#[test]
+fn a_range_deleted_before_it_starts_never_runs() {
+    let mut s = state(2);
+    let a = submit_array(&mut s, "1-10", ArrayStyle::PbsPro);
+    let spec = s.job(a).unwrap().array.as_ref().unwrap().spec.clone();
+    let owner = caller(1, Role::User);
+    let n = s
+        .delete_unstarted(a, &spec.positions_between(5, 9), &owner, t(1))
+        .unwrap();
+    assert_eq!(n, 5);
+    let mut ran = Vec::new();
+    for at in 0..10 {
+        for id in pass(&mut s, 10 + at * 2) {
+            ran.push(id.array_index().unwrap());
+            s.finish(id, exited(0), t(11 + at * 2)).unwrap();
+        }
+    }
+    assert_eq!(ran, [1, 2, 3, 4, 10]);
+    let done = s.job(a).unwrap();
+    assert_eq!(done.state, JobState::Finished);
+    assert_eq!(done.exit.as_ref().unwrap().exit_status(), 2);
+    // Another user may not.
+    let b = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
+    let other = caller(2, Role::User);
+    let all = s.job(b).unwrap().array.as_ref().unwrap().tally.unstarted.clone();
+    assert!(s.delete_unstarted(b, &all, &other, t(40)).is_err());
+}
+
+#[test]
+fn deleting_an_array_deletes_what_is_left_and_kills_what_runs() {
+    let mut s = state(2);
+    let a = submit_array(&mut s, "1-5", ArrayStyle::PbsPro);
+    pass(&mut s, 1);
+    let owner = caller(1, Role::User);
+    assert_eq!(s.live_sub_jobs(a), [a.sub(1), a.sub(2)]);
+    for id in s.live_sub_jobs(a) {
+        assert!(matches!(s.delete(id, &owner, t(2)).unwrap().0, Deleted::Kill { .. }));
+    }
+    s.delete(a, &owner, t(2)).unwrap();
+    assert_eq!(s.job(a).unwrap().state, JobState::Begun);
+    assert_eq!(s.pending_count(), 0);
+    let mut killed = exited(0);
+    killed.signal = Some(15);
+    killed.cause = ExitCause::Deleted;
+    s.finish(a.sub(1), killed.clone(), t(3)).unwrap();
+    s.finish(a.sub(2), killed, t(3)).unwrap();
+    assert_eq!(s.take_ended_arrays(), [a]);
+    assert_eq!(s.job(a).unwrap().exit.as_ref().unwrap().exit_status(), 2);
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn a_sub_job_held_alone_waits_while_the_others_run() {
+    let mut s = state(4);
+    let a = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
+    let owner = caller(1, Role::User);
+    assert!(s.is_unstarted_sub_job(a.sub(2)));
+    s.sub_job_record(a.sub(2), t(1)).unwrap();
+    s.hold(a.sub(2), &owner, t(1)).unwrap();
+    assert_eq!(pass(&mut s, 2), [a.sub(1), a.sub(3)]);
+    assert_eq!(s.job(a.sub(2)).unwrap().state, JobState::Held);
+    s.release(a.sub(2), &owner, t(3)).unwrap();
+    assert_eq!(pass(&mut s, 4), [a.sub(2)]);
+    assert_eq!(s.job(a).unwrap().state, JobState::Begun);
+}
+
+#[test]
+fn a_restart_counts_the_sub_jobs_from_their_records() {
+    let mut s = state(2);
+    let a = submit_array(&mut s, "1-6%2", ArrayStyle::PbsPro);
+    pass(&mut s, 1);
+    s.finish(a.sub(1), exited(0), t(2)).unwrap();
+    pass(&mut s, 3);
+    // What the store holds: the array as submitted, the sub-jobs' records.
+    let mut stored: Vec<Job> = s.jobs().cloned().collect();
+    for job in &mut stored {
+        if job.id == a {
+            job.state = JobState::Queued;
+        }
+    }
+    let mut fresh = state(2);
+    fresh.restore(stored, 0);
+    fresh.check_invariants().unwrap();
+    let array = fresh.job(a).unwrap().array.as_ref().unwrap();
+    assert_eq!(array.unstarted(), 3);
+    assert_eq!(array.tally.running, 2);
+    assert_eq!(fresh.job(a).unwrap().state_letter(), 'B');
+    assert!(fresh.array_throttled(a));
+    assert_eq!(fresh.next_id(), JobId(2));
+    // Nothing runs twice: the next to start is 4.
+    fresh.finish(a.sub(2), exited(0), t(4)).unwrap();
+    assert_eq!(pass(&mut fresh, 5), [a.sub(4)]);
+}
+
+#[test]
+fn finished_sub_jobs_outlive_history_until_their_array_ends() {
+    let mut s = state(2);
+    let a = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
+    pass(&mut s, 1);
+    s.finish(a.sub(1), exited(0), t(2)).unwrap();
+    let later = t(2 + 30 * 24 * 3600);
+    assert!(s.purge_history(later).is_empty());
+    assert!(!s.remove_finished(a.sub(1)));
+    assert!(s.job(a.sub(1)).is_some());
+}
+
+#[test]
+fn arrays_larger_than_the_server_allows_are_refused() {
+    let mut s = state(2);
+    let sub = Submission {
+        script_name: "sweep.sh".into(),
+        workdir: "/home/u1".into(),
+        array: Some((ArrayStyle::PbsPro, "0-100000".into())),
+        ..Submission::default()
+    };
+    let err = s.submit(sub, &caller(1, Role::User), t(0)).unwrap_err();
+    assert!(err.to_string().contains("max_array_size"), "{err}");
+}
+
+#[test]
+fn a_pass_with_huge_arrays_looks_at_each_once() {
+    let mut s = state(4);
+    for _ in 0..50 {
+        submit_array(&mut s, "0-99999", ArrayStyle::PbsPro);
+    }
+    let plan = Scheduler.pass(&s, t(1));
+    assert_eq!(plan.starts.len(), 4);
+    // Every array has an entry, and the first holds the free nodes.
+    assert_eq!(plan.queue.len(), 50);
+    for s0 in &plan.starts {
+        assert_eq!(s0.job, JobId(1));
+    }
+}
