@@ -180,18 +180,25 @@ fn mixed_and_tool_written_scripts_run_unchanged() {
 }
 
 #[test]
-fn array_scripts_are_refused_with_what_to_do() {
+fn array_scripts_run_each_index_once() {
     let d = Daemon::start_with(Some(MACHINE));
-    for path in ["pbspro/array.sh", "torque/array.sh"] {
-        let name = path.replace('/', "_");
-        std::fs::copy(source(path), d.work.join(&name)).unwrap();
-        let out = d.run("qsub", &[&name]);
-        assert!(!out.status.success(), "{path} was taken");
-        let said = stderr(&out);
-        assert!(
-            said.contains("job arrays are not supported yet") && said.contains("line 3"),
-            "{path}: {said}"
-        );
+    // PBS Pro: -J 1-4, NAME.oSEQ.INDEX.
+    let id = submit(&d, "pbspro/array.sh");
+    assert!(id.contains("[]."), "{id}");
+    assert_eq!(d.wait_job(&id).exit_status, Some(0), "{}", d.log());
+    let seq = id.split('[').next().unwrap();
+    for i in 1..=4 {
+        let out = d.work.join(format!("pbspro_array.sh.o{seq}.{i}"));
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        assert_eq!(text.trim(), format!("INDEX={i}"));
     }
-    assert!(d.all_job_ids().is_empty());
+    // Torque: -t 1-10%2, NAME.oSEQ-INDEX.
+    let id = submit(&d, "torque/array.sh");
+    assert_eq!(d.wait_job(&id).exit_status, Some(0), "{}", d.log());
+    let seq = id.split('[').next().unwrap();
+    for i in 1..=10 {
+        let out = d.work.join(format!("torque_array.sh.o{seq}-{i}"));
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        assert_eq!(text.trim(), format!("INDEX={i}"));
+    }
 }

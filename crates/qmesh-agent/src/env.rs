@@ -92,6 +92,16 @@ pub fn job_environment(
         set(pbs, value.clone());
     }
     set("PBS_O_QUEUE", spec.first_queue().to_string());
+    if let Some(index) = spec.array_index {
+        // PBS Pro's pair, and Torque's one; each style's scripts read its own.
+        set("PBS_ARRAY_INDEX", index.to_string());
+        set("PBS_ARRAY_ID", spec.array_id.clone());
+        set("PBS_ARRAYID", index.to_string());
+        if spec.array_torque {
+            // Torque names a sub-job NAME-INDEX.
+            set("PBS_JOBNAME", format!("{}-{index}", spec.name));
+        }
+    }
     set("PBS_ENVIRONMENT", "PBS_BATCH".to_string());
     // Torque: the first node's processes, and the node file's lines.
     set("PBS_NUM_PPN", spec.share(0).procs.to_string());
@@ -196,6 +206,24 @@ mod tests {
         assert!(!env.contains_key("QMESH_ACCOUNT"));
         assert!(!env.contains_key("TMPDIR") && !env.contains_key("CUDA_VISIBLE_DEVICES"));
         assert_eq!(dropped, vec!["BAD=NAME".to_string(), String::new()]);
+        assert!(!env.contains_key("PBS_ARRAY_INDEX") && !env.contains_key("PBS_ARRAYID"));
+    }
+
+    #[test]
+    fn a_sub_job_knows_its_index_in_both_styles() {
+        let mut s = spec();
+        s.job_id = "12[3].server".into();
+        s.array_index = Some(3);
+        s.array_id = "12[].server".into();
+        let (env, _) = job_environment(&s, &alice(), &places());
+        assert_eq!(env["PBS_ARRAY_INDEX"], "3");
+        assert_eq!(env["PBS_ARRAY_ID"], "12[].server");
+        assert_eq!(env["PBS_ARRAYID"], "3");
+        assert_eq!(env["PBS_JOBID"], "12[3].server");
+        assert_eq!(env["PBS_JOBNAME"], "run.sh");
+        s.array_torque = true;
+        let (env, _) = job_environment(&s, &alice(), &places());
+        assert_eq!(env["PBS_JOBNAME"], "run.sh-3");
     }
 
     #[test]

@@ -103,6 +103,14 @@ pub struct LaunchSpec {
     /// The queue first asked for (PBS_O_QUEUE); empty: `queue`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub submit_queue: String,
+    /// A sub-job of an array: its index and its array's id (`12[].srv`);
+    /// Torque's form (`qsub -t`) or PBS Pro's (`-J`) names its variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_index: Option<u32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub array_id: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub array_torque: bool,
     /// This host's name, as its agent serves it (for PBS_GPUFILE).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub host: String,
@@ -280,6 +288,9 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             }),
             project: l.project.clone(),
             submit_queue: l.submit_queue.clone(),
+            array_index: l.array_index,
+            array_id: l.array_id.clone(),
+            array_torque: l.array_torque,
             host: String::new(),
             tmpdir_base: None,
             gpus: Vec::new(),

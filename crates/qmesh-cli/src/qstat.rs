@@ -111,10 +111,10 @@ pub struct Args {
     /// Only finished jobs; alternate table.
     #[arg(short = 'H')]
     pub history_only: bool,
-    /// Subjobs of job arrays too; there are no arrays yet, so the usual listing.
+    /// Each job array's sub-jobs after it (those left to start too).
     #[arg(short = 't')]
     pub subjobs: bool,
-    /// Only job arrays; there are none yet, so no job unless named by id.
+    /// Only job arrays (with -t, their sub-jobs too).
     #[arg(short = 'J')]
     pub arrays_only: bool,
     /// Torque: only jobs in execution queues (not in routing queues).

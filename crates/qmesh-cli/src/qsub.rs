@@ -121,10 +121,12 @@ pub struct Args {
     /// Torque: the job's nodes to itself (as -l naccesspolicy=singlejob).
     #[arg(short = 'n')]
     pub node_exclusive: bool,
-    /// Job arrays (PBS Pro -J, Torque -t): not supported yet.
+    /// A job array (PBS Pro): -J X-Y[:STEP][%N], at most N running at once;
+    /// each sub-job sees PBS_ARRAY_INDEX and writes NAME.oSEQ.INDEX.
     #[arg(short = 'J', value_name = "RANGE")]
     pub array_j: Option<String>,
-    /// Job arrays (Torque -t): not supported yet.
+    /// A job array (Torque): -t 1-100, -t 1,4,9-12, with %N; each sub-job
+    /// sees PBS_ARRAYID and writes NAME.oSEQ-INDEX.
     #[arg(short = 't', value_name = "RANGE")]
     pub array_t: Option<String>,
     /// Interactive jobs: not supported.
@@ -296,6 +298,8 @@ fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
         group_list: text(w.group_list),
         start_dir: text(opts.start_dir),
         user_list: text(opts.user_list),
+        array_option: if opts.array_j.is_some() { "J" } else { "t" }.to_string(),
+        array: text(opts.array_j.or(opts.array_t)),
     };
     let job_id = client::block_on(async {
         let mut jobs = client::jobs().await?;
@@ -465,10 +469,9 @@ fn gather(
 
 /// Options qmesh cannot honour without running the job wrongly.
 fn refuse_unsupported(opts: &Args) -> Result<(), String> {
-    if let Some(range) = opts.array_j.as_ref().or(opts.array_t.as_ref()) {
-        let flag = if opts.array_j.is_some() { "-J" } else { "-t" };
+    if let (Some(j), Some(t)) = (&opts.array_j, &opts.array_t) {
         return Err(format!(
-            "{flag} {range}: job arrays are not supported yet; submit one job per index, e.g. for i in $(seq 1 10); do qsub -v PBS_ARRAY_INDEX=$i job.sh; done"
+            "-J {j} and -t {t}: give one of them (-J is PBS Pro's form, -t Torque's)"
         ));
     }
     if opts.interactive || opts.x11 {
@@ -902,11 +905,12 @@ mod tests {
             "{:?}",
             got.resources
         );
-        let err = gather(cli(""), b"#!/bin/sh\n#PBS -t 1-5\n", &no_env).unwrap_err();
-        assert!(
-            err.starts_with("script line 2: -t 1-5: job arrays"),
-            "{err}"
-        );
+        let got = gather(cli(""), b"#!/bin/sh\n#PBS -t 1-5%2\n", &no_env).unwrap();
+        assert_eq!(got.opts.array_t.as_deref(), Some("1-5%2"));
+        let got = gather(cli("-J 0-9"), b"#!/bin/sh\n#PBS -J 1-5\n", &no_env).unwrap();
+        assert_eq!(got.opts.array_j.as_deref(), Some("0-9"));
+        let err = gather(cli("-J 0-9"), b"#PBS -t 1-5\n", &no_env).unwrap_err();
+        assert!(err.contains("give one of them"), "{err}");
     }
 
     #[test]

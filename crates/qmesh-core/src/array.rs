@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::CoreError;
 use crate::job::JobId;
 
+/// Positions in an array's index list, as ranges.
+pub type Positions = RangeSet<u32>;
+
 /// The largest index a sub-job may have (the id keeps 24 bits for it).
 pub const MAX_INDEX: u32 = (1 << 24) - 2;
 

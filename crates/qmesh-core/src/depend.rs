@@ -144,10 +144,21 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
         };
         let mut named = 0;
         for word in words {
-            let id = JobId::parse(word, server).map_err(|e| match e {
+            let parsed_id = crate::array::Named::parse(word, server).map_err(|e| match e {
                 CoreError::NoSuchJob { .. } => bad(word, "names a job of another server"),
-                _ => bad(word, "is not a job id (SEQ or SEQ.SERVER)"),
+                _ => bad(word, "is not a job id (SEQ, SEQ.SERVER or an array's SEQ[])"),
             })?;
+            // As PBS Pro: on a whole array, not on its sub-jobs.
+            let id = match parsed_id {
+                crate::array::Named::One(id) if id.array_parent().is_none() => id,
+                _ => {
+                    return Err(bad(
+                        word,
+                        "names sub-jobs of an array; depend on the whole array (SEQ[]), \
+                         which is met when all its sub-jobs have ended",
+                    ));
+                }
+            };
             let dep = Dependency { kind, job: id };
             if !out.contains(&dep) {
                 out.push(dep);
@@ -230,7 +241,8 @@ fn standing(kind: DependKind, pred: Option<&Job>) -> Standing {
         return Standing::Met;
     };
     if kind == DependKind::After {
-        return if pred.stime.is_some() || pred.state.is_active() {
+        let array_begun = pred.array.as_ref().is_some_and(|a| a.tally.begun > 0);
+        return if pred.stime.is_some() || pred.state.is_active() || array_begun {
             Standing::Met
         } else if pred.state == JobState::Finished {
             // Ended without ever starting (deleted while it waited).

@@ -492,6 +492,16 @@ impl Job {
         Some((end - start).num_seconds().max(0) as u64)
     }
 
+    /// Its id as users see it: `17.server`, `12[].server` for an array,
+    /// `12[3].server` for a sub-job.
+    pub fn full_id(&self, server: &str) -> String {
+        if self.array.is_some() {
+            format!("{}[].{server}", self.id)
+        } else {
+            self.id.full(server)
+        }
+    }
+
     /// The letter qstat shows: an array some of whose sub-jobs started is
     /// `B` while others still wait.
     pub fn state_letter(&self) -> char {

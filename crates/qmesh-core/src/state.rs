@@ -28,6 +28,7 @@ mod node_sets;
 mod occupancy;
 mod placeable;
 
+pub use arrays::Targets;
 pub use hosts::{HostFacts, overloaded};
 
 pub(crate) use occupancy::{NodeBits, Occupancy};
@@ -391,15 +392,26 @@ impl State {
     }
 
     pub fn full_id(&self, id: JobId) -> String {
-        if self.jobs.get(&id).is_some_and(|j| j.array.is_some()) {
-            return format!("{id}[].{}", self.server_name);
+        match self.jobs.get(&id) {
+            Some(job) => job.full_id(&self.server_name),
+            None => id.full(&self.server_name),
         }
-        id.full(&self.server_name)
     }
 
     /// Reads a job id as a user typed it.
+    /// `12[]` names an array, `12[3]` one of its sub-jobs; a range
+    /// (`12[5-9]`) names several, which only the commands that take
+    /// ranges read (see [`State::targets`]).
     pub fn parse_id(&self, text: &str) -> Result<JobId, CoreError> {
-        JobId::parse(text, &self.server_name)
+        match crate::array::Named::parse(text, &self.server_name)? {
+            crate::array::Named::One(id) => Ok(id),
+            range @ crate::array::Named::Range { .. } => Err(CoreError::BadOption {
+                message: format!(
+                    "{range} names a range of sub-jobs; this command takes one job, \
+                     an array (SEQ[]) or one sub-job (SEQ[INDEX])"
+                ),
+            }),
+        }
     }
 
     /// Nodes the queue's jobs may ever use: the size of its node sets.

@@ -66,6 +66,11 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         user_list: non_empty(req.user_list),
         egroup: None,
         notes: Vec::new(),
+        array: match req.array_option.as_str() {
+            _ if req.array.trim().is_empty() => None,
+            "t" => Some((qmesh_core::array::ArrayStyle::Torque, req.array)),
+            _ => Some((qmesh_core::array::ArrayStyle::PbsPro, req.array)),
+        },
     };
     (submission, payload)
 }
@@ -78,6 +83,7 @@ pub fn job_state(state: JobState) -> v1::JobState {
         JobState::Transit => v1::JobState::Transit,
         JobState::Running => v1::JobState::Running,
         JobState::Exiting => v1::JobState::Exiting,
+        JobState::Begun => v1::JobState::Begun,
         JobState::Finished => v1::JobState::Finished,
     }
 }
@@ -100,10 +106,13 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
     let shown = match (job.state, reason.map(|(r, _)| r)) {
         (JobState::Queued, Some(r)) if r == Reason::Dependency.as_str() => JobState::Held,
         (JobState::Queued, Some(r)) if r == Reason::BeginTime.as_str() => JobState::Waiting,
+        // An array some of whose sub-jobs started is begun (PBS `B`).
+        (_, _) if job.state_letter() == 'B' => JobState::Begun,
         (state, _) => state,
     };
+    let array = job.array.as_deref();
     v1::JobInfo {
-        id: job.id.full(server),
+        id: job.full_id(server),
         name: job.name.clone(),
         owner: job.owner.user.clone(),
         group: job.owner.group.clone(),
@@ -158,6 +167,16 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         exec_vnode: job.exec_vnode(),
         gpus: job.gpus.unwrap_or(0),
         notes: opts.notes.clone(),
+        array: array.is_some(),
+        array_indices_submitted: array.map(|a| a.spec.indices_text()).unwrap_or_default(),
+        array_throttle: array.and_then(|a| a.spec.throttle).unwrap_or(0),
+        array_state_count: array.map(|a| a.state_count()).unwrap_or_default(),
+        array_index: job.id.array_index(),
+        array_id: job
+            .id
+            .array_parent()
+            .map(|a| format!("{a}[].{server}"))
+            .unwrap_or_default(),
         ..Default::default()
     }
 }
@@ -346,6 +365,13 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
             .submit_queue
             .clone()
             .unwrap_or_else(|| job.queue.clone()),
+        array_index: job.id.array_index(),
+        array_id: job
+            .id
+            .array_parent()
+            .map(|a| format!("{a}[].{server}"))
+            .unwrap_or_default(),
+        array_torque: false,
     }
 }
 

@@ -148,7 +148,7 @@ impl Store for SledStore {
         let stored_next = self.stored_next_id()?;
         let next_id = jobs
             .iter()
-            .map(|j| j.id.0 + 1)
+            .map(|j| j.id.seq() + 1)
             .max()
             .unwrap_or(1)
             .max(stored_next);
@@ -223,7 +223,7 @@ fn apply(trees: &Trees, changes: Vec<Change>) -> Result<(), StoreError> {
                 any = true;
             }
             Change::Remove(ids) => {
-                let highest = ids.iter().map(|id| id.0 + 1).max().unwrap_or(1);
+                let highest = ids.iter().map(|id| id.seq() + 1).max().unwrap_or(1);
                 if highest > stored_next_id(jobs)? {
                     batch.insert(NEXT_ID, encode(&highest)?);
                 }

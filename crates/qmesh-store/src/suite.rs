@@ -67,6 +67,7 @@ pub fn sample_job(id: u64) -> Job {
         start_after: None,
         rank: None,
         period_stop: None,
+        array: None,
     }
 }
 

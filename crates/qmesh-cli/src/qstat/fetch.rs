@@ -77,6 +77,8 @@ pub async fn jobs(
         states: query.states.clone(),
         include_finished: query.include_finished,
         report_refused: true,
+        expand_arrays: query.subjobs,
+        arrays_only: query.arrays_only,
         ..StatusRequest::default()
     };
     let reply = client
@@ -99,9 +101,6 @@ pub async fn jobs(
         // `@SERVER` besides ids or queues: every job as well.
         listed.extend(client.status(listing).await?.into_inner().jobs);
     }
-    if query.arrays_only {
-        listed.retain(is_array);
-    }
     jobs.extend(listed);
     if query.execution_only {
         let queues = client
@@ -122,11 +121,6 @@ pub async fn jobs(
         server: reply.server,
         refusals: reply.refused.iter().map(Refusal::of).collect(),
     })
-}
-
-/// Whether `job` is a job array (`-J`); there are none yet.
-fn is_array(_job: &JobInfo) -> bool {
-    false
 }
 
 fn server_time(reported: i64) -> i64 {

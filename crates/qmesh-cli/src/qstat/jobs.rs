@@ -27,6 +27,7 @@ pub fn state_letter(job: &JobInfo) -> String {
         JobState::Transit => "T",
         JobState::Running => "R",
         JobState::Exiting => "E",
+        JobState::Begun => "B",
         JobState::Finished => "F",
         JobState::Unspecified => "?",
     }
@@ -286,6 +287,20 @@ where
         // PBS Pro's name and Torque's: tools read one or the other.
         a.int("Exit_status", status);
         a.int("exit_status", status);
+    }
+    if job.array {
+        // PBS Pro's attributes of an array.
+        a.flag("array", true);
+        a.text("array_indices_submitted", &job.array_indices_submitted);
+        let remaining = &job.array_state_count;
+        a.text("array_state_count", remaining);
+        if job.array_throttle > 0 {
+            a.int("max_run_subjobs", job.array_throttle);
+        }
+    }
+    if let Some(index) = job.array_index {
+        a.text("array_id", &job.array_id);
+        a.int("array_index", index);
     }
     if job.expected_start > 0 {
         a.text("estimated.start_time", date(job.expected_start));

@@ -43,6 +43,8 @@ pub struct JobQuery {
     pub include_finished: bool,
     /// `-J`: only job arrays.
     pub arrays_only: bool,
+    /// `-t`: arrays' sub-jobs after each array.
+    pub subjobs: bool,
     /// Torque's `-e`: only jobs in execution queues.
     pub execution_only: bool,
 }
@@ -322,6 +324,7 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
         .to_string(),
         include_finished: args.history || f.h,
         arrays_only: args.arrays_only,
+        subjobs: args.subjobs,
         execution_only: args.execution_only,
         ..JobQuery::default()
     };

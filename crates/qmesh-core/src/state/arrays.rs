@@ -15,6 +15,15 @@ use crate::array::{JobArray, Named, sub_path};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 
+/// What a command's id names (see [`State::targets`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Targets {
+    /// Jobs with records: a job, an array, sub-jobs that have not finished.
+    pub jobs: Vec<JobId>,
+    /// Sub-jobs left to start: the array and their positions.
+    pub unstarted: Option<(JobId, RangeSet<u32>)>,
+}
+
 /// What a sub-job record tells its array at load.
 struct SubSeen {
     position: u32,
@@ -261,11 +270,89 @@ impl State {
         out
     }
 
-    /// The jobs a command's id names: one, or each sub-job of a range
-    /// (those that exist or are left to start). A range that names none
-    /// of the array's indices is refused.
-    pub fn named(&self, text: &str) -> Result<Named, CoreError> {
-        Named::parse(text, &self.server_name)
+    /// What a command's id names: the jobs with records (a job, an array,
+    /// the sub-jobs of a range that have not finished), and the sub-jobs
+    /// left to start among them. A range with neither is no such job.
+    pub fn targets(&self, text: &str) -> Result<Targets, CoreError> {
+        let (array, first, last) = match Named::parse(text, &self.server_name)? {
+            Named::One(id) => {
+                if self.jobs.contains_key(&id) {
+                    return Ok(Targets {
+                        jobs: vec![id],
+                        unstarted: None,
+                    });
+                }
+                let (Some(array), Some(index)) = (id.array_parent(), id.array_index()) else {
+                    return Err(self.no_such(id));
+                };
+                (array, index, index)
+            }
+            Named::Range { array, first, last } => (array, first, last),
+        };
+        let what = || CoreError::NoSuchJob {
+            id: format!("{array}[{first}-{last}].{}", self.server_name),
+        };
+        let a = self
+            .jobs
+            .get(&array)
+            .and_then(|j| j.array.as_ref())
+            .ok_or_else(what)?;
+        let wanted = a.spec.positions_between(first, last);
+        let mut unstarted = RangeSet::new();
+        let mut jobs = Vec::new();
+        for r in wanted.iter() {
+            for hit in a.tally.unstarted.overlapping(r) {
+                unstarted.insert(hit.start.max(r.start)..hit.end.min(r.end));
+            }
+            if a.tally.live == 0 {
+                continue;
+            }
+            for pos in r.clone() {
+                let id = a.spec.index_at(pos).map(|i| array.sub(i));
+                if let Some(job) = id.and_then(|id| self.jobs.get(&id))
+                    && job.state != JobState::Finished
+                {
+                    jobs.push(job.id);
+                }
+            }
+        }
+        if jobs.is_empty() && unstarted.is_empty() {
+            return Err(what());
+        }
+        Ok(Targets {
+            jobs,
+            unstarted: (!unstarted.is_empty()).then_some((array, unstarted)),
+        })
+    }
+
+    /// The ids of the sub-jobs at `positions` of `array`.
+    pub fn sub_ids(&self, array: JobId, positions: &RangeSet<u32>) -> Vec<JobId> {
+        let Some(a) = self.array_of(array) else {
+            return Vec::new();
+        };
+        positions
+            .iter()
+            .flat_map(|r| r.clone())
+            .filter_map(|p| a.spec.index_at(p).map(|i| array.sub(i)))
+            .collect()
+    }
+
+    /// A sub-job left to start, as qstat shows it: its array's record
+    /// under its own id (nothing is stored or changed).
+    pub fn unstarted_view(&self, id: JobId) -> Option<Job> {
+        if !self.is_unstarted_sub_job(id) {
+            return None;
+        }
+        let parent = self.jobs.get(&id.array_parent()?)?;
+        let index = id.array_index()?;
+        Some(Job {
+            id,
+            array: None,
+            stdout_path: sub_path(&parent.stdout_path, index),
+            stderr_path: sub_path(&parent.stderr_path, index),
+            comment: String::new(),
+            ..parent.clone()
+        })
     }
 
     /// Sub-job `id` exists as a record: made now if it was left to start

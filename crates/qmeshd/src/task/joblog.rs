@@ -18,7 +18,7 @@ impl SchedulerTask {
             return;
         };
         let server = self.state.server_name();
-        let full = job.id.full(server);
+        let full = job.full_id(server);
         let now = Utc::now();
         self.joblog.event(
             now,
@@ -46,7 +46,7 @@ impl SchedulerTask {
             return;
         };
         let server = self.state.server_name();
-        let full = job.id.full(server);
+        let full = job.full_id(server);
         let now = Utc::now();
         self.joblog.event(
             now,
@@ -73,7 +73,7 @@ impl SchedulerTask {
             return;
         };
         let server = self.state.server_name();
-        let full = job.id.full(server);
+        let full = job.full_id(server);
         let now = Utc::now();
         let kind = match how {
             Finished::Finished => RecordType::Ended,
@@ -98,7 +98,7 @@ impl SchedulerTask {
     /// `D`, and "Job deleted at request of ...".
     pub(super) fn log_deleted(&self, id: JobId, requestor: &str) {
         let server = self.state.server_name();
-        let full = id.full(server);
+        let full = self.state.full_id(id);
         let now = Utc::now();
         self.joblog.event(
             now,
@@ -117,7 +117,7 @@ impl SchedulerTask {
     /// `A`: the server ended the job on its own (a dependency that can
     /// never be met); `why` in words.
     pub(super) fn log_aborted(&self, id: JobId, why: &str) {
-        let full = id.full(self.state.server_name());
+        let full = self.state.full_id(id);
         let now = Utc::now();
         self.joblog
             .event(now, EventClass::Job, &full, why.to_string());
@@ -128,7 +128,7 @@ impl SchedulerTask {
     /// A server event about a job, no record: holds, moves, signals,
     /// reorders.
     pub(super) fn log_event(&self, id: JobId, class: EventClass, text: String) {
-        let full = id.full(self.state.server_name());
+        let full = self.state.full_id(id);
         self.joblog.event(Utc::now(), class, &full, text);
     }
 }

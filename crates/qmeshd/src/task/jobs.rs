@@ -51,7 +51,7 @@ impl SchedulerTask {
                 return;
             }
         };
-        let full = self.state.full_id(job.id);
+        let full = job.full_id(self.state.server_name());
         if let Err(e) = self.store.put_new_job(&job, &payload) {
             let _ = reply.send(Err(status::from_store(&e, &format!("job {full}"))));
             return;
@@ -113,6 +113,13 @@ impl SchedulerTask {
         };
         let mut named = Vec::new();
         for text in &request.job_ids {
+            // A sub-job left to start has no record: its array's, under its id.
+            if let Some(view) = self.state.parse_id(text).ok().and_then(|id| self.state.unstarted_view(id)) {
+                if self.may_see(&caller, &view) {
+                    named.push(info(&view));
+                }
+                continue;
+            }
             match self.named_job(text, request.include_finished) {
                 Ok(job) if !self.may_see(&caller, job) => {
                     return Err(Status::permission_denied(format!(
@@ -122,7 +129,12 @@ impl SchedulerTask {
                         job.owner.user
                     )));
                 }
-                Ok(job) => named.push(info(job)),
+                Ok(job) => {
+                    named.push(info(job));
+                    if request.expand_arrays {
+                        named.extend(self.sub_job_infos(job, request.include_finished, &info));
+                    }
+                }
                 Err(refusal) => refuse(refusal)?,
             }
         }
@@ -143,24 +155,62 @@ impl SchedulerTask {
         }
         reply.jobs = named;
         let users = user_names(&request.user, &request.users);
+        // Sub-jobs come after their array, with -t only.
         let listed = |job: &&qmesh_core::Job| {
-            (job.state != JobState::Finished || request.include_finished)
+            job.id.array_parent().is_none()
+                && (job.array.is_some() || !request.arrays_only)
+                && (job.state != JobState::Finished || request.include_finished)
                 && (users.is_empty() || users.contains(&job.owner.user.as_str()))
                 && self.may_see(&caller, job)
         };
         let wanted = |info: &v1::JobInfo| {
             request.states.is_empty() || request.states.contains(info.state_letter.as_str())
         };
+        let expand = |job: &qmesh_core::Job| {
+            let mut infos = vec![info(job)];
+            if request.expand_arrays {
+                infos.extend(self.sub_job_infos(job, request.include_finished, &info));
+            }
+            infos
+        };
         if request.job_ids.is_empty() && request.queues.is_empty() {
-            let jobs = self.state.jobs().filter(listed).map(info);
+            let jobs = self.state.jobs().filter(listed).flat_map(expand);
             reply.jobs.extend(jobs.filter(wanted));
         }
         for queue in queues {
             let jobs = self.state.jobs().filter(|j| j.queue == queue);
-            let jobs = jobs.filter(listed).map(info);
+            let jobs = jobs.filter(listed).flat_map(expand);
             reply.jobs.extend(jobs.filter(wanted));
         }
         Ok(reply)
+    }
+
+    /// qstat -t: an array's sub-jobs in index order, those left to start
+    /// shown as their array's record under their own ids.
+    fn sub_job_infos(
+        &self,
+        array: &qmesh_core::Job,
+        include_finished: bool,
+        info: &dyn Fn(&qmesh_core::Job) -> v1::JobInfo,
+    ) -> Vec<v1::JobInfo> {
+        if array.array.is_none() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (index, record) in self.state.sub_jobs(array.id) {
+            match record {
+                Some(job) if job.state != JobState::Finished || include_finished => {
+                    out.push(info(job));
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(view) = self.state.unstarted_view(array.id.sub(index)) {
+                        out.push(info(&view));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The job `text` names, or why qstat cannot list it.
@@ -215,15 +265,7 @@ impl SchedulerTask {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
-            let outcome = self
-                .state
-                .parse_id(&text)
-                .map_err(|e| e.to_string())
-                .and_then(|id| match action {
-                    JobAction::DeleteRunning => self.not_running(id).map_or(Ok(id), Err),
-                    _ => Ok(id),
-                })
-                .and_then(|id| self.act_on(action, id, &caller).map_err(|e| e.to_string()));
+            let outcome = self.act_named(action, &text, &caller);
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
             }
@@ -234,6 +276,67 @@ impl SchedulerTask {
             "the change was made".to_string(),
             reply,
         );
+    }
+
+    /// One id of qdel, qhold, qrls or sprelease: a job, an array, a
+    /// sub-job or a range of them (`12[5-9]`), each acted on; the first
+    /// refusal is the answer.
+    fn act_named(&mut self, action: JobAction, text: &str, caller: &Caller) -> Result<(), String> {
+        let targets = self.state.targets(text).map_err(|e| e.to_string())?;
+        let mut first_error = None;
+        let mut ids = targets.jobs;
+        if let Some((array, positions)) = targets.unstarted {
+            match action {
+                JobAction::Delete => {
+                    self.delete_unstarted(array, &positions, caller)
+                        .map_err(|e| e.to_string())?;
+                }
+                JobAction::DeleteRunning => {
+                    first_error = Some(format!(
+                        "{text}: sub-jobs that have not started are queued, not running; \
+                         qdel removes them"
+                    ));
+                }
+                JobAction::Hold | JobAction::Release => {
+                    // Held or released alone: each gets its own record.
+                    let now = Utc::now();
+                    for id in self.state.sub_ids(array, &positions) {
+                        self.state.sub_job_record(id, now).map_err(|e| e.to_string())?;
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        for id in ids {
+            let outcome = match action {
+                JobAction::DeleteRunning => self.not_running(id).map_or(Ok(id), Err),
+                _ => Ok(id),
+            }
+            .and_then(|id| self.act_on(action, id, caller).map_err(|e| e.to_string()));
+            if let Err(e) = outcome {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// qdel of sub-jobs that have not started: the array's record says so.
+    pub(super) fn delete_unstarted(
+        &mut self,
+        array: JobId,
+        positions: &qmesh_core::array::Positions,
+        caller: &Caller,
+    ) -> Result<(), CoreError> {
+        let now = Utc::now();
+        let count = self.state.delete_unstarted(array, positions, caller, now)?;
+        if let Some(job) = self.state.job(array) {
+            persist(self.store.as_ref(), job);
+            info!(job = %array, user = %caller.user, count, "sub-jobs deleted before they started");
+        }
+        let text = format!("{count} sub-job(s) deleted at request of {}@{}", caller.user, self.state.server_name());
+        self.log_event(array, EventClass::Job, text);
+        self.dirty = true;
+        Ok(())
     }
 
     pub(super) fn act_on(
@@ -265,6 +368,10 @@ impl SchedulerTask {
                 self.log_event(id, EventClass::Job, text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
+                // An array: its sub-jobs that have records go first.
+                for sub in self.state.live_sub_jobs(id) {
+                    self.act_on(action, sub, caller)?;
+                }
                 let (outcome, job) = self.state.delete(id, caller, now)?;
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");

@@ -374,6 +374,7 @@ impl SchedulerTask {
                 reply,
             } => self.alter(&peer, *request, reply),
         }
+        self.settle_arrays(Utc::now());
     }
 
     fn caller(&self, peer: &Peer) -> Caller {
@@ -399,7 +400,7 @@ impl SchedulerTask {
         let mut launches = Vec::new();
         for start in &plan.starts {
             match self.start_job(start.job, &start.nodes, &start.parts, now, "Scheduler") {
-                Ok(()) => launches.push(AfterDurable::Launch(start.job)),
+                Ok(started) => launches.push(AfterDurable::Launch(started)),
                 Err(e) => error!(job = %start.job, error = %e, "the plan could not be applied"),
             }
         }
@@ -421,8 +422,10 @@ impl SchedulerTask {
         parts: &[qmesh_core::alloc::Part],
         now: Time,
         requestor: &str,
-    ) -> Result<(), qmesh_core::CoreError> {
+    ) -> Result<JobId, qmesh_core::CoreError> {
         let job = self.state.start_placed(id, nodes, parts, now)?;
+        // An array's start is its next sub-job's.
+        let id = job.id;
         info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
         persist(self.store.as_ref(), job);
         self.launches.insert(id, Launch::AwaitingDurable);
@@ -431,7 +434,12 @@ impl SchedulerTask {
             // A job waiting `after:` this one may start now.
             self.dirty = true;
         }
-        Ok(())
+        if let Some(array) = id.array_parent()
+            && self.state.has_dependents(array)
+        {
+            self.dirty = true;
+        }
+        Ok(id)
     }
 
     /// Queues `after` for when everything written so far is durable.
@@ -495,7 +503,8 @@ impl SchedulerTask {
         let Some(job) = self.state.job(id) else {
             return;
         };
-        let payload = match self.store.payload(id) {
+        // A sub-job runs its array's script.
+        let payload = match self.store.payload(id.array_parent().unwrap_or(id)) {
             Ok(Some(p)) => p,
             Ok(None) => {
                 self.finish_failed(id, "its script is missing from the store");
@@ -513,6 +522,10 @@ impl SchedulerTask {
             self.state.config().server.kill_delay,
         );
         order.local_nodes = self.nodes_on(job, &host);
+        order.array_torque = self
+            .state
+            .array_of(id)
+            .is_some_and(|a| a.spec.style == qmesh_core::array::ArrayStyle::Torque);
         order.shell = qmesh_core::job::options::shell_for(&job.options.shell, &host)
             .unwrap_or_default()
             .to_string();
@@ -604,6 +617,7 @@ impl SchedulerTask {
                 self.dirty = true;
                 self.job_done(id);
                 self.end_dependents(id, end);
+                self.settle_arrays(end);
                 if how == Finished::Finished {
                     self.purge_if_asked(id);
                 }
@@ -653,6 +667,21 @@ impl SchedulerTask {
                 self.mail(dependent, crate::mail::MailEvent::Abort);
             }
             self.job_done(dependent);
+        }
+    }
+
+    /// Arrays whose last sub-job has just ended (or been deleted): stored,
+    /// logged, and what waits on them resolved.
+    pub(super) fn settle_arrays(&mut self, now: Time) {
+        for id in self.state.take_ended_arrays() {
+            if let Some(job) = self.state.job(id) {
+                info!(job = %id, comment = %job.comment, "job array finished");
+                persist(self.store.as_ref(), job);
+            }
+            self.log_event(id, qmesh_core::joblog::EventClass::Job, "job array finished".into());
+            self.job_done(id);
+            self.end_dependents(id, now);
+            self.dirty = true;
         }
     }
 

@@ -318,7 +318,7 @@ impl SchedulerTask {
                     .unwrap_or_default(),
                 host: node.host.clone(),
                 up: node.up,
-                job_id: job.map(|j| j.id.full(server)).unwrap_or_default(),
+                job_id: job.map(|j| j.full_id(server)).unwrap_or_default(),
                 job_owner: job.map(|j| j.owner.user.clone()).unwrap_or_default(),
                 job_ids: node.jobs.iter().map(|id| id.full(server)).collect(),
                 jobs_per_node: node.slots,

@@ -63,7 +63,7 @@ impl SchedulerTask {
     /// PBS's `a` record (what changed) and "Job Modified at request of".
     fn log_altered(&self, id: JobId, user: &str, changes: &[String]) {
         let server = self.state.server_name();
-        let full = id.full(server);
+        let full = self.state.full_id(id);
         let now = Utc::now();
         self.log_event(
             id,

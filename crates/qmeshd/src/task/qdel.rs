@@ -36,11 +36,7 @@ impl SchedulerTask {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(request.job_ids.len());
         for text in request.job_ids {
-            let outcome = self
-                .state
-                .parse_id(&text)
-                .map_err(CommandError::from)
-                .and_then(|id| self.delete_one(id, &caller, request.force, request.purge_history));
+            let outcome = self.delete_named(&text, &caller, request.force, request.purge_history);
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "delete refused");
             }
@@ -51,6 +47,47 @@ impl SchedulerTask {
             "the change was made".to_string(),
             reply,
         );
+    }
+
+    /// One id of qdel: a job, an array (its sub-jobs too), a sub-job or a
+    /// range of them (`12[5-9]`).
+    fn delete_named(
+        &mut self,
+        text: &str,
+        caller: &Caller,
+        force: bool,
+        purge: bool,
+    ) -> Result<(), CommandError> {
+        let targets = if purge {
+            // -x: a finished job is named by its id alone.
+            match self.state.parse_id(text) {
+                Ok(id) if self.state.job(id).is_some() => qmesh_core::state::Targets {
+                    jobs: vec![id],
+                    unstarted: None,
+                },
+                _ => self.state.targets(text)?,
+            }
+        } else {
+            self.state.targets(text)?
+        };
+        if let Some((array, positions)) = &targets.unstarted {
+            self.delete_unstarted(*array, positions, caller)?;
+        }
+        let mut first_error = None;
+        for id in targets.jobs {
+            if self.state.job(id).is_some_and(|j| j.array.is_some()) {
+                let subs = self.state.live_sub_jobs(id);
+                for sub in subs {
+                    if let Err(e) = self.delete_one(sub, caller, force, purge) {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if let Err(e) = self.delete_one(id, caller, force, purge) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     fn delete_one(

@@ -29,7 +29,7 @@ impl SchedulerTask {
                 .state
                 .parse_id(text)
                 .map_err(CommandError::from)
-                .and_then(|id| self.run_one(id, &caller, spec).map(|()| id));
+                .and_then(|id| self.run_one(id, &caller, spec));
             match &outcome {
                 Ok(id) => launches.push(AfterDurable::Launch(*id)),
                 Err(e) => info!(job = %text, user = %caller.user, error = %e, "qrun refused"),
@@ -51,11 +51,14 @@ impl SchedulerTask {
         id: JobId,
         caller: &Caller,
         spec: Option<&str>,
-    ) -> Result<(), CommandError> {
+    ) -> Result<JobId, CommandError> {
         let now = Utc::now();
+        if self.state.is_unstarted_sub_job(id) {
+            // One sub-job of an array, run alone.
+            self.state.sub_job_record(id, now)?;
+        }
         let on = self.state.qrun_nodes(id, caller, spec, now)?;
         info!(job = %id, user = %caller.user, "run at once (qrun)");
-        self.start_job(id, &on.nodes, &on.parts, now, &caller.user)?;
-        Ok(())
+        Ok(self.start_job(id, &on.nodes, &on.parts, now, &caller.user)?)
     }
 }
