@@ -4,6 +4,7 @@
 
 mod accounts;
 mod agents;
+mod arrays;
 mod bad_input;
 mod cluster;
 mod commands;

@@ -1,0 +1,221 @@
+//! Job arrays end to end: real scripts that use their index, a throttle
+//! watched from inside the jobs, a range deleted before it ran, a job that
+//! waits for a whole array, and an array half run when qmeshd and its
+//! agent are killed.
+
+use std::collections::BTreeMap;
+
+use crate::harness::{Daemon, stderr};
+
+const MACHINE: &str = r#"
+[agents]
+local = true
+local_host = "localhost"
+
+[server]
+default_queue = "batch"
+
+[[queue]]
+name = "batch"
+default_walltime = "1:00:00"
+
+[[node_set]]
+name = "cpu"
+topology = "flat"
+count = 6
+prefix = "cpu"
+host = "localhost"
+"#;
+
+/// The array's sequence number: `12` of `12[].host`.
+fn seq(id: &str) -> &str {
+    id.split('[').next().unwrap_or(id)
+}
+
+/// Each line of `file`, counted.
+fn counted(d: &Daemon, file: &str) -> BTreeMap<String, u32> {
+    let text = std::fs::read_to_string(d.work.join(file)).unwrap_or_default();
+    let mut seen = BTreeMap::new();
+    for line in text.lines() {
+        *seen.entry(line.to_string()).or_default() += 1;
+    }
+    seen
+}
+
+#[test]
+fn a_throttled_array_never_runs_more_than_its_limit() {
+    let d = Daemon::start_with(Some(MACHINE));
+    // Each sub-job marks itself running, counts the marks, and leaves.
+    d.script(
+        "sweep.sh",
+        "#!/bin/sh\n#PBS -J 0-11%2\ncd \"$PBS_O_WORKDIR\"\n\
+         touch running.$PBS_ARRAY_INDEX\n\
+         ls running.* | wc -l >> counts\n\
+         sleep 0.3\n\
+         ls running.* | wc -l >> counts\n\
+         rm running.$PBS_ARRAY_INDEX\n\
+         echo \"$PBS_ARRAY_INDEX $PBS_ARRAY_ID $PBS_JOBID\" >> ran\n",
+    );
+    let id = d.qsub(&["sweep.sh"]);
+    // Six nodes are free, yet the throttle holds the rest back, saying so.
+    let json = d.ok("qstat", &["-f", "-F", "json", &id]);
+    assert!(json.contains("max_run_subjobs"), "{json}");
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{}", d.log());
+    let counts = counted(&d, "counts");
+    let most: u32 = counts.keys().map(|k| k.trim().parse().unwrap()).max().unwrap();
+    assert!(most <= 2, "more than 2 ran at once: {counts:?}");
+    let ran = counted(&d, "ran");
+    assert_eq!(ran.len(), 12, "{ran:?}");
+    let s = seq(&id);
+    for line in ran.keys() {
+        let mut words = line.split(' ');
+        let index = words.next().unwrap();
+        assert_eq!(words.next(), Some(id.as_str()), "PBS_ARRAY_ID: {line}");
+        assert_eq!(
+            words.next().map(|j| j.split('.').next().unwrap().to_string()),
+            Some(format!("{s}[{index}]")),
+            "PBS_JOBID: {line}"
+        );
+    }
+    assert!(ran.values().all(|&n| n == 1), "{ran:?}");
+    // qstat -x -t: the array and its twelve sub-jobs, each finished.
+    let out = d.ok("qstat", &["-x", "-t", "-F", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let jobs = doc["Jobs"].as_object().unwrap();
+    assert_eq!(jobs.len(), 13, "{out}");
+    let sub = &jobs[&format!("{s}[3].{}", id.split_once('.').unwrap().1)];
+    assert_eq!(sub["job_state"], "F");
+    assert_eq!(sub["array_index"], 3);
+    assert_eq!(sub["Exit_status"], 0);
+}
+
+#[test]
+fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
+    let d = Daemon::start_with(Some(MACHINE));
+    d.script("w.sh", "#!/bin/sh\nexit 0\n");
+    let id = d.qsub(&["-h", "-t", "1,4,9-12", "w.sh"]);
+    let plain = d.ok("qstat", &[]);
+    assert_eq!(plain.lines().filter(|l| l.contains(seq(&id))).count(), 1, "{plain}");
+    let all = d.ok("qstat", &["-t"]);
+    for index in [1, 4, 9, 10, 11, 12] {
+        assert!(all.contains(&format!("{}[{index}]", seq(&id))), "{all}");
+    }
+    assert!(!all.contains(&format!("{}[2]", seq(&id))), "{all}");
+    // One sub-job, by its id, unquoted and quoted as shells pass them.
+    let one = d.ok("qstat", &["-f", &format!("{}[9]", seq(&id))]);
+    assert!(one.contains("array_index = 9"), "{one}");
+    assert!(one.contains(&format!("array_id = {id}")), "{one}");
+    let array = d.ok("qstat", &["-f", &id]);
+    assert!(array.contains("array_indices_submitted = 1,4,9-12"), "{array}");
+    assert!(array.contains("array = True"), "{array}");
+    // -J lists arrays only.
+    d.script("plain.sh", "#!/bin/sh\nexit 0\n");
+    let plain_id = d.qsub(&["-h", "plain.sh"]);
+    let arrays = d.ok("qstat", &["-J"]);
+    assert!(arrays.contains(seq(&id)) && !arrays.contains(seq(&plain_id)), "{arrays}");
+    // A sub-job that is not one of the array's is no such job.
+    let out = d.run("qstat", &[&format!("{}[2]", seq(&id))]);
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_range_deleted_before_it_starts_never_runs() {
+    let d = Daemon::start_with(Some(MACHINE));
+    d.script(
+        "r.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho $PBS_ARRAYID >> ran\n",
+    );
+    let id = d.qsub(&["-h", "-t", "1-10", "r.sh"]);
+    let range = format!("{}[5-9]", seq(&id));
+    let out = d.run("qdel", &[&range]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The range is gone from qstat -t.
+    let all = d.ok("qstat", &["-t"]);
+    assert!(!all.contains(&format!("{}[7]", seq(&id))), "{all}");
+    d.ok("qrls", &[&id]);
+    let info = d.wait_job(&id);
+    // PBS Pro: 2 when sub-jobs were deleted.
+    assert_eq!(info.exit_status, Some(2), "{info:?}");
+    let ran: Vec<String> = counted(&d, "ran").into_keys().collect();
+    let mut ran: Vec<u32> = ran.iter().map(|s| s.parse().unwrap()).collect();
+    ran.sort();
+    assert_eq!(ran, [1, 2, 3, 4, 10]);
+    // Deleting it again names what is wrong.
+    let out = d.run("qdel", &[&range]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn a_job_that_depends_on_an_array_waits_for_all_of_it() {
+    let d = Daemon::start_with(Some(MACHINE));
+    let gate = d.fifo("gate");
+    // Sub-job 3 waits for the test's word; the others end at once.
+    d.script(
+        "part.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+         if [ \"$PBS_ARRAY_INDEX\" = 3 ]; then read x < gate; fi\n\
+         echo $PBS_ARRAY_INDEX >> parts\n",
+    );
+    d.script(
+        "sum.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\nwc -l < parts > summed\n",
+    );
+    let id = d.qsub(&["-J", "1-5", "part.sh"]);
+    let after = d.qsub(&["-W", &format!("depend=afterok:{id}"), "sum.sh"]);
+    // Sub-job-level dependencies are refused, as PBS Pro does.
+    let out = d.run(
+        "qsub",
+        &["-W", &format!("depend=afterok:{}[2]", seq(&id)), "sum.sh"],
+    );
+    assert!(!out.status.success() && stderr(&out).contains("whole array"), "{}", stderr(&out));
+    let job = d.job_json(&after);
+    assert_eq!(job["job_state"], "H", "{job}");
+    d.write_fifo(&gate, "go\n");
+    assert_eq!(d.wait_job(&after).exit_status, Some(0), "{}", d.log());
+    let summed = std::fs::read_to_string(d.work.join("summed")).unwrap();
+    assert_eq!(summed.trim(), "5");
+}
+
+/// Kills this daemon's qmesh-agent (not its zygote, shepherds or jobs):
+/// the process the daemon's log says it started last.
+fn kill_agent(d: &Daemon) {
+    let log = d.log();
+    let pid = log
+        .lines()
+        .filter(|l| l.contains("local agent started"))
+        .filter_map(|l| l.split("pid=").nth(1))
+        .filter_map(|p| p.split_whitespace().next()?.parse::<u32>().ok())
+        .last()
+        .expect("the daemon logs its agent's pid");
+    crate::harness::signal(pid, nix::sys::signal::Signal::SIGKILL);
+}
+
+#[test]
+fn an_array_half_run_survives_kill_9_of_qmeshd_and_its_agent() {
+    let mut d = Daemon::start_with(Some(MACHINE));
+    let started = [d.fifo("started.1"), d.fifo("started.2")];
+    // The first two wait, running, while the daemon and agent are killed.
+    d.script(
+        "half.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+         echo $PBS_ARRAY_INDEX >> ran\n\
+         if [ \"$PBS_ARRAY_INDEX\" -le 2 ]; then\n\
+           echo up > started.$PBS_ARRAY_INDEX\n\
+           while [ ! -e gate ]; do sleep 0.1; done\n\
+         fi\n",
+    );
+    let id = d.qsub(&["-J", "1-8%2", "half.sh"]);
+    for fifo in &started {
+        d.read_fifo(fifo);
+    }
+    d.kill9();
+    kill_agent(&d);
+    d.spawn();
+    std::fs::write(d.work.join("gate"), "").unwrap();
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{}", d.log());
+    let ran = counted(&d, "ran");
+    assert_eq!(ran.len(), 8, "{ran:?}");
+    assert!(ran.values().all(|&n| n == 1), "a sub-job ran twice: {ran:?}");
+}
