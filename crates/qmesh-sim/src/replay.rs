@@ -11,13 +11,20 @@
 //! queue takes is counted with the core's reason. The clock is the log's
 //! own (its `UnixStartTime`), so prime time and weekends fall where they
 //! fell.
+//!
+//! With `--arrays` (see `arrays.rs`) a group of jobs arrives as one array
+//! at its first job's submit time; each sub-job, as the pass starts it,
+//! runs its own job's run time, and its record counts its wait from the
+//! array's submission.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use chrono::{DateTime, Utc};
+use qmesh_core::array::{ArrayStyle, MAX_INDEX};
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
+use crate::arrays::{self, Formed, Key, Program};
 use crate::machine::{Machine, MachineError, Policy, build_state, next_calendar_change};
 use crate::swf::{SwfJob, Trace};
 
@@ -45,6 +52,9 @@ pub struct Options {
     /// queue's maximum instead, and is killed there (as NQS would have).
     /// Without it such a job is refused by its queue and counted.
     pub cap_walltime: bool,
+    /// Submit a user's runs of like jobs as job arrays (see `arrays.rs`).
+    /// Spwhen's predictions (`predict`) are then made for lone jobs only.
+    pub arrays: bool,
 }
 
 impl Default for Options {
@@ -59,6 +69,7 @@ impl Default for Options {
             predict: false,
             partition: None,
             cap_walltime: false,
+            arrays: false,
         }
     }
 }
@@ -120,6 +131,8 @@ pub struct Replay {
     pub skipped: Vec<Skipped>,
     /// Passes run.
     pub passes: u64,
+    /// With `--arrays`: the arrays the trace's jobs made.
+    pub arrays: Option<Formed>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +164,18 @@ struct Planned {
     user: i64,
     group: i64,
     queue: i64,
+    program: Option<Program>,
+}
+
+impl Planned {
+    fn key(&self) -> Key {
+        Key {
+            user: self.user,
+            queue: self.queue,
+            nodes: self.nodes,
+            program: self.program,
+        }
+    }
 }
 
 /// Finished jobs dropped from the state once this many have ended: the
@@ -196,6 +221,18 @@ pub fn replay_with_progress(
     };
     let (mut planned, mut skipped) = plan_jobs(trace, options, nodes, partition);
     planned.sort_by_key(|p| (p.submit, p.index));
+    // What arrives together: each job alone; with --arrays each group, its
+    // members side by side in `planned`.
+    let (planned, arrivals, formed) = if options.arrays {
+        let most = (state.config().server.max_array_size as usize).min(MAX_INDEX as usize + 1);
+        let keys: Vec<Key> = planned.iter().map(Planned::key).collect();
+        let (planned, arrivals) = arrays::gather(planned, &arrays::group(&keys, most));
+        let formed = Formed::of(&arrivals);
+        (planned, arrivals, Some(formed))
+    } else {
+        let arrivals = (0..planned.len()).map(|i| i..i + 1).collect::<Vec<_>>();
+        (planned, arrivals, None)
+    };
     // The clock reads the log's own dates; records count from its start.
     let base = trace.unix_start().unwrap_or(0);
     let site = matches!(options.machine, Machine::Site { .. });
@@ -203,9 +240,13 @@ pub fn replay_with_progress(
     let mut run_of = vec![0i64; trace.jobs.len()];
 
     let mut records: Vec<Option<JobRecord>> = vec![None; trace.jobs.len()];
-    let mut by_id: HashMap<JobId, usize> = HashMap::with_capacity(planned.len());
+    let mut by_id: HashMap<JobId, usize> = HashMap::with_capacity(arrivals.len());
+    // An array's jobs, by trace index, in the order of its sub-jobs.
+    let mut members: HashMap<JobId, Vec<usize>> = HashMap::new();
     let mut ends: BinaryHeap<Reverse<(i64, JobId)>> = BinaryHeap::new();
+    // Arrivals taken, and the jobs they held.
     let mut next = 0;
+    let mut submitted = 0;
     let mut passes = 0;
     let mut callers: HashMap<(i64, i64), Caller> = HashMap::new();
     let mut finished = 0usize;
@@ -216,7 +257,10 @@ pub fn replay_with_progress(
     let mut last_progress = i64::MIN;
     let tell_every = (planned.len() / 200).max(1);
     loop {
-        let arrival = planned.get(next).map(|p| p.submit);
+        let arrival = arrivals
+            .get(next)
+            .and_then(|r| planned.get(r.start))
+            .map(|p| p.submit);
         let end = ends.peek().map(|Reverse((end, _))| *end);
         let turn = if state.pending_count() > 0 {
             let stale = match wake {
@@ -264,39 +308,70 @@ pub fn replay_with_progress(
                 state.purge_history(now);
             }
         }
+        // Nothing depends on an array here: its end needs no more.
+        state.take_ended_arrays();
         let mut arrived = Vec::new();
-        while let Some(p) = planned.get(next).filter(|p| p.submit <= now_s) {
+        while let Some(range) = arrivals
+            .get(next)
+            .filter(|r| planned.get(r.start).is_some_and(|p| p.submit <= now_s))
+        {
             next += 1;
-            if next % tell_every == 0 || next == planned.len() {
-                progress(next, planned.len());
+            let group = planned.get(range.clone()).unwrap_or_default();
+            let Some(p) = group.first() else {
+                continue;
+            };
+            let before = submitted;
+            submitted += group.len();
+            if submitted / tell_every > before / tell_every || submitted == planned.len() {
+                progress(submitted, planned.len());
             }
             last_progress = now_s;
             let caller = callers
                 .entry((p.user, p.group))
                 .or_insert_with(|| caller(p.user, p.group));
-            match submit(&mut state, p, trace, options, caller, now) {
+            // An array asks for its longest job's time; each sub-job runs
+            // its own job's time, cut at that job's request as alone.
+            let walltime = group.iter().map(|m| m.walltime).max().unwrap_or(p.walltime);
+            match submit(
+                &mut state,
+                p,
+                walltime,
+                group.len(),
+                trace,
+                options,
+                caller,
+                now,
+            ) {
                 Ok((id, queue, walltime)) => {
-                    run_of[p.index] = p.run.min(walltime as i64).max(0);
-                    by_id.insert(id, p.index);
-                    arrived.push(id);
-                    records[p.index] = Some(JobRecord {
-                        number: p.number,
-                        submit: p.submit,
-                        start: -1,
-                        end: -1,
-                        nodes: p.nodes,
-                        queue: if site {
-                            queue
-                        } else {
-                            trace.queue_name(p.queue)
-                        },
-                        predicted: None,
-                    });
+                    for m in group {
+                        run_of[m.index] = m.run.min(m.walltime.min(walltime) as i64).max(0);
+                        records[m.index] = Some(JobRecord {
+                            number: m.number,
+                            submit: p.submit,
+                            start: -1,
+                            end: -1,
+                            nodes: m.nodes,
+                            queue: if site {
+                                queue.clone()
+                            } else {
+                                trace.queue_name(m.queue)
+                            },
+                            predicted: None,
+                        });
+                    }
+                    if group.len() > 1 {
+                        members.insert(id, group.iter().map(|m| m.index).collect());
+                    } else {
+                        by_id.insert(id, p.index);
+                        arrived.push(id);
+                    }
                 }
-                Err(why) => skipped.push((
-                    p.index,
-                    Skipped::new(p.number, "refused by the queues", why),
-                )),
+                Err(why) => skipped.extend(group.iter().map(|m| {
+                    (
+                        m.index,
+                        Skipped::new(m.number, "refused by the queues", why.clone()),
+                    )
+                })),
             }
         }
         if state.pending_count() == 0 {
@@ -306,17 +381,21 @@ pub fn replay_with_progress(
         let starts = Scheduler.starts(&state, now);
         passes += 1;
         for start in &starts {
-            state
+            // An array's start is its next sub-job's.
+            let started = state
                 .start_placed(start.job, &start.nodes, &start.parts, now)
-                .map_err(|e| ReplayError::Core(e.to_string()))?;
+                .map_err(|e| ReplayError::Core(e.to_string()))?
+                .id;
             last_progress = now_s;
-            let index = by_id[&start.job];
+            let index = trace_index(&by_id, &members, started).ok_or_else(|| {
+                ReplayError::Core(format!("it started job {started}, never submitted"))
+            })?;
             let end = now_s + run_of[index];
             if let Some(r) = records[index].as_mut() {
                 r.start = now_s;
                 r.end = end;
             }
-            ends.push(Reverse((end, start.job)));
+            ends.push(Reverse((end, started)));
         }
         if options.predict {
             // What spwhen says once the pass after the submission is done.
@@ -335,11 +414,14 @@ pub fn replay_with_progress(
         }
     }
     let stuck = || {
-        by_id
+        let lone = by_id.iter().map(|(&id, &index)| (id, index));
+        let subs = members
             .iter()
-            .filter(|&(_, &index)| records[index].as_ref().is_some_and(|r| r.start < 0))
+            .flat_map(|(&id, m)| m.iter().map(move |&index| (id, index)));
+        lone.chain(subs)
+            .filter(|&(_, index)| records[index].as_ref().is_some_and(|r| r.start < 0))
     };
-    if let Some((&id, &index)) = stuck().min_by_key(|&(_, &index)| index) {
+    if let Some((id, index)) = stuck().min_by_key(|&(_, index)| index) {
         let why = state.job(id).map_or_else(String::new, |job| {
             Scheduler
                 .when(&state, job, at(base + last_progress))
@@ -359,15 +441,34 @@ pub fn replay_with_progress(
         records: records.into_iter().flatten().collect(),
         skipped: skipped.into_iter().map(|(_, s)| s).collect(),
         passes,
+        arrays: formed,
     })
 }
 
-/// Submits one job: to the queue its trace names if the configuration
-/// has it and it takes the job, else to the default queue. Returns its id,
-/// the queue it landed in and its wall time; or why no queue took it.
+/// The trace index of a started job: a lone job's, or its array's member
+/// at the sub-job's index.
+fn trace_index(
+    by_id: &HashMap<JobId, usize>,
+    members: &HashMap<JobId, Vec<usize>>,
+    id: JobId,
+) -> Option<usize> {
+    match (id.array_parent(), id.array_index()) {
+        (Some(array), Some(i)) => members.get(&array)?.get(i as usize).copied(),
+        _ => by_id.get(&id).copied(),
+    }
+}
+
+/// Submits one job, or with `count` above 1 an array `-J 0-(count-1)` of
+/// jobs like it, asking `walltime`: to the queue its trace names if the
+/// configuration has it and it takes the job, else to the default queue.
+/// Returns its id, the queue it landed in and its wall time; or why no
+/// queue took it.
+#[allow(clippy::too_many_arguments)]
 fn submit(
     state: &mut State,
     p: &Planned,
+    walltime: u64,
+    count: usize,
     trace: &Trace,
     options: &Options,
     caller: &Caller,
@@ -383,8 +484,8 @@ fn submit(
             .filter(|q| !q.is_route())
             .and_then(|q| q.max_walltime);
         let walltime = match max {
-            Some(max) if options.cap_walltime => p.walltime.min(max),
-            _ => p.walltime,
+            Some(max) if options.cap_walltime => walltime.min(max),
+            _ => walltime,
         };
         let sub = Submission {
             script_name: "job".into(),
@@ -394,6 +495,7 @@ fn submit(
                 ("nodes".into(), p.nodes.to_string()),
                 ("walltime".into(), walltime.to_string()),
             ],
+            array: (count > 1).then(|| (ArrayStyle::PbsPro, format!("0-{}", count - 1))),
             ..Submission::default()
         };
         let job = state.submit(sub, caller, now).map_err(|e| e.to_string())?;
@@ -484,6 +586,7 @@ fn plan_jobs(
             user: job.user,
             group: job.group,
             queue: job.queue,
+            program: Program::of(job),
         });
     }
     (planned, skipped)
@@ -520,6 +623,8 @@ fn at(secs: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(secs, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
+#[cfg(test)]
+mod array_tests;
 #[cfg(test)]
 mod site_tests;
 #[cfg(test)]

@@ -32,6 +32,9 @@ pub struct SwfJob {
     /// Fields 12, 13.
     pub user: i64,
     pub group: i64,
+    /// Field 14: the executable (application) number (-1 unknown); what
+    /// `--arrays` groups a user's jobs by.
+    pub executable: i64,
     /// Fields 15, 16.
     pub queue: i64,
     pub partition: i64,
@@ -188,6 +191,7 @@ pub fn read(input: impl BufRead, source_name: &str) -> Result<Trace, SwfError> {
             status: values[10],
             user: values[11],
             group: values[12],
+            executable: values[13],
             queue: values[14],
             partition: values[15],
         });
@@ -242,6 +246,7 @@ mod tests {
             "requested, run"
         );
         assert_eq!((t.jobs[1].user, t.jobs[1].queue), (4, 2));
+        assert_eq!(t.jobs[0].executable, -1);
     }
 
     #[test]

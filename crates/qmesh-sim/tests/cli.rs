@@ -208,3 +208,107 @@ fn a_site_configuration_gives_the_machine_queues_and_policy() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "clap refuses the pair");
 }
+
+/// Four nodes. User 1 runs program 7 on two nodes three times (jobs 1, 3,
+/// 5); user 2's jobs 2 and 4 run another program alone each time.
+const RUNS: &str = "; MaxProcs: 4
+1 0 -1 100 2 -1 -1 2 100 -1 1 1 1 7 1 -1 -1 -1
+2 10 -1 100 2 -1 -1 2 100 -1 1 2 1 8 1 -1 -1 -1
+3 20 -1 40 2 -1 -1 2 100 -1 1 1 1 7 1 -1 -1 -1
+4 30 -1 100 4 -1 -1 4 100 -1 1 2 1 9 1 -1 -1 -1
+5 300 -1 60 2 -1 -1 2 100 -1 1 1 1 7 1 -1 -1 -1
+";
+
+#[test]
+fn arrays_submit_a_users_like_jobs_at_once_and_say_how_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("runs.swf");
+    std::fs::write(&trace, RUNS).unwrap();
+    let csv = dir.path().join("jobs.csv");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--policy", "fcfs"])
+        .args(["--arrays", "--json", "--jobs-out", csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Jobs 1, 3 and 5 are the array 0-2 submitted at 0: job 3 starts
+    // beside job 1, job 5 as job 3 ends, each for its own time; job 2,
+    // which came before both in the trace, waits for them.
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "job,submit,start,end,nodes,queue\n1,0,0,100,2,1\n2,10,100,200,2,1\n\
+         3,0,0,40,2,1\n4,30,200,300,4,1\n5,0,40,100,2,1\n"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["arrays"],
+        serde_json::json!({"arrays": 1, "largest": 3, "jobs": 3})
+    );
+    assert_eq!(doc["metrics"]["jobs"], 5);
+
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--arrays"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  arrays           1 formed of 3 jobs, the largest of 3 sub-jobs\n"),
+        "{text}"
+    );
+    // Without --arrays, nothing of the kind.
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.get("arrays").is_none());
+    // spwhen predicts for jobs, not sub-jobs.
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--arrays", "--predict"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap refuses the pair");
+}
+
+#[test]
+fn arrays_land_in_their_trace_queue_on_a_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("par.swf");
+    // As above: prime time, the log's queue names; user 1's three q4s
+    // jobs of program 3 are one array.
+    std::fs::write(
+        &trace,
+        "; UnixStartTime: 820605600\n; Queue: 2 q4s\n; Queue: 12 qf32m\n\
+         1 0 -1 600 4 -1 -1 4 -1 -1 1 1 1 3 2 2 -1 -1\n\
+         2 60 -1 3600 32 -1 -1 32 -1 -1 1 2 1 -1 12 2 -1 -1\n\
+         3 120 -1 300 4 -1 -1 4 -1 -1 1 1 1 3 2 2 -1 -1\n\
+         4 180 -1 200 4 -1 -1 4 -1 -1 1 1 1 3 2 2 -1 -1\n",
+    )
+    .unwrap();
+    let csv = dir.path().join("jobs.csv");
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--config", PARAGON])
+        .args(["--arrays", "--jobs-out", csv.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "job,submit,start,end,nodes,queue");
+    for (row, job, run) in [(1, "1", 600), (3, "3", 300), (4, "4", 200)] {
+        let f: Vec<&str> = rows[row].split(',').collect();
+        assert_eq!((f[0], f[1], f[4], f[5]), (job, "0", "4", "q4s"), "{csv}");
+        let (start, end): (i64, i64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+        assert_eq!(end - start, run, "{csv}");
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["arrays"]["largest"], 3);
+}
