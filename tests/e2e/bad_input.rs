@@ -66,7 +66,8 @@ fn bad_submissions_are_refused_and_queue_nothing() {
         &["-u", "someone_else", "ok.sh"],
         "submit as someone_else",
     );
-    refused(&d, "qsub", &["-J", "1-10", "ok.sh"], "job arrays");
+    refused(&d, "qsub", &["-J", "10-1", "ok.sh"], "-J 10-1: the first index 10 is above the last 1");
+    refused(&d, "qsub", &["-t", "1-200000", "ok.sh"], "max_array_size");
     d.script("bad_directive.sh", "#!/bin/sh\n#PBS -Z\necho\n");
     refused(&d, "qsub", &["bad_directive.sh"], "line 2");
     assert!(d.all_job_ids().is_empty(), "a refused job was queued");

@@ -7,6 +7,9 @@ use crate::harness::{Daemon, NOBODY, is_root, stderr};
 
 /// Every accounting line the daemon wrote, all days.
 fn accounting(d: &Daemon) -> Vec<String> {
+    // The log is written off the scheduler; tracejob answers once all
+    // queued before it is on disk, so its answer is the event to await.
+    let _ = d.run("tracejob", &["1"]);
     let dir = d.state_dir.join("server_priv/accounting");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("no accounting directory {}: {e}", dir.display()))

@@ -95,7 +95,11 @@ where
             e.owner.clone(),
             e.nodes.to_string(),
             spview::minutes_up(e.walltime).to_string(),
-            e.status_text.clone(),
+            if e.array.is_empty() {
+                e.status_text.clone()
+            } else {
+                format!("{} (array: {})", e.status_text, e.array)
+            },
             start,
         ]
     }

@@ -112,6 +112,9 @@ pub fn entry_json(e: &PlanEntry) -> Tree {
         ),
         ("status".into(), Tree::text(&e.status_text)),
     ];
+    if !e.array.is_empty() {
+        items.push(("array".into(), Tree::text(&e.array)));
+    }
     if !e.reason.is_empty() {
         items.push(("reason".into(), Tree::text(&e.reason)));
         items.push(("reason_text".into(), Tree::text(&e.reason_text)));

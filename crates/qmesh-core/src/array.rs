@@ -316,6 +316,21 @@ impl JobArray {
         }
     }
 
+    /// What is left of it, for spq and spwhen: `95 of 100 left, 3
+    /// running, at most 5`.
+    pub fn left_text(&self) -> String {
+        let mut text = format!(
+            "{} of {} left, {} running",
+            self.unstarted(),
+            self.spec.count(),
+            self.tally.running
+        );
+        if let Some(n) = self.spec.throttle {
+            text.push_str(&format!(", at most {n}"));
+        }
+        text
+    }
+
     /// How many sub-jobs are in each state, for qstat's `array_state_count`.
     pub fn state_count(&self) -> String {
         let t = &self.tally;

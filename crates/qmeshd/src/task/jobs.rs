@@ -320,6 +320,42 @@ impl SchedulerTask {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// The jobs with records an id names, for the commands that act on
+    /// running jobs or one record at a time (qsig, qrerun, qalter). With
+    /// `members`, an array stands for its sub-jobs that have not finished;
+    /// with `materialize`, sub-jobs left to start get records (to be
+    /// altered alone), else they are left out.
+    pub(super) fn expand_targets(
+        &mut self,
+        text: &str,
+        members: bool,
+        materialize: bool,
+    ) -> Result<Vec<JobId>, CoreError> {
+        let targets = self.state.targets(text)?;
+        let mut ids = Vec::new();
+        for id in targets.jobs {
+            let is_array = self.state.job(id).is_some_and(|j| j.array.is_some());
+            if members && is_array {
+                ids.extend(self.state.live_sub_jobs(id));
+            } else {
+                ids.push(id);
+            }
+        }
+        if let Some((array, positions)) = targets.unstarted.filter(|_| materialize) {
+            let now = Utc::now();
+            for id in self.state.sub_ids(array, &positions) {
+                self.state.sub_job_record(id, now)?;
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            return Err(CoreError::BadOption {
+                message: format!("{text}: none of its sub-jobs is running"),
+            });
+        }
+        Ok(ids)
+    }
+
     /// qdel of sub-jobs that have not started: the array's record says so.
     pub(super) fn delete_unstarted(
         &mut self,

@@ -298,7 +298,14 @@ impl SchedulerTask {
             job: Some(entry),
             expected_start: convert::unix(start),
             reason: reason.as_str().to_string(),
-            explanation: self.explain(job, reason, now),
+            explanation: match &job.array {
+                Some(a) => format!(
+                    "job array, {}; its next sub-job: {}",
+                    a.left_text(),
+                    self.explain(job, reason, now)
+                ),
+                None => self.explain(job, reason, now),
+            },
             server_time: now.timestamp(),
         })
     }

@@ -26,27 +26,39 @@ impl SchedulerTask {
         let mut results = Vec::with_capacity(request.job_ids.len());
         for text in request.job_ids {
             let now = Utc::now();
-            let outcome = self.state.parse_id(&text).and_then(|id| {
-                self.state
-                    .alter(id, &caller, &alteration, now)
-                    .map(|(c, job)| (id, c, job))
-            });
-            let error = match outcome {
-                Ok((id, changes, job)) => {
-                    persist(self.store.as_ref(), job);
-                    let start_after = job.start_after;
-                    info!(job = %id, user = %caller.user, changes = %changes.join(" "), "altered");
-                    self.log_altered(id, &caller.user, &changes);
-                    if let Some(at) = start_after.filter(|t| *t > now) {
-                        self.wake_at(at);
-                    }
-                    String::new()
-                }
+            // An array is altered as a whole (the sub-jobs it has yet to
+            // start follow); a sub-job or a range, each alone.
+            let ids = match self.expand_targets(&text, false, true) {
+                Ok(ids) => ids,
                 Err(e) => {
-                    info!(job = %text, user = %caller.user, error = %e, "qalter refused");
-                    e.to_string()
+                    results.push(v1::JobResult {
+                        job_id: text,
+                        ok: false,
+                        error: e.to_string(),
+                    });
+                    continue;
                 }
             };
+            let mut error = String::new();
+            for id in ids {
+                match self.state.alter(id, &caller, &alteration, now) {
+                    Ok((changes, job)) => {
+                        persist(self.store.as_ref(), job);
+                        let start_after = job.start_after;
+                        info!(job = %id, user = %caller.user, changes = %changes.join(" "), "altered");
+                        self.log_altered(id, &caller.user, &changes);
+                        if let Some(at) = start_after.filter(|t| *t > now) {
+                            self.wake_at(at);
+                        }
+                    }
+                    Err(e) => {
+                        info!(job = %text, user = %caller.user, error = %e, "qalter refused");
+                        if error.is_empty() {
+                            error = e.to_string();
+                        }
+                    }
+                }
+            }
             results.push(v1::JobResult {
                 job_id: text,
                 ok: error.is_empty(),

@@ -28,11 +28,14 @@ impl SchedulerTask {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(request.job_ids.len());
         for text in request.job_ids {
+            // An array or a range: each of its running sub-jobs.
             let outcome = self
-                .state
-                .parse_id(&text)
+                .expand_targets(&text, true, false)
                 .map_err(CommandError::from)
-                .and_then(|id| self.rerun_one(id, &caller, request.force));
+                .and_then(|ids| {
+                    ids.into_iter()
+                        .try_for_each(|id| self.rerun_one(id, &caller, request.force))
+                });
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "rerun refused");
             }

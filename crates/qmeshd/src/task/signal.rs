@@ -45,13 +45,17 @@ impl SchedulerTask {
         let reason = format!("qsig by {}", caller.user);
         let mut results = Vec::with_capacity(request.job_ids.len());
         for text in request.job_ids {
+            // An array or a range: each of its running sub-jobs.
             let outcome = self
-                .state
-                .parse_id(&text)
+                .expand_targets(&text, true, false)
                 .map_err(SignalError::from)
-                .and_then(|id| {
-                    signal_target(&self.state, id, Some(&caller))?;
-                    self.signal_job(id, signal, &reason)
+                .and_then(|ids| {
+                    let mut last = Err(SignalError::from(CoreError::NoSuchJob { id: text.clone() }));
+                    for id in ids {
+                        signal_target(&self.state, id, Some(&caller))?;
+                        last = Ok(self.signal_job(id, signal, &reason)?);
+                    }
+                    last
                 });
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, signal, error = %e, "signal refused");
