@@ -219,3 +219,56 @@ fn an_array_half_run_survives_kill_9_of_qmeshd_and_its_agent() {
     assert_eq!(ran.len(), 8, "{ran:?}");
     assert!(ran.values().all(|&n| n == 1), "a sub-job ran twice: {ran:?}");
 }
+
+#[test]
+fn commands_take_an_array_a_sub_job_and_a_range() {
+    let d = Daemon::start_with(Some(MACHINE));
+    let up = [d.fifo("up.0"), d.fifo("up.1")];
+    // 0 and 1 run and wait for a signal; the rest end at once.
+    d.script(
+        "cmd.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+         if [ \"$PBS_ARRAY_INDEX\" -le 1 ]; then\n\
+           trap 'echo usr1 >> got.$PBS_ARRAY_INDEX; exit 0' USR1\n\
+           echo up > up.$PBS_ARRAY_INDEX\n\
+           while :; do sleep 0.1; done\n\
+         fi\n\
+         echo \"$PBS_ARRAY_INDEX $PBS_WALLTIME\" >> ran\n",
+    );
+    let id = d.qsub(&["-J", "0-5", "-h", "cmd.sh"]);
+    let s = seq(&id).to_string();
+    // One sub-job held alone while its array is released.
+    d.ok("qhold", &[&format!("{s}[5]")]);
+    // A range's wall time changed before it starts.
+    d.ok("qalter", &["-l", "walltime=0:20:00", &format!("{s}[3-4]")]);
+    d.ok("qrls", &[&id]);
+    for fifo in &up {
+        d.read_fifo(fifo);
+    }
+    // spq and spwhen speak of the array while sub-job 5 waits.
+    let spq = d.ok("spq", &[]);
+    assert!(spq.contains(&format!("{s}[5]")), "{spq}");
+    // qsig on the array reaches each running sub-job.
+    d.ok("qsig", &["-s", "USR1", &id]);
+    let server = id.split_once('.').unwrap().1;
+    let sub5 = format!("{s}[5].{server}");
+    let job = d.job_json(&sub5);
+    assert_eq!(job["job_state"], "H", "{job}");
+    d.ok("qrls", &[&sub5]);
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{}", d.log());
+    for i in 0..=1 {
+        let got = std::fs::read_to_string(d.work.join(format!("got.{i}"))).unwrap();
+        assert_eq!(got.trim(), "usr1");
+    }
+    let ran = counted(&d, "ran");
+    let walltime = |i: u32| {
+        ran.keys()
+            .find(|l| l.starts_with(&format!("{i} ")))
+            .map(|l| l.split(' ').nth(1).unwrap().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(walltime(3), "1200", "{ran:?}");
+    assert_eq!(walltime(2), "3600", "{ran:?}");
+    assert!(!walltime(5).is_empty(), "{ran:?}");
+}

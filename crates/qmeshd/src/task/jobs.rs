@@ -332,11 +332,21 @@ impl SchedulerTask {
         materialize: bool,
     ) -> Result<Vec<JobId>, CoreError> {
         let targets = self.state.targets(text)?;
+        let several = targets.jobs.len() > 1 || targets.unstarted.is_some();
+        let running = |state: &qmesh_core::State, id: &JobId| {
+            state.job(*id).is_some_and(|j| j.state.is_active())
+        };
         let mut ids = Vec::new();
         for id in targets.jobs {
             let is_array = self.state.job(id).is_some_and(|j| j.array.is_some());
             if members && is_array {
-                ids.extend(self.state.live_sub_jobs(id));
+                let subs = self.state.live_sub_jobs(id);
+                ids.extend(subs.into_iter().filter(|s| running(&self.state, s)));
+            } else if members && several {
+                // Of a range, those running.
+                if running(&self.state, &id) {
+                    ids.push(id);
+                }
             } else {
                 ids.push(id);
             }
