@@ -231,3 +231,113 @@ fn a_pass_with_huge_arrays_looks_at_each_once() {
         assert_eq!(s0.job, JobId(1));
     }
 }
+
+fn submit_sized(state: &mut State, nodes: u32, walltime: &str, array: Option<&str>) -> JobId {
+    let sub = Submission {
+        script_name: "job.sh".into(),
+        workdir: "/home/u1".into(),
+        resources: vec![
+            ("nodes".into(), nodes.to_string()),
+            ("walltime".into(), walltime.into()),
+        ],
+        array: array.map(|a| (ArrayStyle::PbsPro, a.to_string())),
+        ..Submission::default()
+    };
+    state.submit(sub, &caller(1, Role::User), t(0)).unwrap().id
+}
+
+#[test]
+fn later_sub_jobs_backfill_while_the_head_waits_and_never_delay_it() {
+    // Short sub-jobs fill the two free nodes, then wait for nodes; long
+    // ones would delay the head and wait for its reservation.
+    for (wall, expect, why) in [
+        ("0:01:00", 2, Reason::Resources),
+        ("2:00:00", 0, Reason::Reservation),
+    ] {
+        let mut s = state(4);
+        s.set_config({
+            let mut c = s.config().clone();
+            c.server.backfill = crate::server::Backfill::Easy;
+            c
+        });
+        let running = submit_sized(&mut s, 2, "0:30:00", None);
+        assert_eq!(pass(&mut s, 0), [running]);
+        let head = submit_sized(&mut s, 4, "1:00:00", None);
+        let a = submit_sized(&mut s, 1, wall, Some("1-10"));
+        let plan = Scheduler.pass(&s, t(1));
+        let started: Vec<JobId> = plan.starts.iter().map(|st| st.job).collect();
+        assert_eq!(started, vec![a; expect], "wall {wall}");
+        // The head keeps its reservation at the running job's end.
+        let head_entry = plan.entry(head).unwrap();
+        assert_eq!(head_entry.expected_start, Some(t(30 * 60)), "wall {wall}");
+        let reason = plan.entry(a).unwrap().reason;
+        assert_eq!(reason, Some(why), "wall {wall}");
+    }
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Arrays and plain jobs run to the end: no node twice (the state's
+        /// invariants), no sub-job twice, no throttle exceeded, nothing lost.
+        #[test]
+        fn every_sub_job_runs_once_within_its_throttle(
+            arrays in proptest::collection::vec((1u32..30, proptest::option::of(1u32..4), 1u32..3), 1..5),
+            plain in 0usize..5,
+            ends in proptest::collection::vec(0usize..8, 1..200),
+        ) {
+            let mut s = state(6);
+            let mut ids = Vec::new();
+            for &(n, throttle, nodes) in &arrays {
+                let text = match throttle {
+                    Some(k) => format!("0-{}%{k}", n - 1),
+                    None => format!("0-{}", n - 1),
+                };
+                let sub = Submission {
+                    script_name: "a.sh".into(),
+                    workdir: "/w".into(),
+                    resources: vec![("nodes".into(), nodes.to_string())],
+                    array: Some((ArrayStyle::PbsPro, text)),
+                    ..Submission::default()
+                };
+                ids.push((s.submit(sub, &caller(1, Role::User), t(0)).unwrap().id, n, throttle));
+            }
+            for _ in 0..plain {
+                crate::state::tests::submit(&mut s, 2, 1);
+            }
+            let mut ran: BTreeMap<JobId, u32> = BTreeMap::new();
+            let mut at = 1;
+            let mut pick = ends.iter().cycle();
+            for _ in 0..2000 {
+                for id in pass(&mut s, at) {
+                    *ran.entry(id).or_default() += 1;
+                }
+                for &(a, _, throttle) in &ids {
+                    let running = s.active_jobs().filter(|j| j.id.array_parent() == Some(a)).count() as u32;
+                    prop_assert!(throttle.is_none_or(|k| running <= k), "{a}: {running} running");
+                }
+                let active: Vec<JobId> = s.active_jobs().map(|j| j.id).collect();
+                if active.is_empty() && s.pending_count() == 0 {
+                    break;
+                }
+                if !active.is_empty() {
+                    let victim = active[*pick.next().unwrap() % active.len()];
+                    s.finish(victim, exited(0), t(at)).unwrap();
+                }
+                at += 1;
+            }
+            prop_assert_eq!(s.pending_count(), 0);
+            prop_assert!(ran.values().all(|&n| n == 1));
+            for &(a, n, _) in &ids {
+                let subs = ran.keys().filter(|id| id.array_parent() == Some(a)).count() as u32;
+                prop_assert_eq!(subs, n);
+                prop_assert_eq!(s.job(a).unwrap().state, JobState::Finished);
+            }
+        }
+    }
+}
