@@ -57,6 +57,11 @@ impl JobId {
         self.array_index().map(|_| JobId(self.seq()))
     }
 
+    /// A sub-job's array's id as users see it: `12[].server`.
+    pub fn array_full(self, server: &str) -> Option<String> {
+        self.array_parent().map(|a| format!("{a}[].{server}"))
+    }
+
     /// Reads `17` or `17.server` (the server part may be the short or the
     /// full host name). An id of another server is a job we do not have.
     pub fn parse(text: &str, server: &str) -> Result<JobId, CoreError> {

@@ -1429,7 +1429,7 @@ pub(crate) mod tests {
             .id
     }
 
-    fn exited(code: i32) -> JobExit {
+    pub fn exited(code: i32) -> JobExit {
         JobExit {
             code: Some(code),
             signal: None,

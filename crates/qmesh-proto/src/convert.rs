@@ -172,11 +172,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         array_throttle: array.and_then(|a| a.spec.throttle).unwrap_or(0),
         array_state_count: array.map(|a| a.state_count()).unwrap_or_default(),
         array_index: job.id.array_index(),
-        array_id: job
-            .id
-            .array_parent()
-            .map(|a| format!("{a}[].{server}"))
-            .unwrap_or_default(),
+        array_id: job.id.array_full(server).unwrap_or_default(),
         ..Default::default()
     }
 }
@@ -367,11 +363,7 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
             .clone()
             .unwrap_or_else(|| job.queue.clone()),
         array_index: job.id.array_index(),
-        array_id: job
-            .id
-            .array_parent()
-            .map(|a| format!("{a}[].{server}"))
-            .unwrap_or_default(),
+        array_id: job.id.array_full(server).unwrap_or_default(),
         array_torque: false,
     }
 }

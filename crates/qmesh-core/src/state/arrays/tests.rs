@@ -3,7 +3,7 @@ use crate::access::Role;
 use crate::array::ArrayStyle;
 use crate::scheduler::{Reason, Scheduler};
 use crate::state::Deleted;
-use crate::state::tests::{caller, state, t};
+use crate::state::tests::{caller, exited, state, t};
 use crate::submit::Submission;
 
 fn submit_array(state: &mut State, text: &str, style: ArrayStyle) -> JobId {
@@ -15,17 +15,6 @@ fn submit_array(state: &mut State, text: &str, style: ArrayStyle) -> JobId {
         ..Submission::default()
     };
     state.submit(sub, &caller(1, Role::User), t(0)).unwrap().id
-}
-
-fn exited(code: i32) -> JobExit {
-    JobExit {
-        code: Some(code),
-        signal: None,
-        cause: ExitCause::Exited,
-        message: String::new(),
-        cput: None,
-        max_rss: None,
-    }
 }
 
 /// One pass, its starts applied; the ids started.
