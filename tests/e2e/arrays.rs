@@ -114,6 +114,11 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     let plain_id = d.qsub(&["-h", "plain.sh"]);
     let arrays = d.ok("qstat", &["-J"]);
     assert!(arrays.contains(seq(&id)) && !arrays.contains(seq(&plain_id)), "{arrays}");
+    // spq and spwhen say what is left of it.
+    let when = d.ok("spwhen", &[&id]);
+    assert!(when.contains("6 of 6 left, 0 running"), "{when}");
+    let spq = d.ok("spq", &[]);
+    assert!(spq.contains("(array: 6 of 6 left"), "{spq}");
     // A sub-job that is not one of the array's is no such job.
     let out = d.run("qstat", &[&format!("{}[2]", seq(&id))]);
     assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -271,4 +276,33 @@ fn commands_take_an_array_a_sub_job_and_a_range() {
     assert_eq!(walltime(3), "1200", "{ran:?}");
     assert_eq!(walltime(2), "3600", "{ran:?}");
     assert!(!walltime(5).is_empty(), "{ran:?}");
+}
+
+#[test]
+fn qrerun_requeues_the_running_sub_jobs_of_an_array() {
+    let d = Daemon::start_with(Some(MACHINE));
+    let up = [d.fifo("up.0"), d.fifo("up.1")];
+    // A first run says so and waits; a second one ends at once.
+    d.script(
+        "rr.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+         echo $PBS_ARRAY_INDEX >> runs\n\
+         if [ ! -e seen.$PBS_ARRAY_INDEX ]; then\n\
+           touch seen.$PBS_ARRAY_INDEX\n\
+           echo up > up.$PBS_ARRAY_INDEX\n\
+           while :; do sleep 0.1; done\n\
+         fi\n",
+    );
+    let id = d.qsub(&["-J", "0-1", "rr.sh"]);
+    for fifo in &up {
+        d.read_fifo(fifo);
+    }
+    d.ok("qrerun", &[&id]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0), "{}", d.log());
+    let runs = counted(&d, "runs");
+    assert_eq!(runs.get("0"), Some(&2), "{runs:?}");
+    assert_eq!(runs.get("1"), Some(&2), "{runs:?}");
+    let server = id.split_once('.').unwrap().1;
+    let sub = d.job_json(&format!("{}[1].{server}", seq(&id)));
+    assert_eq!(sub["run_count"], 2, "{sub}");
 }
