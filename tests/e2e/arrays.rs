@@ -63,7 +63,11 @@ fn a_throttled_array_never_runs_more_than_its_limit() {
     let info = d.wait_job(&id);
     assert_eq!(info.exit_status, Some(0), "{}", d.log());
     let counts = counted(&d, "counts");
-    let most: u32 = counts.keys().map(|k| k.trim().parse().unwrap()).max().unwrap();
+    let most: u32 = counts
+        .keys()
+        .map(|k| k.trim().parse().unwrap())
+        .max()
+        .unwrap();
     assert!(most <= 2, "more than 2 ran at once: {counts:?}");
     let ran = counted(&d, "ran");
     assert_eq!(ran.len(), 12, "{ran:?}");
@@ -73,7 +77,9 @@ fn a_throttled_array_never_runs_more_than_its_limit() {
         let index = words.next().unwrap();
         assert_eq!(words.next(), Some(id.as_str()), "PBS_ARRAY_ID: {line}");
         assert_eq!(
-            words.next().map(|j| j.split('.').next().unwrap().to_string()),
+            words
+                .next()
+                .map(|j| j.split('.').next().unwrap().to_string()),
             Some(format!("{s}[{index}]")),
             "PBS_JOBID: {line}"
         );
@@ -96,7 +102,11 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     d.script("w.sh", "#!/bin/sh\nexit 0\n");
     let id = d.qsub(&["-h", "-t", "1,4,9-12", "w.sh"]);
     let plain = d.ok("qstat", &[]);
-    assert_eq!(plain.lines().filter(|l| l.contains(seq(&id))).count(), 1, "{plain}");
+    assert_eq!(
+        plain.lines().filter(|l| l.contains(seq(&id))).count(),
+        1,
+        "{plain}"
+    );
     let all = d.ok("qstat", &["-t"]);
     for index in [1, 4, 9, 10, 11, 12] {
         assert!(all.contains(&format!("{}[{index}]", seq(&id))), "{all}");
@@ -107,13 +117,19 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     assert!(one.contains("array_index = 9"), "{one}");
     assert!(one.contains(&format!("array_id = {id}")), "{one}");
     let array = d.ok("qstat", &["-f", &id]);
-    assert!(array.contains("array_indices_submitted = 1,4,9-12"), "{array}");
+    assert!(
+        array.contains("array_indices_submitted = 1,4,9-12"),
+        "{array}"
+    );
     assert!(array.contains("array = True"), "{array}");
     // -J lists arrays only.
     d.script("plain.sh", "#!/bin/sh\nexit 0\n");
     let plain_id = d.qsub(&["-h", "plain.sh"]);
     let arrays = d.ok("qstat", &["-J"]);
-    assert!(arrays.contains(seq(&id)) && !arrays.contains(seq(&plain_id)), "{arrays}");
+    assert!(
+        arrays.contains(seq(&id)) && !arrays.contains(seq(&plain_id)),
+        "{arrays}"
+    );
     // spq and spwhen say what is left of it.
     let when = d.ok("spwhen", &[&id]);
     assert!(when.contains("6 of 6 left, 0 running"), "{when}");
@@ -121,7 +137,11 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     assert!(spq.contains("(array: 6 of 6 left"), "{spq}");
     // A sub-job that is not one of the array's is no such job.
     let out = d.run("qstat", &[&format!("{}[2]", seq(&id))]);
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -173,7 +193,11 @@ fn a_job_that_depends_on_an_array_waits_for_all_of_it() {
         "qsub",
         &["-W", &format!("depend=afterok:{}[2]", seq(&id)), "sum.sh"],
     );
-    assert!(!out.status.success() && stderr(&out).contains("whole array"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && stderr(&out).contains("whole array"),
+        "{}",
+        stderr(&out)
+    );
     let job = d.job_json(&after);
     assert_eq!(job["job_state"], "H", "{job}");
     d.write_fifo(&gate, "go\n");
@@ -188,10 +212,10 @@ fn kill_agent(d: &Daemon) {
     let log = d.log();
     let pid = log
         .lines()
+        .rev()
         .filter(|l| l.contains("local agent started"))
         .filter_map(|l| l.split("pid=").nth(1))
-        .filter_map(|p| p.split_whitespace().next()?.parse::<u32>().ok())
-        .last()
+        .find_map(|p| p.split_whitespace().next()?.parse::<u32>().ok())
         .expect("the daemon logs its agent's pid");
     crate::harness::signal(pid, nix::sys::signal::Signal::SIGKILL);
 }
@@ -222,7 +246,10 @@ fn an_array_half_run_survives_kill_9_of_qmeshd_and_its_agent() {
     assert_eq!(info.exit_status, Some(0), "{}", d.log());
     let ran = counted(&d, "ran");
     assert_eq!(ran.len(), 8, "{ran:?}");
-    assert!(ran.values().all(|&n| n == 1), "a sub-job ran twice: {ran:?}");
+    assert!(
+        ran.values().all(|&n| n == 1),
+        "a sub-job ran twice: {ran:?}"
+    );
 }
 
 #[test]

@@ -66,7 +66,12 @@ fn bad_submissions_are_refused_and_queue_nothing() {
         &["-u", "someone_else", "ok.sh"],
         "submit as someone_else",
     );
-    refused(&d, "qsub", &["-J", "10-1", "ok.sh"], "-J 10-1: the first index 10 is above the last 1");
+    refused(
+        &d,
+        "qsub",
+        &["-J", "10-1", "ok.sh"],
+        "-J 10-1: the first index 10 is above the last 1",
+    );
     refused(&d, "qsub", &["-t", "1-200000", "ok.sh"], "max_array_size");
     d.script("bad_directive.sh", "#!/bin/sh\n#PBS -Z\necho\n");
     refused(&d, "qsub", &["bad_directive.sh"], "line 2");

@@ -189,7 +189,8 @@ fn array_scripts_run_each_index_once() {
     let seq = id.split('[').next().unwrap();
     for i in 1..=4 {
         let out = d.work.join(format!("pbspro_array.sh.o{seq}.{i}"));
-        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        let text =
+            std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
         assert_eq!(text.trim(), format!("INDEX={i}"));
     }
     // Torque: -t 1-10%2, NAME.oSEQ-INDEX.
@@ -198,7 +199,8 @@ fn array_scripts_run_each_index_once() {
     let seq = id.split('[').next().unwrap();
     for i in 1..=10 {
         let out = d.work.join(format!("torque_array.sh.o{seq}-{i}"));
-        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        let text =
+            std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
         assert_eq!(text.trim(), format!("INDEX={i}"));
     }
 }

@@ -10,7 +10,7 @@
 //! stepped array (`1-99999:2`) is still one range, and a 100,000-task
 //! array costs its store a few hundred bytes.
 //!
-//! A sub-job's id carries its index ([`JobId::sub`]): `12[3]` is a job like
+//! A sub-job's id carries its index ([`JobId::sub_job`]): `12[3]` is a job like
 //! any other to the store, the agents and the logs.
 
 use std::fmt;
@@ -407,13 +407,9 @@ impl Named {
                 if first > last {
                     return Err(bad());
                 }
-                Ok(Named::Range {
-                    array,
-                    first,
-                    last,
-                })
+                Ok(Named::Range { array, first, last })
             }
-            None => Ok(Named::One(array.sub(index(inside)?))),
+            None => Ok(Named::One(array.sub_job(index(inside)?))),
         }
     }
 }

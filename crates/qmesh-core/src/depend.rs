@@ -146,7 +146,10 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
         for word in words {
             let parsed_id = crate::array::Named::parse(word, server).map_err(|e| match e {
                 CoreError::NoSuchJob { .. } => bad(word, "names a job of another server"),
-                _ => bad(word, "is not a job id (SEQ, SEQ.SERVER or an array's SEQ[])"),
+                _ => bad(
+                    word,
+                    "is not a job id (SEQ, SEQ.SERVER or an array's SEQ[])",
+                ),
             })?;
             // As PBS Pro: on a whole array, not on its sub-jobs.
             let id = match parsed_id {

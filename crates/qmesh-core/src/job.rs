@@ -42,7 +42,7 @@ impl JobId {
     }
 
     /// Sub-job `index` of the array with this id.
-    pub fn sub(self, index: u32) -> JobId {
+    pub fn sub_job(self, index: u32) -> JobId {
         JobId(self.seq() | (u64::from(index) + 1) << SEQ_BITS)
     }
 

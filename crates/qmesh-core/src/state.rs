@@ -1280,6 +1280,7 @@ impl State {
     /// Checks the invariants named in the module comment; for tests and
     /// debug builds.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_arrays()?;
         for job in self.jobs.values() {
             let view = self
                 .pending

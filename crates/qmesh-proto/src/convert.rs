@@ -255,7 +255,11 @@ pub fn plan_entry(
     let walltime = i64::try_from(job.walltime).unwrap_or(i64::MAX);
     v1::PlanEntry {
         job_id: job.full_id(server),
-        array: job.array.as_ref().map(|a| a.left_text()).unwrap_or_default(),
+        array: job
+            .array
+            .as_ref()
+            .map(|a| a.left_text())
+            .unwrap_or_default(),
         name: job.name.clone(),
         owner: job.owner.user.clone(),
         account: job.account.clone().unwrap_or_default(),

@@ -56,25 +56,31 @@ fn bad_arrays_say_what_to_write() {
 fn ranges_map_to_positions() {
     let spec = ArraySpec::parse_pbs("1-100:2").unwrap();
     let set = spec.positions_between(5, 9);
-    assert_eq!(set.iter().cloned().collect::<Vec<_>>(), [2..5]);
+    assert_eq!(set.iter().cloned().collect::<Vec<_>>(), vec![2..5]);
     assert!(spec.positions_between(200, 300).is_empty());
     let t = ArraySpec::parse_torque("1,4,9-12").unwrap();
     assert_eq!(
-        t.positions_between(3, 10).iter().cloned().collect::<Vec<_>>(),
-        [1..4]
+        t.positions_between(3, 10)
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>(),
+        vec![1..4]
     );
 }
 
 #[test]
 fn ids_name_sub_jobs_and_ranges() {
-    let id = JobId(12).sub(3);
+    let id = JobId(12).sub_job(3);
     assert_eq!(id.to_string(), "12[3]");
     assert_eq!(id.seq(), 12);
     assert_eq!(id.array_parent(), Some(JobId(12)));
     assert_eq!(JobId(12).array_index(), None);
-    assert_eq!(JobId(12).sub(0).to_string(), "12[0]");
+    assert_eq!(JobId(12).sub_job(0).to_string(), "12[0]");
     assert_eq!(Named::parse("12[]", "sp").unwrap(), Named::One(JobId(12)));
-    assert_eq!(Named::parse("12[].sp", "sp").unwrap(), Named::One(JobId(12)));
+    assert_eq!(
+        Named::parse("12[].sp", "sp").unwrap(),
+        Named::One(JobId(12))
+    );
     assert_eq!(Named::parse("12[3].sp", "sp").unwrap(), Named::One(id));
     assert_eq!(
         Named::parse("12[5-9]", "sp").unwrap(),

@@ -259,7 +259,10 @@ impl<'a> Planner<'a> {
             // job in line, until one cannot start: its sub-jobs are alike,
             // so one that waits stands for the rest.
             if ranked.view.array && entry.status == Status::Startable {
-                let left = self.state.job(ranked.view.id).and_then(|j| j.array.as_ref());
+                let left = self
+                    .state
+                    .job(ranked.view.id)
+                    .and_then(|j| j.array.as_ref());
                 let mut left = left.map_or(0, |a| a.unstarted()).saturating_sub(1);
                 while left > 0 {
                     if self.blocked || self.free_in.iter().all(|&free| free == 0) {

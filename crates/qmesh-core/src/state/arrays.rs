@@ -52,10 +52,10 @@ impl State {
             })?;
         if !spec.tally.unstarted.contains(&position) {
             return Err(CoreError::NoSuchJob {
-                id: self.full_id(array.sub(index)),
+                id: self.full_id(array.sub_job(index)),
             });
         }
-        let id = array.sub(index);
+        let id = array.sub_job(index);
         let sub = Job {
             id,
             array: None,
@@ -262,7 +262,7 @@ impl State {
             if a.removed.contains(&pos) {
                 continue;
             }
-            let record = self.jobs.get(&array.sub(index));
+            let record = self.jobs.get(&array.sub_job(index));
             if record.is_some() || a.tally.unstarted.contains(&pos) {
                 out.push((index, record));
             }
@@ -308,7 +308,7 @@ impl State {
                 continue;
             }
             for pos in r.clone() {
-                let id = a.spec.index_at(pos).map(|i| array.sub(i));
+                let id = a.spec.index_at(pos).map(|i| array.sub_job(i));
                 if let Some(job) = id.and_then(|id| self.jobs.get(&id))
                     && job.state != JobState::Finished
                 {
@@ -333,7 +333,7 @@ impl State {
         positions
             .iter()
             .flat_map(|r| r.clone())
-            .filter_map(|p| a.spec.index_at(p).map(|i| array.sub(i)))
+            .filter_map(|p| a.spec.index_at(p).map(|i| array.sub_job(i)))
             .collect()
     }
 
@@ -382,8 +382,58 @@ impl State {
         self.jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
-            .and_then(|a| a.spec.position_of(index).map(|p| a.tally.unstarted.contains(&p)))
+            .and_then(|a| {
+                a.spec
+                    .position_of(index)
+                    .map(|p| a.tally.unstarted.contains(&p))
+            })
             .unwrap_or(false)
+    }
+
+    /// Each array's tally agrees with its sub-jobs' records, and it waits
+    /// in its queue exactly while it has sub-jobs left (for tests).
+    pub(super) fn check_arrays(&self) -> Result<(), String> {
+        for job in self.jobs.values() {
+            let Some(a) = &job.array else {
+                continue;
+            };
+            let subs = self
+                .jobs
+                .values()
+                .filter(|j| j.id.array_parent() == Some(job.id));
+            let (mut live, mut running) = (0, 0);
+            for sub in subs {
+                live += u32::from(sub.state != JobState::Finished);
+                running += u32::from(sub.state.is_active());
+                let index = sub.id.array_index().unwrap_or(0);
+                let pos = a.spec.position_of(index);
+                if pos.is_none_or(|p| a.tally.unstarted.contains(&p) || a.removed.contains(&p)) {
+                    return Err(format!(
+                        "array {}: sub-job {} has a record and is counted left",
+                        job.id, sub.id
+                    ));
+                }
+            }
+            if (live, running) != (a.tally.live, a.tally.running) {
+                return Err(format!(
+                    "array {}: {live} live and {running} running, tally says {} and {}",
+                    job.id, a.tally.live, a.tally.running
+                ));
+            }
+            let waits = job.state.is_pending();
+            if waits == a.tally.unstarted.is_empty() {
+                return Err(format!(
+                    "array {} is {} with {} left",
+                    job.id,
+                    job.state,
+                    a.unstarted()
+                ));
+            }
+            if job.state == JobState::Finished && !a.is_done() {
+                return Err(format!("array {} finished with sub-jobs live", job.id));
+            }
+        }
+        Ok(())
     }
 
     /// At load, once every record is in: each array's tally from its
@@ -406,9 +456,10 @@ impl State {
             seen.entry(array).or_default().push(SubSeen {
                 position,
                 state: job.state,
-                exit: job.exit.as_ref().map(|e| {
-                    (e.exit_status(), e.cause == ExitCause::Deleted)
-                }),
+                exit: job
+                    .exit
+                    .as_ref()
+                    .map(|e| (e.exit_status(), e.cause == ExitCause::Deleted)),
             });
         }
         for id in arrays {

@@ -114,7 +114,12 @@ impl SchedulerTask {
         let mut named = Vec::new();
         for text in &request.job_ids {
             // A sub-job left to start has no record: its array's, under its id.
-            if let Some(view) = self.state.parse_id(text).ok().and_then(|id| self.state.unstarted_view(id)) {
+            if let Some(view) = self
+                .state
+                .parse_id(text)
+                .ok()
+                .and_then(|id| self.state.unstarted_view(id))
+            {
                 if self.may_see(&caller, &view) {
                     named.push(info(&view));
                 }
@@ -204,7 +209,7 @@ impl SchedulerTask {
                 }
                 Some(_) => {}
                 None => {
-                    if let Some(view) = self.state.unstarted_view(array.id.sub(index)) {
+                    if let Some(view) = self.state.unstarted_view(array.id.sub_job(index)) {
                         out.push(info(&view));
                     }
                 }
@@ -301,7 +306,9 @@ impl SchedulerTask {
                     // Held or released alone: each gets its own record.
                     let now = Utc::now();
                     for id in self.state.sub_ids(array, &positions) {
-                        self.state.sub_job_record(id, now).map_err(|e| e.to_string())?;
+                        self.state
+                            .sub_job_record(id, now)
+                            .map_err(|e| e.to_string())?;
                         ids.push(id);
                     }
                 }
@@ -379,7 +386,11 @@ impl SchedulerTask {
             persist(self.store.as_ref(), job);
             info!(job = %array, user = %caller.user, count, "sub-jobs deleted before they started");
         }
-        let text = format!("{count} sub-job(s) deleted at request of {}@{}", caller.user, self.state.server_name());
+        let text = format!(
+            "{count} sub-job(s) deleted at request of {}@{}",
+            caller.user,
+            self.state.server_name()
+        );
         self.log_event(array, EventClass::Job, text);
         self.dirty = true;
         Ok(())

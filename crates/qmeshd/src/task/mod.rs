@@ -678,7 +678,11 @@ impl SchedulerTask {
                 info!(job = %id, comment = %job.comment, "job array finished");
                 persist(self.store.as_ref(), job);
             }
-            self.log_event(id, qmesh_core::joblog::EventClass::Job, "job array finished".into());
+            self.log_event(
+                id,
+                qmesh_core::joblog::EventClass::Job,
+                "job array finished".into(),
+            );
             self.job_done(id);
             self.end_dependents(id, now);
             self.dirty = true;

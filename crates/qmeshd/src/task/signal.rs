@@ -50,7 +50,8 @@ impl SchedulerTask {
                 .expand_targets(&text, true, false)
                 .map_err(SignalError::from)
                 .and_then(|ids| {
-                    let mut last = Err(SignalError::from(CoreError::NoSuchJob { id: text.clone() }));
+                    let mut last =
+                        Err(SignalError::from(CoreError::NoSuchJob { id: text.clone() }));
                     for id in ids {
                         signal_target(&self.state, id, Some(&caller))?;
                         last = Ok(self.signal_job(id, signal, &reason)?);

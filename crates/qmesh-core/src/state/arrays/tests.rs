@@ -34,29 +34,35 @@ fn an_array_is_one_pending_job_until_its_sub_jobs_start() {
     let a = submit_array(&mut s, "1-10", ArrayStyle::PbsPro);
     assert_eq!(s.pending_count(), 1);
     assert_eq!(s.full_id(a), "1[].srv");
-    assert_eq!(s.job(a).unwrap().stdout_path, "/home/u1/sweep.sh.o1.^array_index^");
+    assert_eq!(
+        s.job(a).unwrap().stdout_path,
+        "/home/u1/sweep.sh.o1.^array_index^"
+    );
     let started = pass(&mut s, 1);
-    assert_eq!(started, [a.sub(1), a.sub(2), a.sub(3), a.sub(4)]);
-    let sub = s.job(a.sub(3)).unwrap();
+    assert_eq!(
+        started,
+        [a.sub_job(1), a.sub_job(2), a.sub_job(3), a.sub_job(4)]
+    );
+    let sub = s.job(a.sub_job(3)).unwrap();
     assert_eq!(sub.stdout_path, "/home/u1/sweep.sh.o1.3");
     assert_eq!(sub.state, JobState::Running);
     assert_eq!(s.job(a).unwrap().state_letter(), 'B');
     assert_eq!(s.pending_count(), 1);
     // Ends free nodes for the next four.
     for i in 1..=4 {
-        s.finish(a.sub(i), exited(0), t(2)).unwrap();
+        s.finish(a.sub_job(i), exited(0), t(2)).unwrap();
     }
     assert_eq!(pass(&mut s, 3).len(), 4);
     for i in 5..=8 {
-        s.finish(a.sub(i), exited(0), t(4)).unwrap();
+        s.finish(a.sub_job(i), exited(0), t(4)).unwrap();
     }
-    assert_eq!(pass(&mut s, 5), [a.sub(9), a.sub(10)]);
+    assert_eq!(pass(&mut s, 5), [a.sub_job(9), a.sub_job(10)]);
     // Nothing left to start: the array leaves its queue, begun.
     assert_eq!(s.pending_count(), 0);
     assert_eq!(s.job(a).unwrap().state, JobState::Begun);
-    s.finish(a.sub(9), exited(0), t(6)).unwrap();
+    s.finish(a.sub_job(9), exited(0), t(6)).unwrap();
     assert!(s.take_ended_arrays().is_empty());
-    s.finish(a.sub(10), exited(3), t(7)).unwrap();
+    s.finish(a.sub_job(10), exited(3), t(7)).unwrap();
     assert_eq!(s.take_ended_arrays(), [a]);
     let done = s.job(a).unwrap();
     assert_eq!(done.state, JobState::Finished);
@@ -73,9 +79,12 @@ fn the_throttle_holds_sub_jobs_back_with_its_reason() {
     assert!(plan.starts.is_empty());
     assert_eq!(plan.entry(a).unwrap().reason, Some(Reason::ArrayLimit));
     assert!(s.array_throttled(a));
-    s.finish(a.sub(2), exited(0), t(3)).unwrap();
-    assert_eq!(pass(&mut s, 4), [a.sub(4)]);
-    assert_eq!(s.job(a.sub(4)).unwrap().stdout_path, "/home/u1/sweep.sh.o1-4");
+    s.finish(a.sub_job(2), exited(0), t(3)).unwrap();
+    assert_eq!(pass(&mut s, 4), [a.sub_job(4)]);
+    assert_eq!(
+        s.job(a.sub_job(4)).unwrap().stdout_path,
+        "/home/u1/sweep.sh.o1-4"
+    );
 }
 
 #[test]
@@ -84,7 +93,7 @@ fn later_jobs_and_arrays_share_the_free_nodes() {
     let a = submit_array(&mut s, "0-2", ArrayStyle::PbsPro);
     let plain = crate::state::tests::submit(&mut s, 2, 1);
     let started = pass(&mut s, 1);
-    assert_eq!(started, [a.sub(0), a.sub(1), a.sub(2), plain]);
+    assert_eq!(started, [a.sub_job(0), a.sub_job(1), a.sub_job(2), plain]);
 }
 
 #[test]
@@ -111,7 +120,15 @@ fn a_range_deleted_before_it_starts_never_runs() {
     // Another user may not.
     let b = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
     let other = caller(2, Role::User);
-    let all = s.job(b).unwrap().array.as_ref().unwrap().tally.unstarted.clone();
+    let all = s
+        .job(b)
+        .unwrap()
+        .array
+        .as_ref()
+        .unwrap()
+        .tally
+        .unstarted
+        .clone();
     assert!(s.delete_unstarted(b, &all, &other, t(40)).is_err());
 }
 
@@ -121,9 +138,12 @@ fn deleting_an_array_deletes_what_is_left_and_kills_what_runs() {
     let a = submit_array(&mut s, "1-5", ArrayStyle::PbsPro);
     pass(&mut s, 1);
     let owner = caller(1, Role::User);
-    assert_eq!(s.live_sub_jobs(a), [a.sub(1), a.sub(2)]);
+    assert_eq!(s.live_sub_jobs(a), [a.sub_job(1), a.sub_job(2)]);
     for id in s.live_sub_jobs(a) {
-        assert!(matches!(s.delete(id, &owner, t(2)).unwrap().0, Deleted::Kill { .. }));
+        assert!(matches!(
+            s.delete(id, &owner, t(2)).unwrap().0,
+            Deleted::Kill { .. }
+        ));
     }
     s.delete(a, &owner, t(2)).unwrap();
     assert_eq!(s.job(a).unwrap().state, JobState::Begun);
@@ -131,8 +151,8 @@ fn deleting_an_array_deletes_what_is_left_and_kills_what_runs() {
     let mut killed = exited(0);
     killed.signal = Some(15);
     killed.cause = ExitCause::Deleted;
-    s.finish(a.sub(1), killed.clone(), t(3)).unwrap();
-    s.finish(a.sub(2), killed, t(3)).unwrap();
+    s.finish(a.sub_job(1), killed.clone(), t(3)).unwrap();
+    s.finish(a.sub_job(2), killed, t(3)).unwrap();
     assert_eq!(s.take_ended_arrays(), [a]);
     assert_eq!(s.job(a).unwrap().exit.as_ref().unwrap().exit_status(), 2);
     s.check_invariants().unwrap();
@@ -143,13 +163,13 @@ fn a_sub_job_held_alone_waits_while_the_others_run() {
     let mut s = state(4);
     let a = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
     let owner = caller(1, Role::User);
-    assert!(s.is_unstarted_sub_job(a.sub(2)));
-    s.sub_job_record(a.sub(2), t(1)).unwrap();
-    s.hold(a.sub(2), &owner, t(1)).unwrap();
-    assert_eq!(pass(&mut s, 2), [a.sub(1), a.sub(3)]);
-    assert_eq!(s.job(a.sub(2)).unwrap().state, JobState::Held);
-    s.release(a.sub(2), &owner, t(3)).unwrap();
-    assert_eq!(pass(&mut s, 4), [a.sub(2)]);
+    assert!(s.is_unstarted_sub_job(a.sub_job(2)));
+    s.sub_job_record(a.sub_job(2), t(1)).unwrap();
+    s.hold(a.sub_job(2), &owner, t(1)).unwrap();
+    assert_eq!(pass(&mut s, 2), [a.sub_job(1), a.sub_job(3)]);
+    assert_eq!(s.job(a.sub_job(2)).unwrap().state, JobState::Held);
+    s.release(a.sub_job(2), &owner, t(3)).unwrap();
+    assert_eq!(pass(&mut s, 4), [a.sub_job(2)]);
     assert_eq!(s.job(a).unwrap().state, JobState::Begun);
 }
 
@@ -158,7 +178,7 @@ fn a_restart_counts_the_sub_jobs_from_their_records() {
     let mut s = state(2);
     let a = submit_array(&mut s, "1-6%2", ArrayStyle::PbsPro);
     pass(&mut s, 1);
-    s.finish(a.sub(1), exited(0), t(2)).unwrap();
+    s.finish(a.sub_job(1), exited(0), t(2)).unwrap();
     pass(&mut s, 3);
     // What the store holds: the array as submitted, the sub-jobs' records.
     let mut stored: Vec<Job> = s.jobs().cloned().collect();
@@ -177,8 +197,8 @@ fn a_restart_counts_the_sub_jobs_from_their_records() {
     assert!(fresh.array_throttled(a));
     assert_eq!(fresh.next_id(), JobId(2));
     // Nothing runs twice: the next to start is 4.
-    fresh.finish(a.sub(2), exited(0), t(4)).unwrap();
-    assert_eq!(pass(&mut fresh, 5), [a.sub(4)]);
+    fresh.finish(a.sub_job(2), exited(0), t(4)).unwrap();
+    assert_eq!(pass(&mut fresh, 5), [a.sub_job(4)]);
 }
 
 #[test]
@@ -186,11 +206,11 @@ fn finished_sub_jobs_outlive_history_until_their_array_ends() {
     let mut s = state(2);
     let a = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
     pass(&mut s, 1);
-    s.finish(a.sub(1), exited(0), t(2)).unwrap();
+    s.finish(a.sub_job(1), exited(0), t(2)).unwrap();
     let later = t(2 + 30 * 24 * 3600);
     assert!(s.purge_history(later).is_empty());
-    assert!(!s.remove_finished(a.sub(1)));
-    assert!(s.job(a.sub(1)).is_some());
+    assert!(!s.remove_finished(a.sub_job(1)));
+    assert!(s.job(a.sub_job(1)).is_some());
 }
 
 #[test]
@@ -300,9 +320,8 @@ mod properties {
                 crate::state::tests::submit(&mut s, 2, 1);
             }
             let mut ran: BTreeMap<JobId, u32> = BTreeMap::new();
-            let mut at = 1;
             let mut pick = ends.iter().cycle();
-            for _ in 0..2000 {
+            for at in 1..2000 {
                 for id in pass(&mut s, at) {
                     *ran.entry(id).or_default() += 1;
                 }
@@ -318,7 +337,6 @@ mod properties {
                     let victim = active[*pick.next().unwrap() % active.len()];
                     s.finish(victim, exited(0), t(at)).unwrap();
                 }
-                at += 1;
             }
             prop_assert_eq!(s.pending_count(), 0);
             prop_assert!(ran.values().all(|&n| n == 1));
