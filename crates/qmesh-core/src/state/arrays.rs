@@ -29,6 +29,7 @@ struct SubSeen {
     position: u32,
     state: JobState,
     exit: Option<(i32, bool)>,
+    end: Option<Time>,
 }
 
 impl State {
@@ -460,6 +461,7 @@ impl State {
                     .exit
                     .as_ref()
                     .map(|e| (e.exit_status(), e.cause == ExitCause::Deleted)),
+                end: job.end_time,
             });
         }
         for id in arrays {
@@ -495,13 +497,14 @@ impl State {
                 self.accounting.tally.enter_pending(job);
                 self.note_dependencies_of(id);
             } else if job.state != JobState::Finished {
-                // Its last starts (or ends) were stored, not its new state.
-                let at = job.mtime;
+                // Its last starts (or ends) were stored, not its new state:
+                // it ended when its last sub-job did.
+                let last_end = subs.iter().filter_map(|s| s.end).max();
+                let at = last_end.map_or(job.mtime, |end| end.max(job.mtime));
                 job.state = JobState::Begun;
                 self.settle_array(id, at);
             }
         }
-        self.ended_arrays.clear();
     }
 }
 

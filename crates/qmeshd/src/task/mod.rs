@@ -210,6 +210,8 @@ impl SchedulerTask {
                 persist(self.store.as_ref(), job);
             }
         }
+        // Arrays whose last sub-job ended before the crash stored its end.
+        self.settle_arrays(now);
         self.next_begin = self.next_begin_after(now);
         self
     }

@@ -348,3 +348,29 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn an_array_whose_last_end_was_stored_alone_finishes_at_load() {
+    let mut s = state(2);
+    let a = submit_array(&mut s, "1-2", ArrayStyle::PbsPro);
+    pass(&mut s, 1);
+    s.finish(a.sub_job(1), exited(0), t(5)).unwrap();
+    s.finish(a.sub_job(2), exited(4), t(9)).unwrap();
+    // The crash came before the array's own end was stored.
+    let mut stored: Vec<Job> = s.jobs().cloned().collect();
+    for job in &mut stored {
+        if job.id == a {
+            job.state = JobState::Queued;
+            job.end_time = None;
+            job.exit = None;
+        }
+    }
+    let mut fresh = state(2);
+    fresh.restore(stored, 0);
+    fresh.check_invariants().unwrap();
+    let done = fresh.job(a).unwrap();
+    assert_eq!(done.state, JobState::Finished);
+    assert_eq!(done.end_time, Some(t(9)));
+    assert_eq!(done.exit.as_ref().unwrap().exit_status(), 1);
+    assert_eq!(fresh.take_ended_arrays(), [a]);
+}
