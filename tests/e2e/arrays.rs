@@ -333,3 +333,17 @@ fn qrerun_requeues_the_running_sub_jobs_of_an_array() {
     let sub = d.job_json(&format!("{}[1].{server}", seq(&id)));
     assert_eq!(sub["run_count"], 2, "{sub}");
 }
+
+#[test]
+fn qstat_t_lists_a_large_array_past_grpcs_default_message_size() {
+    let d = Daemon::start_with(Some(MACHINE));
+    d.script("big.sh", "#!/bin/sh\nexit 0\n");
+    // 20,000 sub-jobs: their listing is some 6 MB, past tonic's 4 MiB.
+    let id = d.qsub(&["-h", "-J", "0-19999", "big.sh"]);
+    let out = d.ok("qstat", &["-t"]);
+    let subs = out
+        .lines()
+        .filter(|l| l.starts_with(&format!("{}[", seq(&id))))
+        .count();
+    assert_eq!(subs, 20_001, "the array and its sub-jobs");
+}

@@ -10,15 +10,25 @@
 //! says when the pass decided each start ("starting") and when each end
 //! was recorded ("job ended"). Decision-to-exec latency is the script's
 //! moment less the decision's.
+//!
+//! With `array`, the burst is one job array of N sub-jobs (`qsub -J
+//! 0-N-1`) instead of N jobs: the same scripts, so the two can be compared.
+//! Sub-jobs appear in the log as `job=12[3]` and write `churn.o12.3`; the
+//! array itself stays listed until its last sub-job ends, so the wait
+//! counts what its `array_state_count` says is left.
 
-use std::collections::HashMap;
+mod figures;
+mod wait;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use chrono::{DateTime, Utc};
+use chrono::Utc;
+use figures::{Cpu, Timing};
 use qmesh_proto::v1;
+use wait::{Watch, wait_all_ended};
 
 use crate::Report;
 use crate::cpu::CpuTimes;
@@ -32,7 +42,15 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
             "--rate {rate} is not a rate; give jobs per second above 0, or leave it out for a burst"
         );
     }
-    let (jobs, secs) = (run.jobs, run.secs);
+    if run.jobs == 0 {
+        bail!("--jobs 0: give at least one job to run");
+    }
+    if run.array && run.rate.is_some() {
+        bail!(
+            "--array submits one array of --jobs sub-jobs (at least 1) as a burst; leave out --rate"
+        );
+    }
+    let jobs = run.jobs;
     let agents = run.agents.max(1);
     let per_host = run.nodes.div_ceil(agents).max(1);
     let mut builder = tempfile::Builder::new();
@@ -64,16 +82,21 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
         )?);
     }
     let guard = Agents(children);
+    let watch = if run.watch_log {
+        Watch::Log(root.join("qmeshd.log"))
+    } else {
+        Watch::Status
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let timing = runtime.block_on(drive(
+        run,
         daemon.socket.clone(),
         &work,
-        jobs,
         agents * per_host,
-        secs,
-        run.rate,
+        daemon.pid(),
+        &watch,
     ));
     // Shepherds are the zygotes' children (see qmesh-agent's zygote.rs):
     // their time counts once the zygotes have reaped them all.
@@ -111,7 +134,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
         }
     };
     let log = std::fs::read_to_string(root.join("qmeshd.log"))?;
-    let measured = measure(&log, &work, jobs, timing, cpu)?;
+    let measured = figures::measure(&log, &work, jobs, timing, cpu)?;
     if run.keep {
         daemon.dir.disable_cleanup(true);
         eprintln!(
@@ -142,6 +165,11 @@ pub struct Run<'a> {
     pub exec_shepherds: bool,
     /// Keep the run's directory (logs, spools, job output) after success.
     pub keep: bool,
+    /// The burst is one job array of `jobs` sub-jobs.
+    pub array: bool,
+    /// Wait for the ends by counting them in the daemon's log, not by
+    /// listing the jobs every 50 ms (see `wait.rs`).
+    pub watch_log: bool,
 }
 
 fn config_text(port: u16, agents: usize, per_host: usize) -> String {
@@ -201,21 +229,17 @@ impl Drop for Agents {
     }
 }
 
-struct Timing {
-    /// When scheduling was switched on.
-    go: DateTime<Utc>,
-    /// When the last job was seen finished.
-    done: DateTime<Utc>,
-}
-
+/// Submits the run's jobs and waits for the last to end.
 async fn drive(
+    run: &Run<'_>,
     socket: PathBuf,
     work: &Path,
-    jobs: usize,
     nodes: usize,
-    secs: f64,
-    rate: Option<f64>,
+    daemon_pid: Option<u32>,
+    watch: &Watch,
 ) -> anyhow::Result<Timing> {
+    let (jobs, secs, rate, array) = (run.jobs, run.secs, run.rate, run.array);
+    let daemon_cpu = || daemon_pid.and_then(CpuTimes::of).unwrap_or_default();
     let channel = qmesh_proto::endpoint::connect_unix(&socket).await?;
     let mut admin = v1::admin_client::AdminClient::new(channel.clone());
     let mut client = v1::jobs_client::JobsClient::new(channel);
@@ -256,7 +280,7 @@ async fn drive(
         // Offered load: one job every 1/rate s with scheduling on, so that
         // below saturation each start is measured on its own.
         admin.qmgr(qmgr("set server scheduling = true")).await?;
-        let go = Utc::now();
+        let (go, at_go, submitting) = (Utc::now(), daemon_cpu(), Instant::now());
         let mut every = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         for _ in 0..jobs {
@@ -266,8 +290,29 @@ async fn drive(
                 .await
                 .map_err(|s| anyhow::anyhow!("a submission failed: {}", s.message()))?;
         }
-        return wait_all_ended(&mut client, go).await;
+        let submit_s = submitting.elapsed().as_secs_f64();
+        let waited = wait_all_ended(&mut client, go, watch, jobs).await?;
+        return Ok(waited.timing(go, at_go, submit_s));
     }
+    if array {
+        // One submission for them all.
+        let request = v1::SubmitRequest {
+            array: format!("0-{}", jobs.saturating_sub(1)),
+            array_option: "J".into(),
+            ..request
+        };
+        let submitting = Instant::now();
+        client
+            .submit(request)
+            .await
+            .map_err(|s| anyhow::anyhow!("the array's submission failed: {}", s.message()))?;
+        let submit_s = submitting.elapsed().as_secs_f64();
+        let (go, at_go) = (Utc::now(), daemon_cpu());
+        admin.qmgr(qmgr("set server scheduling = true")).await?;
+        let waited = wait_all_ended(&mut client, go, watch, jobs).await?;
+        return Ok(waited.timing(go, at_go, submit_s));
+    }
+    let submitting = Instant::now();
     let mut tasks = Vec::new();
     let clients = 16;
     for i in 0..clients {
@@ -285,185 +330,9 @@ async fn drive(
         t.await?
             .map_err(|s| anyhow::anyhow!("a submission failed: {}", s.message()))?;
     }
-    let go = Utc::now();
+    let submit_s = submitting.elapsed().as_secs_f64();
+    let (go, at_go) = (Utc::now(), daemon_cpu());
     admin.qmgr(qmgr("set server scheduling = true")).await?;
-    wait_all_ended(&mut client, go).await
-}
-
-/// Until no job is left; an error after 60 s without an end or 600 s in all.
-async fn wait_all_ended(
-    client: &mut v1::jobs_client::JobsClient<tonic::transport::Channel>,
-    go: DateTime<Utc>,
-) -> anyhow::Result<Timing> {
-    let (mut left, mut progress) = (usize::MAX, Instant::now());
-    loop {
-        let reply = client
-            .status(v1::StatusRequest::default())
-            .await?
-            .into_inner();
-        if reply.jobs.is_empty() {
-            break;
-        }
-        if reply.jobs.len() < left {
-            (left, progress) = (reply.jobs.len(), Instant::now());
-        }
-        if progress.elapsed() > Duration::from_secs(60) {
-            let ids: Vec<&str> = reply.jobs.iter().take(10).map(|j| j.id.as_str()).collect();
-            bail!(
-                "{} jobs still unfinished and none ended for 60 s: {}",
-                reply.jobs.len(),
-                ids.join(" ")
-            );
-        }
-        if Utc::now() - go > chrono::Duration::seconds(600) {
-            bail!("{} jobs still unfinished after 600 s", reply.jobs.len());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(Timing {
-        go,
-        done: Utc::now(),
-    })
-}
-
-/// CPU seconds at the end of a run.
-#[derive(Clone, Copy, Debug)]
-struct Cpu {
-    daemon: CpuTimes,
-    /// The agents' own (and their zygotes'), and as children their
-    /// shepherds and jobs.
-    agents: CpuTimes,
-}
-
-struct Measured {
-    cpu: Cpu,
-    starts_per_s: f64,
-    ends_per_s: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
-    wall_s: f64,
-}
-
-/// `2026-11-23T08:30:45.591300Z  INFO ... job=17.srv ...` → (time, "17").
-fn log_event<'a>(line: &'a str, what: &str) -> Option<(DateTime<Utc>, &'a str)> {
-    if !line.contains(what) {
-        return None;
-    }
-    let time = DateTime::parse_from_rfc3339(line.split_whitespace().next()?).ok()?;
-    let job = line.split("job=").nth(1)?.split(['.', ' ']).next()?;
-    Some((time.with_timezone(&Utc), job))
-}
-
-fn measure(
-    log: &str,
-    work: &Path,
-    jobs: usize,
-    timing: Timing,
-    cpu: Cpu,
-) -> anyhow::Result<Measured> {
-    let mut decided: HashMap<String, DateTime<Utc>> = HashMap::new();
-    let mut ended = Vec::new();
-    for line in log.lines() {
-        if let Some((t, job)) = log_event(line, "starting") {
-            decided.insert(job.to_string(), t);
-        } else if let Some((t, _)) = log_event(line, "job ended") {
-            ended.push(t);
-        }
-    }
-    let mut latencies = Vec::new();
-    let mut last_exec = timing.go;
-    for entry in std::fs::read_dir(work)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().to_string();
-        let Some(seq) = name.strip_prefix("churn.o") else {
-            continue;
-        };
-        let text = std::fs::read_to_string(entry.path())?;
-        let Some(at) = text.trim().parse::<f64>().ok() else {
-            continue;
-        };
-        let exec = DateTime::from_timestamp_micros((at * 1e6) as i64).unwrap_or(timing.go);
-        last_exec = last_exec.max(exec);
-        if let Some(&d) = decided.get(seq) {
-            latencies.push((exec - d).num_microseconds().unwrap_or(0) as f64 / 1e3);
-        }
-    }
-    if latencies.len() < jobs {
-        bail!(
-            "{} of {jobs} jobs left an exec time and a decision in the log",
-            latencies.len()
-        );
-    }
-    latencies.sort_by(f64::total_cmp);
-    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
-    let last_end = ended.iter().max().copied().unwrap_or(timing.done);
-    let secs = |to: DateTime<Utc>| (to - timing.go).num_microseconds().unwrap_or(1) as f64 / 1e6;
-    Ok(Measured {
-        cpu,
-        starts_per_s: jobs as f64 / secs(last_exec),
-        ends_per_s: jobs as f64 / secs(last_end),
-        p50_ms: pct(0.5),
-        p99_ms: pct(0.99),
-        max_ms: latencies[latencies.len() - 1],
-        wall_s: secs(timing.done),
-    })
-}
-
-impl Measured {
-    fn report(&self, run: &Run, nodes: usize) -> Report {
-        let (jobs, secs, agents) = (run.jobs, run.secs, run.agents.max(1));
-        let offered = run
-            .rate
-            .map_or_else(|| "a burst".to_string(), |r| format!("{r} jobs/s"));
-        let shepherds = if run.exec_shepherds {
-            "exec'd"
-        } else {
-            "forked by zygotes"
-        };
-        Report {
-            text: format!(
-                "churn: {jobs} jobs of {secs} s ({offered}) through {agents} agents ({nodes} nodes), \
-                 shepherds {shepherds}: \
-                 {:.0} starts/s, {:.0} ends/s (all done in {:.1} s); decision to exec \
-                 p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU: qmeshd {:.1} s, agents {:.1} s, \
-                 shepherds and jobs {:.1} s",
-                self.starts_per_s,
-                self.ends_per_s,
-                self.wall_s,
-                self.p50_ms,
-                self.p99_ms,
-                self.max_ms,
-                self.cpu.daemon.own,
-                self.cpu.agents.own,
-                self.cpu.agents.children,
-            ),
-            json: serde_json::json!({
-                "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
-                "job_secs": secs, "rate": run.rate, "exec_shepherds": run.exec_shepherds,
-                "starts_per_second": self.starts_per_s,
-                "ends_per_second": self.ends_per_s, "wall_seconds": self.wall_s,
-                "exec_latency_p50_ms": self.p50_ms, "exec_latency_p99_ms": self.p99_ms,
-                "exec_latency_max_ms": self.max_ms,
-                "cpu_seconds_qmeshd": self.cpu.daemon.own,
-                "cpu_seconds_agents": self.cpu.agents.own,
-                "cpu_seconds_shepherds_and_jobs": self.cpu.agents.children,
-            }),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn log_lines_give_the_time_and_the_job() {
-        let line =
-            "2026-11-23T08:30:45.591300Z  INFO qmeshd::task: starting job=17.srv nodes=h0n03";
-        let (t, job) = log_event(line, "starting").unwrap();
-        assert_eq!(job, "17");
-        assert_eq!(t.timestamp_subsec_micros(), 591_300);
-        assert!(log_event(line, "job ended").is_none());
-    }
+    let waited = wait_all_ended(&mut client, go, watch, jobs).await?;
+    Ok(waited.timing(go, at_go, submit_s))
 }

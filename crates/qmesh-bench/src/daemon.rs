@@ -34,6 +34,11 @@ impl Daemon {
         dir.join("state")
     }
 
+    /// Where qmeshd keeps its store under `dir` (see qmeshd's lib.rs).
+    pub fn store_dir(dir: &Path) -> PathBuf {
+        Daemon::state_dir(dir).join("store")
+    }
+
     /// Starts qmeshd in `dir` (made by the caller) and returns how long it
     /// took to be ready.
     pub fn start(qmeshd: &Path, dir: tempfile::TempDir) -> anyhow::Result<(Daemon, Duration)> {
@@ -130,5 +135,64 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// What a directory takes on disk: the length of its files, and the blocks
+/// allocated to them (sled preallocates, so the two differ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirSize {
+    pub bytes: u64,
+    pub allocated: u64,
+}
+
+impl DirSize {
+    /// Everything under `dir`; what cannot be read counts nothing.
+    pub fn of(dir: &Path) -> DirSize {
+        use std::os::unix::fs::MetadataExt;
+        let mut total = DirSize::default();
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                match e.metadata() {
+                    Ok(m) if m.is_dir() => {
+                        let inner = DirSize::of(&e.path());
+                        total.bytes += inner.bytes;
+                        total.allocated += inner.allocated;
+                    }
+                    Ok(m) => {
+                        total.bytes += m.len();
+                        total.allocated += m.blocks() * 512;
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        total
+    }
+
+    /// Growth from `before` to `self` (negative if it shrank).
+    pub fn since(self, before: DirSize) -> (i64, i64) {
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        (
+            diff(self.bytes, before.bytes),
+            diff(self.allocated, before.allocated),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_counts_its_files_and_subdirectories() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), [0u8; 1000]).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b"), [0u8; 24]).unwrap();
+        let size = DirSize::of(dir.path());
+        assert_eq!(size.bytes, 1024);
+        assert_eq!(size.since(DirSize::default()).0, 1024);
+        assert_eq!(DirSize::of(&dir.path().join("missing")), DirSize::default());
     }
 }

@@ -4,17 +4,21 @@
 //! * `submit`: durable submissions per second over the Unix socket, from N
 //!   concurrent clients (each its own connection, each waiting for the
 //!   daemon's answer, which comes only once the job is on disk).
+//! * `array-submit`: one job array of many sub-jobs: time to its durable
+//!   reply, and what it adds to the store.
 //! * `churn`: many one-second jobs through 16 agents: starts and ends per
-//!   second, decision-to-exec latency.
+//!   second, decision-to-exec latency (`--array`: as one job array).
 //! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
 //!   store (the store is filled directly, then the daemon is started).
 
 mod alloc;
+mod array_submit;
 mod churn;
 mod cpu;
 mod daemon;
 mod disk;
 mod pass;
+mod pass_arrays;
 mod restart;
 mod submit;
 
@@ -53,6 +57,16 @@ enum What {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// One job array of many sub-jobs (qsub -J 0-N): time to its durable
+    /// reply, and the store's growth.
+    ArraySubmit {
+        /// Sub-jobs in the array (the server takes at most 100,000).
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u32,
+        /// How many times to measure, each with a fresh daemon.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// Start-up time with many jobs in the store.
     Restart {
         #[arg(long, default_value_t = 100_000)]
@@ -81,6 +95,11 @@ enum What {
         /// pass then checks each job against its sets' cuts).
         #[arg(long)]
         calendar: bool,
+        /// Instead of --queued: a queue of ARRAYSxTASKS job arrays (e.g.
+        /// 1000x1000) against ARRAYS plain jobs of the same sizes and wall
+        /// times, passes alternated.
+        #[arg(long, value_parser = pass_arrays::parse_shape)]
+        arrays: Option<pass_arrays::Shape>,
     },
     /// Many short jobs through many agents (TCP, one process per host):
     /// starts and ends per second, decision-to-exec latency.
@@ -117,6 +136,16 @@ enum What {
         /// always kept).
         #[arg(long)]
         keep: bool,
+        /// Submit the jobs as one job array (qsub -J 0-N-1) instead of N
+        /// plain jobs (a burst only).
+        #[arg(long, conflicts_with = "rate")]
+        array: bool,
+        /// Wait for the ends by counting them in qmeshd's log instead of
+        /// listing the jobs every 50 ms; listing 10,000 plain jobs costs
+        /// the daemon far more than listing one array, so use this to
+        /// compare the two.
+        #[arg(long)]
+        watch_log: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -138,7 +167,15 @@ fn main() -> ExitCode {
             queued,
             runs,
             calendar,
-        } => pass::run(*nodes, queued, *runs, *calendar).map(|r| vec![r]),
+            arrays,
+        } => match arrays {
+            Some(shape) => pass_arrays::run(*nodes, *shape, *runs, *calendar),
+            None => pass::run(*nodes, queued, *runs, *calendar),
+        }
+        .map(|r| vec![r]),
+        What::ArraySubmit { tasks, runs } => {
+            qmeshd().and_then(|q| array_submit::run(&q, *tasks, *runs).map(|r| vec![r]))
+        }
         What::Submit {
             clients,
             jobs,
@@ -162,6 +199,8 @@ fn main() -> ExitCode {
             rate,
             exec_shepherds,
             keep,
+            array,
+            watch_log,
         } => qmeshd().and_then(|q| {
             let run = churn::Run {
                 jobs: *jobs,
@@ -174,6 +213,8 @@ fn main() -> ExitCode {
                 rate: *rate,
                 exec_shepherds: *exec_shepherds,
                 keep: *keep,
+                array: *array,
+                watch_log: *watch_log,
             };
             churn::run(&q, &run).map(|r| vec![r])
         }),

@@ -41,11 +41,16 @@ impl XorShift {
 /// 11 hours), has a priority per period, draws on a node group, and
 /// requeues its jobs at its period's end: every job is checked against
 /// the cut, and the longer ones neither start nor get a reservation.
+///
+/// With `tasks`, each queued job is a job array of that many sub-jobs
+/// (`qsub -J 0-N`), drawn the same: the same sizes and wall times as the
+/// plain queue, so the two can be compared (see `pass_arrays.rs`).
 pub fn workload(
     nodes: usize,
     queued: usize,
     mode: Backfill,
     calendar: bool,
+    tasks: Option<u32>,
 ) -> anyhow::Result<State> {
     let mut config = Config::default();
     let mut batch = Queue::open("batch");
@@ -94,6 +99,12 @@ pub fn workload(
         ],
         ..Submission::default()
     };
+    let array = tasks.map(|n| {
+        (
+            qmesh_core::array::ArrayStyle::PbsPro,
+            format!("0-{}", n.max(1) - 1),
+        )
+    });
     // Running: started up to a day ago, with a day of wall time.
     for node in 0..nodes {
         let caller = &callers[node % callers.len()];
@@ -111,15 +122,19 @@ pub fn workload(
     for i in 0..queued {
         let caller = &callers[i % callers.len()];
         let at = epoch - chrono::Duration::seconds((queued - i) as i64);
+        let job = Submission {
+            array: array.clone(),
+            ..submission(rng.pick(&sizes), rng.pick(&walls))
+        };
         state
-            .submit(submission(rng.pick(&sizes), rng.pick(&walls)), caller, at)
+            .submit(job, caller, at)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     Ok(state)
 }
 
 /// The instant the workload is built around (any fixed one will do).
-fn bench_epoch() -> anyhow::Result<qmesh_core::Time> {
+pub fn bench_epoch() -> anyhow::Result<qmesh_core::Time> {
     chrono::Utc
         .timestamp_opt(1_700_000_000, 0)
         .single()
@@ -139,7 +154,7 @@ pub fn run(nodes: usize, lengths: &[usize], runs: usize, calendar: bool) -> anyh
     let mut rows = Vec::new();
     for &queued in lengths {
         for mode in [Backfill::Easy, Backfill::Conservative] {
-            let state = workload(nodes, queued, mode, calendar)?;
+            let state = workload(nodes, queued, mode, calendar, None)?;
             let now = bench_epoch()?;
             let mut times: Vec<Duration> = Vec::with_capacity(runs);
             let mut reserved = 0;

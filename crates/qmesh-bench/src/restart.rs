@@ -14,11 +14,11 @@ use qmesh_core::server::Config;
 use qmesh_store::{SledStore, Store, suite};
 
 use crate::Report;
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, DirSize};
 
 pub fn run(qmeshd: &Path, jobs: u64, runs: usize) -> anyhow::Result<Report> {
     let dir = tempfile::Builder::new().prefix("qmesh-bench-").tempdir()?;
-    let store_dir = Daemon::state_dir(dir.path()).join("store");
+    let store_dir = Daemon::store_dir(dir.path());
     std::fs::create_dir_all(&store_dir)?;
     {
         let store = SledStore::open(&store_dir).context("open the store to fill it")?;
@@ -41,7 +41,7 @@ pub fn run(qmeshd: &Path, jobs: u64, runs: usize) -> anyhow::Result<Report> {
         }
         store.sync()?;
     }
-    let size = dir_size(&store_dir);
+    let size = DirSize::of(&store_dir).bytes;
     let mut times = Vec::new();
     let mut dir = Some(dir);
     for _ in 0..runs.max(1) {
@@ -73,18 +73,4 @@ pub fn run(qmeshd: &Path, jobs: u64, runs: usize) -> anyhow::Result<Report> {
             "all_seconds": times.iter().map(|t| t.as_secs_f64()).collect::<Vec<_>>(),
         }),
     })
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
 }

@@ -92,7 +92,7 @@ fn once(
     })
 }
 
-fn request(cwd: &str) -> v1::SubmitRequest {
+pub(crate) fn request(cwd: &str) -> v1::SubmitRequest {
     v1::SubmitRequest {
         script: b"#!/bin/sh\n#PBS -l walltime=10:00\nsrun ./a.out\n".to_vec(),
         script_name: "job.sh".into(),

@@ -116,12 +116,16 @@ async fn connect_at(path: &Path) -> Result<Channel, CliError> {
         })
 }
 
+/// The largest answer a command reads: tonic's default of 4 MiB is a
+/// `qstat -t` of some 12,000 sub-jobs; a 100,000-task array's is 33 MB.
+const MAX_REPLY: usize = 1 << 30;
+
 pub async fn jobs() -> Result<JobsClient<Channel>, CliError> {
-    Ok(JobsClient::new(connect().await?))
+    Ok(JobsClient::new(connect().await?).max_decoding_message_size(MAX_REPLY))
 }
 
 pub async fn admin() -> Result<AdminClient<Channel>, CliError> {
-    Ok(AdminClient::new(connect().await?))
+    Ok(AdminClient::new(connect().await?).max_decoding_message_size(MAX_REPLY))
 }
 
 /// The innermost error's words ("No such file or directory (os error 2)"):
