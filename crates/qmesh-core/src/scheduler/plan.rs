@@ -254,29 +254,22 @@ impl<'a> Planner<'a> {
             {
                 break;
             }
-            let mut entry = self.plan_job(&ranked, &mut plan.starts);
             // An array is planned sub-job after sub-job, each as the next
             // job in line, until one cannot start: its sub-jobs are alike,
-            // so one that waits stands for the rest.
-            if ranked.view.array && entry.status == Status::Startable {
-                let left = self
-                    .state
-                    .job(ranked.view.id)
-                    .and_then(|j| j.array.as_ref());
-                let mut left = left.map_or(0, |a| a.unstarted()).saturating_sub(1);
-                while left > 0 {
-                    if self.blocked || self.free_in.iter().all(|&free| free == 0) {
-                        // The entry says why the rest waits.
-                        entry = self.plan_job(&ranked, &mut plan.starts);
-                        break;
-                    }
-                    entry = self.plan_job(&ranked, &mut plan.starts);
-                    if entry.status != Status::Startable {
-                        break;
-                    }
-                    left -= 1;
+            // so one that waits stands for the rest. (One call site: the
+            // planner's hot path stays inlined.)
+            let mut left: Option<u32> = None;
+            let entry = loop {
+                let entry = self.plan_job(&ranked, &mut plan.starts);
+                if !ranked.view.array || entry.status != Status::Startable {
+                    break entry;
                 }
-            }
+                let n = *left.get_or_insert_with(|| self.unstarted(ranked.view.id));
+                if n <= 1 {
+                    break entry;
+                }
+                left = Some(n - 1);
+            };
             let last = stop == Stop::At(entry.job);
             plan.queue.push(entry);
             if last {
@@ -1002,6 +995,14 @@ impl<'a> Planner<'a> {
             .filter_map(|(_, by_wall)| by_wall.range(..=wall).next_back().map(|(_, &t)| t))
             .max()
             .unwrap_or(Secs::MIN)
+    }
+
+    /// Sub-jobs of an array left to start (0 for any other job).
+    fn unstarted(&self, id: JobId) -> u32 {
+        self.state
+            .job(id)
+            .and_then(|j| j.array.as_ref())
+            .map_or(0, |a| a.unstarted())
     }
 
     fn count_running(&mut self, job: &'a Job) {
