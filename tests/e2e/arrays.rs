@@ -133,6 +133,8 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     // spq and spwhen say what is left of it.
     let when = d.ok("spwhen", &[&id]);
     assert!(when.contains("6 of 6 left, 0 running"), "{when}");
+    let when = d.ok("spwhen", &[&format!("{}[9]", seq(&id))]);
+    assert!(when.contains("6 of 6 left"), "a sub-job left to start: {when}");
     let spq = d.ok("spq", &[]);
     assert!(spq.contains("(array: 6 of 6 left"), "{spq}");
     // A sub-job that is not one of the array's is no such job.

@@ -260,6 +260,12 @@ impl SchedulerTask {
         let id = state
             .parse_id(&request.job_id)
             .map_err(|e| status::from_core(&e))?;
+        // A sub-job left to start starts when its array's next does (or
+        // later): its array's answer.
+        let id = match id.array_parent() {
+            Some(array) if state.is_unstarted_sub_job(id) => array,
+            _ => id,
+        };
         let full = state.full_id(id);
         let job = state
             .job(id)
