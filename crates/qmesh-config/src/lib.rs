@@ -188,6 +188,8 @@ pub struct ServerSection {
     pub operators: Vec<String>,
     pub job_history_duration: Option<DurationSpec>,
     pub kill_delay: Option<DurationSpec>,
+    /// The most sub-jobs a job array may have (qmgr's max_array_size).
+    pub max_array_size: Option<u32>,
     pub scheduler_iteration: Option<DurationSpec>,
     pub default_walltime: Option<DurationSpec>,
     /// The scheduling policy (qmgr's server attributes of the same names):
@@ -412,7 +414,7 @@ impl Settings {
             &mut server.default_walltime,
         )?;
         // The policy takes qmgr's parsing and checks of the same attributes.
-        let policy: [(&str, Option<String>); 10] = [
+        let policy: [(&str, Option<String>); 11] = [
             ("job_order", s.job_order.clone()),
             ("by_queue", s.by_queue.map(|v| v.to_string())),
             ("age_factor", s.age_factor.map(|v| v.to_string())),
@@ -426,6 +428,7 @@ impl Settings {
                 "default_rerunnable",
                 s.default_rerunnable.map(|v| v.to_string()),
             ),
+            ("max_array_size", s.max_array_size.map(|v| v.to_string())),
         ];
         for (name, value) in policy {
             if let Some(value) = value {
@@ -788,6 +791,16 @@ mod tests {
             err.contains("jobs.start_dir") && err.contains("\"submit\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_file_bounds_job_arrays_as_qmgr_does() {
+        let s = Settings::parse("[server]\nmax_array_size = 2000\n", "t").unwrap();
+        assert_eq!(s.initial.server.max_array_size, 2000);
+        let err = Settings::parse("[server]\nmax_array_size = 0\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.max_array_size"), "{err}");
     }
 
     #[test]

@@ -419,6 +419,44 @@ mod tests {
     }
 
     #[test]
+    fn max_array_size_bounds_arrays_in_both_names() {
+        let st = state(4);
+        let mut config = st.config().clone();
+        assert_eq!(config.server.max_array_size, 100_000);
+        run_as(
+            Role::Manager,
+            "set server max_job_array_size = 500",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert_eq!(config.server.max_array_size, 500);
+        let printed = run_as(Role::Manager, "print server", &mut config, &st).unwrap();
+        assert!(
+            printed.output.contains("set server max_array_size = 500"),
+            "{}",
+            printed.output
+        );
+        assert!(
+            run_as(
+                Role::Manager,
+                "set server max_array_size = 0",
+                &mut config,
+                &st
+            )
+            .is_err()
+        );
+        run_as(
+            Role::Manager,
+            "unset server max_array_size",
+            &mut config,
+            &st,
+        )
+        .unwrap();
+        assert_eq!(config.server.max_array_size, 100_000);
+    }
+
+    #[test]
     fn creates_and_sets_a_queue() {
         let st = state(4);
         let mut config = st.config().clone();
