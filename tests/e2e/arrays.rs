@@ -134,9 +134,22 @@ fn qstat_shows_an_array_as_one_line_and_expands_it_with_t() {
     let when = d.ok("spwhen", &[&id]);
     assert!(when.contains("6 of 6 left, 0 running"), "{when}");
     let when = d.ok("spwhen", &[&format!("{}[9]", seq(&id))]);
-    assert!(when.contains("6 of 6 left"), "a sub-job left to start: {when}");
+    assert!(
+        when.contains("6 of 6 left"),
+        "a sub-job left to start: {when}"
+    );
     let spq = d.ok("spq", &[]);
     assert!(spq.contains("(array: 6 of 6 left"), "{spq}");
+    // qselect: -J the arrays, -T jobs and sub-jobs, not arrays.
+    let arrays = d.ok("qselect", &["-J"]);
+    assert_eq!(arrays.trim(), id, "{arrays}");
+    let jobs = d.ok("qselect", &["-T"]);
+    assert_eq!(
+        jobs.lines().count(),
+        7,
+        "six sub-jobs and the plain job: {jobs}"
+    );
+    assert!(!jobs.lines().any(|l| l.trim() == id), "{jobs}");
     // A sub-job that is not one of the array's is no such job.
     let out = d.run("qstat", &[&format!("{}[2]", seq(&id))]);
     assert!(

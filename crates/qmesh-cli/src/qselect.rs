@@ -47,7 +47,7 @@ pub struct Args {
     /// Finished jobs only.
     #[arg(short = 'H')]
     pub finished_only: bool,
-    /// Job arrays only (qmesh has none yet: nothing is listed).
+    /// Job arrays only.
     #[arg(short = 'J')]
     pub arrays: bool,
     /// RESOURCE.op.VALUE[,...]: Resource_List values compare so, e.g.
@@ -78,7 +78,7 @@ pub struct Args {
     /// e.g. -ts.gt.09251200; twice for a range.
     #[arg(short = 't', value_name = "LETTER[op]TIME")]
     pub times: Vec<String>,
-    /// Jobs and subjobs, not arrays (every qmesh job).
+    /// Jobs and sub-jobs of arrays, not the arrays themselves.
     #[arg(short = 'T')]
     pub not_arrays: bool,
     /// USER[@HOST][,...]: jobs of these users (a host may start with *).
@@ -105,6 +105,7 @@ pub fn main() -> ExitCode {
     };
     let history = selection.history;
     let queue = selection.queue.clone();
+    let subjobs = args.not_arrays;
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
         if let Some(queue) = queue {
@@ -113,8 +114,10 @@ pub fn main() -> ExitCode {
             let names = vec![queue];
             jobs.queue_status(QueueStatusRequest { names }).await?;
         }
+        // -T: sub-jobs too (those left to start), arrays left out below.
         let request = StatusRequest {
             include_finished: history != History::Current,
+            expand_arrays: subjobs,
             ..StatusRequest::default()
         };
         Ok::<_, CliError>(jobs.status(request).await?.into_inner())
@@ -137,6 +140,7 @@ pub fn main() -> ExitCode {
     let ids: Vec<String> = reply
         .jobs
         .iter()
+        .filter(|job| !(subjobs && job.array))
         .filter(|job| {
             let resources = resource_list(job);
             selection.matches(&candidate(job, &resources))
@@ -330,6 +334,7 @@ pub fn candidate<'a>(job: &'a JobInfo, resources: &'a BTreeMap<String, String>) 
         qtime: instant(job.qtime),
         stime: instant(job.stime),
         estimated_start: instant(job.expected_start),
+        is_array: job.array,
         ..Candidate::default()
     }
 }
