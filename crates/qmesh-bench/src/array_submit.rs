@@ -84,16 +84,8 @@ async fn submit(socket: PathBuf, store_dir: &Path, tasks: u32) -> anyhow::Result
     let channel = qmesh_proto::endpoint::connect_unix(&socket)
         .await
         .context("connect to qmeshd")?;
-    let mut admin = v1::admin_client::AdminClient::new(channel.clone());
+    crate::submit::scheduling_off(channel.clone()).await?;
     let mut client = v1::jobs_client::JobsClient::new(channel);
-    admin
-        .qmgr(v1::QmgrRequest {
-            script: "set server scheduling = false".into(),
-            source: "-c".into(),
-            check_only: false,
-        })
-        .await
-        .context("switch scheduling off")?;
     let cwd = std::env::temp_dir().display().to_string();
     let failed = |s: tonic::Status| anyhow::anyhow!("the submission failed: {}", s.message());
     client

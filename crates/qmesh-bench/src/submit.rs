@@ -120,15 +120,7 @@ async fn measure(
     let channel = qmesh_proto::endpoint::connect_unix(&socket)
         .await
         .context("connect to qmeshd")?;
-    let mut admin = v1::admin_client::AdminClient::new(channel);
-    admin
-        .qmgr(v1::QmgrRequest {
-            script: "set server scheduling = false".into(),
-            source: "-c".into(),
-            check_only: false,
-        })
-        .await
-        .context("switch scheduling off")?;
+    scheduling_off(channel).await?;
     let cwd = Arc::new(std::env::temp_dir().display().to_string());
     let mut connections = Vec::new();
     for _ in 0..clients {
@@ -158,4 +150,19 @@ async fn measure(
         }
     }
     Ok((started.elapsed(), latencies))
+}
+
+/// Switches scheduling off, so submitted jobs stay queued: the figures are
+/// the daemon's and the store's, not the machine's speed at forking.
+pub(crate) async fn scheduling_off(channel: tonic::transport::Channel) -> anyhow::Result<()> {
+    let mut admin = v1::admin_client::AdminClient::new(channel);
+    admin
+        .qmgr(v1::QmgrRequest {
+            script: "set server scheduling = false".into(),
+            source: "-c".into(),
+            check_only: false,
+        })
+        .await
+        .context("switch scheduling off")?;
+    Ok(())
 }
