@@ -226,6 +226,27 @@ fn query_other_jobs_false_shows_users_their_own_jobs() {
         "{}",
         stderr(&out)
     );
+    // spq and spwhen follow the same rule.
+    let listed = |spq: &str, id: &str| {
+        let seq = format!("{}.", id.split('.').next().unwrap());
+        spq.lines().any(|l| l.starts_with(&seq))
+    };
+    let out = d.run_as(NOBODY, "spq", &[]);
+    let spq = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(listed(&spq, &theirs) && !listed(&spq, &mine), "{spq}");
+    let all = d.ok("spq", &[]);
+    assert!(
+        listed(&all, &mine) && listed(&all, &theirs),
+        "a manager sees every job: {all}"
+    );
+    let out = d.run_as(NOBODY, "spwhen", &[&mine]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("query_other_jobs"),
+        "{}",
+        stderr(&out)
+    );
+    let out = d.run_as(NOBODY, "spwhen", &[&theirs]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// A site with node sets, a node group per period, queues and a calendar.

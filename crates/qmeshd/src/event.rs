@@ -87,10 +87,12 @@ pub enum Event {
     },
     /// spq, spfree, spwhat: the last pass's plan.
     Plan {
+        peer: Peer,
         reply: Reply<v1::PlanReply>,
     },
     /// spwhen: one job's expected start.
     When {
+        peer: Peer,
         request: v1::WhenRequest,
         reply: Reply<v1::WhenReply>,
     },

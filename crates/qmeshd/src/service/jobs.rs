@@ -152,10 +152,11 @@ impl Jobs for JobsService {
 
     async fn plan(
         &self,
-        _request: Request<v1::PlanRequest>,
+        request: Request<v1::PlanRequest>,
     ) -> Result<Response<v1::PlanReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
         self.link
-            .ask(|reply| Event::Plan { reply })
+            .ask(|reply| Event::Plan { peer, reply })
             .await
             .map(Response::new)
     }
@@ -164,6 +165,7 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::WhenRequest>,
     ) -> Result<Response<v1::WhenReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
         if request.job_id.is_empty() {
             return Err(Status::invalid_argument(
@@ -171,7 +173,11 @@ impl Jobs for JobsService {
             ));
         }
         self.link
-            .ask(|reply| Event::When { request, reply })
+            .ask(|reply| Event::When {
+                peer,
+                request,
+                reply,
+            })
             .await
             .map(Response::new)
     }

@@ -253,7 +253,7 @@ impl SchedulerTask {
 
     /// Whether qstat shows `job` to `caller`: always its owner, operators
     /// and managers; others only while query_other_jobs is true (PBS).
-    fn may_see(&self, caller: &qmesh_core::Caller, job: &qmesh_core::Job) -> bool {
+    pub(super) fn may_see(&self, caller: &qmesh_core::Caller, job: &qmesh_core::Job) -> bool {
         self.state.config().server.query_other_jobs
             || caller.role >= qmesh_core::Role::Operator
             || job.owner.uid == caller.uid

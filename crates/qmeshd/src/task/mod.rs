@@ -315,11 +315,17 @@ impl SchedulerTask {
             Event::ServerStatus { reply } => {
                 let _ = reply.send(Ok(self.server_status()));
             }
-            Event::Plan { reply } => {
-                let _ = reply.send(Ok(self.plan_reply()));
+            Event::Plan { peer, reply } => {
+                let caller = self.caller(&peer);
+                let _ = reply.send(Ok(self.plan_reply(&caller)));
             }
-            Event::When { request, reply } => {
-                let _ = reply.send(self.when(&request));
+            Event::When {
+                peer,
+                request,
+                reply,
+            } => {
+                let caller = self.caller(&peer);
+                let _ = reply.send(self.when(&caller, &request));
             }
             Event::Nodes { request, reply } => {
                 let _ = reply.send(self.nodes(&request));

@@ -188,19 +188,26 @@ impl SchedulerTask {
 
     /// spq, spfree, spwhat: running jobs by start, queued jobs in plan
     /// order (then those the pass has not seen), free nodes, what fits.
-    pub(super) fn plan_reply(&self) -> v1::PlanReply {
+    /// With query_other_jobs false, a user sees only their own jobs (PBS);
+    /// the free nodes stay the machine's.
+    pub(super) fn plan_reply(&self, caller: &qmesh_core::Caller) -> v1::PlanReply {
         let state = &self.state;
-        let mut active: Vec<&Job> = state.active_jobs().collect();
+        let seen = |job: &&Job| self.may_see(caller, job);
+        let mut active: Vec<&Job> = state.active_jobs().filter(seen).collect();
         active.sort_by_key(|j| (j.stime, j.id));
         let running = active.iter().map(|j| self.running_entry(j)).collect();
 
         let mut queued = Vec::with_capacity(state.pending_count());
         for entry in &self.plan.plan.queue {
-            if let Some(job) = state.job(entry.job).filter(|j| j.state.is_pending()) {
+            if let Some(job) = state
+                .job(entry.job)
+                .filter(|j| j.state.is_pending())
+                .filter(seen)
+            {
                 queued.push(self.pending_entry(job));
             }
         }
-        for job in state.pending_jobs() {
+        for job in state.pending_jobs().filter(seen) {
             if !self.plan.index.contains_key(&job.id) {
                 queued.push(self.pending_entry(job));
             }
@@ -254,7 +261,11 @@ impl SchedulerTask {
 
     /// spwhen: the plan's expected start if it has one, else the
     /// scheduler's estimate; a running job says so.
-    pub(super) fn when(&self, request: &v1::WhenRequest) -> Result<v1::WhenReply, RpcStatus> {
+    pub(super) fn when(
+        &self,
+        caller: &qmesh_core::Caller,
+        request: &v1::WhenRequest,
+    ) -> Result<v1::WhenReply, RpcStatus> {
         let now = Utc::now();
         let state = &self.state;
         let id = state
@@ -270,6 +281,13 @@ impl SchedulerTask {
         let job = state
             .job(id)
             .ok_or_else(|| status::from_core(&CoreError::NoSuchJob { id: full.clone() }))?;
+        if !self.may_see(caller, job) {
+            return Err(RpcStatus::permission_denied(format!(
+                "Unauthorized Request: job {full} belongs to {}, and the server shows users \
+                 only their own jobs (query_other_jobs = False)",
+                job.owner.user
+            )));
+        }
         if job.state == JobState::Finished {
             return Err(RpcStatus::failed_precondition(format!(
                 "job {full} has finished; qstat -x -f {full} shows how it ended"
