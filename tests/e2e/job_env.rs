@@ -233,3 +233,34 @@ fn two_gpu_jobs_on_one_host_get_different_gpus() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+#[test]
+fn a_job_submits_a_job_and_watches_it() {
+    let d = Daemon::start_with(Some(FOUR_CPU_NODES));
+    let qsub = crate::harness::bin("qsub");
+    let qstat = crate::harness::bin("qstat");
+    // Nothing tells the job where the daemon is but its agent.
+    d.script(
+        "child.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho \"$PBS_O_HOST\" > child_host\n",
+    );
+    d.script(
+        "parent.sh",
+        &format!(
+            "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+             {qsub} -N child child.sh > child_id || exit 1\n\
+             {qstat} \"$(cat child_id)\" > /dev/null || exit 2\n"
+        ),
+    );
+    let parent = d.qsub(&["parent.sh"]);
+    assert_eq!(d.wait_job(&parent).exit_status, Some(0), "{}", d.log());
+    let child = std::fs::read_to_string(d.work.join("child_id")).unwrap();
+    assert_eq!(d.wait_job(child.trim()).exit_status, Some(0));
+    let host = std::fs::read_to_string(d.work.join("child_host")).unwrap();
+    let here = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    assert_eq!(
+        host.trim(),
+        here,
+        "the child was submitted from the job's node"
+    );
+}

@@ -83,17 +83,27 @@ pub fn run(cli: Cli) -> Result<()> {
             )));
         }
     }
-    let outcome = runtime.block_on(serve(cfg, spool, hooks, tmpdir_base, cli.exec_shepherds));
+    let places = JobPlaces {
+        tmpdir_base,
+        commands_socket: cli.commands_socket.clone(),
+    };
+    let outcome = runtime.block_on(serve(cfg, spool, hooks, places, cli.exec_shepherds));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
+}
+
+/// Where this host's jobs find their TMPDIR and the daemon's commands.
+struct JobPlaces {
+    tmpdir_base: PathBuf,
+    commands_socket: Option<PathBuf>,
 }
 
 async fn serve(
     cfg: SessionConfig,
     spool: Spool,
     hooks: Hooks,
-    tmpdir_base: PathBuf,
+    places: JobPlaces,
     exec_shepherds: bool,
 ) -> Result<()> {
     let mut term =
@@ -110,11 +120,10 @@ async fn serve(
     );
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let joined = Joined::open(spool.root(), hooks.clone(), tx.clone())?;
-    let sup = Supervisor::new(spool, tx).with_hooks(hooks).with_host(
-        &cfg.host,
-        tmpdir_base,
-        cfg.facts.gpus,
-    );
+    let sup = Supervisor::new(spool, tx)
+        .with_hooks(hooks)
+        .with_host(&cfg.host, places.tmpdir_base, cfg.facts.gpus)
+        .with_commands_socket(places.commands_socket);
     let sup = if exec_shepherds {
         sup
     } else {

@@ -72,6 +72,12 @@ pub struct Cli {
     #[arg(long, env = "QMESH_AGENT_TMPDIR_BASE", value_name = "DIR")]
     pub tmpdir_base: Option<PathBuf>,
 
+    /// The socket through which commands on this host reach the daemon:
+    /// jobs get it as QMESH_SOCKET, so a job's qsub and qstat work (a job
+    /// may submit jobs) [default: the commands' own default].
+    #[arg(long, value_name = "PATH")]
+    pub commands_socket: Option<PathBuf>,
+
     /// What this host has that jobs may ask for with -l feature=NAME
     /// (licensed software such as imsl, or anything the site names),
     /// comma-separated. A node set whose every host reports a feature

@@ -92,6 +92,10 @@ pub fn job_environment(
         set(pbs, value.clone());
     }
     set("PBS_O_QUEUE", spec.first_queue().to_string());
+    // A job may submit jobs and watch them: its commands find the daemon.
+    if let Some(socket) = &spec.commands_socket {
+        set("QMESH_SOCKET", socket.display().to_string());
+    }
     if let Some(index) = spec.array_index {
         // PBS Pro's pair, and Torque's one; each style's scripts read its own.
         set("PBS_ARRAY_INDEX", index.to_string());

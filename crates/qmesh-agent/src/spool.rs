@@ -111,6 +111,10 @@ pub struct LaunchSpec {
     pub array_id: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub array_torque: bool,
+    /// The socket the job's commands reach the daemon through (its
+    /// QMESH_SOCKET); `None`: their own default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands_socket: Option<PathBuf>,
     /// This host's name, as its agent serves it (for PBS_GPUFILE).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub host: String,
@@ -215,6 +219,8 @@ impl LaunchSpec {
 pub struct LaunchAdditions {
     pub hooks: Hooks,
     pub tmpdir_base: Option<PathBuf>,
+    /// QMESH_SOCKET for the job (`--commands-socket`).
+    pub commands_socket: Option<PathBuf>,
     pub host: String,
     pub gpus: Vec<u32>,
 }
@@ -291,6 +297,7 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             array_index: l.array_index,
             array_id: l.array_id.clone(),
             array_torque: l.array_torque,
+            commands_socket: None,
             host: String::new(),
             tmpdir_base: None,
             gpus: Vec::new(),
@@ -445,6 +452,7 @@ impl Spool {
             epilogue: additions.hooks.epilogue.clone(),
             host: additions.host.clone(),
             tmpdir_base: additions.tmpdir_base.clone(),
+            commands_socket: additions.commands_socket.clone(),
             gpus: additions.gpus.clone(),
             ..LaunchSpec::from(launch)
         };

@@ -83,6 +83,12 @@ impl Supervisor {
         self
     }
 
+    /// Jobs launched here reach the daemon's commands through `socket`.
+    pub fn with_commands_socket(mut self, socket: Option<PathBuf>) -> Self {
+        self.additions.commands_socket = socket;
+        self
+    }
+
     /// Jobs launched here get a TMPDIR under `tmpdir_base`, and GPUs of
     /// this host's `gpus`, which is called `host`.
     pub fn with_host(mut self, host: &str, tmpdir_base: PathBuf, gpus: u32) -> Self {

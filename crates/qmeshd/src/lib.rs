@@ -310,6 +310,7 @@ async fn run(
             log: state_dir.join("agent.log"),
             log_level: args.log_level.clone(),
             cluster_key_file: settings.cluster_key_file.clone(),
+            commands_socket: socket.clone(),
         };
         local = Some(tokio::spawn(agent.supervise(stop_rx.clone())));
     }

@@ -29,6 +29,9 @@ pub struct LocalAgent {
     /// The cluster key file: when the daemon has one, every agent must
     /// present it, its own child included.
     pub cluster_key_file: Option<PathBuf>,
+    /// The daemon's socket for commands: the agent's jobs run on the
+    /// daemon's host, so their qsub and qstat reach it there.
+    pub commands_socket: PathBuf,
 }
 
 /// The agent binary: the configured one, else `qmesh-agent` next to qmeshd.
@@ -109,6 +112,8 @@ impl LocalAgent {
             .arg(&self.spool)
             .arg("--log-level")
             .arg(&self.log_level)
+            .arg("--commands-socket")
+            .arg(&self.commands_socket)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
