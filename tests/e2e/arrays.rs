@@ -282,22 +282,27 @@ fn commands_take_an_array_a_sub_job_and_a_range() {
          fi\n\
          echo \"$PBS_ARRAY_INDEX $PBS_WALLTIME\" >> ran\n",
     );
-    let id = d.qsub(&["-J", "0-5", "-h", "cmd.sh"]);
+    // Two at once: 0 and 1 hold the throttle until they are signalled.
+    let id = d.qsub(&["-J", "0-5%2", "-h", "cmd.sh"]);
     let s = seq(&id).to_string();
-    // One sub-job held alone while its array is released.
-    d.ok("qhold", &[&format!("{s}[5]")]);
-    // A range's wall time changed before it starts.
+    // A range's wall time changed before it starts, while its array is
+    // held: 3 and 4 get records of their own, held with the array, and
+    // released with it.
     d.ok("qalter", &["-l", "walltime=0:20:00", &format!("{s}[3-4]")]);
+    let server = id.split_once('.').unwrap().1;
+    let sub3 = d.job_json(&format!("{s}[3].{server}"));
+    assert_eq!(sub3["job_state"], "H", "held with its array: {sub3}");
     d.ok("qrls", &[&id]);
     for fifo in &up {
         d.read_fifo(fifo);
     }
+    // One sub-job held alone while the others run.
+    d.ok("qhold", &[&format!("{s}[5]")]);
     // spq and spwhen speak of the array while sub-job 5 waits.
     let spq = d.ok("spq", &[]);
     assert!(spq.contains(&format!("{s}[5]")), "{spq}");
     // qsig on the array reaches each running sub-job.
     d.ok("qsig", &["-s", "USR1", &id]);
-    let server = id.split_once('.').unwrap().1;
     let sub5 = format!("{s}[5].{server}");
     let job = d.job_json(&sub5);
     assert_eq!(job["job_state"], "H", "{job}");
@@ -361,4 +366,35 @@ fn qstat_t_lists_a_large_array_past_grpcs_default_message_size() {
         .filter(|l| l.starts_with(&format!("{}[", seq(&id))))
         .count();
     assert_eq!(subs, 20_001, "the array and its sub-jobs");
+}
+
+#[test]
+fn qdel_of_an_array_kills_what_runs_once_and_drops_the_rest() {
+    let d = Daemon::start_with(Some(MACHINE));
+    let up = [d.fifo("up.0"), d.fifo("up.1")];
+    d.script(
+        "del.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+         echo $PBS_ARRAY_INDEX >> ran\n\
+         echo up > up.$PBS_ARRAY_INDEX\n\
+         while :; do sleep 0.1; done\n",
+    );
+    let id = d.qsub(&["-J", "0-9%2", "del.sh"]);
+    for fifo in &up {
+        d.read_fifo(fifo);
+    }
+    d.ok("qdel", &[&id]);
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(2), "deleted: {info:?}");
+    let ran: Vec<String> = counted(&d, "ran").into_keys().collect();
+    assert_eq!(ran, ["0", "1"], "nothing else started");
+    let server = id.split_once('.').unwrap().1;
+    for i in 0..=1 {
+        let sub = format!("{}[{i}].{server}", seq(&id));
+        let kinds: Vec<String> = crate::tracejob::records(&d, &sub)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(kinds, ["S", "D", "E"], "{sub}: one deletion each");
+    }
 }

@@ -194,6 +194,22 @@ impl ArraySpec {
     }
 }
 
+/// The positions in both sets.
+pub fn intersection(a: &Positions, b: &Positions) -> Positions {
+    let mut both = Positions::new();
+    for r in a.iter() {
+        for hit in b.overlapping(r) {
+            both.insert(hit.start.max(r.start)..hit.end.min(r.end));
+        }
+    }
+    both
+}
+
+/// How many positions a set holds.
+pub fn count(set: &Positions) -> u32 {
+    set.iter().map(|r| r.end - r.start).sum()
+}
+
 /// What PBS replaces with a sub-job's index in its output paths.
 pub const INDEX_TOKEN: &str = "^array_index^";
 
@@ -288,7 +304,7 @@ impl JobArray {
 
     /// Sub-jobs not yet started and not deleted.
     pub fn unstarted(&self) -> u32 {
-        self.tally.unstarted.iter().map(|r| r.end - r.start).sum()
+        count(&self.tally.unstarted)
     }
 
     /// Whether its throttle lets one more sub-job start, with `extra`

@@ -1147,22 +1147,26 @@ impl State {
 
     /// [`State::note_dependencies`] for a job already in the map.
     fn note_dependencies_of(&mut self, id: JobId) {
-        if let Some(job) = self.jobs.get(&id).cloned() {
-            self.note_dependencies(&job);
+        if let Some(depend) = self.jobs.get(&id).map(|j| j.depend.clone()) {
+            self.note_dependencies_on(id, &depend);
         }
     }
 
     /// Remembers whom a pending job waits for, so the end of each named
     /// job finds it without a scan.
     fn note_dependencies(&mut self, job: &Job) {
-        for dep in &job.depend {
+        self.note_dependencies_on(job.id, &job.depend);
+    }
+
+    fn note_dependencies_on(&mut self, id: JobId, depend: &[crate::depend::Dependency]) {
+        for dep in depend {
             // One that has ended already is never taken again.
             let ended = self
                 .jobs
                 .get(&dep.job)
                 .is_some_and(|p| p.state == JobState::Finished);
             if !ended {
-                self.dependents.entry(dep.job).or_default().push(job.id);
+                self.dependents.entry(dep.job).or_default().push(id);
             }
         }
     }
@@ -1196,21 +1200,7 @@ impl State {
             // An array whose dependency can never be met: none of its
             // sub-jobs will start.
             let all = a.tally.unstarted.clone();
-            if let Some(job) = self.jobs.get_mut(&id)
-                && let Some(a) = job.array.as_mut()
-            {
-                for r in all.iter() {
-                    a.removed.insert(r.clone());
-                }
-                a.tally.unstarted.clear();
-                a.tally.deleted = true;
-            }
-            let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
-            remove_pending(&mut self.pending, job);
-            self.accounting.tally.leave_pending(job);
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.state = JobState::Begun;
-            }
+            self.remove_unstarted(id, &all);
             self.settle_array(id, now);
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.comment = comment;

@@ -11,7 +11,7 @@ use rangemap::RangeSet;
 use super::{State, add_pending, remove_pending};
 use crate::Time;
 use crate::access::Caller;
-use crate::array::{JobArray, Named, sub_path};
+use crate::array::{JobArray, Named, Positions, intersection, sub_path};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
 
@@ -66,8 +66,9 @@ impl State {
             before: Vec::new(),
             depend_on: 0,
             start_after: None,
-            holds: Default::default(),
-            state: JobState::Queued,
+            // Held while its array is: it is one of them.
+            holds: parent.holds,
+            state: parent.pending_state(),
             mtime: now,
             comment: String::new(),
             ..parent.clone()
@@ -200,33 +201,39 @@ impl State {
         now: Time,
     ) -> Result<u32, CoreError> {
         let job = self.checked(array, caller, "delete")?;
-        let Some(a) = job.array.as_ref() else {
+        if job.array.is_none() {
             return Err(self.wrong_state(job, "delete sub-jobs of"));
-        };
-        let mut gone = RangeSet::new();
-        for r in positions.iter() {
-            for hit in a.tally.unstarted.overlapping(r) {
-                gone.insert(hit.start.max(r.start)..hit.end.min(r.end));
-            }
         }
-        let count: u32 = gone.iter().map(|r| r.end - r.start).sum();
+        let count = self.remove_unstarted(array, positions);
         if count == 0 {
             return Ok(0);
         }
-        let user = caller.user.clone();
         if let Some(job) = self.jobs.get_mut(&array) {
-            if let Some(a) = job.array.as_mut() {
-                for r in gone.iter() {
-                    a.tally.unstarted.remove(r.clone());
-                    a.removed.insert(r.clone());
-                }
-                a.tally.deleted = true;
-            }
             job.mtime = now;
-            job.comment = format!("{count} sub-job(s) deleted by {user} before they started");
+            job.comment = format!(
+                "{count} sub-job(s) deleted by {} before they started",
+                caller.user
+            );
         }
         self.settle_array(array, now);
         Ok(count)
+    }
+
+    /// Those of `positions` still left to start leave the array for good
+    /// (recorded as deleted); how many. The caller settles the array.
+    pub(super) fn remove_unstarted(&mut self, array: JobId, positions: &Positions) -> u32 {
+        let Some(a) = self.jobs.get_mut(&array).and_then(|j| j.array.as_mut()) else {
+            return 0;
+        };
+        let gone = intersection(positions, &a.tally.unstarted);
+        for r in gone.iter() {
+            a.tally.unstarted.remove(r.clone());
+            a.removed.insert(r.clone());
+        }
+        if !gone.is_empty() {
+            a.tally.deleted = true;
+        }
+        crate::array::count(&gone)
     }
 
     /// The sub-jobs of `array` that have a record and have not finished.
@@ -299,12 +306,9 @@ impl State {
             .and_then(|j| j.array.as_ref())
             .ok_or_else(what)?;
         let wanted = a.spec.positions_between(first, last);
-        let mut unstarted = RangeSet::new();
+        let unstarted = intersection(&wanted, &a.tally.unstarted);
         let mut jobs = Vec::new();
         for r in wanted.iter() {
-            for hit in a.tally.unstarted.overlapping(r) {
-                unstarted.insert(hit.start.max(r.start)..hit.end.min(r.end));
-            }
             if a.tally.live == 0 {
                 continue;
             }

@@ -403,6 +403,32 @@ impl SchedulerTask {
         caller: &Caller,
     ) -> Result<(), CoreError> {
         let now = Utc::now();
+        // An array: its sub-jobs with records of their own follow it (held,
+        // released, deleted); those already being killed are left to end.
+        let members: Vec<JobId> = self
+            .state
+            .live_sub_jobs(id)
+            .into_iter()
+            .filter(|sub| {
+                self.state.job(*sub).is_some_and(|j| match action {
+                    JobAction::Hold => j.state == JobState::Queued,
+                    JobAction::Release => j.state == JobState::Held,
+                    JobAction::Delete | JobAction::DeleteRunning => j.state != JobState::Exiting,
+                })
+            })
+            .collect();
+        let had_members = !members.is_empty();
+        for sub in members {
+            self.act_on(action, sub, caller)?;
+        }
+        let begun = self
+            .state
+            .job(id)
+            .is_some_and(|j| j.state == JobState::Begun);
+        if had_members && begun && matches!(action, JobAction::Hold | JobAction::Release) {
+            // Nothing of the array itself is left to hold or release.
+            return Ok(());
+        }
         match action {
             JobAction::Hold => {
                 let job = self.state.hold(id, caller, now)?;
@@ -425,10 +451,6 @@ impl SchedulerTask {
                 self.log_event(id, EventClass::Job, text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
-                // An array: its sub-jobs that have records go first.
-                for sub in self.state.live_sub_jobs(id) {
-                    self.act_on(action, sub, caller)?;
-                }
                 let (outcome, job) = self.state.delete(id, caller, now)?;
                 persist(self.store.as_ref(), job);
                 info!(job = %id, user = %caller.user, "deleted");

@@ -75,9 +75,13 @@ impl SchedulerTask {
         }
         let mut first_error = None;
         for id in targets.jobs {
+            // An array's sub-jobs first, each with -W force and -x.
             if self.state.job(id).is_some_and(|j| j.array.is_some()) {
-                let subs = self.state.live_sub_jobs(id);
-                for sub in subs {
+                for sub in self.state.live_sub_jobs(id) {
+                    let exiting = self.state.job(sub).map(|j| j.state) == Some(JobState::Exiting);
+                    if exiting && !force {
+                        continue;
+                    }
                     if let Err(e) = self.delete_one(sub, caller, force, purge) {
                         first_error.get_or_insert(e);
                     }

@@ -374,3 +374,13 @@ fn an_array_whose_last_end_was_stored_alone_finishes_at_load() {
     assert_eq!(done.exit.as_ref().unwrap().exit_status(), 1);
     assert_eq!(fresh.take_ended_arrays(), [a]);
 }
+
+#[test]
+fn a_sub_job_taken_alone_from_a_held_array_stays_held() {
+    let mut s = state(4);
+    let a = submit_array(&mut s, "1-3", ArrayStyle::PbsPro);
+    s.hold(a, &caller(1, Role::User), t(1)).unwrap();
+    s.sub_job_record(a.sub_job(2), t(2)).unwrap();
+    assert_eq!(s.job(a.sub_job(2)).unwrap().state, JobState::Held);
+    assert!(pass(&mut s, 3).is_empty(), "nothing of a held array starts");
+}
