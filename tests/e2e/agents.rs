@@ -33,8 +33,13 @@ pub(crate) fn agent_with(
     extra: &[&str],
 ) -> Child {
     let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
-    Command::new(bin("qmesh-agent"))
-        .arg("--server")
+    let mut cmd = Command::new(bin("qmesh-agent"));
+    // Its own relay socket: never the system's, which a test must not take.
+    if !extra.iter().any(|a| *a == "--relay-socket" || *a == "--no-relay") {
+        cmd.arg("--relay-socket")
+            .arg(d.root.path().join(format!("relay-{label}.sock")));
+    }
+    cmd.arg("--server")
         .arg(format!("http://127.0.0.1:{port}"))
         .arg("--host")
         .arg(host)

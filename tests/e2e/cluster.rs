@@ -119,8 +119,10 @@ impl Agent {
 /// A daemon on TCP and an agent per host.
 pub(crate) struct Cluster {
     pub agents: Vec<Agent>,
+    /// Submit-only agents (login nodes).
+    pub logins: Vec<Agent>,
     pub d: Daemon,
-    port: u16,
+    pub port: u16,
     key: PathBuf,
     hooks: bool,
 }
@@ -181,6 +183,7 @@ nodes = [{nodes}]
         let hooks = hooks.is_some();
         let mut cluster = Cluster {
             agents: Vec::new(),
+            logins: Vec::new(),
             d,
             port,
             key: kept,
@@ -203,7 +206,33 @@ nodes = [{nodes}]
         self.agents.iter().all(|a| a.ns.is_some())
     }
 
+    /// Starts a login node's agent (`--submit-only`) for `host`, in a
+    /// network namespace of its own where it can be made; returns its
+    /// relay socket once it serves.
+    pub fn start_login(&mut self, host: &str) -> PathBuf {
+        let mut agent = Agent {
+            host: host.to_string(),
+            child: None,
+            ns: NetNs::create(),
+        };
+        self.spawn_with(&mut agent, &["--submit-only"]);
+        self.logins.push(agent);
+        let socket = self.relay_socket(host);
+        for _ in 0..600 {
+            if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                return socket;
+            }
+            // The agent has no event to await but its socket appearing.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the login agent of {host} does not serve {}", socket.display());
+    }
+
     fn spawn(&self, agent: &mut Agent) {
+        self.spawn_with(agent, &[]);
+    }
+
+    fn spawn_with(&self, agent: &mut Agent, extra: &[&str]) {
         let label = &agent.host;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -232,7 +261,10 @@ nodes = [{nodes}]
             .arg("--tmpdir-base")
             .arg(self.d.tmpdir_base())
             .arg("--cluster-key-file")
-            .arg(&self.key);
+            .arg(&self.key)
+            .arg("--relay-socket")
+            .arg(self.relay_socket(label));
+        cmd.args(extra);
         if self.hooks {
             cmd.arg("--prologue")
                 .arg(self.d.work.join("prologue"))
@@ -246,6 +278,11 @@ nodes = [{nodes}]
             .spawn()
             .expect("start qmesh-agent");
         agent.child = Some(child);
+    }
+
+    /// Where the agent of `host` relays that host's commands.
+    pub fn relay_socket(&self, host: &str) -> PathBuf {
+        self.d.root.path().join(format!("relay-{host}.sock"))
     }
 
     /// Starts the agent of host `i` (0-based) again, on its old spool.
@@ -288,7 +325,7 @@ nodes = [{nodes}]
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for agent in &mut self.agents {
+        for agent in self.agents.iter_mut().chain(self.logins.iter_mut()) {
             agent.kill9();
         }
     }

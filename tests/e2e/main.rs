@@ -13,6 +13,7 @@ mod examples;
 mod harness;
 mod job_env;
 mod jobs;
+mod login;
 mod node_sets;
 mod node_states;
 mod pbs_scripts;

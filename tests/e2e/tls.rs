@@ -107,7 +107,9 @@ fn agent(d: &Daemon, server: &str, key: &Path, label: &str, tls: &[&Path]) -> Ch
         .arg("--tmpdir-base")
         .arg(d.tmpdir_base())
         .arg("--cluster-key-file")
-        .arg(key);
+        .arg(key)
+        .arg("--relay-socket")
+        .arg(d.root.path().join(format!("relay-{label}.sock")));
     for (flag, path) in flags.iter().zip(tls) {
         cmd.arg(flag).arg(path);
     }

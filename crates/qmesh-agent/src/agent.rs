@@ -25,6 +25,25 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(host) => host,
         None => hostname()?,
     };
+    let relay_socket = relay_socket(&cli.relay_socket, cli.no_relay, &server);
+    if cli.submit_only {
+        let Some(socket) = relay_socket else {
+            return Err(AgentError::Config(
+                "--submit-only relays this host's commands: give --relay-socket PATH \
+                 (the default, /run/qmesh/qmeshd.sock, is for an agent run as root \
+                 reaching the daemon over TCP)"
+                    .into(),
+            ));
+        };
+        let cluster_key = read_key(cli.cluster_key_file.as_deref())?;
+        let tls = crate::tls::client_config(
+            &server,
+            cli.tls_ca_file.as_deref(),
+            cli.tls_cert_file.as_deref(),
+            cli.tls_key_file.as_deref(),
+        )?;
+        return submit_only(&socket, &server, tls, &host, &cluster_key);
+    }
     let spool_path = match cli.spool {
         Some(path) => path,
         None => default_spool()?,
@@ -83,14 +102,79 @@ pub fn run(cli: Cli) -> Result<()> {
             )));
         }
     }
+    // Jobs reach the daemon through this host's relay unless told else.
     let places = JobPlaces {
         tmpdir_base,
-        commands_socket: cli.commands_socket.clone(),
+        commands_socket: cli.commands_socket.clone().or(relay_socket.clone()),
     };
-    let outcome = runtime.block_on(serve(cfg, spool, hooks, places, cli.exec_shepherds));
+    let relay = RelayPlace {
+        socket: relay_socket,
+        tls: cfg.tls.clone(),
+    };
+    let outcome = runtime.block_on(serve(cfg, spool, hooks, places, relay, cli.exec_shepherds));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
+}
+
+/// Where the relay serves, if this agent relays.
+struct RelayPlace {
+    socket: Option<PathBuf>,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+}
+
+/// The relay's socket: the one given; else, for an agent run as root that
+/// reaches the daemon over TCP (another host), the commands' system
+/// socket; else none (the daemon is on this host: its own socket serves).
+fn relay_socket(given: &Option<PathBuf>, no_relay: bool, server: &str) -> Option<PathBuf> {
+    if no_relay {
+        return None;
+    }
+    if given.is_some() {
+        return given.clone();
+    }
+    let tcp = server.starts_with("http://") || server.starts_with("https://");
+    (tcp && nix::unistd::Uid::effective().is_root())
+        .then(|| PathBuf::from(qmesh_proto::endpoint::SYSTEM_SOCKET))
+}
+
+fn read_key(path: Option<&std::path::Path>) -> Result<String> {
+    match path {
+        Some(path) => Ok(std::fs::read_to_string(path)
+            .map_err(|e| AgentError::io("read cluster key file", path, e))?
+            .trim()
+            .to_string()),
+        None => Ok(String::new()),
+    }
+}
+
+/// A login node's agent: the relay only, until SIGTERM or SIGINT.
+fn submit_only(
+    socket: &std::path::Path,
+    server: &str,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+    host: &str,
+    cluster_key: &str,
+) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AgentError::io("start the async runtime in", "/", e))?;
+    runtime.block_on(async {
+        let mut term = signal(SignalKind::terminate())
+            .map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
+        let mut int = signal(SignalKind::interrupt())
+            .map_err(|e| AgentError::io("handle SIGINT in", "/", e))?;
+        let relay = crate::relay::start(socket, server, tls, host, cluster_key)?;
+        info!(host, server, pid = std::process::id(), "submit-only agent: running no jobs");
+        tokio::select! {
+            _ = relay => {}
+            _ = term.recv() => info!("SIGTERM: stopping"),
+            _ = int.recv() => info!("SIGINT: stopping"),
+        }
+        let _ = std::fs::remove_file(socket);
+        Ok(())
+    })
 }
 
 /// Where this host's jobs find their TMPDIR and the daemon's commands.
@@ -104,6 +188,7 @@ async fn serve(
     spool: Spool,
     hooks: Hooks,
     places: JobPlaces,
+    relay: RelayPlace,
     exec_shepherds: bool,
 ) -> Result<()> {
     let mut term =
@@ -130,10 +215,16 @@ async fn serve(
         sup.with_zygote()
     };
     sup.adopt_all()?;
+    if let Some(socket) = &relay.socket {
+        crate::relay::start(socket, &cfg.server, relay.tls, &cfg.host, &cfg.cluster_key)?;
+    }
     tokio::select! {
         () = session::run_forever(&cfg, &sup, &joined, &mut events) => {}
         _ = term.recv() => info!("SIGTERM: stopping; jobs keep running under their shepherds"),
         _ = int.recv() => info!("SIGINT: stopping; jobs keep running under their shepherds"),
+    }
+    if let Some(socket) = &relay.socket {
+        let _ = std::fs::remove_file(socket);
     }
     Ok(())
 }

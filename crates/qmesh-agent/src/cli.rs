@@ -78,6 +78,25 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub commands_socket: Option<PathBuf>,
 
+    /// Serve this host's commands (qsub, qstat, ... and jobs' own) on
+    /// this socket, relaying them to the daemon with each caller's
+    /// identity as the kernel tells it [default: /run/qmesh/qmeshd.sock,
+    /// where the commands look, when the agent runs as root and reaches
+    /// the daemon over TCP; else no relay].
+    #[arg(long, value_name = "PATH", conflicts_with = "no_relay")]
+    pub relay_socket: Option<PathBuf>,
+
+    /// Relay no commands (the daemon runs on this host, or users may not
+    /// submit from it).
+    #[arg(long)]
+    pub no_relay: bool,
+
+    /// Run no jobs: only relay this host's commands (a login node). The
+    /// host needs no nodes in the daemon's node sets; it must be in the
+    /// server's submit_hosts.
+    #[arg(long, conflicts_with = "no_relay")]
+    pub submit_only: bool,
+
     /// What this host has that jobs may ask for with -l feature=NAME
     /// (licensed software such as imsl, or anything the site names),
     /// comma-separated. A node set whose every host reports a feature

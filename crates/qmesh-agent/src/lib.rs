@@ -23,6 +23,7 @@
 //! - [`limits`]: the job's process limits, and what it used.
 //! - [`tmpdir`]: the job's TMPDIR.
 //! - [`procfs`]: what /proc says about pids.
+//! - [`relay`]: this host's commands to the daemon, with the callers' identity.
 //!
 //! **Invariant:** jobs never depend on the agent process. The agent can be
 //! stopped, killed or upgraded at any time; shepherds run on and a new
@@ -41,6 +42,7 @@ pub mod limits;
 pub mod lock;
 pub mod plan;
 pub mod procfs;
+pub mod relay;
 pub mod session;
 pub mod shepherd;
 pub mod signals;

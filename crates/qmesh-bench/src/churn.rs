@@ -201,7 +201,8 @@ fn start_agent(
     if exec_shepherds {
         cmd.arg("--exec-shepherds");
     }
-    cmd.arg("--server")
+    cmd.arg("--no-relay")
+        .arg("--server")
         .arg(format!("http://127.0.0.1:{port}"))
         .arg("--host")
         .arg(format!("h{h}"))

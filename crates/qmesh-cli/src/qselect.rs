@@ -335,7 +335,6 @@ pub fn candidate<'a>(job: &'a JobInfo, resources: &'a BTreeMap<String, String>) 
         stime: instant(job.stime),
         estimated_start: instant(job.expected_start),
         is_array: job.array,
-        ..Candidate::default()
     }
 }
 

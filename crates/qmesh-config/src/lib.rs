@@ -211,6 +211,13 @@ pub struct ServerSection {
     pub max_load_factor: Option<f64>,
     /// Whether a job that names no qsub -r may be rerun after a lost host.
     pub default_rerunnable: Option<bool>,
+    /// Login nodes whose agents may relay their users' commands
+    /// (qmgr's submit_hosts): "login1", "*.login.example.com".
+    #[serde(default)]
+    pub submit_hosts: Vec<String>,
+    /// Whether the compute hosts' agents may relay commands (jobs submit
+    /// jobs); default true.
+    pub allow_node_submit: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -414,7 +421,7 @@ impl Settings {
             &mut server.default_walltime,
         )?;
         // The policy takes qmgr's parsing and checks of the same attributes.
-        let policy: [(&str, Option<String>); 11] = [
+        let policy: [(&str, Option<String>); 13] = [
             ("job_order", s.job_order.clone()),
             ("by_queue", s.by_queue.map(|v| v.to_string())),
             ("age_factor", s.age_factor.map(|v| v.to_string())),
@@ -429,6 +436,14 @@ impl Settings {
                 s.default_rerunnable.map(|v| v.to_string()),
             ),
             ("max_array_size", s.max_array_size.map(|v| v.to_string())),
+            (
+                "submit_hosts",
+                (!s.submit_hosts.is_empty()).then(|| s.submit_hosts.join(",")),
+            ),
+            (
+                "allow_node_submit",
+                s.allow_node_submit.map(|v| v.to_string()),
+            ),
         ];
         for (name, value) in policy {
             if let Some(value) = value {

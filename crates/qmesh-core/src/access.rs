@@ -62,6 +62,43 @@ impl Caller {
         }
     }
 
+    /// The role of a caller whose host's agent relayed the request: only
+    /// the managers and operators lists count, with their host part
+    /// checked (`root@login1`); being root or the daemon's user on another
+    /// host gives nothing, as PBS's default managers are `root@` the
+    /// server's own host.
+    pub fn identify_remote(
+        uid: u32,
+        gid: u32,
+        user: &str,
+        group: &str,
+        host: &str,
+        server: &ServerAttrs,
+    ) -> Caller {
+        let on = |list: &[String]| {
+            list.iter().any(|entry| match entry.split_once('@') {
+                Some((name, entry_host)) => {
+                    name == user && crate::acl::host_matches(host, entry_host)
+                }
+                None => entry == user && uid != 0,
+            })
+        };
+        let role = if on(&server.managers) {
+            Role::Manager
+        } else if on(&server.operators) {
+            Role::Operator
+        } else {
+            Role::User
+        };
+        Caller {
+            uid,
+            gid,
+            user: user.to_string(),
+            group: group.to_string(),
+            role,
+        }
+    }
+
     /// Whether the caller may delete, hold or release this job.
     pub fn may_act_on(&self, job: &Job) -> bool {
         self.role >= Role::Operator || job.owner.uid == self.uid
@@ -93,6 +130,25 @@ mod tests {
         assert_eq!(alice.role, Role::User);
         assert!(alice.may_act_on(&job_of(1001)));
         assert!(!alice.may_act_on(&job_of(1002)));
+    }
+
+    #[test]
+    fn a_relayed_root_is_a_manager_only_where_the_list_names_its_host() {
+        let server = ServerAttrs {
+            managers: vec!["root@adm1".into(), "carol".into()],
+            operators: vec!["bob@*.example.com".into()],
+            ..ServerAttrs::default()
+        };
+        let root = Caller::identify_remote(0, 0, "root", "root", "login1", &server);
+        assert_eq!(root.role, Role::User);
+        let root = Caller::identify_remote(0, 0, "root", "root", "adm1", &server);
+        assert_eq!(root.role, Role::Manager);
+        let carol = Caller::identify_remote(1003, 1003, "carol", "staff", "login1", &server);
+        assert_eq!(carol.role, Role::Manager);
+        let bob = Caller::identify_remote(1002, 1002, "bob", "staff", "l1.example.com", &server);
+        assert_eq!(bob.role, Role::Operator);
+        let bob = Caller::identify_remote(1002, 1002, "bob", "staff", "login1", &server);
+        assert_eq!(bob.role, Role::User);
     }
 
     #[test]

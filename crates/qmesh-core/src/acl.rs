@@ -319,6 +319,42 @@ pub fn check_server(server: &ServerAttrs, who: &Asker) -> Result<(), CoreError> 
     Ok(())
 }
 
+/// Whether the agent of `host` may relay its users' commands to the
+/// server (`runs_nodes`: the host has nodes in the node sets). With
+/// `acl_host_enable` the server's `acl_hosts` decides, as PBS's does for
+/// every request; otherwise compute hosts may while `allow_node_submit`
+/// holds (jobs submit jobs), and other hosts (login nodes) only when
+/// `submit_hosts` names them (Torque). The daemon's own host never asks:
+/// its commands use the local socket.
+pub fn check_relayed_host(server: &ServerAttrs, host: &str, runs_nodes: bool) -> Result<(), String> {
+    let acl = &server.acl;
+    if acl.host_enable {
+        if allows(&acl.hosts, |e| host_matches(host, e)) {
+            return Ok(());
+        }
+        return Err(format!(
+            "host {host} may not use this server: the server takes requests only from the hosts in \
+             its acl_hosts (acl_host_enable = True); ask an administrator to add it \
+             (qmgr -c \"set server acl_hosts += {host}\")"
+        ));
+    }
+    if runs_nodes && server.allow_node_submit {
+        return Ok(());
+    }
+    if allows(&server.submit_hosts, |e| host_matches(host, e)) {
+        return Ok(());
+    }
+    let why = if runs_nodes {
+        "its nodes may not submit (allow_node_submit = False) and it is not in the server's submit_hosts"
+    } else {
+        "it is not in the server's submit_hosts"
+    };
+    Err(format!(
+        "host {host} may not use this server: {why}; ask an administrator to add it \
+         (qmgr -c \"set server submit_hosts += {host}\")"
+    ))
+}
+
 /// The lists a submission passes: the server's, the queue it names (the
 /// server's default when it names none) and, if a route queue sent it on,
 /// the queue it lands in.

@@ -93,6 +93,13 @@ pub struct ServerAttrs {
     /// `query_other_jobs`; qmesh's default is true, as installed PBS
     /// servers set it).
     pub query_other_jobs: bool,
+    /// Hosts besides the compute hosts whose agents may relay commands
+    /// (login nodes; Torque's `submit_hosts`): `login1`, `*.example.com`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub submit_hosts: Vec<String>,
+    /// Whether the compute hosts' agents may relay commands (jobs submit
+    /// jobs; Torque's `allow_node_submit`, true here by default).
+    pub allow_node_submit: bool,
     /// `resources_max.NAME`, `resources_min.NAME`, `resources_default.NAME`
     /// for every job, by resource, as written (walltime's default is
     /// `default_walltime`).
@@ -205,6 +212,8 @@ impl Default for ServerAttrs {
             limits: JobLimits::default(),
             acl: ServerAcl::default(),
             query_other_jobs: true,
+            submit_hosts: Vec::new(),
+            allow_node_submit: true,
             resources_max: BTreeMap::new(),
             resources_min: BTreeMap::new(),
             resources_default: BTreeMap::new(),

@@ -13,6 +13,7 @@ pub mod v1 {
 
 pub mod convert;
 pub mod endpoint;
+pub mod relay;
 
 pub use v1::*;
 

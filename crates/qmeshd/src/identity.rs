@@ -1,47 +1,214 @@
-//! Who is on the other end of the socket: the peer's uid and gid from
-//! SO_PEERCRED, with their names from the password and group databases
-//! (cached: a submission burst must not read /etc/passwd per request).
+//! Who is on the other end: the caller's uid and gid, with their names.
+//!
+//! On the daemon's own socket the kernel says (SO_PEERCRED). From other
+//! hosts, a request arrives on the agents' TCP port, relayed by that
+//! host's agent, which read its caller's credentials from its own socket
+//! the same way and names them in the request's metadata (see
+//! `qmesh-agent`'s `relay.rs`). Those names are believed only from an
+//! agent: the request must carry the cluster key, or come over TLS with a
+//! client certificate the cluster CA signed. The host must then be one
+//! the server lets in (`submit_hosts`, compute hosts, `acl_hosts`), as
+//! the scheduler task last published it. Refusals are logged, at most
+//! once a minute per address and reason.
+//!
+//! Names are cached: a submission burst must not read /etc/passwd per
+//! request.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use nix::unistd::{Gid, Group, Uid, User};
-use tonic::transport::server::UdsConnectInfo;
+use qmesh_core::server::ServerAttrs;
+use tokio::sync::watch;
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 use tonic::{Request, Status};
+use qmesh_proto::relay as relay_keys;
+use tracing::warn;
 
-/// The caller as the socket tells it; the role is worked out by the task.
+/// At most one refusal logged per address and reason in this time.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The caller; the role is worked out by the task.
 #[derive(Clone, Debug)]
 pub struct Peer {
     pub uid: u32,
     pub gid: u32,
     pub user: String,
     pub group: String,
+    /// The host whose agent relayed the request; `None` on the daemon's
+    /// own socket.
+    pub host: Option<String>,
 }
 
-#[derive(Default)]
+/// What makes a relayed identity believable.
+#[derive(Clone, Debug, Default)]
+pub struct RelayTrust {
+    /// The cluster key every relayed request must carry, when set.
+    pub key: Option<String>,
+    /// Whether every TCP connection passed a client-certificate check.
+    pub client_certificates: bool,
+}
+
+/// Which hosts may relay, as the scheduler task last published it.
+#[derive(Clone, Debug, Default)]
+pub struct HostGate {
+    pub server: ServerAttrs,
+    /// Hosts that have nodes in the node sets.
+    pub compute_hosts: std::collections::HashSet<String>,
+}
+
+impl HostGate {
+    pub fn check(&self, host: &str) -> Result<(), String> {
+        let runs_nodes = self.compute_hosts.contains(host);
+        qmesh_core::acl::check_relayed_host(&self.server, host, runs_nodes)
+    }
+}
+
 pub struct Identity {
     users: Mutex<HashMap<u32, String>>,
     groups: Mutex<HashMap<u32, String>>,
+    trust: RelayTrust,
+    gate: watch::Receiver<Arc<HostGate>>,
+    refusals: Mutex<HashMap<(Option<SocketAddr>, &'static str), Instant>>,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity::new(
+            RelayTrust::default(),
+            watch::channel(Arc::new(HostGate::default())).1,
+        )
+    }
 }
 
 impl Identity {
+    pub fn new(trust: RelayTrust, gate: watch::Receiver<Arc<HostGate>>) -> Identity {
+        Identity {
+            users: Mutex::default(),
+            groups: Mutex::default(),
+            trust,
+            gate,
+            refusals: Mutex::default(),
+        }
+    }
+
     pub fn peer<T>(&self, request: &Request<T>) -> Result<Peer, Status> {
-        let cred = request
-            .extensions()
-            .get::<UdsConnectInfo>()
-            .and_then(|info| info.peer_cred)
-            .ok_or_else(|| {
+        let extensions = request.extensions();
+        if let Some(info) = extensions.get::<UdsConnectInfo>() {
+            let cred = info.peer_cred.ok_or_else(|| {
                 Status::unauthenticated(
                     "the daemon could not read the caller's credentials from the socket",
                 )
             })?;
-        let (uid, gid) = (cred.uid(), cred.gid());
+            let (uid, gid) = (cred.uid(), cred.gid());
+            return Ok(Peer {
+                uid,
+                gid,
+                user: self.user_name(uid),
+                group: self.group_name(gid),
+                host: None,
+            });
+        }
+        let (addr, certified) = match extensions.get::<TlsConnectInfo<TcpConnectInfo>>() {
+            Some(tls) => (
+                tls.get_ref().remote_addr(),
+                tls.peer_certs().is_some_and(|certs| !certs.is_empty()),
+            ),
+            None => (
+                extensions
+                    .get::<TcpConnectInfo>()
+                    .and_then(TcpConnectInfo::remote_addr),
+                false,
+            ),
+        };
+        self.relayed(request.metadata(), addr, certified)
+    }
+
+    /// The identity an agent relayed, if the request proves it comes from
+    /// one and its host may use the server.
+    fn relayed(
+        &self,
+        meta: &tonic::metadata::MetadataMap,
+        addr: Option<SocketAddr>,
+        certified: bool,
+    ) -> Result<Peer, Status> {
+        let text = |key: &str| meta.get(key).and_then(|v| v.to_str().ok());
+        let vouched = match &self.trust.key {
+            Some(key) => text(relay_keys::KEY).is_some_and(|given| same(given, key)),
+            None => self.trust.client_certificates && certified,
+        };
+        if !vouched {
+            let why = if self.trust.key.is_some() {
+                "a request on the agents' port without the cluster key"
+            } else if self.trust.client_certificates {
+                "a request on the agents' port without a client certificate"
+            } else {
+                "a request on the agents' port, which takes commands only with a cluster key or TLS client certificates"
+            };
+            self.log_refusal(addr, why, text(relay_keys::HOST), text(relay_keys::USER));
+            return Err(Status::unauthenticated(
+                "commands from other hosts must come through the qmesh-agent of that host, \
+                 which holds the cluster key or a client certificate; run the command on a host \
+                 with an agent (see README, \"Login nodes\")",
+            ));
+        }
+        let number = |key: &str| text(key).and_then(|v| v.parse::<u32>().ok());
+        let (Some(host), Some(uid), Some(gid)) = (
+            text(relay_keys::HOST).filter(|h| !h.is_empty()),
+            number(relay_keys::UID),
+            number(relay_keys::GID),
+        ) else {
+            return Err(Status::invalid_argument(
+                "a relayed request must name its host, uid and gid; is the agent of that host \
+                 the same version as the daemon?",
+            ));
+        };
+        if let Err(why) = self.gate.borrow().check(host) {
+            self.log_refusal(addr, "a host the server does not let in", Some(host), text(relay_keys::USER));
+            return Err(Status::permission_denied(why));
+        }
+        let user = text(relay_keys::USER)
+            .filter(|u| !u.is_empty())
+            .map_or_else(|| self.user_name(uid), str::to_string);
+        let group = text(relay_keys::GROUP)
+            .filter(|g| !g.is_empty())
+            .map_or_else(|| self.group_name(gid), str::to_string);
         Ok(Peer {
             uid,
             gid,
-            user: self.user_name(uid),
-            group: self.group_name(gid),
+            user,
+            group,
+            host: Some(host.to_string()),
         })
+    }
+
+    fn log_refusal(
+        &self,
+        addr: Option<SocketAddr>,
+        why: &'static str,
+        host: Option<&str>,
+        user: Option<&str>,
+    ) {
+        let mut seen = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let due = seen
+            .get(&(addr, why))
+            .is_none_or(|last| now.duration_since(*last) >= REFUSAL_LOG_EVERY);
+        if due {
+            if seen.len() > 4096 {
+                seen.clear();
+            }
+            seen.insert((addr, why), now);
+            let addr = addr.map_or_else(|| "unknown".to_string(), |a| a.to_string());
+            warn!(
+                %addr,
+                host = host.unwrap_or("-"),
+                user = user.unwrap_or("-"),
+                "refused {why} (logged at most once a minute per address)"
+            );
+        }
     }
 
     pub fn user_name(&self, uid: u32) -> String {
@@ -65,6 +232,16 @@ impl Identity {
             })
             .clone()
     }
+}
+
+/// Compares the key in time that does not depend on where they differ.
+fn same(given: &str, key: &str) -> bool {
+    given.len() == key.len()
+        && given
+            .bytes()
+            .zip(key.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
 }
 
 /// The group a job runs with when it asks for `group` (`qsub -W

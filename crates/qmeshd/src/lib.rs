@@ -200,6 +200,13 @@ async fn run(
         ),
         None => None,
     };
+    // Commands relayed by other hosts' agents are believed only with the
+    // cluster key or over TLS with client certificates.
+    let relay_trust = identity::RelayTrust {
+        key: cluster_key.clone(),
+        client_certificates: settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
+    };
+    let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
     let (events_tx, events_rx) = mpsc::channel(4096);
     let (durable_tx, durable_rx) = mpsc::unbounded_channel();
     let scheduler = task::SchedulerTask::new(
@@ -219,12 +226,13 @@ async fn run(
     .with_job_log(
         joblog::JobLog::open(&state_dir, &server_name)
             .with_context(|| format!("open the job logs under {}", state_dir.display()))?,
-    );
+    )
+    .with_host_gate(gate_tx);
     let task_handle = tokio::spawn(scheduler.run(events_rx, durable_rx));
 
     let link = service::Link {
         events: events_tx.clone(),
-        identity: Arc::new(identity::Identity::default()),
+        identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
     };
     let socket = args
         .socket
@@ -270,11 +278,21 @@ async fn run(
             ),
     ));
     if let Some(listener) = tcp_listener {
+        // The agents' port also takes the commands other hosts' agents
+        // relay (identity.rs says whom it believes).
         let agents = Server::builder()
             .tcp_nodelay(true)
             .add_service(AgentServer::new(service::AgentService {
                 link: link.clone(),
-            }));
+            }))
+            .add_service(JobsServer::with_interceptor(
+                service::JobsService { link: link.clone() },
+                relayed_only(&link),
+            ))
+            .add_service(AdminServer::with_interceptor(
+                service::AdminService { link: link.clone() },
+                relayed_only(&link),
+            ));
         match &tls {
             Some(acceptor) => {
                 info!(
@@ -348,6 +366,16 @@ async fn run(
     let _ = std::fs::remove_file(&agent_socket);
     info!("stopped");
     Ok(())
+}
+
+/// On the agents' port, every command (even those that do not ask who
+/// calls) must come relayed by an agent of a host let in.
+fn relayed_only(
+    link: &service::Link,
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + use<>
+{
+    let identity = link.identity.clone();
+    move |request| identity.peer(&request).map(|_| request)
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

@@ -184,3 +184,26 @@ fn qmove_checks_the_destinations_lists_for_the_jobs_owner() {
     s.move_job(mine, "express", &caller(1, Role::User), t(1))
         .unwrap();
 }
+
+#[test]
+fn relayed_hosts_are_compute_hosts_and_submit_hosts_unless_acl_hosts_decides() {
+    let mut server = ServerAttrs::default();
+    assert!(check_relayed_host(&server, "h1", true).is_ok());
+    let err = check_relayed_host(&server, "login1", false).unwrap_err();
+    assert!(err.contains("host login1 may not use this server"), "{err}");
+    assert!(err.contains("set server submit_hosts += login1"), "{err}");
+    server.submit_hosts = vec!["login*".into(), "*.login.example.com".into()];
+    // A leading * is a suffix match: "login*" is a literal name.
+    assert!(check_relayed_host(&server, "login1", false).is_err());
+    assert!(check_relayed_host(&server, "a.login.example.com", false).is_ok());
+    server.submit_hosts = vec!["login1".into()];
+    assert!(check_relayed_host(&server, "LOGIN1", false).is_ok());
+    server.allow_node_submit = false;
+    let err = check_relayed_host(&server, "h1", true).unwrap_err();
+    assert!(err.contains("allow_node_submit = False"), "{err}");
+    server.acl.host_enable = true;
+    server.acl.hosts = vec!["h1".into()];
+    assert!(check_relayed_host(&server, "h1", true).is_ok());
+    let err = check_relayed_host(&server, "login1", false).unwrap_err();
+    assert!(err.contains("acl_hosts += login1"), "{err}");
+}

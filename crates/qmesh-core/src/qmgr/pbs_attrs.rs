@@ -54,6 +54,8 @@ pub const SERVER_ATTRS: &[&str] = &[
     "acl_hosts",
     "acl_roots",
     "query_other_jobs",
+    "submit_hosts",
+    "allow_node_submit",
     "comment",
 ];
 
@@ -289,6 +291,8 @@ pub fn set_server(
         "acl_user_enable" => flag(&mut s.acl.user_enable),
         "acl_host_enable" => flag(&mut s.acl.host_enable),
         "query_other_jobs" => flag(&mut s.query_other_jobs),
+        "allow_node_submit" => flag(&mut s.allow_node_submit),
+        "submit_hosts" => update_acl(&mut s.submit_hosts, name, op, value),
         "acl_users" => update_acl(&mut s.acl.users, name, op, value),
         "acl_hosts" => update_acl(&mut s.acl.hosts, name, op, value),
         "acl_roots" => update_acl(&mut s.acl.roots, name, op, value),
@@ -310,6 +314,8 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) -> bool {
         "acl_user_enable" => s.acl.user_enable = false,
         "acl_host_enable" => s.acl.host_enable = false,
         "query_other_jobs" => s.query_other_jobs = ServerAttrs::default().query_other_jobs,
+        "allow_node_submit" => s.allow_node_submit = ServerAttrs::default().allow_node_submit,
+        "submit_hosts" => s.submit_hosts.clear(),
         "acl_users" => s.acl.users.clear(),
         "acl_hosts" => s.acl.hosts.clear(),
         "acl_roots" => s.acl.roots.clear(),
@@ -368,6 +374,17 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
         "query_other_jobs".into(),
         show_bool(s.query_other_jobs),
         s.query_other_jobs != default,
+    ));
+    out.push((
+        "submit_hosts".into(),
+        s.submit_hosts.join(","),
+        !s.submit_hosts.is_empty(),
+    ));
+    let default = ServerAttrs::default().allow_node_submit;
+    out.push((
+        "allow_node_submit".into(),
+        show_bool(s.allow_node_submit),
+        s.allow_node_submit != default,
     ));
     out.push((
         "comment".into(),

@@ -23,6 +23,11 @@ impl SchedulerTask {
     ) {
         let caller = self.caller(peer);
         let (mut submission, payload) = convert::submission(request);
+        // From another host, the host is the one its agent vouches for
+        // (PBS_O_HOST, the ACLs), not the one qsub names.
+        if let Some(host) = &peer.host {
+            submission.submit_host = host.clone();
+        }
         if let Some(list) = &submission.group_list {
             let host = self.state.server_name().to_string();
             let wanted = qmesh_core::job::options::group_for(list, &host).unwrap_or_default();

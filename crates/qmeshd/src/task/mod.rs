@@ -156,6 +156,8 @@ pub struct SchedulerTask {
     joblog: crate::joblog::JobLog,
     /// Jobs whose history goes once they have ended (qdel -x).
     purge_on_end: HashSet<JobId>,
+    /// Where the hosts that may relay commands are published.
+    gate: Option<tokio::sync::watch::Sender<Arc<crate::identity::HostGate>>>,
 }
 
 impl SchedulerTask {
@@ -190,8 +192,34 @@ impl SchedulerTask {
             warned: HashMap::new(),
             joblog: crate::joblog::JobLog::disabled(),
             purge_on_end: HashSet::new(),
+            gate: None,
         }
         .with_begin_times()
+    }
+
+    /// Publishes which hosts may relay commands to `gate` now and after
+    /// every qmgr change (the services check relayed requests against it).
+    pub fn with_host_gate(
+        mut self,
+        gate: tokio::sync::watch::Sender<Arc<crate::identity::HostGate>>,
+    ) -> SchedulerTask {
+        self.gate = Some(gate);
+        self.publish_host_gate();
+        self
+    }
+
+    fn publish_host_gate(&self) {
+        let Some(gate) = &self.gate else { return };
+        let compute_hosts = self
+            .state
+            .nodes()
+            .iter()
+            .map(|n| n.host.to_string())
+            .collect();
+        gate.send_replace(Arc::new(crate::identity::HostGate {
+            server: self.state.config().server.clone(),
+            compute_hosts,
+        }));
     }
 
     /// Writes PBS's job logs with `log` (a task without one writes none).
@@ -334,7 +362,10 @@ impl SchedulerTask {
                 peer,
                 request,
                 reply,
-            } => self.qmgr(&peer, request, reply),
+            } => {
+                self.qmgr(&peer, request, reply);
+                self.publish_host_gate();
+            }
             Event::Usage {
                 peer,
                 request,
@@ -386,6 +417,16 @@ impl SchedulerTask {
     }
 
     fn caller(&self, peer: &Peer) -> Caller {
+        if let Some(host) = &peer.host {
+            return Caller::identify_remote(
+                peer.uid,
+                peer.gid,
+                &peer.user,
+                &peer.group,
+                host,
+                &self.state.config().server,
+            );
+        }
         Caller::identify(
             peer.uid,
             peer.gid,
