@@ -47,6 +47,15 @@ struct FakeDaemon {
 #[tonic::async_trait]
 impl Agent for FakeDaemon {
     type SessionStream = UnboundedReceiverStream<Result<DaemonMessage, Status>>;
+    type AttachStream = UnboundedReceiverStream<Result<qmesh_proto::v1::TaskFrame, Status>>;
+
+    /// The protocol tests start no tasks.
+    async fn attach(
+        &self,
+        _request: Request<Streaming<qmesh_proto::v1::TaskFrame>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
+        Err(Status::unimplemented("the fake daemon starts no tasks"))
+    }
 
     async fn session(
         &self,

@@ -35,7 +35,10 @@ pub(crate) fn agent_with(
     let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
     let mut cmd = Command::new(bin("qmesh-agent"));
     // Its own relay socket: never the system's, which a test must not take.
-    if !extra.iter().any(|a| *a == "--relay-socket" || *a == "--no-relay") {
+    if !extra
+        .iter()
+        .any(|a| *a == "--relay-socket" || *a == "--no-relay")
+    {
         cmd.arg("--relay-socket")
             .arg(d.root.path().join(format!("relay-{label}.sock")));
     }

@@ -225,7 +225,10 @@ nodes = [{nodes}]
             // The agent has no event to await but its socket appearing.
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("the login agent of {host} does not serve {}", socket.display());
+        panic!(
+            "the login agent of {host} does not serve {}",
+            socket.display()
+        );
     }
 
     fn spawn(&self, agent: &mut Agent) {

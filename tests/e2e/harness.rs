@@ -55,6 +55,7 @@ pub fn bin(name: &str) -> &'static str {
         "qstart" => env!("CARGO_BIN_EXE_qstart"),
         "qstop" => env!("CARGO_BIN_EXE_qstop"),
         "qalter" => env!("CARGO_BIN_EXE_qalter"),
+        "pbsdsh" => env!("CARGO_BIN_EXE_pbsdsh"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),
         other => panic!("no binary {other}"),

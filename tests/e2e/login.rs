@@ -69,7 +69,11 @@ fn a_login_node_submits_watches_and_deletes_as_two_users() {
     // Not let in until the server lists it.
     let out = on(d, &login, NOBODY, "qstat", &[]);
     refused(&out, "host login1 may not use this server");
-    assert!(stderr(&out).contains("submit_hosts += login1"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("submit_hosts += login1"),
+        "{}",
+        stderr(&out)
+    );
     d.ok("qmgr", &["-c", "set server submit_hosts += login1"]);
 
     let started = d.fifo("started");
@@ -83,9 +87,21 @@ fn a_login_node_submits_watches_and_deletes_as_two_users() {
         ),
     );
     let work = d.work.display().to_string();
-    let alice = ok_on(d, &login, NOBODY, "qsub", &["-N", "alice", "-d", &work, "wait.sh"]);
+    let alice = ok_on(
+        d,
+        &login,
+        NOBODY,
+        "qsub",
+        &["-N", "alice", "-d", &work, "wait.sh"],
+    );
     let alice = alice.trim();
-    let bob = ok_on(d, &login, BOB, "qsub", &["-h", "-N", "bob", "-d", &work, "wait.sh"]);
+    let bob = ok_on(
+        d,
+        &login,
+        BOB,
+        "qsub",
+        &["-h", "-N", "bob", "-d", &work, "wait.sh"],
+    );
     let bob = bob.trim();
     assert_eq!(d.read_fifo(&started).trim(), "login1", "PBS_O_HOST");
 
@@ -102,7 +118,13 @@ fn a_login_node_submits_watches_and_deletes_as_two_users() {
     refused(&on(d, &login, BOB, "qdel", &[alice]), alice);
     refused(&on(d, &login, 0, "qdel", &[alice]), alice);
     refused(
-        &on(d, &login, 0, "qmgr", &["-c", "set server scheduling = False"]),
+        &on(
+            d,
+            &login,
+            0,
+            "qmgr",
+            &["-c", "set server scheduling = False"],
+        ),
         "",
     );
     assert_eq!(d.job_json(alice)["job_state"], "R");
@@ -140,8 +162,13 @@ fn a_job_submits_a_job_from_its_node_while_its_host_may() {
     let host = &ran_on[..2];
     let child = std::fs::read_to_string(d.work.join(format!("child_id.{parent}"))).unwrap();
     assert_eq!(d.wait_job(child.trim()).exit_status, Some(0));
-    let seen = std::fs::read_to_string(d.work.join(format!("child_host.{}", child.trim()))).unwrap();
-    assert_eq!(seen.trim(), host, "the child's PBS_O_HOST is the parent's node's host");
+    let seen =
+        std::fs::read_to_string(d.work.join(format!("child_host.{}", child.trim()))).unwrap();
+    assert_eq!(
+        seen.trim(),
+        host,
+        "the child's PBS_O_HOST is the parent's node's host"
+    );
 
     // With allow_node_submit false, the compute hosts are not let in.
     d.ok("qmgr", &["-c", "set server allow_node_submit = False"]);
@@ -238,7 +265,11 @@ fn forged_identities_are_refused_on_the_agent_socket_and_the_agents_port() {
         said.contains("FORGED qmgr: Err") && said.contains("nobody may not do this"),
         "{said}"
     );
-    assert_eq!(d.job_json(&job)["job_state"], "H", "root's job is untouched");
+    assert_eq!(
+        d.job_json(&job)["job_state"],
+        "H",
+        "root's job is untouched"
+    );
     let server = d.ok("qmgr", &["-c", "list server"]);
     assert!(server.contains("scheduling = True"), "{server}");
 

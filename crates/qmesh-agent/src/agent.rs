@@ -166,7 +166,12 @@ fn submit_only(
         let mut int = signal(SignalKind::interrupt())
             .map_err(|e| AgentError::io("handle SIGINT in", "/", e))?;
         let relay = crate::relay::start(socket, server, tls, host, cluster_key)?;
-        info!(host, server, pid = std::process::id(), "submit-only agent: running no jobs");
+        info!(
+            host,
+            server,
+            pid = std::process::id(),
+            "submit-only agent: running no jobs"
+        );
         tokio::select! {
             _ = relay => {}
             _ = term.recv() => info!("SIGTERM: stopping"),

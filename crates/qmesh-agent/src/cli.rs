@@ -153,6 +153,15 @@ pub enum Mode {
         #[arg(default_value = "")]
         pad: String,
     },
+    /// Runs an interactive job's terminal (started as the job itself; not for people).
+    #[command(hide = true, name = "pty-bridge")]
+    PtyBridge {
+        /// The abstract Unix socket to serve the terminal on, unique per job.
+        name: String,
+        /// The agent's uid: besides root, the only one served.
+        #[arg(long)]
+        agent_uid: u32,
+    },
 }
 
 #[cfg(test)]

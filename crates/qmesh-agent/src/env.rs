@@ -106,7 +106,12 @@ pub fn job_environment(
             set("PBS_JOBNAME", format!("{}-{index}", spec.name));
         }
     }
-    set("PBS_ENVIRONMENT", "PBS_BATCH".to_string());
+    let environment = if spec.interactive {
+        "PBS_INTERACTIVE"
+    } else {
+        "PBS_BATCH"
+    };
+    set("PBS_ENVIRONMENT", environment.to_string());
     // Torque: the first node's processes, and the node file's lines.
     set("PBS_NUM_PPN", spec.share(0).procs.to_string());
     let np: u32 = (0..spec.nodes.len()).map(|i| spec.share(i).procs).sum();

@@ -23,7 +23,9 @@
 //! - [`limits`]: the job's process limits, and what it used.
 //! - [`tmpdir`]: the job's TMPDIR.
 //! - [`procfs`]: what /proc says about pids.
+//! - [`tasks`]: pbsdsh's processes and interactive jobs' terminals.
 //! - [`relay`]: this host's commands to the daemon, with the callers' identity.
+//! - [`pty_bridge`]: an interactive job's terminal and shell (`qsub -I`).
 //!
 //! **Invariant:** jobs never depend on the agent process. The agent can be
 //! stopped, killed or upgraded at any time; shepherds run on and a new
@@ -42,12 +44,14 @@ pub mod limits;
 pub mod lock;
 pub mod plan;
 pub mod procfs;
+pub mod pty_bridge;
 pub mod relay;
 pub mod session;
 pub mod shepherd;
 pub mod signals;
 pub mod spool;
 pub mod supervise;
+pub mod tasks;
 pub mod tls;
 pub mod tmpdir;
 pub mod zygote;
@@ -64,6 +68,7 @@ pub fn main() -> ExitCode {
     match &cli.mode {
         Some(cli::Mode::Shepherd { jobdir }) => return shepherd::run(jobdir),
         Some(cli::Mode::Zygote { spool, .. }) => return zygote::run(spool),
+        Some(cli::Mode::PtyBridge { name, agent_uid }) => return pty_bridge::run(name, *agent_uid),
         None => {}
     }
     match agent::run(cli) {

@@ -153,13 +153,20 @@ pub fn start(
     let key = if cluster_key.is_empty() {
         None
     } else {
-        Some(http::HeaderValue::from_str(cluster_key).map(|mut v| { v.set_sensitive(true); v }).map_err(|_| {
-            AgentError::Config(
-                "the cluster key holds characters that cannot travel in a request; \
+        Some(
+            http::HeaderValue::from_str(cluster_key)
+                .map(|mut v| {
+                    v.set_sensitive(true);
+                    v
+                })
+                .map_err(|_| {
+                    AgentError::Config(
+                        "the cluster key holds characters that cannot travel in a request; \
                  use printable ASCII"
-                    .into(),
-            )
-        })?)
+                            .into(),
+                    )
+                })?,
+        )
     };
     let vouch = Arc::new(Vouch {
         host: host.to_string(),
@@ -211,7 +218,8 @@ fn bind(path: &Path) -> Result<tokio::net::UnixListener> {
                 path.display()
             )));
         }
-        std::fs::remove_file(path).map_err(|e| AgentError::io("remove the stale socket", path, e))?;
+        std::fs::remove_file(path)
+            .map_err(|e| AgentError::io("remove the stale socket", path, e))?;
     }
     let listener = tokio::net::UnixListener::bind(path)
         .map_err(|e| AgentError::io("listen for commands on", path, e))?;

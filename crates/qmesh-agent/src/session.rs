@@ -132,7 +132,8 @@ async fn session(
         secs: CONNECT_TIMEOUT.as_secs(),
     })?
     .map_err(|e| AgentError::connect(&cfg.server, &e))?;
-    let mut client = AgentClient::new(channel);
+    // Tasks open their own streams on the same connection.
+    let mut client = AgentClient::new(channel.clone());
 
     let state = sup.state()?;
     let mut reported: HashSet<u64> = state.finished.iter().map(|r| r.job).collect();
@@ -191,7 +192,7 @@ async fn session(
     loop {
         tokio::select! {
             received = inbound.message() => match received {
-                Ok(Some(msg)) => handle(msg, sup, joined, &tx, &mut reported).await?,
+                Ok(Some(msg)) => handle(msg, sup, joined, &tx, &mut reported, &channel).await?,
                 Ok(None) => return Ok(()),
                 Err(status) => return Err(AgentError::stream(&status)),
             },
@@ -200,7 +201,12 @@ async fn session(
                 let beat = v1::Heartbeat { time: now(), facts: Some(facts) };
                 send(&tx, agent_message::Kind::Heartbeat(beat)).await?;
             }
-            Some(event) = events.recv() => forward(event, &tx, &mut reported).await?,
+            Some(event) = events.recv() => {
+                if let Event::Finished(result) = &event {
+                    sup.tasks.end_job(result.job);
+                }
+                forward(event, &tx, &mut reported).await?
+            }
         }
     }
 }
@@ -211,6 +217,7 @@ async fn handle(
     joined: &Joined,
     tx: &mpsc::Sender<v1::AgentMessage>,
     reported: &mut HashSet<u64>,
+    channel: &tonic::transport::Channel,
 ) -> Result<()> {
     match msg.kind {
         Some(daemon_message::Kind::Launch(launch)) => {
@@ -234,10 +241,18 @@ async fn handle(
         }
         Some(daemon_message::Kind::Kill(kill)) => {
             info_span!("job", job = kill.job).in_scope(|| sup.kill(kill.job, &kill.reason));
+            sup.tasks.end_job(kill.job);
         }
+        Some(daemon_message::Kind::Task(order)) => sup.tasks.start(order, channel.clone()),
         Some(daemon_message::Kind::Signal(order)) => {
             info_span!("job", job = order.job)
                 .in_scope(|| sup.signal(order.job, &order.signal, &order.reason));
+            // pbsdsh's tasks here are the job's too.
+            if let Ok(sig) =
+                <nix::sys::signal::Signal as std::str::FromStr>::from_str(&order.signal)
+            {
+                sup.tasks.signal_job(order.job, sig);
+            }
         }
         Some(daemon_message::Kind::Ack(ack)) => {
             info_span!("job", job = ack.job).in_scope(|| sup.ack(ack.job));
@@ -246,7 +261,10 @@ async fn handle(
             reported.remove(&ack.job);
         }
         Some(daemon_message::Kind::Join(order)) => joined.join(order),
-        Some(daemon_message::Kind::Leave(order)) => joined.leave(order.job, order.reason),
+        Some(daemon_message::Kind::Leave(order)) => {
+            sup.tasks.end_job(order.job);
+            joined.leave(order.job, order.reason);
+        }
         Some(daemon_message::Kind::Welcome(_)) => warn!("a second Welcome in one session; ignored"),
         None => debug!("an empty message from the daemon; ignored"),
     }

@@ -111,6 +111,10 @@ pub struct LaunchSpec {
     pub array_id: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub array_torque: bool,
+    /// qsub -I: the script is the terminal's bridge (`crate::tasks`),
+    /// and PBS_ENVIRONMENT says PBS_INTERACTIVE.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interactive: bool,
     /// The socket the job's commands reach the daemon through (its
     /// QMESH_SOCKET); `None`: their own default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,6 +301,7 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             array_index: l.array_index,
             array_id: l.array_id.clone(),
             array_torque: l.array_torque,
+            interactive: l.interactive,
             commands_socket: None,
             host: String::new(),
             tmpdir_base: None,
@@ -461,7 +466,12 @@ impl Spool {
             source: e,
         })?;
         write_file(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
-        write_file(&tmp.join(SCRIPT_FILE), &launch.script, 0o700)?;
+        let script = if spec.interactive {
+            crate::tasks::interactive_script(&spec.host, spec.job)
+        } else {
+            launch.script.clone()
+        };
+        write_file(&tmp.join(SCRIPT_FILE), &script, 0o700)?;
         write_file(
             &tmp.join(NODE_FILE),
             node_file_text(&spec).as_bytes(),

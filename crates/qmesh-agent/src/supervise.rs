@@ -64,6 +64,8 @@ pub struct Supervisor {
     additions: LaunchAdditions,
     /// GPUs this host has, to give out.
     host_gpus: u32,
+    /// pbsdsh's tasks and interactive terminals of jobs here.
+    pub tasks: crate::tasks::Tasks,
 }
 
 impl Supervisor {
@@ -74,6 +76,7 @@ impl Supervisor {
             zygote: None,
             additions: LaunchAdditions::default(),
             host_gpus: 0,
+            tasks: crate::tasks::Tasks::default(),
         }
     }
 
@@ -93,6 +96,7 @@ impl Supervisor {
     /// this host's `gpus`, which is called `host`.
     pub fn with_host(mut self, host: &str, tmpdir_base: PathBuf, gpus: u32) -> Self {
         self.additions.host = host.to_string();
+        self.tasks = crate::tasks::Tasks::new(host);
         self.additions.tmpdir_base = Some(tmpdir_base);
         self.host_gpus = gpus;
         self

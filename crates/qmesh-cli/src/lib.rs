@@ -1,6 +1,6 @@
 //! The qmesh user and admin commands: qsub, qstat, qdel, qhold, qrls, qmove, qsig,
 //! qselect, qrerun, qorder, qrun, tracejob, qalter, qenable, qdisable, qstart,
-//! qstop and qmgr, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
+//! qstop, qmgr and pbsdsh, and the ANL scheduler's sp commands (spq, spwhen, spfree, spwhat,
 //! sppause, spunpause, spwait, sprelease, sphelp, getjid), one module each
 //! (the binaries call `qmesh_cli::qsub::main()` and so on).
 //!
@@ -19,6 +19,8 @@ pub mod queue_switch;
 pub mod spview;
 
 pub mod getjid;
+pub mod interactive;
+pub mod pbsdsh;
 pub mod pbsnodes;
 pub mod qalter;
 pub mod qdel;

@@ -129,7 +129,9 @@ pub struct Args {
     /// sees PBS_ARRAYID and writes NAME.oSEQ-INDEX.
     #[arg(short = 't', value_name = "RANGE")]
     pub array_t: Option<String>,
-    /// Interactive jobs: not supported.
+    /// An interactive job: wait for it to start, then get a shell on its
+    /// first node as yourself, on this terminal (Ctrl-D or exit ends the
+    /// job). A script given is read for its directives only.
     #[arg(short = 'I')]
     pub interactive: bool,
     /// X11 forwarding for interactive jobs: not supported.
@@ -247,6 +249,9 @@ fn command_script(command: &[String]) -> (Vec<u8>, String) {
 fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
     let (script, script_name) = match &command {
         Some(command) => command_script(command),
+        // qsub -I reads no script from its standard input: that is the
+        // terminal the shell will have.
+        None if cli.interactive && cli.script.is_none() => (Vec::new(), "STDIN".to_string()),
         None => read_script(cli.script.as_deref())?,
     };
     let lookup = |name: &str| std::env::var(name).ok();
@@ -300,7 +305,11 @@ fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
         user_list: text(opts.user_list),
         array_option: if opts.array_j.is_some() { "J" } else { "t" }.to_string(),
         array: text(opts.array_j.or(opts.array_t)),
+        interactive: opts.interactive,
     };
+    if opts.interactive {
+        return interactive(request);
+    }
     let job_id = client::block_on(async {
         let mut jobs = client::jobs().await?;
         Ok(jobs.submit(request).await?.into_inner().job_id)
@@ -322,6 +331,39 @@ fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
         Ok(jobs.wait(request).await?.into_inner())
     })?;
     Ok(ExitCode::from(block_exit_code(&job_id, info.exit_status)))
+}
+
+/// qsub -I: submit, wait for the start, then the terminal until the
+/// shell ends; qsub's exit status is the shell's.
+fn interactive(mut request: SubmitRequest) -> Result<ExitCode, CliError> {
+    use std::io::IsTerminal;
+    // The shell's terminal is this one: its type goes along (PBS does).
+    if let Ok(term) = std::env::var("TERM")
+        && !request.env.iter().any(|e| e.name == "TERM")
+    {
+        request.env.push(qmesh_proto::EnvVar {
+            name: "TERM".into(),
+            value: term,
+        });
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "qsub: standard input is not a terminal: the shell gets no line editing or job control"
+        );
+    }
+    let runtime = client::runtime()?;
+    let outcome = runtime.block_on(async {
+        let mut jobs = client::jobs().await?;
+        let job_id = jobs.submit(request).await?.into_inner().job_id;
+        eprintln!("qsub: waiting for job {job_id} to start");
+        crate::interactive::attach(jobs, &job_id, Vec::new()).await
+    });
+    // The key reader blocks in a thread on the terminal: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    let code = outcome?;
+    Ok(ExitCode::from(
+        u8::try_from(code.clamp(0, 255)).unwrap_or(1),
+    ))
 }
 
 /// The exit code of `qsub -W block=true` for a job that ended with PBS
@@ -474,10 +516,16 @@ fn refuse_unsupported(opts: &Args) -> Result<(), String> {
             "-J {j} and -t {t}: give one of them (-J is PBS Pro's form, -t Torque's)"
         ));
     }
-    if opts.interactive || opts.x11 {
+    if opts.x11 {
         return Err(
-            "-I: interactive jobs are not supported; submit a batch job, or run the work on a login node"
+            "-X: qmesh does not forward X11; run the graphical program through ssh -X to the \
+             job's node (qstat -f shows exec_host) or in a VNC session"
                 .into(),
+        );
+    }
+    if opts.interactive && (opts.array_j.is_some() || opts.array_t.is_some()) {
+        return Err(
+            "-I and a job array (-J, -t) cannot go together: an array has no one terminal".into(),
         );
     }
     Ok(())

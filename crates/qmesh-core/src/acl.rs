@@ -326,7 +326,11 @@ pub fn check_server(server: &ServerAttrs, who: &Asker) -> Result<(), CoreError> 
 /// holds (jobs submit jobs), and other hosts (login nodes) only when
 /// `submit_hosts` names them (Torque). The daemon's own host never asks:
 /// its commands use the local socket.
-pub fn check_relayed_host(server: &ServerAttrs, host: &str, runs_nodes: bool) -> Result<(), String> {
+pub fn check_relayed_host(
+    server: &ServerAttrs,
+    host: &str,
+    runs_nodes: bool,
+) -> Result<(), String> {
     let acl = &server.acl;
     if acl.host_enable {
         if allows(&acl.hosts, |e| host_matches(host, e)) {

@@ -65,6 +65,8 @@ pub struct Submission {
     pub notes: Vec<String>,
     /// A job array: `qsub -J` (PBS Pro) or `-t` (Torque), as typed.
     pub array: Option<(crate::array::ArrayStyle, String)>,
+    /// `qsub -I`: the job is a terminal its qsub attaches to.
+    pub interactive: bool,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -385,6 +387,7 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
     let mut opts = JobOptions {
         notes: notes.iter().chain(&sub.notes).cloned().collect(),
         join_to_error: sub.join_to_error,
+        interactive: sub.interactive,
         ..JobOptions::default()
     };
     if let Some(text) = given(&sub.shell) {

@@ -71,6 +71,7 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
             "t" => Some((qmesh_core::array::ArrayStyle::Torque, req.array)),
             _ => Some((qmesh_core::array::ArrayStyle::PbsPro, req.array)),
         },
+        interactive: req.interactive,
     };
     (submission, payload)
 }
@@ -369,6 +370,7 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
         array_index: job.id.array_index(),
         array_id: job.id.array_full(server).unwrap_or_default(),
         array_torque: false,
+        interactive: job.options.interactive,
     }
 }
 

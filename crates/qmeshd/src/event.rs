@@ -42,6 +42,15 @@ impl JobAction {
 }
 
 pub enum Event {
+    /// pbsdsh or qsub -I: start a process of a job (or attach to its
+    /// terminal) and wire it to the stream that awaits `token`; the reply
+    /// is the host it runs on.
+    OpenTask {
+        peer: Peer,
+        open: v1::TaskOpen,
+        token: String,
+        reply: Reply<String>,
+    },
     Submit {
         peer: Peer,
         request: Box<v1::SubmitRequest>,

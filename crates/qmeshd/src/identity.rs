@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use nix::unistd::{Gid, Group, Uid, User};
 use qmesh_core::server::ServerAttrs;
+use qmesh_proto::relay as relay_keys;
 use tokio::sync::watch;
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 use tonic::{Request, Status};
-use qmesh_proto::relay as relay_keys;
 use tracing::warn;
 
 /// At most one refusal logged per address and reason in this time.
@@ -166,7 +166,12 @@ impl Identity {
             ));
         };
         if let Err(why) = self.gate.borrow().check(host) {
-            self.log_refusal(addr, "a host the server does not let in", Some(host), text(relay_keys::USER));
+            self.log_refusal(
+                addr,
+                "a host the server does not let in",
+                Some(host),
+                text(relay_keys::USER),
+            );
             return Err(Status::permission_denied(why));
         }
         let user = text(relay_keys::USER)

@@ -233,6 +233,7 @@ async fn run(
     let link = service::Link {
         events: events_tx.clone(),
         identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
+        rendezvous: Arc::default(),
     };
     let socket = args
         .socket
@@ -372,8 +373,7 @@ async fn run(
 /// calls) must come relayed by an agent of a host let in.
 fn relayed_only(
     link: &service::Link,
-) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + use<>
-{
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + use<> {
     let identity = link.identity.clone();
     move |request| identity.peer(&request).map(|_| request)
 }

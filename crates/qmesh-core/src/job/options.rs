@@ -46,6 +46,10 @@ pub struct JobOptions {
     /// What was accepted but is not done, in words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `qsub -I`: the job runs a login shell on a terminal that its qsub
+    /// attaches to (PBS's `interactive = True`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interactive: bool,
 }
 
 impl JobOptions {
@@ -81,6 +85,7 @@ static NONE: JobOptions = JobOptions {
     start_dir: None,
     join_to_error: false,
     notes: Vec::new(),
+    interactive: false,
 };
 
 impl Options {

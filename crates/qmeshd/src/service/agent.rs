@@ -27,6 +27,16 @@ type Outgoing = Pin<Box<dyn Stream<Item = Result<v1::DaemonMessage, Status>> + S
 #[tonic::async_trait]
 impl Agent for AgentService {
     type SessionStream = Outgoing;
+    type AttachStream = super::attach::FrameStream;
+
+    async fn attach(
+        &self,
+        request: Request<Streaming<v1::TaskFrame>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
+        super::attach::agent(&self.link, request.into_inner())
+            .await
+            .map(Response::new)
+    }
 
     async fn session(
         &self,

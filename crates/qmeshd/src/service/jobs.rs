@@ -41,6 +41,18 @@ impl JobsService {
 
 #[tonic::async_trait]
 impl Jobs for JobsService {
+    type AttachStream = super::attach::FrameStream;
+
+    async fn attach(
+        &self,
+        request: Request<tonic::Streaming<v1::TaskFrame>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        super::attach::caller(&self.link, peer, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
     async fn submit(
         &self,
         request: Request<v1::SubmitRequest>,

@@ -5,6 +5,7 @@
 
 mod admin;
 mod agent;
+mod attach;
 mod jobs;
 
 pub use admin::AdminService;
@@ -25,6 +26,8 @@ use crate::status::shutting_down;
 pub struct Link {
     pub events: mpsc::Sender<Event>,
     pub identity: Arc<Identity>,
+    /// Job tasks waiting for their agent's end (`attach.rs`).
+    pub rendezvous: Arc<attach::Rendezvous>,
 }
 
 impl Link {

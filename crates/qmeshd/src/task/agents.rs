@@ -195,6 +195,7 @@ impl SchedulerTask {
                 // Shown by qstat (session_id); kept in memory only.
                 self.state.set_session(qmesh_core::JobId(s.job), s.pid);
                 self.mail(qmesh_core::JobId(s.job), crate::mail::MailEvent::Begin);
+                self.unpark(qmesh_core::JobId(s.job));
             }
             v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
             v1::agent_message::Kind::Joined(j) => self.joined(&host, &j),

@@ -12,6 +12,7 @@
 
 mod admin;
 mod agents;
+mod attach;
 mod batch;
 mod hosts;
 mod joblog;
@@ -156,6 +157,10 @@ pub struct SchedulerTask {
     joblog: crate::joblog::JobLog,
     /// Jobs whose history goes once they have ended (qdel -x).
     purge_on_end: HashSet<JobId>,
+    /// qsub -I attaches waiting for their job to start.
+    parked: HashMap<JobId, Vec<attach::Parked>>,
+    /// The last PBS_TASKNUM given out per running job (the script is 1).
+    task_numbers: HashMap<JobId, u32>,
     /// Where the hosts that may relay commands are published.
     gate: Option<tokio::sync::watch::Sender<Arc<crate::identity::HostGate>>>,
 }
@@ -193,6 +198,8 @@ impl SchedulerTask {
             joblog: crate::joblog::JobLog::disabled(),
             purge_on_end: HashSet::new(),
             gate: None,
+            parked: HashMap::new(),
+            task_numbers: HashMap::new(),
         }
         .with_begin_times()
     }
@@ -412,6 +419,12 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.alter(&peer, *request, reply),
+            Event::OpenTask {
+                peer,
+                open,
+                token,
+                reply,
+            } => self.open_task(&peer, open, token, reply),
         }
         self.settle_arrays(Utc::now());
     }
@@ -746,6 +759,10 @@ impl SchedulerTask {
         if job.state != qmesh_core::JobState::Finished {
             return;
         }
+        self.unpark_ended(id);
+        let Some(job) = self.state.job(id) else {
+            return;
+        };
         if let Some(waiting) = self.waiters.remove(&id) {
             let info =
                 qmesh_proto::convert::job_info(job, self.state.server_name(), None, Utc::now());

@@ -1,0 +1,242 @@
+//! pbsdsh: run a program on the nodes of the current job, through the
+//! agents (no ssh, no rsh), as PBS Pro and Torque have it. Run inside a
+//! job: PBS_JOBID names it. Each task runs as the job's owner with the
+//! job's environment, PBS_NODENUM, PBS_VNODENUM and PBS_TASKNUM set; it
+//! belongs to the job (signalled with qsig, killed when the job ends).
+//! The tasks' output comes back here; pbsdsh ends when they all have,
+//! with 0 if every one exited 0, else the first other status.
+//!
+//!   pbsdsh [-c copies | -n node | -u] [-s] [-o] [-v] [--] program [args]
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use qmesh_proto::v1;
+use qmesh_proto::v1::task_frame::Kind;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::client::{self, CliError};
+
+/// Run a program on the nodes of the current job (inside a job only).
+#[derive(Debug, Parser)]
+#[command(name = "pbsdsh", version, disable_help_flag = true)]
+pub struct Args {
+    /// Run this many copies, spread over the job's nodes in turn.
+    #[arg(short = 'c', value_name = "COPIES", conflicts_with_all = ["node", "unique"])]
+    pub copies: Option<u32>,
+    /// Run on this node only: its place in the job's node list, from 0.
+    #[arg(short = 'n', value_name = "NODE")]
+    pub node: Option<u32>,
+    /// Run once on each host of the job (Torque).
+    #[arg(short = 'u', conflicts_with = "node")]
+    pub unique: bool,
+    /// One task at a time, in order.
+    #[arg(short = 's')]
+    pub serial: bool,
+    /// Do not show the tasks' output.
+    #[arg(short = 'o')]
+    pub no_output: bool,
+    /// Say which task starts where and how each ended, on standard error.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// Print help.
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+pub fn main() -> ExitCode {
+    client::restore_sigpipe();
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(err) => client::fail("pbsdsh", &err),
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode, CliError> {
+    let job_id = std::env::var("PBS_JOBID").map_err(|_| {
+        CliError::msg(
+            "PBS_JOBID is not set: pbsdsh runs inside a job, to start programs on the job's nodes",
+        )
+    })?;
+    let env: Vec<v1::EnvVar> = std::env::vars_os()
+        .filter_map(|(n, v)| {
+            Some(v1::EnvVar {
+                name: n.into_string().ok()?,
+                value: v.into_string().ok()?,
+            })
+        })
+        .collect();
+    client::block_on(async move {
+        let mut jobs = client::jobs().await?;
+        let status = jobs
+            .status(v1::StatusRequest {
+                job_ids: vec![job_id.clone()],
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        let Some(job) = status.jobs.into_iter().next() else {
+            return Err(CliError::msg(format!(
+                "job {job_id} is not known to the server"
+            )));
+        };
+        if job.exec_nodes.is_empty() {
+            return Err(CliError::msg(format!(
+                "job {job_id} holds no nodes: is it running?"
+            )));
+        }
+        let targets = targets(&args, &job.exec_nodes, &mut jobs).await?;
+        let mut first_failure = 0;
+        if args.serial {
+            for (task, node) in targets.iter().enumerate() {
+                let code = one(&mut jobs, &job_id, *node, &args, &env, task).await?;
+                if first_failure == 0 && code != 0 {
+                    first_failure = code;
+                }
+            }
+        } else {
+            let mut running = tokio::task::JoinSet::new();
+            for (task, &node) in targets.iter().enumerate() {
+                let mut jobs = jobs.clone();
+                let (job_id, env) = (job_id.clone(), env.clone());
+                let args = Args {
+                    command: args.command.clone(),
+                    ..args.copy_flags()
+                };
+                running
+                    .spawn(async move { one(&mut jobs, &job_id, node, &args, &env, task).await });
+            }
+            while let Some(done) = running.join_next().await {
+                let code =
+                    done.map_err(|e| CliError::msg(format!("a task's watcher failed: {e}")))??;
+                if first_failure == 0 && code != 0 {
+                    first_failure = code;
+                }
+            }
+        }
+        Ok(ExitCode::from(
+            u8::try_from(first_failure.clamp(0, 255)).unwrap_or(1),
+        ))
+    })
+}
+
+impl Args {
+    fn copy_flags(&self) -> Args {
+        Args {
+            copies: self.copies,
+            node: self.node,
+            unique: self.unique,
+            serial: self.serial,
+            no_output: self.no_output,
+            verbose: self.verbose,
+            help: None,
+            command: Vec::new(),
+        }
+    }
+}
+
+/// Which node (by index) each task runs on.
+async fn targets(
+    args: &Args,
+    nodes: &[String],
+    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+) -> Result<Vec<u32>, CliError> {
+    let count = nodes.len() as u32;
+    if let Some(n) = args.node {
+        if n >= count {
+            return Err(CliError::msg(format!(
+                "-n {n}: the job has {count} nodes, numbered 0 to {}",
+                count - 1
+            )));
+        }
+        return Ok(vec![n]);
+    }
+    if let Some(copies) = args.copies {
+        return Ok((0..copies).map(|i| i % count).collect());
+    }
+    if args.unique {
+        let info = jobs
+            .nodes(v1::NodesRequest {
+                names: nodes.to_vec(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        let host_of = |name: &str| {
+            info.nodes
+                .iter()
+                .find(|n| n.name == name)
+                .map(|n| n.host.clone())
+                .unwrap_or_else(|| name.to_string())
+        };
+        let mut seen = std::collections::HashSet::new();
+        return Ok((0..count)
+            .filter(|&i| seen.insert(host_of(&nodes[i as usize])))
+            .collect());
+    }
+    Ok((0..count).collect())
+}
+
+/// One task, to its end; its exit status.
+async fn one(
+    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    job_id: &str,
+    node: u32,
+    args: &Args,
+    env: &[v1::EnvVar],
+    task: usize,
+) -> Result<i32, CliError> {
+    let (tx, rx) = mpsc::channel(4);
+    let open = v1::TaskOpen {
+        job_id: job_id.to_string(),
+        argv: args.command.clone(),
+        node_index: node,
+        env: env.to_vec(),
+        ..Default::default()
+    };
+    let _ = tx
+        .send(v1::TaskFrame {
+            kind: Some(Kind::Open(open)),
+        })
+        .await;
+    let mut inbound = jobs.attach(ReceiverStream::new(rx)).await?.into_inner();
+    loop {
+        let Some(frame) = inbound.message().await? else {
+            return Err(CliError::msg(format!(
+                "task {task} on node {node}: the stream ended without an exit status"
+            )));
+        };
+        match frame.kind {
+            Some(Kind::Started(host)) if args.verbose => {
+                eprintln!("pbsdsh: task {task} started on node {node} (host {host})");
+            }
+            Some(Kind::Stdout(bytes)) if !args.no_output => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(&bytes);
+                let _ = out.flush();
+            }
+            Some(Kind::Stderr(bytes)) if !args.no_output => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(&bytes);
+                let _ = err.flush();
+            }
+            Some(Kind::Exit(code)) => {
+                if args.verbose || code != 0 {
+                    eprintln!("pbsdsh: task {task} on node {node} exited with status {code}");
+                }
+                drop(tx);
+                return Ok(code);
+            }
+            Some(Kind::Error(why)) => {
+                return Err(CliError::msg(format!("task {task} on node {node}: {why}")));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! pbsdsh: a job runs a program on each of its nodes through the agents,
+//! across hosts (network namespaces where the tests run as root), and
+//! what it started there belongs to the job: qdel kills it on every host.
+
+use std::time::{Duration, Instant};
+
+use crate::cluster::{Cluster, read_lines};
+use crate::harness::{alive, bin};
+
+#[test]
+fn pbsdsh_reaches_every_node_of_a_two_host_job_with_its_output() {
+    let c = Cluster::start(2, 1, 30, None);
+    c.await_nodes(&["h1", "h2"], "free");
+    let d = &c.d;
+    let pbsdsh = bin("pbsdsh");
+    d.script(
+        "each.sh",
+        &format!(
+            "#!/bin/sh\n{pbsdsh} -- /bin/sh -c 'echo \"node $PBS_NODENUM task $PBS_TASKNUM of $PBS_JOBID\"'\n\
+             {pbsdsh} -n 1 -- /bin/sh -c 'exit 7'; echo \"one node: $?\"\n"
+        ),
+    );
+    let id = d.qsub(&["-lP", "2", "each.sh"]);
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());
+    let seq = id.split('.').next().unwrap();
+    let out = std::fs::read_to_string(d.work.join(format!("each.sh.o{seq}"))).unwrap();
+    let mut lines: Vec<&str> = out.lines().filter(|l| l.starts_with("node ")).collect();
+    lines.sort();
+    assert_eq!(
+        lines.len(),
+        2,
+        "{out}\n{}\n{}",
+        std::fs::read_to_string(d.work.join(format!("each.sh.e{seq}"))).unwrap_or_default(),
+        d.log()
+    );
+    assert!(
+        lines[0].starts_with("node 0 task ") && lines[0].ends_with(&id),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("node 1 task ") && lines[1].ends_with(&id),
+        "{out}"
+    );
+    assert_ne!(lines[0], lines[1]);
+    assert!(
+        out.contains("one node: 7"),
+        "pbsdsh gives the task's status: {out}"
+    );
+}
+
+#[test]
+fn qdel_kills_what_pbsdsh_started_on_both_hosts() {
+    let c = Cluster::start(2, 1, 30, None);
+    c.await_nodes(&["h1", "h2"], "free");
+    let d = &c.d;
+    let started = d.fifo("tasks");
+    let pbsdsh = bin("pbsdsh");
+    d.script(
+        "hold.sh",
+        &format!(
+            "#!/bin/sh\n{pbsdsh} -- /bin/sh -c 'echo \"$PBS_NODENUM $$\" > {fifo}; exec sleep 1000'\n",
+            fifo = started.display()
+        ),
+    );
+    let id = d.qsub(&["-lP", "2", "hold.sh"]);
+    let lines = read_lines(d, &started, 2);
+    let pids: Vec<i32> = lines
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
+    let mut nodes: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["0", "1"], "{lines:?}");
+    assert!(pids.iter().all(|&p| alive(p)));
+    d.ok("qdel", &[&id]);
+    d.wait_job(&id);
+    // The agents kill the tasks as the job ends (SIGTERM; SIGKILL 5 s on).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            Instant::now() < deadline,
+            "tasks {pids:?} outlived their job by 30 s:\n{}",
+            d.log()
+        );
+        // A process not ours to wait for: its end has no event to await.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.await_nodes(&["h1", "h2"], "free");
+}
