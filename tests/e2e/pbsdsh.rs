@@ -50,17 +50,21 @@ fn pbsdsh_reaches_every_node_of_a_two_host_job_with_its_output() {
 }
 
 #[test]
-fn qdel_kills_what_pbsdsh_started_on_both_hosts() {
+fn qsig_reaches_and_qdel_kills_what_pbsdsh_started_on_both_hosts() {
     let c = Cluster::start(2, 1, 30, None);
     c.await_nodes(&["h1", "h2"], "free");
     let d = &c.d;
     let started = d.fifo("tasks");
+    let signalled = d.fifo("signalled");
     let pbsdsh = bin("pbsdsh");
+    // The script itself ignores USR1; each task says it got it.
     d.script(
         "hold.sh",
         &format!(
-            "#!/bin/sh\n{pbsdsh} -- /bin/sh -c 'echo \"$PBS_NODENUM $$\" > {fifo}; exec sleep 1000'\n",
-            fifo = started.display()
+            "#!/bin/sh\ntrap '' USR1\n{pbsdsh} -- /bin/sh -c 'trap \"echo usr1-$PBS_NODENUM > {sig}\" USR1; \
+             echo \"$PBS_NODENUM $$\" > {fifo}; while :; do sleep 1; done'\n",
+            fifo = started.display(),
+            sig = signalled.display()
         ),
     );
     let id = d.qsub(&["-lP", "2", "hold.sh"]);
@@ -76,6 +80,14 @@ fn qdel_kills_what_pbsdsh_started_on_both_hosts() {
     nodes.sort();
     assert_eq!(nodes, ["0", "1"], "{lines:?}");
     assert!(pids.iter().all(|&p| alive(p)));
+    d.ok("qsig", &["-s", "USR1", &id]);
+    let mut got = read_lines(d, &signalled, 2);
+    got.sort();
+    assert_eq!(
+        got,
+        ["usr1-0", "usr1-1"],
+        "qsig reaches the tasks on both hosts"
+    );
     d.ok("qdel", &[&id]);
     d.wait_job(&id);
     // The agents kill the tasks as the job ends (SIGTERM; SIGKILL 5 s on).

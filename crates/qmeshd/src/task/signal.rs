@@ -87,13 +87,18 @@ impl SchedulerTask {
             return Err(SignalError::Starting { id: full });
         }
         let host = self.state.job_host(job).unwrap_or_default().to_string();
+        // The other hosts of the job hold its pbsdsh tasks, if any.
+        let others: Vec<String> = self.state.job_hosts(job).into_iter().skip(1).collect();
         let order = v1::SignalJob {
             job: id.0,
             signal: signal.to_string(),
             reason: reason.to_string(),
         };
-        if !self.send(&host, v1::daemon_message::Kind::Signal(order)) {
+        if !self.send(&host, v1::daemon_message::Kind::Signal(order.clone())) {
             return Err(SignalError::AgentAway { id: full, host });
+        }
+        for other in &others {
+            self.send(other, v1::daemon_message::Kind::Signal(order.clone()));
         }
         info!(job = %full, signal, host, reason, "signal sent to the job's agent");
         self.log_event(
