@@ -168,7 +168,9 @@ fn an_interactive_job_from_a_login_node_runs_commands_takes_ctrl_c_and_ends_with
         let out = d.ok("qselect", &["-N", "inter"]);
         out.trim().to_string()
     };
-    assert_eq!(d.job_json(&id)["job_state"], "R");
+    let job = d.job_json(&id);
+    assert_eq!(job["job_state"], "R");
+    assert_eq!(job["interactive"], "True", "{job}");
 
     // Ctrl-D ends the shell, the job, and qsub.
     term.type_in("\x04");
@@ -206,5 +208,25 @@ fn an_interactive_job_ends_at_its_wall_clock_and_frees_its_node() {
     assert_eq!(job["job_state"], "F", "{job}");
     let comment = job["comment"].as_str().unwrap_or_default();
     assert!(comment.contains("wall"), "{comment}");
+    c.await_nodes(&["h1"], "free");
+}
+
+#[test]
+fn an_interactive_job_whose_qsub_dies_is_deleted() {
+    let c = Cluster::start(1, 1, 30, None);
+    c.await_nodes(&["h1"], "free");
+    let d = &c.d;
+    let relay = c.relay_socket("h1");
+    let mut term = Terminal::qsub(d, &relay, &["-I", "-N", "orphan"]);
+    term.expect("ready", d);
+    let id = d.ok("qselect", &["-N", "orphan"]).trim().to_string();
+    let _ = term.child.kill();
+    let _ = term.child.wait();
+    // As PBS does: nobody is at the terminal any more, so the job goes.
+    let info = d.wait_job(&id);
+    assert!(
+        info.comment.contains("delete") || info.comment.contains("kill"),
+        "{info:?}"
+    );
     c.await_nodes(&["h1"], "free");
 }

@@ -174,6 +174,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         array_state_count: array.map(|a| a.state_count()).unwrap_or_default(),
         array_index: job.id.array_index(),
         array_id: job.id.array_full(server).unwrap_or_default(),
+        interactive: opts.interactive,
         ..Default::default()
     }
 }

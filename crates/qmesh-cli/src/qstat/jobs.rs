@@ -258,6 +258,9 @@ where
     }
     a.int("Priority", i64::from(job.job_priority));
     a.flag("Rerunable", job.rerunnable);
+    if job.interactive {
+        a.flag("interactive", true);
+    }
     if job.session_id > 0 {
         a.int("session_id", i64::from(job.session_id));
     }

@@ -101,7 +101,8 @@ pub async fn caller(
         let outcome = serve_caller(&link, &peer, open, &token, arrives, inbound, &tx).await;
         link.rendezvous.forget(&token);
         if let Err(status) = outcome {
-            let caller_gone = tx.is_closed();
+            // Cancelled is ours alone: the caller's stream broke or closed.
+            let caller_gone = tx.is_closed() || status.code() == tonic::Code::Cancelled;
             let _ = tx.send(Err(status)).await;
             if interactive && caller_gone {
                 info!(job = %job_id, user = %peer.user, "qsub -I went away; deleting its job");
