@@ -2,7 +2,8 @@
 //! of a pty whose slave is qsub's controlling terminal, as a user's
 //! terminal emulator would, and types. qsub runs on a login node (its own
 //! network namespace where the tests run as root) and the job's shell on
-//! a compute host.
+//! a compute host. The shell is `-S /bin/sh`: the test machine's root
+//! may have a login profile of its own that waits on locks (pyenv's).
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -130,7 +131,11 @@ fn an_interactive_job_from_a_login_node_runs_commands_takes_ctrl_c_and_ends_with
         stderr(&out)
     );
 
-    let mut term = Terminal::qsub(d, &login, &["-I", "-N", "inter", "-v", "MARK=from-qsub"]);
+    let mut term = Terminal::qsub(
+        d,
+        &login,
+        &["-I", "-S", "/bin/sh", "-N", "inter", "-v", "MARK=from-qsub"],
+    );
     term.expect("qsub: waiting for job", d);
     term.expect("ready", d);
     term.type_in("echo \"env-$((6*7)) $PBS_ENVIRONMENT $MARK\"\r");
@@ -193,7 +198,19 @@ fn an_interactive_job_ends_at_its_wall_clock_and_frees_its_node() {
     c.await_nodes(&["h1"], "free");
     let d = &c.d;
     let relay = c.relay_socket("h1");
-    let mut term = Terminal::qsub(d, &relay, &["-I", "-N", "short", "-l", "walltime=00:00:03"]);
+    let mut term = Terminal::qsub(
+        d,
+        &relay,
+        &[
+            "-I",
+            "-S",
+            "/bin/sh",
+            "-N",
+            "short",
+            "-l",
+            "walltime=00:00:03",
+        ],
+    );
     term.expect("ready", d);
     term.type_in("echo \"up-$((4*4))\"\r");
     term.expect("up-16", d);
@@ -217,7 +234,7 @@ fn an_interactive_job_whose_qsub_dies_is_deleted() {
     c.await_nodes(&["h1"], "free");
     let d = &c.d;
     let relay = c.relay_socket("h1");
-    let mut term = Terminal::qsub(d, &relay, &["-I", "-N", "orphan"]);
+    let mut term = Terminal::qsub(d, &relay, &["-I", "-S", "/bin/sh", "-N", "orphan"]);
     term.expect("ready", d);
     let id = d.ok("qselect", &["-N", "orphan"]).trim().to_string();
     let _ = term.child.kill();

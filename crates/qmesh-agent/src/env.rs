@@ -70,7 +70,10 @@ pub fn job_environment(
     set("HOME", who.home.display().to_string());
     set("USER", who.user.to_string());
     set("LOGNAME", who.user.to_string());
-    let shell = if who.shell.as_os_str().is_empty() {
+    // An interactive job's login shell is qsub -S's when it names one.
+    let shell = if spec.interactive && !spec.shell.is_empty() {
+        spec.shell.clone()
+    } else if who.shell.as_os_str().is_empty() {
         "/bin/sh".to_string()
     } else {
         who.shell.display().to_string()

@@ -467,7 +467,7 @@ impl Spool {
         })?;
         write_file(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
         let script = if spec.interactive {
-            crate::tasks::interactive_script(&spec.host, spec.job)
+            crate::tasks::interactive_script(self.root(), spec.job)
         } else {
             launch.script.clone()
         };

@@ -71,12 +71,12 @@ pub struct Supervisor {
 impl Supervisor {
     pub fn new(spool: Spool, events: UnboundedSender<Event>) -> Self {
         Supervisor {
+            tasks: crate::tasks::Tasks::new(spool.root()),
             spool,
             events,
             zygote: None,
             additions: LaunchAdditions::default(),
             host_gpus: 0,
-            tasks: crate::tasks::Tasks::default(),
         }
     }
 
@@ -96,7 +96,6 @@ impl Supervisor {
     /// this host's `gpus`, which is called `host`.
     pub fn with_host(mut self, host: &str, tmpdir_base: PathBuf, gpus: u32) -> Self {
         self.additions.host = host.to_string();
-        self.tasks = crate::tasks::Tasks::new(host);
         self.additions.tmpdir_base = Some(tmpdir_base);
         self.host_gpus = gpus;
         self

@@ -36,37 +36,48 @@ const BRIDGE_WAIT: Duration = Duration::from_secs(30);
 /// Between SIGTERM and SIGKILL for a task whose job ended.
 const TASK_KILL_GRACE: Duration = Duration::from_secs(5);
 
-/// The abstract socket an interactive job's bridge serves on this host.
-pub fn bridge_name(host: &str, job: u64) -> String {
-    format!("qmesh-pty-{host}-{job}")
+/// The abstract socket an interactive job's bridge serves: named after
+/// the job and this agent's spool, so two agents on one network namespace
+/// (tests, a host serving two names) never share one, and an agent
+/// restarted on the same spool finds its jobs' terminals again.
+pub fn bridge_name(spool_root: &std::path::Path, job: u64) -> String {
+    // FNV-1a: short, stable across restarts and builds.
+    let tag = spool_root
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("qmesh-pty-{tag:016x}-{job}")
 }
 
 /// The script of an interactive job: the bridge, as the job.
-pub fn interactive_script(host: &str, job: u64) -> Vec<u8> {
+pub fn interactive_script(spool_root: &std::path::Path, job: u64) -> Vec<u8> {
     let agent = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "qmesh-agent".into());
     let uid = nix::unistd::geteuid().as_raw();
     format!(
         "#!/bin/sh\nexec '{agent}' pty-bridge '{}' --agent-uid {uid}\n",
-        bridge_name(host, job)
+        bridge_name(spool_root, job)
     )
     .into_bytes()
 }
 
 /// The pbsdsh tasks running on this host, by job: their session ids.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Tasks {
     running: Arc<Mutex<HashMap<u64, Vec<Pid>>>>,
-    /// This agent's host, as interactive jobs' bridges are named.
-    host: Arc<str>,
+    /// This agent's spool, which interactive jobs' bridges are named by.
+    spool_root: Arc<std::path::Path>,
 }
 
 impl Tasks {
-    pub fn new(host: &str) -> Tasks {
+    pub fn new(spool_root: &std::path::Path) -> Tasks {
         Tasks {
             running: Arc::default(),
-            host: host.into(),
+            spool_root: spool_root.into(),
         }
     }
 
@@ -117,7 +128,7 @@ impl Tasks {
     /// Starts the task the daemon ordered, in the background.
     pub fn start(&self, order: v1::StartTask, channel: Channel) {
         let tasks = self.clone();
-        let host = self.host.clone();
+        let spool_root = self.spool_root.clone();
         let span = info_span!("task", job = order.job, task = order.task_number);
         tokio::spawn(
             async move {
@@ -132,7 +143,7 @@ impl Tasks {
                     }
                 };
                 let outcome = if order.interactive {
-                    attach_terminal(&host, &order, &mut inbound, &tx).await
+                    attach_terminal(&spool_root, &order, &mut inbound, &tx).await
                 } else {
                     run_command(&tasks, &order, &mut inbound, &tx).await
                 };
@@ -294,12 +305,12 @@ async fn run_command(
 /// The interactive job's terminal: the bridge's socket, wired to the
 /// caller frame by frame.
 async fn attach_terminal(
-    host: &str,
+    spool_root: &std::path::Path,
     order: &v1::StartTask,
     inbound: &mut tonic::Streaming<v1::TaskFrame>,
     tx: &mpsc::Sender<v1::TaskFrame>,
 ) -> Result<(), String> {
-    let stream = connect_bridge(host, order).await?;
+    let stream = connect_bridge(spool_root, order).await?;
     let (mut from_bridge, mut to_bridge) = stream.into_split();
     if let Some(w) = order.window {
         let _ = to_bridge.write_all(&window_frame(w)).await;
@@ -365,11 +376,11 @@ fn window_frame(w: v1::WindowSize) -> Vec<u8> {
 /// Connects to the job's bridge once it serves, and checks that the
 /// job's owner is the one serving it (nobody else may catch a terminal).
 async fn connect_bridge(
-    host: &str,
+    spool_root: &std::path::Path,
     order: &v1::StartTask,
 ) -> Result<tokio::net::UnixStream, String> {
     use std::os::linux::net::SocketAddrExt;
-    let name = bridge_name(host, order.job);
+    let name = bridge_name(spool_root, order.job);
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
         .map_err(|e| format!("bad terminal socket name {name}: {e}"))?;
     let deadline = tokio::time::Instant::now() + BRIDGE_WAIT;
@@ -404,5 +415,25 @@ async fn connect_bridge(
             // The job is starting: its bridge binds in a moment.
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn bridges_are_named_per_spool_and_job_and_fit_a_socket_name() {
+        let a = bridge_name(Path::new("/var/spool/qmesh"), 12);
+        assert_eq!(a, bridge_name(Path::new("/var/spool/qmesh"), 12));
+        assert_ne!(a, bridge_name(Path::new("/var/spool/qmesh2"), 12));
+        assert_ne!(a, bridge_name(Path::new("/var/spool/qmesh"), 13));
+        assert!(a.len() < 107, "{a}");
+        let script = String::from_utf8(interactive_script(Path::new("/s"), 7)).unwrap();
+        assert!(
+            script.contains(&bridge_name(Path::new("/s"), 7)),
+            "{script}"
+        );
     }
 }

@@ -10,6 +10,8 @@
 //!   second, decision-to-exec latency (`--array`: as one job array).
 //! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
 //!   store (the store is filled directly, then the daemon is started).
+//! * `relay`: Status and Submit, qstat and qsub, from a login node (through
+//!   a submit-only agent's relay) against the daemon's own host.
 
 mod alloc;
 mod array_submit;
@@ -19,6 +21,7 @@ mod daemon;
 mod disk;
 mod pass;
 mod pass_arrays;
+mod relay;
 mod restart;
 mod submit;
 
@@ -147,6 +150,18 @@ enum What {
         #[arg(long)]
         watch_log: bool,
     },
+    /// Latency from a login node (qmesh-agent --submit-only relaying over
+    /// TCP) against the daemon's own host: Status and Submit RPCs, and the
+    /// qstat and qsub -h commands.
+    Relay {
+        /// Calls of each RPC per socket [default: 2000 Status, 500 Submit
+        /// (each Submit waits for the store's flush)].
+        #[arg(long)]
+        samples: Option<usize>,
+        /// Runs of qstat and of qsub -h per socket.
+        #[arg(long, default_value_t = 200)]
+        command_samples: usize,
+    },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
         #[arg(long, default_value_t = 1_000_000)]
@@ -217,6 +232,17 @@ fn main() -> ExitCode {
                 watch_log: *watch_log,
             };
             churn::run(&q, &run).map(|r| vec![r])
+        }),
+        What::Relay {
+            samples,
+            command_samples,
+        } => qmeshd().and_then(|q| {
+            let run = relay::Run {
+                status_samples: samples.unwrap_or(2000),
+                submit_samples: samples.unwrap_or(500),
+                command_samples: *command_samples,
+            };
+            relay::run(&q, &run)
         }),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {

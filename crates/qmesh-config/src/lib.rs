@@ -819,6 +819,21 @@ mod tests {
     }
 
     #[test]
+    fn the_file_names_the_login_nodes() {
+        let s = Settings::parse(
+            "[server]\nsubmit_hosts = [\"login1\", \"*.login.example.com\"]\nallow_node_submit = false\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.initial.server.submit_hosts, ["login1", "*.login.example.com"]);
+        assert!(!s.initial.server.allow_node_submit);
+        let err = Settings::parse("[server]\nsubmit_hosts = [\"bad host\"]\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.submit_hosts"), "{err}");
+    }
+
+    #[test]
     fn the_embedded_default_is_a_4x4_mesh_with_a_batch_queue() {
         let s = Settings::embedded().unwrap();
         assert_eq!(s.node_sets.len(), 1);

@@ -30,7 +30,7 @@ use qmesh_proto::v1::agent_server::AgentServer;
 use qmesh_proto::v1::jobs_server::JobsServer;
 use qmesh_store::{SledStore, Store};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tracing::{error, info, warn};
 
@@ -308,10 +308,15 @@ async fn run(
             }
             None => {
                 info!(addr = %listener.local_addr()?, "listening for agents over TCP");
-                servers.push(tokio::spawn(agents.serve_with_incoming_shutdown(
-                    TcpListenerStream::new(listener),
-                    stopped(stop_rx.clone()),
-                )));
+                // The builder's tcp_nodelay does not reach a listener we
+                // bind ourselves: without it a reply in several writes
+                // waits out the peer's delayed ACK (40 ms per qstat relayed
+                // from a login node).
+                let incoming =
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                servers.push(tokio::spawn(
+                    agents.serve_with_incoming_shutdown(incoming, stopped(stop_rx.clone())),
+                ));
             }
         }
     }

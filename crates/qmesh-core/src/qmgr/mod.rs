@@ -43,6 +43,10 @@ pub fn set_server_attr(
     name: &str,
     value: &str,
 ) -> Result<(), String> {
+    let mut warnings = Vec::new();
+    if let Some(result) = pbs_attrs::set_server(server, name, Op::Assign, value, &mut warnings) {
+        return result;
+    }
     attrs::set_server(server, name, Op::Assign, value)
 }
 
