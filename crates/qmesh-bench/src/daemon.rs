@@ -56,7 +56,8 @@ impl Daemon {
         let notify = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify);
         let listener = UnixDatagram::bind(&notify).context("bind the notify socket")?;
-        listener.set_read_timeout(Some(Duration::from_secs(120)))?;
+        // Short waits, so a daemon that exits at once is seen at once.
+        listener.set_read_timeout(Some(Duration::from_millis(200)))?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -86,9 +87,22 @@ impl Daemon {
         };
         let mut buf = [0u8; 256];
         loop {
-            let n = listener
-                .recv(&mut buf)
-                .context("qmeshd did not say READY within 120 s")?;
+            let n = match listener.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    daemon.check_alive()?;
+                    if started.elapsed() > Duration::from_secs(120) {
+                        bail!("qmeshd did not say READY within 120 s");
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e).context("read qmeshd's READY"),
+            };
             if String::from_utf8_lossy(&buf[..n])
                 .lines()
                 .any(|l| l == "READY=1")
