@@ -13,11 +13,14 @@ fn pbsdsh_reaches_every_node_of_a_two_host_job_with_its_output() {
     c.await_nodes(&["h1", "h2"], "free");
     let d = &c.d;
     let pbsdsh = bin("pbsdsh");
+    let tmrsh = bin("pbs_tmrsh");
+    // pbs_tmrsh is what an MPI launcher calls in ssh's place.
     d.script(
         "each.sh",
         &format!(
             "#!/bin/sh\n{pbsdsh} -- /bin/sh -c 'echo \"node $PBS_NODENUM task $PBS_TASKNUM of $PBS_JOBID\"'\n\
-             {pbsdsh} -n 1 -- /bin/sh -c 'exit 7'; echo \"one node: $?\"\n"
+             {pbsdsh} -n 1 -- /bin/sh -c 'exit 7'; echo \"one node: $?\"\n\
+             {tmrsh} -n h2 /bin/sh -c 'echo \"rsh to node $PBS_NODENUM\"'\n"
         ),
     );
     let id = d.qsub(&["-lP", "2", "each.sh"]);

@@ -7,6 +7,11 @@
 //! with 0 if every one exited 0, else the first other status.
 //!
 //!   pbsdsh [-c copies | -n node | -u] [-s] [-o] [-v] [--] program [args]
+//!
+//! `pbs_tmrsh HOST program [args]` is the same for one host, in the form
+//! of rsh and ssh, for MPI launchers (Open MPI's `plm_rsh_agent`, MPICH
+//! Hydra's `-launcher-exec`): it runs the program on the job's first node
+//! on HOST (a host or a node name of the job), so they need no ssh.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -58,20 +63,138 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> Result<ExitCode, CliError> {
-    let job_id = std::env::var("PBS_JOBID").map_err(|_| {
-        CliError::msg(
-            "PBS_JOBID is not set: pbsdsh runs inside a job, to start programs on the job's nodes",
-        )
-    })?;
-    let env: Vec<v1::EnvVar> = std::env::vars_os()
+/// The job this runs in, from its environment.
+fn current_job(cmd: &str) -> Result<String, CliError> {
+    std::env::var("PBS_JOBID").map_err(|_| {
+        CliError::msg(format!(
+            "PBS_JOBID is not set: {cmd} runs inside a job, to start programs on the job's nodes"
+        ))
+    })
+}
+
+/// This process's environment, for the tasks (as the job's own).
+fn environment() -> Vec<v1::EnvVar> {
+    std::env::vars_os()
         .filter_map(|(n, v)| {
             Some(v1::EnvVar {
                 name: n.into_string().ok()?,
                 value: v.into_string().ok()?,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// `pbs_tmrsh [-n] [-l user] HOST [-n] [-l user] program [args]`.
+pub fn tmrsh_main() -> ExitCode {
+    client::restore_sigpipe();
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let Some((host, command)) = rsh_words(&words) else {
+        eprintln!("usage: pbs_tmrsh [-n] [-l user] HOST program [args]");
+        return ExitCode::from(2);
+    };
+    match tmrsh(&host, command) {
+        Ok(code) => code,
+        Err(err) => client::fail("pbs_tmrsh", &err),
+    }
+}
+
+/// The host and the command of an rsh-style command line; `-n` (no
+/// input: tasks never get any) and `-l user` (always the job's owner) are
+/// taken and dropped, before and after the host.
+fn rsh_words(words: &[String]) -> Option<(String, Vec<String>)> {
+    let mut rest = words.iter();
+    let mut host = None;
+    let mut command = Vec::new();
+    while let Some(word) = rest.next() {
+        if !command.is_empty() {
+            command.push(word.clone());
+            continue;
+        }
+        match word.as_str() {
+            "-n" => {}
+            "-l" => {
+                rest.next()?;
+            }
+            _ if host.is_none() => host = Some(word.clone()),
+            _ => command.push(word.clone()),
+        }
+    }
+    Some((host?, command)).filter(|(_, c)| !c.is_empty())
+}
+
+fn tmrsh(host: &str, command: Vec<String>) -> Result<ExitCode, CliError> {
+    let job_id = current_job("pbs_tmrsh")?;
+    let env = environment();
+    let host = host.to_string();
+    client::block_on(async move {
+        let mut jobs = client::jobs().await?;
+        let nodes = job_nodes(&mut jobs, &job_id).await?;
+        let info = jobs
+            .nodes(v1::NodesRequest {
+                names: nodes.clone(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        let short = |name: &str| name.split('.').next().unwrap_or(name).to_string();
+        let index = nodes.iter().position(|node| {
+            short(node) == short(&host)
+                || info
+                    .nodes
+                    .iter()
+                    .any(|n| &n.name == node && short(&n.host) == short(&host))
+        });
+        let Some(index) = index else {
+            return Err(CliError::msg(format!(
+                "{host} is not a host of job {job_id} (its nodes: {})",
+                nodes.join(", ")
+            )));
+        };
+        let args = Args {
+            copies: None,
+            node: None,
+            unique: false,
+            serial: false,
+            no_output: false,
+            verbose: false,
+            help: None,
+            command,
+        };
+        let code = one(&mut jobs, &job_id, index as u32, &args, &env, 0).await?;
+        Ok(ExitCode::from(
+            u8::try_from(code.clamp(0, 255)).unwrap_or(1),
+        ))
+    })
+}
+
+/// The nodes of a running job, in its order.
+async fn job_nodes(
+    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    job_id: &str,
+) -> Result<Vec<String>, CliError> {
+    let status = jobs
+        .status(v1::StatusRequest {
+            job_ids: vec![job_id.to_string()],
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    let Some(job) = status.jobs.into_iter().next() else {
+        return Err(CliError::msg(format!(
+            "job {job_id} is not known to the server"
+        )));
+    };
+    if job.exec_nodes.is_empty() {
+        return Err(CliError::msg(format!(
+            "job {job_id} holds no nodes: is it running?"
+        )));
+    }
+    Ok(job.exec_nodes)
+}
+
+fn run(args: Args) -> Result<ExitCode, CliError> {
+    let job_id = current_job("pbsdsh")?;
+    let env = environment();
     client::block_on(async move {
         let mut jobs = client::jobs().await?;
         let status = jobs
@@ -238,5 +361,26 @@ async fn one(
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn rsh_options_are_dropped_around_the_host() {
+        let (host, cmd) = rsh_words(&words("-n h2 orted -mca x 1")).unwrap();
+        assert_eq!(host, "h2");
+        assert_eq!(cmd, words("orted -mca x 1"));
+        let (host, cmd) = rsh_words(&words("-l alice h2 -n /bin/hostname -n")).unwrap();
+        assert_eq!(host, "h2");
+        assert_eq!(cmd, words("/bin/hostname -n"));
+        assert!(rsh_words(&words("h2")).is_none());
+        assert!(rsh_words(&words("-l")).is_none());
     }
 }
