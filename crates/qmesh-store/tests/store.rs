@@ -2,8 +2,24 @@
 
 use qmesh_store::{SledStore, decode, suite};
 
+/// Opens the store; a reopen in the same process may find sled's file
+/// lock still held for a moment by the threads of the store just dropped
+/// (they release it as they end; there is nothing to wait on), so a lock
+/// refusal is tried again for up to 10 s.
 fn open(dir: &std::path::Path) -> SledStore {
-    SledStore::open(dir).unwrap()
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match SledStore::open(dir) {
+            Ok(store) => return store,
+            Err(e)
+                if e.to_string().contains("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 #[test]
