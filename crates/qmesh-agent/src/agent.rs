@@ -26,6 +26,13 @@ pub fn run(cli: Cli) -> Result<()> {
         None => hostname()?,
     };
     let relay_socket = relay_socket(&cli.relay_socket, cli.no_relay, &server);
+    let cluster_key = read_key(cli.cluster_key_file.as_deref())?;
+    let tls = crate::tls::client_config(
+        &server,
+        cli.tls_ca_file.as_deref(),
+        cli.tls_cert_file.as_deref(),
+        cli.tls_key_file.as_deref(),
+    )?;
     if cli.submit_only {
         let Some(socket) = relay_socket else {
             return Err(AgentError::Config(
@@ -35,13 +42,6 @@ pub fn run(cli: Cli) -> Result<()> {
                     .into(),
             ));
         };
-        let cluster_key = read_key(cli.cluster_key_file.as_deref())?;
-        let tls = crate::tls::client_config(
-            &server,
-            cli.tls_ca_file.as_deref(),
-            cli.tls_cert_file.as_deref(),
-            cli.tls_key_file.as_deref(),
-        )?;
         return submit_only(&socket, &server, tls, &host, &cluster_key);
     }
     let spool_path = match cli.spool {
@@ -50,19 +50,6 @@ pub fn run(cli: Cli) -> Result<()> {
     };
     let spool = Spool::open(&spool_path)?;
     let _lock = crate::lock::acquire(spool.root())?;
-    let cluster_key = match &cli.cluster_key_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| AgentError::io("read cluster key file", path, e))?
-            .trim()
-            .to_string(),
-        None => String::new(),
-    };
-    let tls = crate::tls::client_config(
-        &server,
-        cli.tls_ca_file.as_deref(),
-        cli.tls_cert_file.as_deref(),
-        cli.tls_key_file.as_deref(),
-    )?;
     let gpus = cli
         .gpus
         .unwrap_or_else(|| crate::gpus::count_devices(std::path::Path::new("/dev")));

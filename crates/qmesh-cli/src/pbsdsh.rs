@@ -197,24 +197,8 @@ fn run(args: Args) -> Result<ExitCode, CliError> {
     let env = environment();
     client::block_on(async move {
         let mut jobs = client::jobs().await?;
-        let status = jobs
-            .status(v1::StatusRequest {
-                job_ids: vec![job_id.clone()],
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        let Some(job) = status.jobs.into_iter().next() else {
-            return Err(CliError::msg(format!(
-                "job {job_id} is not known to the server"
-            )));
-        };
-        if job.exec_nodes.is_empty() {
-            return Err(CliError::msg(format!(
-                "job {job_id} holds no nodes: is it running?"
-            )));
-        }
-        let targets = targets(&args, &job.exec_nodes, &mut jobs).await?;
+        let nodes = job_nodes(&mut jobs, &job_id).await?;
+        let targets = targets(&args, &nodes, &mut jobs).await?;
         let mut first_failure = 0;
         if args.serial {
             for (task, node) in targets.iter().enumerate() {

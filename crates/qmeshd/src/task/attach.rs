@@ -8,7 +8,6 @@
 //! the agent says the job runs; a job that ends first answers it with
 //! why.
 
-use qmesh_core::error::CoreError;
 use qmesh_core::{JobId, JobState};
 use qmesh_proto::v1;
 use tonic::Status;
@@ -17,7 +16,6 @@ use tracing::info;
 use super::SchedulerTask;
 use crate::event::Reply;
 use crate::identity::Peer;
-use crate::status;
 
 /// An attach to an interactive job waiting for it to start.
 pub(super) struct Parked {
@@ -35,17 +33,14 @@ impl SchedulerTask {
         reply: Reply<String>,
     ) {
         let caller = self.caller(peer);
-        let id = match self.state.parse_id(&open.job_id) {
+        let id = match self.existing_job(&open.job_id) {
             Ok(id) => id,
-            Err(e) => {
-                let _ = reply.send(Err(status::from_core(&e)));
+            Err(refused) => {
+                let _ = reply.send(Err(refused));
                 return;
             }
         };
         let Some(job) = self.state.job(id) else {
-            let _ = reply.send(Err(status::from_core(&CoreError::NoSuchJob {
-                id: self.state.full_id(id),
-            })));
             return;
         };
         let full = self.state.full_id(id);

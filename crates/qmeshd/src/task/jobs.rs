@@ -517,17 +517,14 @@ impl SchedulerTask {
 
     /// spwait: answers now if the job has finished, else when it does.
     pub(super) fn wait(&mut self, text: &str, reply: Reply<v1::JobInfo>) {
-        let id = match self.state.parse_id(text) {
+        let id = match self.existing_job(text) {
             Ok(id) => id,
-            Err(e) => {
-                let _ = reply.send(Err(status::from_core(&e)));
+            Err(refused) => {
+                let _ = reply.send(Err(refused));
                 return;
             }
         };
         let Some(job) = self.state.job(id) else {
-            let _ = reply.send(Err(status::from_core(&CoreError::NoSuchJob {
-                id: self.state.full_id(id),
-            })));
             return;
         };
         if job.state == JobState::Finished {

@@ -429,6 +429,22 @@ impl SchedulerTask {
         self.settle_arrays(Utc::now());
     }
 
+    /// The job `text` names, if it exists; else the refusal to answer.
+    fn existing_job(&self, text: &str) -> Result<JobId, tonic::Status> {
+        let id = self
+            .state
+            .parse_id(text)
+            .map_err(|e| crate::status::from_core(&e))?;
+        if self.state.job(id).is_none() {
+            return Err(crate::status::from_core(
+                &qmesh_core::error::CoreError::NoSuchJob {
+                    id: self.state.full_id(id),
+                },
+            ));
+        }
+        Ok(id)
+    }
+
     fn caller(&self, peer: &Peer) -> Caller {
         if let Some(host) = &peer.host {
             return Caller::identify_remote(
