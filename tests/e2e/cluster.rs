@@ -137,6 +137,19 @@ impl Cluster {
         lost_after: u32,
         hooks: Option<&WriteHooks>,
     ) -> Cluster {
+        Cluster::start_networked(hosts, per_host, lost_after, hooks, true)
+    }
+
+    /// [`Cluster::start`], with the agents in the test's own network
+    /// (`namespaces` false): for programs whose processes on different
+    /// hosts talk to each other directly (MPI).
+    pub fn start_networked(
+        hosts: usize,
+        per_host: usize,
+        lost_after: u32,
+        hooks: Option<&WriteHooks>,
+        namespaces: bool,
+    ) -> Cluster {
         let port = free_port();
         let keydir = tempfile::tempdir().unwrap();
         let key = keydir.path().join("cluster.key");
@@ -193,7 +206,7 @@ nodes = [{nodes}]
             let mut agent = Agent {
                 host: format!("h{h}"),
                 child: None,
-                ns: NetNs::create(),
+                ns: if namespaces { NetNs::create() } else { None },
             };
             cluster.spawn(&mut agent);
             cluster.agents.push(agent);

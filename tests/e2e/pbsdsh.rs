@@ -106,3 +106,51 @@ fn qsig_reaches_and_qdel_kills_what_pbsdsh_started_on_both_hosts() {
     }
     c.await_nodes(&["h1", "h2"], "free");
 }
+
+/// A real MPI launcher (MPICH's Hydra, where installed) starts its
+/// proxies on both hosts of a job through pbs_tmrsh instead of ssh.
+#[test]
+fn mpich_starts_its_ranks_on_both_hosts_through_pbs_tmrsh() {
+    let Some(mpiexec) = ["/usr/bin/mpiexec.hydra", "/usr/local/bin/mpiexec.hydra"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("skipped: MPICH's mpiexec.hydra is not installed (apt-get install mpich)");
+        return;
+    };
+    // Hydra's proxies call back to mpiexec: one network for all hosts.
+    let c = Cluster::start_networked(2, 1, 30, None, false);
+    c.await_nodes(&["h1", "h2"], "free");
+    let d = &c.d;
+    let tmrsh = bin("pbs_tmrsh");
+    // Hydra hands its ranks mpiexec's environment: where a rank ran shows
+    // in its parent's, the proxy that the node's agent started.
+    let rank = d.script(
+        "rank.sh",
+        "#!/bin/sh\nnode=$(grep -z '^PBS_NODENUM=' /proc/$PPID/environ | tr -d '\\000')\n\
+         echo \"rank $PMI_RANK under $node of $PBS_JOBID\"\n",
+    );
+    d.script(
+        "mpi.sh",
+        &format!(
+            "#!/bin/sh\n{mpiexec} -launcher rsh -launcher-exec {tmrsh} -hosts h1,h2 -n 2 {}\n",
+            rank.display()
+        ),
+    );
+    let id = d.qsub(&["-lP", "2", "mpi.sh"]);
+    let info = d.wait_job(&id);
+    let seq = id.split('.').next().unwrap();
+    let out = std::fs::read_to_string(d.work.join(format!("mpi.sh.o{seq}"))).unwrap_or_default();
+    let err = std::fs::read_to_string(d.work.join(format!("mpi.sh.e{seq}"))).unwrap_or_default();
+    assert_eq!(info.exit_status, Some(0), "{out}\n{err}\n{}", d.log());
+    let mut lines: Vec<&str> = out.lines().filter(|l| l.starts_with("rank ")).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            format!("rank 0 under PBS_NODENUM=0 of {id}"),
+            format!("rank 1 under PBS_NODENUM=1 of {id}")
+        ],
+        "{out}\n{err}"
+    );
+}

@@ -8,8 +8,9 @@
 //!
 //!   pbsdsh [-c copies | -n node | -u] [-s] [-o] [-v] [--] program [args]
 //!
-//! `pbs_tmrsh HOST program [args]` is the same for one host, in the form
-//! of rsh and ssh, for MPI launchers (Open MPI's `plm_rsh_agent`, MPICH
+//! `pbs_tmrsh HOST command...` is the same for one host, in the form of
+//! rsh and ssh (the words are a command line for /bin/sh there), for MPI
+//! launchers (Open MPI's `plm_rsh_agent`, MPICH
 //! Hydra's `-launcher-exec`): it runs the program on the job's first node
 //! on HOST (a host or a node name of the job), so they need no ssh.
 
@@ -150,6 +151,8 @@ fn tmrsh(host: &str, command: Vec<String>) -> Result<ExitCode, CliError> {
                 nodes.join(", ")
             )));
         };
+        // As rsh and ssh do, the words are one command line for the
+        // shell there: launchers quote their arguments for it.
         let args = Args {
             copies: None,
             node: None,
@@ -158,7 +161,7 @@ fn tmrsh(host: &str, command: Vec<String>) -> Result<ExitCode, CliError> {
             no_output: false,
             verbose: false,
             help: None,
-            command,
+            command: vec!["/bin/sh".into(), "-c".into(), command.join(" ")],
         };
         let code = one(&mut jobs, &job_id, index as u32, &args, &env, 0).await?;
         Ok(ExitCode::from(
