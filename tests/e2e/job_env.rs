@@ -239,7 +239,8 @@ fn a_job_submits_a_job_and_watches_it() {
     let d = Daemon::start_with(Some(FOUR_CPU_NODES));
     let qsub = crate::harness::bin("qsub");
     let qstat = crate::harness::bin("qstat");
-    // Nothing tells the job where the daemon is but its agent.
+    // Nothing tells the job where the daemon is but its agent. The child
+    // may have ended by the time the parent asks: qstat -x.
     d.script(
         "child.sh",
         "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho \"$PBS_O_HOST\" > child_host\n",
@@ -249,7 +250,7 @@ fn a_job_submits_a_job_and_watches_it() {
         &format!(
             "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
              {qsub} -N child child.sh > child_id || exit 1\n\
-             {qstat} \"$(cat child_id)\" > /dev/null || exit 2\n"
+             {qstat} -x \"$(cat child_id)\" > /dev/null || exit 2\n"
         ),
     );
     let parent = d.qsub(&["parent.sh"]);
