@@ -15,6 +15,7 @@ mod interactive;
 mod job_env;
 mod jobs;
 mod login;
+mod metrics;
 mod node_sets;
 mod node_states;
 mod pbs_scripts;

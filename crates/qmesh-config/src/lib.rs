@@ -113,6 +113,9 @@ pub struct DaemonSection {
     pub socket: Option<PathBuf>,
     /// Shortest time between two scheduling passes, in milliseconds.
     pub pass_interval_ms: Option<u64>,
+    /// Where to serve Prometheus metrics (GET /metrics), e.g.
+    /// "127.0.0.1:9464"; none by default.
+    pub metrics_listen: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -345,6 +348,8 @@ pub struct Settings {
     pub state_dir: Option<PathBuf>,
     pub socket: Option<PathBuf>,
     pub pass_interval_ms: u64,
+    /// Where Prometheus metrics are served, if anywhere.
+    pub metrics_listen: Option<String>,
     pub listen: Option<String>,
     pub local_agent: bool,
     pub local_host: String,
@@ -612,6 +617,7 @@ impl Settings {
             state_dir: file.daemon.state_dir,
             socket: file.daemon.socket,
             pass_interval_ms: file.daemon.pass_interval_ms.unwrap_or(20),
+            metrics_listen: file.daemon.metrics_listen,
             listen: file.agents.listen,
             local_agent: file.agents.local,
             local_host: file.agents.local_host,
@@ -825,7 +831,10 @@ mod tests {
             "t",
         )
         .unwrap();
-        assert_eq!(s.initial.server.submit_hosts, ["login1", "*.login.example.com"]);
+        assert_eq!(
+            s.initial.server.submit_hosts,
+            ["login1", "*.login.example.com"]
+        );
         assert!(!s.initial.server.allow_node_submit);
         let err = Settings::parse("[server]\nsubmit_hosts = [\"bad host\"]\n", "t")
             .unwrap_err()

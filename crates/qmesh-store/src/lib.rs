@@ -21,6 +21,7 @@ mod writer;
 
 pub use record::{SCHEMA_VERSION, decode, encode};
 pub use sled_store::SledStore;
+pub use writer::FlushObserver;
 
 use qmesh_core::account::Usage;
 use qmesh_core::job::{Job, JobId, JobPayload};

@@ -115,6 +115,13 @@ impl SledStore {
     }
 }
 
+impl SledStore {
+    /// Tells `observer` how long each batch took to apply and flush.
+    pub fn observe_flushes(&self, observer: crate::writer::FlushObserver) {
+        self.writer.observe(observer);
+    }
+}
+
 impl Drop for SledStore {
     fn drop(&mut self) {
         self.writer.close();

@@ -30,9 +30,14 @@ struct Waiters {
     closed: bool,
 }
 
+/// Told how long each batch took to apply and flush, and how many
+/// changes it held (the daemon's metrics).
+pub type FlushObserver = Box<dyn Fn(std::time::Duration, usize) + Send + Sync>;
+
 pub struct Writer {
     shared: Arc<(Mutex<Waiters>, Condvar)>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    observer: Arc<std::sync::OnceLock<FlushObserver>>,
 }
 
 impl Writer {
@@ -51,9 +56,11 @@ impl Writer {
             Condvar::new(),
         ));
         let worker = Arc::clone(&shared);
+        let observer = Arc::new(std::sync::OnceLock::<FlushObserver>::new());
+        let watching = Arc::clone(&observer);
         let thread = std::thread::Builder::new()
             .name("qmesh-writer".into())
-            .spawn(move || writer(&worker, apply, flush))
+            .spawn(move || writer(&worker, apply, flush, &watching))
             .map_err(|e| StoreError::Io {
                 what: "start the store writer thread".into(),
                 message: e.to_string(),
@@ -61,7 +68,14 @@ impl Writer {
         Ok(Writer {
             shared,
             thread: Mutex::new(Some(thread)),
+            observer,
         })
+    }
+
+    /// Tells `observer` of every batch written from now on (once; a
+    /// second observer is ignored).
+    pub fn observe(&self, observer: FlushObserver) {
+        let _ = self.observer.set(observer);
     }
 
     pub fn queue(&self, changes: Vec<Change>, done: Option<OnDurable>) {
@@ -126,6 +140,7 @@ fn writer(
     shared: &(Mutex<Waiters>, Condvar),
     apply: impl Fn(Vec<Change>) -> Result<(), StoreError>,
     flush: impl Fn() -> Result<(), StoreError>,
+    observer: &std::sync::OnceLock<FlushObserver>,
 ) {
     let (lock, cv) = shared;
     loop {
@@ -145,6 +160,9 @@ fn writer(
         let started = Instant::now();
         let count = changes.len();
         let result = apply(changes).and_then(|()| flush());
+        if let Some(observe) = observer.get() {
+            observe(started.elapsed(), count);
+        }
         tracing::trace!(
             changes = count,
             waiting = batch.len(),

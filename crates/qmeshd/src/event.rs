@@ -42,6 +42,8 @@ impl JobAction {
 }
 
 pub enum Event {
+    /// A metrics scrape: bring the state's gauges up to date, then answer.
+    RefreshMetrics(oneshot::Sender<()>),
     /// pbsdsh or qsub -I: start a process of a job (or attach to its
     /// terminal) and wire it to the stream that awaits `token`; the reply
     /// is the host it runs on.

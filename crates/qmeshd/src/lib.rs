@@ -12,6 +12,7 @@ mod identity;
 mod joblog;
 mod local_agent;
 mod mail;
+mod metrics;
 mod paths;
 mod service;
 mod status;
@@ -207,6 +208,20 @@ async fn run(
         client_certificates: settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
     };
     let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
+    let metrics = match &settings.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("serve metrics on {addr} ([daemon] metrics_listen)"))?;
+            let metrics = Arc::new(metrics::Metrics::new());
+            let flushes = metrics.clone();
+            store.observe_flushes(Box::new(move |took, _changes| {
+                flushes.flush_duration.observe(took.as_secs_f64());
+            }));
+            Some((listener, metrics))
+        }
+        None => None,
+    };
     let (events_tx, events_rx) = mpsc::channel(4096);
     let (durable_tx, durable_rx) = mpsc::unbounded_channel();
     let scheduler = task::SchedulerTask::new(
@@ -228,12 +243,17 @@ async fn run(
             .with_context(|| format!("open the job logs under {}", state_dir.display()))?,
     )
     .with_host_gate(gate_tx);
+    let scheduler = match &metrics {
+        Some((_, m)) => scheduler.with_metrics(m.clone()),
+        None => scheduler,
+    };
     let task_handle = tokio::spawn(scheduler.run(events_rx, durable_rx));
 
     let link = service::Link {
         events: events_tx.clone(),
         identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
         rendezvous: Arc::default(),
+        metrics: metrics.as_ref().map(|(_, m)| m.clone()),
     };
     let socket = args
         .socket
@@ -319,6 +339,27 @@ async fn run(
                 ));
             }
         }
+    }
+
+    if let Some((listener, m)) = metrics {
+        info!(addr = %listener.local_addr()?, "serving Prometheus metrics at /metrics");
+        let events = events_tx.clone();
+        let refresh = move || {
+            let events = events.clone();
+            async move {
+                let (tx, rx) = oneshot::channel();
+                if events.send(event::Event::RefreshMetrics(tx)).await.is_ok() {
+                    let _ = rx.await;
+                }
+            }
+        };
+        let stop = stopped(stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            if let Err(e) = metrics::serve(listener, m, refresh, stop).await {
+                warn!(error = %e, "the metrics server stopped");
+            }
+            Ok(())
+        }));
     }
 
     let mut local = None;

@@ -57,16 +57,23 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::SubmitRequest>,
     ) -> Result<Response<v1::SubmitReply>, Status> {
+        let arrived = std::time::Instant::now();
         let peer = self.link.identity.peer(&request)?;
         let request = Box::new(request.into_inner());
-        self.link
+        let answer = self
+            .link
             .ask(|reply| Event::Submit {
                 peer,
                 request,
                 reply,
             })
-            .await
-            .map(Response::new)
+            .await;
+        if let Some(metrics) = &self.link.metrics {
+            metrics
+                .submission_duration
+                .observe(arrived.elapsed().as_secs_f64());
+        }
+        answer.map(Response::new)
     }
 
     async fn status(

@@ -28,6 +28,8 @@ pub struct Link {
     pub identity: Arc<Identity>,
     /// Job tasks waiting for their agent's end (`attach.rs`).
     pub rendezvous: Arc<attach::Rendezvous>,
+    /// The Prometheus metrics, when served.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl Link {

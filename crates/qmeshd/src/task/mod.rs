@@ -161,6 +161,8 @@ pub struct SchedulerTask {
     parked: HashMap<JobId, Vec<attach::Parked>>,
     /// The last PBS_TASKNUM given out per running job (the script is 1).
     task_numbers: HashMap<JobId, u32>,
+    /// The Prometheus metrics, when the daemon serves them.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Where the hosts that may relay commands are published.
     gate: Option<tokio::sync::watch::Sender<Arc<crate::identity::HostGate>>>,
 }
@@ -198,6 +200,7 @@ impl SchedulerTask {
             joblog: crate::joblog::JobLog::disabled(),
             purge_on_end: HashSet::new(),
             gate: None,
+            metrics: None,
             parked: HashMap::new(),
             task_numbers: HashMap::new(),
         }
@@ -227,6 +230,61 @@ impl SchedulerTask {
             server: self.state.config().server.clone(),
             compute_hosts,
         }));
+    }
+
+    /// Keeps `metrics` up to date (see `crate::metrics`).
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> SchedulerTask {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The gauges of the state as it is now, for a scrape.
+    fn refresh_metrics(&self) {
+        let Some(m) = &self.metrics else { return };
+        use crate::metrics::{JobLabels, NodeLabels};
+        m.jobs.clear();
+        for job in self.state.jobs() {
+            m.jobs
+                .get_or_create(&JobLabels {
+                    state: job.state.to_string().replace(' ', "_"),
+                    queue: job.queue.to_string(),
+                })
+                .inc();
+        }
+        m.nodes.clear();
+        let sets = self.state.node_sets();
+        let mut busy = 0usize;
+        for node in self.state.nodes() {
+            if node.job().is_some() {
+                busy += 1;
+            }
+            let set = sets
+                .get(node.set)
+                .map(|s| s.name.to_string())
+                .unwrap_or_default();
+            m.nodes
+                .get_or_create(&NodeLabels {
+                    state: node.state_name().to_string(),
+                    node_set: set,
+                })
+                .inc();
+        }
+        let all = self.state.nodes().len();
+        m.utilization.set(if all == 0 {
+            0.0
+        } else {
+            busy as f64 / all as f64
+        });
+        m.agents_connected.set(self.agents.len() as i64);
+        let now = Utc::now();
+        let oldest = self
+            .state
+            .pending_jobs()
+            .map(|j| (now - j.qtime).num_milliseconds())
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        m.oldest_queued_wait.set(oldest as f64 / 1000.0);
     }
 
     /// Writes PBS's job logs with `log` (a task without one writes none).
@@ -419,6 +477,10 @@ impl SchedulerTask {
                 request,
                 reply,
             } => self.alter(&peer, *request, reply),
+            Event::RefreshMetrics(done) => {
+                self.refresh_metrics();
+                let _ = done.send(());
+            }
             Event::OpenTask {
                 peer,
                 open,
@@ -475,6 +537,7 @@ impl SchedulerTask {
         let span = info_span!("pass", n = self.passes);
         let _enter = span.enter();
         let plan = self.scheduler.pass(&self.state, now);
+        let starts = plan.starts.len();
         let mut launches = Vec::new();
         for start in &plan.starts {
             match self.start_job(start.job, &start.nodes, &start.parts, now, "Scheduler") {
@@ -488,6 +551,12 @@ impl SchedulerTask {
         }
         self.last_pass_cost = self.last_pass.elapsed();
         debug!(ms = self.last_pass_cost.as_secs_f64() * 1e3, "pass done");
+        if let Some(metrics) = &self.metrics {
+            metrics
+                .pass_duration
+                .observe(self.last_pass_cost.as_secs_f64());
+            metrics.pass_starts.observe(starts as f64);
+        }
     }
 
     /// Starts a job on nodes (a pass's start, or qrun's): the start is
