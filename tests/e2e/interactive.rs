@@ -15,16 +15,23 @@ use std::time::{Duration, Instant};
 use crate::cluster::Cluster;
 use crate::harness::{Daemon, stderr};
 
-/// The user's side of a terminal, with everything the job wrote so far.
-struct Terminal {
+/// The user's side of a terminal, with everything the program wrote so
+/// far (also used by `sp.rs` for spq --watch).
+pub(crate) struct Terminal {
     master: std::fs::File,
-    seen: Arc<(Mutex<String>, Condvar)>,
-    child: Child,
+    pub seen: Arc<(Mutex<String>, Condvar)>,
+    pub child: Child,
 }
 
 impl Terminal {
-    /// Runs `qsub args` on a new terminal of `rows` x `cols`.
+    /// Runs `qsub args` on a new 24 x 80 terminal.
     fn qsub(d: &Daemon, socket: &std::path::Path, args: &[&str]) -> Terminal {
+        Terminal::run(d, "qsub", socket, args)
+    }
+
+    /// Runs the command `name` on a new 24 x 80 terminal, as the session
+    /// leader it controls (Ctrl-C typed there reaches it).
+    pub fn run(d: &Daemon, name: &str, socket: &std::path::Path, args: &[&str]) -> Terminal {
         let size = nix::pty::Winsize {
             ws_row: 24,
             ws_col: 80,
@@ -34,7 +41,7 @@ impl Terminal {
         let pty = nix::pty::openpty(Some(&size), None).expect("openpty");
         let slave: OwnedFd = pty.slave;
         let slave_fd = slave.as_raw_fd();
-        let mut cmd = d.cmd("qsub");
+        let mut cmd = d.cmd(name);
         cmd.env("QMESH_SOCKET", socket)
             .env("TERM", "dumb")
             .args(args)
@@ -51,7 +58,7 @@ impl Terminal {
                 Ok(())
             });
         }
-        let child = cmd.spawn().expect("start qsub -I");
+        let child = cmd.spawn().expect("start a command on a terminal");
         let master = std::fs::File::from(pty.master);
         let seen = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let mut reader = master.try_clone().unwrap();
@@ -77,12 +84,12 @@ impl Terminal {
         }
     }
 
-    fn type_in(&mut self, keys: &str) {
+    pub fn type_in(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).expect("type");
     }
 
     /// Waits for `text` on the terminal (60 s at most, as a failure guard).
-    fn expect(&self, text: &str, d: &Daemon) {
+    pub fn expect(&self, text: &str, d: &Daemon) {
         let (seen, ready) = &*self.seen;
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut shown = seen.lock().unwrap();

@@ -363,3 +363,39 @@ fn anl_example_f_with_8_nodes_backfills_and_g_waits() {
     assert_eq!(d.job_json(&jobs["G"])["job_state"], "Q");
     d_starts_when_b_ends(&d, &jobs, &doc);
 }
+
+/// spq --watch on a real terminal: the view follows the queue frame by
+/// frame, drawn in place on the alternate screen, and Ctrl-C gives the
+/// terminal back as it was.
+#[test]
+fn spq_watch_redraws_in_place_until_ctrl_c() {
+    let d = Daemon::start();
+    let _started = sleeper(&d, "long");
+    let script = d.work.join("long.sh");
+    let first = d.qsub(&["-N", "first", "-l", "nodes=16", script.to_str().unwrap()]);
+    let mut term = crate::interactive::Terminal::run(&d, "spq", &d.socket, &["--watch", "0.2"]);
+    term.expect("(Ctrl-C to stop)", &d);
+    term.expect(first.split('.').next().unwrap(), &d);
+    term.expect("node set local", &d);
+    // A job submitted meanwhile shows in a later frame.
+    let second = d.qsub(&["-N", "second", script.to_str().unwrap()]);
+    term.expect(&format!("{} ", second.split('.').next().unwrap()), &d);
+    let seen = term.seen.0.lock().unwrap().clone();
+    assert!(
+        seen.contains("\x1b[?1049h"),
+        "the alternate screen: {seen:?}"
+    );
+    assert!(
+        !seen.contains("\x1b[2J"),
+        "a frame is never erased whole: {seen:?}"
+    );
+    term.type_in("\x03");
+    let status = term.child.wait().unwrap();
+    assert!(
+        status.success(),
+        "spq --watch ends well on Ctrl-C: {status:?}"
+    );
+    term.expect("\x1b[?1049l", &d);
+    term.expect("\x1b[?25h", &d);
+    d.ok("qdel", &[&first, &second]);
+}

@@ -17,6 +17,7 @@ pub mod directives;
 pub mod output;
 pub mod queue_switch;
 pub mod spview;
+pub mod spwatch;
 
 pub mod getjid;
 pub mod interactive;

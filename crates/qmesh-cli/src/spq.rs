@@ -34,11 +34,27 @@ pub struct Args {
     /// letter per job, `.` free, `x` down, `o` offline, `b` busy.
     #[arg(long, value_name = "SET")]
     pub map: Option<String>,
+    /// Keep the view up to date in place, every SECS seconds (default 2),
+    /// with a map of each node set (or of --map SET) below the queue,
+    /// until Ctrl-C.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "2", conflicts_with = "json")]
+    pub watch: Option<f64>,
 }
 
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
+    if let Some(secs) = args.watch {
+        if !(secs.is_finite() && secs >= 0.1) {
+            return client::fail(
+                "spq",
+                &client::CliError::msg(format!(
+                    "--watch {secs}: give the seconds between frames, at least 0.1"
+                )),
+            );
+        }
+        return crate::spwatch::run(&args, std::time::Duration::from_secs_f64(secs));
+    }
     if let Some(set) = &args.map {
         return crate::spmap::run(set);
     }
