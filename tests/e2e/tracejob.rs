@@ -195,3 +195,41 @@ fn only_the_owner_or_an_operator_may_trace_a_job() {
     let out = d.run_as(NOBODY, "tracejob", &["-n", "2", &mine]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A real daemon's accounting log as a Standard Workload Format file
+/// (`qmesh-sim --to-swf`), read back by the simulator and replayed.
+#[test]
+fn the_accounting_log_becomes_an_swf_trace_the_simulator_replays() {
+    let d = Daemon::start();
+    d.script("ok.sh", "#!/bin/sh\nexit 0\n");
+    d.script("fails.sh", "#!/bin/sh\nexit 3\n");
+    let first = d.qsub(&["-l", "nodes=2", "-l", "walltime=00:10:00", "ok.sh"]);
+    let second = d.qsub(&["-l", "nodes=3", "fails.sh"]);
+    let never = d.qsub(&["-h", "ok.sh"]);
+    d.ok("qdel", &[&never]);
+    d.wait_job(&first);
+    d.wait_job(&second);
+    d.wait_job(&never);
+    let _ = accounting(&d); // everything written
+    let dir = d.state_dir.join("server_priv/accounting");
+    let swf = qmesh_sim::to_swf::from_accounting(&dir, None, None).unwrap();
+    let lines: Vec<Vec<i64>> = swf
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect())
+        .collect();
+    // The deleted job never ran: left out, as the archive does.
+    assert_eq!(lines.len(), 2, "{swf}");
+    let (a, b) = (&lines[0], &lines[1]);
+    assert_eq!(
+        (a[4], a[7], a[8], a[10]),
+        (2, 2, 600, 1),
+        "nodes, asked, status: {swf}"
+    );
+    assert_eq!((b[4], b[10]), (3, 0), "a failed job: {swf}");
+    assert!(a[2] >= 0 && a[3] >= 0, "wait and run known: {swf}");
+    assert!(swf.contains("; Queue: 1 batch"), "{swf}");
+    let trace = qmesh_sim::swf::read(swf.as_bytes(), "accounting").unwrap();
+    let replay = qmesh_sim::replay::replay(&trace, &qmesh_sim::replay::Options::default()).unwrap();
+    assert_eq!(replay.records.len(), 2, "{:?}", replay.skipped);
+}

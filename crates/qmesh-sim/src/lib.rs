@@ -9,3 +9,4 @@ pub mod plot;
 pub mod replay;
 pub mod sweep;
 pub mod swf;
+pub mod to_swf;

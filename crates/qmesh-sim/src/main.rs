@@ -29,8 +29,22 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(name = "qmesh-sim", version)]
 struct Args {
     /// The trace (.swf, or .swf.gz as the archive distributes them).
-    #[arg(long, value_name = "FILE")]
-    trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "to_swf")]
+    trace: Option<PathBuf>,
+    /// Write the PBS accounting log in --accounting DIR as a Standard
+    /// Workload Format file ("-": standard output), and replay nothing.
+    #[arg(long, value_name = "FILE.swf", requires = "accounting")]
+    to_swf: Option<PathBuf>,
+    /// A PBS accounting directory (qmeshd's STATE/server_priv/accounting,
+    /// or any PBS server's), one file per day named YYYYMMDD.
+    #[arg(long, value_name = "DIR")]
+    accounting: Option<PathBuf>,
+    /// The first day of the accounting log to read (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE", requires = "accounting")]
+    from: Option<chrono::NaiveDate>,
+    /// The last day of the accounting log to read (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE", requires = "accounting")]
+    to: Option<chrono::NaiveDate>,
     /// A qmeshd configuration file: replay on its node sets, node groups,
     /// queues and calendar. Each job goes to the queue of its trace's name
     /// if the file has it and it takes the job, else to the default queue.
@@ -126,7 +140,23 @@ fn run(args: Args) -> anyhow::Result<()> {
     if !(args.size_scale > 0.0 && args.load_scale > 0.0) {
         anyhow::bail!("--size-scale and --load-scale must be greater than 0");
     }
-    let trace = swf::open(&args.trace)?;
+    if let Some(out) = &args.to_swf {
+        let dir = args
+            .accounting
+            .as_deref()
+            .unwrap_or(std::path::Path::new("."));
+        let text = qmesh_sim::to_swf::from_accounting(dir, args.from, args.to)?;
+        if out.as_os_str() == "-" {
+            std::io::stdout().lock().write_all(text.as_bytes()).ok();
+        } else {
+            std::fs::write(out, text).with_context(|| format!("write {}", out.display()))?;
+        }
+        return Ok(());
+    }
+    let Some(trace_path) = &args.trace else {
+        anyhow::bail!("give --trace FILE to replay, or --to-swf FILE with --accounting DIR");
+    };
+    let trace = swf::open(trace_path)?;
     let machine = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -173,7 +203,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let rate = result.records.len() as f64 / secs.max(1e-9);
     if args.json {
         let mut doc = serde_json::json!({
-            "trace": args.trace.display().to_string(),
+            "trace": trace_path.display().to_string(),
             "config": args.config.as_ref().map(|p| p.display().to_string()),
             "policy": policy.as_str(),
             "alloc": args.alloc.map(Alloc::as_str),
@@ -196,7 +226,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut out = String::new();
     out.push_str(&format!(
         "{} on {} nodes ({}), {}: {} jobs replayed, {} skipped\n",
-        args.trace.display(),
+        trace_path.display(),
         result.nodes,
         options.machine.describe(),
         policy.as_str(),
@@ -382,7 +412,8 @@ fn run_sweep(
     if let Some(prefix) = &args.plot {
         let name = args
             .trace
-            .file_name()
+            .as_deref()
+            .and_then(|t| t.file_name())
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let title = match (&args.config, args.dims.is_empty()) {
             (Some(config), _) => format!(
