@@ -233,3 +233,26 @@ fn the_accounting_log_becomes_an_swf_trace_the_simulator_replays() {
     let replay = qmesh_sim::replay::replay(&trace, &qmesh_sim::replay::Options::default()).unwrap();
     assert_eq!(replay.records.len(), 2, "{:?}", replay.skipped);
 }
+
+/// qhold and qrls leave PBS Pro's `H` and `RL` records, with who asked.
+#[test]
+fn holds_and_releases_have_their_records() {
+    let d = Daemon::start();
+    d.script("wait.sh", "#!/bin/sh\nsleep 600\n");
+    // The whole machine taken: the next job stays queued.
+    let blocker = d.qsub(&["-l", "nodes=16", "wait.sh"]);
+    let id = d.qsub(&["wait.sh"]);
+    d.ok("qhold", &[&id]);
+    d.ok("qrls", &[&id]);
+    let recs = records(&d, &id);
+    let kinds: Vec<&str> = recs.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["Q", "H", "RL"], "{recs:?}");
+    assert!(recs[1].1.starts_with("requestor=root@"), "{recs:?}");
+    assert!(recs[1].1.ends_with("holdtype=u"), "{recs:?}");
+    assert!(recs[2].1.starts_with("requestor=root@"), "{recs:?}");
+    // tracejob shows them.
+    let out = d.ok("tracejob", &[&id]);
+    let holds = out.matches("A    requestor=root@").count();
+    assert_eq!(holds, 2, "{out}");
+    d.ok("qdel", &[&blocker, &id]);
+}

@@ -35,10 +35,14 @@ pub enum RecordType {
     Aborted,
     Altered,
     Moved,
+    /// `H`: a hold was set (PBS Pro).
+    Held,
+    /// `RL`: holds were released (PBS Pro).
+    Released,
 }
 
 impl RecordType {
-    pub const ALL: [RecordType; 8] = [
+    pub const ALL: [RecordType; 10] = [
         RecordType::Queued,
         RecordType::Started,
         RecordType::Ended,
@@ -47,23 +51,28 @@ impl RecordType {
         RecordType::Aborted,
         RecordType::Altered,
         RecordType::Moved,
+        RecordType::Held,
+        RecordType::Released,
     ];
 
-    pub fn letter(self) -> char {
+    /// The record's type as PBS writes it (one letter, or `RL`).
+    pub fn code(self) -> &'static str {
         match self {
-            RecordType::Queued => 'Q',
-            RecordType::Started => 'S',
-            RecordType::Ended => 'E',
-            RecordType::Deleted => 'D',
-            RecordType::Rerun => 'R',
-            RecordType::Aborted => 'A',
-            RecordType::Altered => 'a',
-            RecordType::Moved => 'M',
+            RecordType::Queued => "Q",
+            RecordType::Started => "S",
+            RecordType::Ended => "E",
+            RecordType::Deleted => "D",
+            RecordType::Rerun => "R",
+            RecordType::Aborted => "A",
+            RecordType::Altered => "a",
+            RecordType::Moved => "M",
+            RecordType::Held => "H",
+            RecordType::Released => "RL",
         }
     }
 
-    pub fn from_letter(c: char) -> Option<RecordType> {
-        RecordType::ALL.into_iter().find(|t| t.letter() == c)
+    pub fn from_code(code: &str) -> Option<RecordType> {
+        RecordType::ALL.into_iter().find(|t| t.code() == code)
     }
 }
 
@@ -174,7 +183,7 @@ pub fn accounting_line(at: NaiveDateTime, kind: RecordType, id: &str, text: &str
     format!(
         "{};{};{id};{}",
         format_date(at),
-        kind.letter(),
+        kind.code(),
         one_line(text)
     )
 }
@@ -215,7 +224,7 @@ pub struct LogLine {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineKind {
     /// An accounting record of this type.
-    Record(char),
+    Record(RecordType),
     /// A server event with this class code.
     Event(u32),
 }
@@ -224,20 +233,15 @@ pub enum LineKind {
 pub fn parse_accounting_line(line: &str) -> Option<LogLine> {
     let mut fields = line.splitn(4, ';');
     let date = fields.next()?;
-    let kind = fields.next()?;
+    let kind = RecordType::from_code(fields.next()?)?;
     let id = fields.next()?;
     let message = fields.next().unwrap_or("");
-    let mut letters = kind.chars();
-    let letter = letters.next()?;
-    if letters.next().is_some() {
-        return None;
-    }
     Some(LogLine {
         date: date.to_string(),
         time: parse_date(date)?,
         id: id.to_string(),
         message: message.to_string(),
-        kind: LineKind::Record(letter),
+        kind: LineKind::Record(kind),
     })
 }
 
@@ -403,6 +407,12 @@ pub fn deleted(user: &str, host: &str) -> String {
     format!("requestor={user}@{host}")
 }
 
+/// `H` and `RL`: who held or released the job, and which holds (PBS Pro's
+/// `requestor=` and `holdtype=`).
+pub fn hold_changed(user: &str, host: &str, holds: &str) -> String {
+    format!("requestor={user}@{host} holdtype={holds}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,18 +427,18 @@ mod tests {
 
     #[test]
     fn each_record_type_has_pbs_s_letter_and_reads_back() {
-        let letters: String = RecordType::ALL.iter().map(|t| t.letter()).collect();
-        assert_eq!(letters, "QSEDRAaM");
+        let letters: String = RecordType::ALL.iter().map(|t| t.code()).collect();
+        assert_eq!(letters, "QSEDRAaMHRL");
         for kind in RecordType::ALL {
             let line = accounting_line(at(), kind, "17.srv", "user=alice\nqueue=batch");
             assert!(
-                line.starts_with(&format!("03/04/2026 05:06:07;{};17.srv;", kind.letter())),
+                line.starts_with(&format!("03/04/2026 05:06:07;{};17.srv;", kind.code())),
                 "{line}"
             );
             assert!(!line.contains('\n'), "one record, one line: {line}");
             let back = parse_accounting_line(&line).unwrap();
-            assert_eq!(back.kind, LineKind::Record(kind.letter()));
-            assert_eq!(RecordType::from_letter(kind.letter()), Some(kind));
+            assert_eq!(back.kind, LineKind::Record(kind));
+            assert_eq!(RecordType::from_code(kind.code()), Some(kind));
             assert_eq!(back.id, "17.srv");
             assert_eq!(back.message, "user=alice queue=batch");
             assert_eq!(back.time, at());

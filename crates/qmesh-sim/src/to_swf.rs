@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use chrono::NaiveDate;
-use qmesh_core::joblog::{LineKind, parse_accounting_line};
+use qmesh_core::joblog::{LineKind, RecordType, parse_accounting_line};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToSwfError {
@@ -82,9 +82,9 @@ pub fn from_accounting(
                 ..Seen::default()
             });
             match kind {
-                'Q' => seen.keys.extend(keys(&record.message)),
-                'D' => seen.deleted = true,
-                'E' => {
+                RecordType::Queued => seen.keys.extend(keys(&record.message)),
+                RecordType::Deleted => seen.deleted = true,
+                RecordType::Ended => {
                     seen.keys.extend(keys(&record.message));
                     seen.ended = true;
                 }

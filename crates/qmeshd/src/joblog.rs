@@ -314,7 +314,7 @@ mod tests {
         let mut log = JobLog::open(dir.path(), "srv").unwrap();
         let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 12, 0, 0).unwrap();
         for kind in RecordType::ALL {
-            log.record(at, kind, "7.srv", format!("kind={}", kind.letter()));
+            log.record(at, kind, "7.srv", format!("kind={}", kind.code()));
         }
         log.event(at, EventClass::Job, "7.srv", "Job Queued".into());
         log.flushed().recv().unwrap();
@@ -325,8 +325,8 @@ mod tests {
         assert_eq!(lines.len(), RecordType::ALL.len());
         for (line, kind) in lines.iter().zip(RecordType::ALL) {
             let back = joblog::parse_accounting_line(line).unwrap();
-            assert_eq!(back.kind, joblog::LineKind::Record(kind.letter()));
-            assert_eq!(back.message, format!("kind={}", kind.letter()));
+            assert_eq!(back.kind, joblog::LineKind::Record(kind));
+            assert_eq!(back.message, format!("kind={}", kind.code()));
         }
         let events =
             std::fs::read_to_string(events_dir(dir.path()).join(joblog::file_name(day))).unwrap();

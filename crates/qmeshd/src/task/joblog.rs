@@ -114,6 +114,27 @@ impl SchedulerTask {
         );
     }
 
+    /// `H` (a hold set) or `RL` (holds released), with the event line
+    /// `text`.
+    pub(super) fn log_hold_change(
+        &self,
+        id: JobId,
+        kind: RecordType,
+        requestor: &str,
+        text: String,
+    ) {
+        let server = self.state.server_name();
+        let full = self.state.full_id(id);
+        let now = Utc::now();
+        self.joblog.event(now, EventClass::Job, &full, text);
+        self.joblog.record(
+            now,
+            kind,
+            &full,
+            joblog::hold_changed(requestor, server, "u"),
+        );
+    }
+
     /// `A`: the server ended the job on its own (a dependency that can
     /// never be met); `why` in words.
     pub(super) fn log_aborted(&self, id: JobId, why: &str) {

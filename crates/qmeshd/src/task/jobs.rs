@@ -1,7 +1,7 @@
 //! The daemon's half of qsub, qstat, qdel, qhold, qrls and qstat -Q.
 
 use chrono::Utc;
-use qmesh_core::joblog::EventClass;
+use qmesh_core::joblog::{EventClass, RecordType};
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
@@ -443,7 +443,7 @@ impl SchedulerTask {
                     caller.user,
                     self.state.server_name()
                 );
-                self.log_event(id, EventClass::Job, text);
+                self.log_hold_change(id, RecordType::Held, &caller.user, text);
             }
             JobAction::Release => {
                 let job = self.state.release(id, caller, now)?;
@@ -453,7 +453,7 @@ impl SchedulerTask {
                     caller.user,
                     self.state.server_name()
                 );
-                self.log_event(id, EventClass::Job, text);
+                self.log_hold_change(id, RecordType::Released, &caller.user, text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
                 let (outcome, job) = self.state.delete(id, caller, now)?;

@@ -146,7 +146,7 @@ fn owned_by(lines: &[LogLine], user: &str) -> bool {
 
 fn trace_line(line: LogLine) -> v1::TraceLine {
     let (source, record_type, event_class) = match line.kind {
-        LineKind::Record(c) => ("A", c.to_string(), 0),
+        LineKind::Record(kind) => ("A", kind.code().to_string(), 0),
         LineKind::Event(code) => ("S", String::new(), code),
     };
     v1::TraceLine {
@@ -220,9 +220,9 @@ mod tests {
             kinds,
             [
                 LineKind::Event(8),
-                LineKind::Record('Q'),
-                LineKind::Record('S'),
-                LineKind::Record('E')
+                LineKind::Record(RecordType::Queued),
+                LineKind::Record(RecordType::Started),
+                LineKind::Record(RecordType::Ended)
             ]
         );
         assert!(owned_by(&lines, "alice") && !owned_by(&lines, "bob"));
