@@ -169,3 +169,32 @@ fn a_pbs_holidays_file_is_imported_into_the_calendar() {
     );
     assert_eq!(d.ok("qmgr", &["-c", "print server"]), before);
 }
+
+/// qmgr's changes go to the audit log (STATE/server_priv/audit/YYYYMMDD):
+/// who, when, what; a script refused or one that changes nothing does not.
+#[test]
+fn qmgr_changes_are_audited_with_who_and_what() {
+    let d = Daemon::start();
+    d.ok("qmgr", &["-c", "set server comment = audited"]);
+    let _ = d.run("qmgr", &["-c", "set server no_such_attribute = 1"]);
+    d.ok("qmgr", &["-c", "list server"]);
+    d.ok("qmgr", &["-c", "set queue batch max_running = 4"]);
+    // tracejob answers once everything the log writer had is on disk.
+    let _ = d.run("tracejob", &["1"]);
+    let dir = d.state_dir.join("server_priv/audit");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        text.push_str(&std::fs::read_to_string(entry.path()).unwrap());
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let fields: Vec<&str> = lines[0].splitn(4, ';').collect();
+    assert_eq!(fields[0].len(), "03/04/2026 05:06:07".len(), "{text}");
+    assert!(fields[1].starts_with("root@"), "{text}");
+    assert_eq!(fields[2], "-c", "{text}");
+    assert_eq!(fields[3], "set server comment = audited", "{text}");
+    assert!(
+        lines[1].ends_with(";set queue batch max_running = 4"),
+        "{text}"
+    );
+}

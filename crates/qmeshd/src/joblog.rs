@@ -45,6 +45,11 @@ pub fn events_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("server_logs")
 }
 
+/// qmgr's changes: who, when, what (`DATE;user@host;source;command`).
+pub fn audit_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("server_priv").join("audit")
+}
+
 enum Line {
     Record {
         at: Time,
@@ -57,6 +62,13 @@ enum Line {
         class: EventClass,
         id: String,
         text: String,
+    },
+    /// A qmgr command that changed the configuration.
+    Audit {
+        at: Time,
+        who: String,
+        source: String,
+        command: String,
     },
     /// Everything queued before it is on disk: answer.
     Flushed(mpsc::Sender<()>),
@@ -84,7 +96,8 @@ impl JobLog {
     pub fn open(state_dir: &Path, server: &str) -> io::Result<JobLog> {
         let accounting = accounting_dir(state_dir);
         let events = events_dir(state_dir);
-        for dir in [&accounting, &events] {
+        let audit = audit_dir(state_dir);
+        for dir in [&accounting, &events, &audit] {
             std::fs::create_dir_all(dir)?;
         }
         let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
@@ -94,6 +107,7 @@ impl JobLog {
             server: server.to_string(),
             accounting: Day::new(accounting.clone()),
             events: Day::new(events.clone()),
+            audit: Day::new(audit),
             dropped: dropped.clone(),
             failing: false,
         };
@@ -123,6 +137,17 @@ impl JobLog {
             kind,
             id: id.to_string(),
             text,
+        });
+    }
+
+    /// Queues an audit line: `who` (user@host) changed the configuration
+    /// with `command` (from `source`: -c, stdin, a file).
+    pub fn audit(&self, at: Time, who: &str, source: &str, command: &str) {
+        self.send(Line::Audit {
+            at,
+            who: who.to_string(),
+            source: source.to_string(),
+            command: command.to_string(),
         });
     }
 
@@ -226,6 +251,7 @@ struct Writer {
     server: String,
     accounting: Day,
     events: Day,
+    audit: Day,
     dropped: Arc<AtomicU64>,
     /// A write failed and has not worked since.
     failing: bool,
@@ -246,7 +272,11 @@ impl Writer {
                 }
                 next = rx.try_recv().ok();
             }
-            let result = self.accounting.flush().and(self.events.flush());
+            let result = self
+                .accounting
+                .flush()
+                .and(self.events.flush())
+                .and(self.audit.flush());
             self.note(result);
             for reply in waiting {
                 let _ = reply.send(());
@@ -259,7 +289,11 @@ impl Writer {
                 );
             }
         }
-        let result = self.accounting.flush().and(self.events.flush());
+        let result = self
+            .accounting
+            .flush()
+            .and(self.events.flush())
+            .and(self.audit.flush());
         self.note(result);
     }
 
@@ -279,6 +313,20 @@ impl Writer {
                 let local = at.with_timezone(&Local).naive_local();
                 let text = joblog::event_line(local, class, &self.server, &id, &text);
                 self.events.write(local.date(), &text)
+            }
+            Line::Audit {
+                at,
+                who,
+                source,
+                command,
+            } => {
+                let local = at.with_timezone(&Local).naive_local();
+                let text = format!(
+                    "{};{who};{source};{}",
+                    joblog::format_date(local),
+                    command.replace(['\n', '\r'], " ")
+                );
+                self.audit.write(local.date(), &text)
             }
             Line::Flushed(reply) => {
                 let _ = reply.send(());

@@ -69,6 +69,25 @@ impl SchedulerTask {
                 return;
             }
             info!(user = %caller.user, commands = outcome.applied, "configuration changed by qmgr");
+            // The audit log: who changed what, a line per command written.
+            let who = format!(
+                "{}@{}",
+                caller.user,
+                peer.host.as_deref().unwrap_or(self.state.server_name())
+            );
+            let source = match request.source.as_str() {
+                "" => "-c",
+                s => s,
+            };
+            let now = Utc::now();
+            for line in request
+                .script
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
+                self.joblog.audit(now, &who, source, line);
+            }
             for warning in self.state.set_config(config) {
                 warn!("{warning}");
             }
