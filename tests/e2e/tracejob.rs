@@ -197,7 +197,8 @@ fn only_the_owner_or_an_operator_may_trace_a_job() {
 }
 
 /// A real daemon's accounting log as a Standard Workload Format file
-/// (`qmesh-sim --to-swf`), read back by the simulator and replayed.
+/// (`qmesh-sim --to-swf`), read back by the simulator and replayed, and
+/// the what-if on it (`qmesh-sim --accounting DIR`).
 #[test]
 fn the_accounting_log_becomes_an_swf_trace_the_simulator_replays() {
     let d = Daemon::start();
@@ -232,6 +233,22 @@ fn the_accounting_log_becomes_an_swf_trace_the_simulator_replays() {
     let trace = qmesh_sim::swf::read(swf.as_bytes(), "accounting").unwrap();
     let replay = qmesh_sim::replay::replay(&trace, &qmesh_sim::replay::Options::default()).unwrap();
     assert_eq!(replay.records.len(), 2, "{:?}", replay.skipped);
+    // What-if on the daemon's own history: its 16 nodes, the same jobs.
+    let options = qmesh_sim::replay::Options {
+        machine: qmesh_sim::machine::Machine::Single {
+            topology: qmesh_sim::machine::Alloc::Flat.topology(&[]).unwrap(),
+            nodes: Some(16),
+        },
+        ..Default::default()
+    };
+    let w = qmesh_sim::whatif::what_if(&dir, None, None, &options).unwrap();
+    assert_eq!((w.happened.jobs, w.replayed.jobs, w.nodes), (2, 2, 16));
+    assert_eq!(
+        w.replayed.mean_wait, 0.0,
+        "nothing waits on an empty machine"
+    );
+    let table = qmesh_sim::whatif::table(&w);
+    assert!(table.contains("queue batch (2 jobs)"), "{table}");
 }
 
 /// qhold and qrls leave PBS Pro's `H` and `RL` records, with who asked.

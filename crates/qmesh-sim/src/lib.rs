@@ -10,3 +10,4 @@ pub mod replay;
 pub mod sweep;
 pub mod swf;
 pub mod to_swf;
+pub mod whatif;

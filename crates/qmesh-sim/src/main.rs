@@ -29,15 +29,18 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(name = "qmesh-sim", version)]
 struct Args {
     /// The trace (.swf, or .swf.gz as the archive distributes them).
-    #[arg(long, value_name = "FILE", required_unless_present = "to_swf")]
+    #[arg(long, value_name = "FILE", required_unless_present = "accounting")]
     trace: Option<PathBuf>,
     /// Write the PBS accounting log in --accounting DIR as a Standard
     /// Workload Format file ("-": standard output), and replay nothing.
     #[arg(long, value_name = "FILE.swf", requires = "accounting")]
     to_swf: Option<PathBuf>,
     /// A PBS accounting directory (qmeshd's STATE/server_priv/accounting,
-    /// or any PBS server's), one file per day named YYYYMMDD.
-    #[arg(long, value_name = "DIR")]
+    /// or any PBS server's), one file per day named YYYYMMDD. Without
+    /// --trace or --to-swf: what-if, its jobs replayed with their real
+    /// run times on this configuration (--config, --qmgr, --policy),
+    /// beside what really happened.
+    #[arg(long, value_name = "DIR", conflicts_with = "trace")]
     accounting: Option<PathBuf>,
     /// The first day of the accounting log to read (YYYY-MM-DD).
     #[arg(long, value_name = "DATE", requires = "accounting")]
@@ -153,10 +156,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let Some(trace_path) = &args.trace else {
-        anyhow::bail!("give --trace FILE to replay, or --to-swf FILE with --accounting DIR");
-    };
-    let trace = swf::open(trace_path)?;
     let machine = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -181,6 +180,23 @@ fn run(args: Args) -> anyhow::Result<()> {
         cap_walltime: args.cap_walltime,
         arrays: args.arrays,
     };
+    if let (None, Some(dir)) = (&args.trace, &args.accounting) {
+        // What-if: the site's own history replayed on this configuration.
+        let w = qmesh_sim::whatif::what_if(dir, args.from, args.to, &options)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&w)?);
+        } else {
+            print!("{}", qmesh_sim::whatif::table(&w));
+        }
+        return Ok(());
+    }
+    let Some(trace_path) = &args.trace else {
+        anyhow::bail!(
+            "give --trace FILE to replay, --accounting DIR for a what-if on the site's log, \
+             or --to-swf FILE with --accounting DIR"
+        );
+    };
+    let trace = swf::open(trace_path)?;
     if let Some(range) = &args.sweep {
         return run_sweep(&args, &trace, &options, range);
     }
