@@ -56,6 +56,7 @@ pub fn bin(name: &str) -> &'static str {
         "qstop" => env!("CARGO_BIN_EXE_qstop"),
         "qalter" => env!("CARGO_BIN_EXE_qalter"),
         "pbsdsh" => env!("CARGO_BIN_EXE_pbsdsh"),
+        "qreport" => env!("CARGO_BIN_EXE_qreport"),
         "pbs_tmrsh" => env!("CARGO_BIN_EXE_pbs_tmrsh"),
         "qmeshd" => QMESHD,
         "qmesh-agent" => env!("CARGO_BIN_EXE_qmesh-agent"),

@@ -273,3 +273,37 @@ fn holds_and_releases_have_their_records() {
     assert_eq!(holds, 2, "{out}");
     d.ok("qdel", &[&blocker, &id]);
 }
+
+/// qreport over a real daemon's accounting log: by queue and by user,
+/// as a table, JSON and CSV.
+#[test]
+fn qreport_sums_up_the_log_by_queue_and_user() {
+    let d = Daemon::start();
+    d.script("ok.sh", "#!/bin/sh\nexit 0\n");
+    let a = d.qsub(&["-l", "nodes=2", "ok.sh"]);
+    let b = d.qsub(&["-l", "nodes=4", "ok.sh"]);
+    d.wait_job(&a);
+    d.wait_job(&b);
+    let _ = accounting(&d);
+    let dir = d.state_dir.join("server_priv/accounting");
+    let dir = dir.to_str().unwrap();
+    let json = d.ok("qreport", &["--dir", dir, "--nodes", "16", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["total"]["jobs"], 2, "{json}");
+    assert_eq!(doc["rows"][0]["key"], "batch", "{json}");
+    assert!(doc["total"]["utilization"].as_f64().is_some(), "{json}");
+    let text = d.ok("qreport", &["--dir", dir, "--by", "user"]);
+    assert!(text.contains("NODE-HOURS"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("root ")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("total ")), "{text}");
+    let csv = d.ok("qreport", &["--dir", dir, "--by", "size", "--csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "size,jobs,node_hours,utilization,mean_wait_min,median_wait_min,expansion,bounded_slowdown"
+    );
+    assert_eq!(lines.len(), 4, "two size classes and the total: {csv}");
+    let out = d.run("qreport", &["--dir", "/nonexistent/acct"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("give --dir"), "{}", stderr(&out));
+}

@@ -31,6 +31,7 @@ pub mod qhold;
 pub mod qmgr;
 pub mod qmove;
 pub mod qorder;
+pub mod qreport;
 pub mod qrerun;
 pub mod qrls;
 pub mod qrun;

@@ -245,6 +245,27 @@ pub fn parse_accounting_line(line: &str) -> Option<LogLine> {
     })
 }
 
+/// A record's `key=value` words, in order; a value may be double-quoted
+/// with spaces inside (`jobname="two words"`), as `quoted` writes it.
+pub fn record_keys(message: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in message.chars().chain(std::iter::once(' ')) {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if let Some((k, v)) = word.split_once('=') {
+                    out.push((k.to_string(), v.to_string()));
+                }
+                word.clear();
+            }
+            _ => word.push(c),
+        }
+    }
+    out
+}
+
 /// Reads a server event line; `None` for anything else.
 pub fn parse_event_line(line: &str) -> Option<LogLine> {
     let mut fields = line.splitn(6, ';');

@@ -34,6 +34,7 @@ pub mod qrerun;
 pub mod qrun;
 pub mod queue;
 pub mod reorder;
+pub mod report;
 pub mod resource_limits;
 pub mod resources;
 pub mod route;

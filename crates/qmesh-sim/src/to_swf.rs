@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use chrono::NaiveDate;
-use qmesh_core::joblog::{LineKind, RecordType, parse_accounting_line};
+use qmesh_core::joblog::{LineKind, RecordType, parse_accounting_line, record_keys as keys};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToSwfError {
@@ -196,32 +196,13 @@ fn seconds(text: &str) -> Option<i64> {
     Some(parts.iter().fold(0, |acc, p| acc * 60 + p))
 }
 
-/// A record's `key=value` words; a value may be double-quoted with spaces.
-fn keys(message: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    for c in message.chars().chain(std::iter::once(' ')) {
-        match c {
-            '"' => quoted = !quoted,
-            ' ' if !quoted => {
-                if let Some((k, v)) = word.split_once('=') {
-                    out.push((k.to_string(), v.to_string()));
-                }
-                word.clear();
-            }
-            _ => word.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn keys_take_quoted_values_whole() {
+        // The reader is the core's (joblog::record_keys).
         let k =
             keys("user=alice jobname=\"two words\" queue=batch Resource_List.walltime=01:00:00");
         assert_eq!(
