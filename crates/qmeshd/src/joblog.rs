@@ -130,16 +130,6 @@ impl JobLog {
         self.dirs.clone()
     }
 
-    /// Queues an accounting record.
-    pub fn record(&self, at: Time, kind: RecordType, id: &str, text: String) {
-        self.send(Line::Record {
-            at,
-            kind,
-            id: id.to_string(),
-            text,
-        });
-    }
-
     /// Queues an audit line: `who` (user@host) changed the configuration
     /// with `command` (from `source`: -c, stdin, a file).
     pub fn audit(&self, at: Time, who: &str, source: &str, command: &str) {
@@ -161,8 +151,50 @@ impl JobLog {
         });
     }
 
-    /// A receiver that answers once every line queued so far is written
-    /// (at once when nothing is written, or the queue is full).
+    fn send(&self, line: Line) {
+        let Some(tx) = &self.tx else {
+            return;
+        };
+        if let Err(TrySendError::Full(_)) = tx.try_send(line) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A handle that queues accounting records from another thread (the
+    /// store's writer, once the changes they record are durable).
+    pub fn records(&self) -> RecordSender {
+        RecordSender {
+            tx: self.tx.clone(),
+            dropped: self.dropped.clone(),
+        }
+    }
+
+    /// Stops the writer once it has written what is queued, waiting at
+    /// most `wait` (a stuck disk must not hold up the daemon's exit).
+    pub fn close(&mut self, wait: Duration) {
+        self.tx = None;
+        if let Some(done) = self.done.take()
+            && done.recv_timeout(wait).is_err()
+        {
+            warn!(
+                secs = wait.as_secs(),
+                "the job logs were not written out in time; their last lines may be missing"
+            );
+        }
+    }
+}
+
+/// Queues accounting records for the writer thread; see
+/// [`JobLog::records`].
+pub struct RecordSender {
+    tx: Option<SyncSender<Line>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl RecordSender {
+    /// A receiver that answers once every line queued so far through
+    /// this handle's queue is written (at once when nothing is written,
+    /// or the queue is full).
     pub fn flushed(&self) -> Receiver<()> {
         let (tx, rx) = mpsc::channel();
         match &self.tx {
@@ -180,26 +212,12 @@ impl JobLog {
         rx
     }
 
-    fn send(&self, line: Line) {
+    pub fn record(&self, at: Time, kind: RecordType, id: String, text: String) {
         let Some(tx) = &self.tx else {
             return;
         };
-        if let Err(TrySendError::Full(_)) = tx.try_send(line) {
+        if let Err(TrySendError::Full(_)) = tx.try_send(Line::Record { at, kind, id, text }) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Stops the writer once it has written what is queued, waiting at
-    /// most `wait` (a stuck disk must not hold up the daemon's exit).
-    pub fn close(&mut self, wait: Duration) {
-        self.tx = None;
-        if let Some(done) = self.done.take()
-            && done.recv_timeout(wait).is_err()
-        {
-            warn!(
-                secs = wait.as_secs(),
-                "the job logs were not written out in time; their last lines may be missing"
-            );
         }
     }
 }
@@ -362,10 +380,11 @@ mod tests {
         let mut log = JobLog::open(dir.path(), "srv").unwrap();
         let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 12, 0, 0).unwrap();
         for kind in RecordType::ALL {
-            log.record(at, kind, "7.srv", format!("kind={}", kind.code()));
+            log.records()
+                .record(at, kind, "7.srv".into(), format!("kind={}", kind.code()));
         }
         log.event(at, EventClass::Job, "7.srv", "Job Queued".into());
-        log.flushed().recv().unwrap();
+        log.records().flushed().recv().unwrap();
         let day = at.with_timezone(&Local).date_naive();
         let text = std::fs::read_to_string(accounting_dir(dir.path()).join(joblog::file_name(day)))
             .unwrap();
@@ -397,11 +416,15 @@ mod tests {
         };
         let at = chrono::Utc::now();
         for _ in 0..5 {
-            log.record(at, RecordType::Queued, "1.srv", "queue=batch".into());
+            log.records()
+                .record(at, RecordType::Queued, "1.srv".into(), "queue=batch".into());
         }
         assert_eq!(log.dropped.load(Ordering::Relaxed), 3);
         // A flush request on a full queue answers at once.
-        log.flushed().recv_timeout(Duration::from_secs(1)).unwrap();
+        log.records()
+            .flushed()
+            .recv_timeout(Duration::from_secs(1))
+            .unwrap();
     }
 
     #[test]

@@ -1,8 +1,15 @@
 //! What the scheduler task writes in PBS's job logs (see `crate::joblog`
 //! for how they are written): an accounting record at each step of a job
-//! (queued, started, ended, requeued, deleted, aborted) and a server
-//! event in PBS's words, which tracejob shows beside the records. Each
-//! call queues a line and returns; none waits for the disk.
+//! (queued, started, ended, requeued, deleted, aborted, held, released)
+//! and a server event in PBS's words, which tracejob shows beside the
+//! records. None waits for the disk.
+//!
+//! An accounting record is never written before what it records is in
+//! the store: the records of a turn of the task wait in `pending_records`
+//! and are handed to the store's writer at the end of the turn, which
+//! passes them to the log's writer once every change queued before them
+//! (the turn's own) is durable. A crash can so lose the last records of
+//! changes that were durable, never show one the store does not have.
 
 use chrono::Utc;
 use qmesh_core::JobId;
@@ -11,7 +18,47 @@ use qmesh_core::state::Finished;
 
 use super::SchedulerTask;
 
+/// An accounting record waiting for the changes it records to be durable.
+pub(super) struct PendingRecord {
+    at: qmesh_core::Time,
+    kind: RecordType,
+    id: String,
+    text: String,
+}
+
 impl SchedulerTask {
+    /// Queues an accounting record for the end of this turn.
+    pub(super) fn record(&self, at: qmesh_core::Time, kind: RecordType, id: &str, text: String) {
+        self.pending_records.borrow_mut().push(PendingRecord {
+            at,
+            kind,
+            id: id.to_string(),
+            text,
+        });
+    }
+
+    /// Hands this turn's records to the store's writer, which passes them
+    /// to the log once the turn's changes are durable.
+    pub(super) fn flush_records(&self) {
+        let records = std::mem::take(&mut *self.pending_records.borrow_mut());
+        if records.is_empty() {
+            return;
+        }
+        let sender = self.joblog.records();
+        self.store.on_durable(Box::new(move |result| match result {
+            Ok(()) => {
+                for r in records {
+                    sender.record(r.at, r.kind, r.id, r.text);
+                }
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                records = records.len(),
+                "accounting records not written: the changes they record are not durable"
+            ),
+        }));
+    }
+
     /// `Q`, and "Job Queued at request of ...".
     pub(super) fn log_queued(&self, id: JobId, requestor: &str) {
         let Some(job) = self.state.job(id) else {
@@ -36,8 +83,7 @@ impl SchedulerTask {
                 job.queue
             ),
         );
-        self.joblog
-            .record(now, RecordType::Queued, &full, joblog::queued(job, server));
+        self.record(now, RecordType::Queued, &full, joblog::queued(job, server));
     }
 
     /// `S`, and "Job Run at request of ... on exec_vnode ...".
@@ -57,7 +103,7 @@ impl SchedulerTask {
                 job.exec_vnode()
             ),
         );
-        self.joblog.record(
+        self.record(
             now,
             RecordType::Started,
             &full,
@@ -91,8 +137,7 @@ impl SchedulerTask {
         );
         self.joblog
             .event(now, EventClass::Job, &full, job.comment.clone());
-        self.joblog
-            .record(now, kind, &full, joblog::ended(job, server, run));
+        self.record(now, kind, &full, joblog::ended(job, server, run));
     }
 
     /// `D`, and "Job deleted at request of ...".
@@ -106,7 +151,7 @@ impl SchedulerTask {
             &full,
             format!("Job deleted at request of {requestor}@{server}"),
         );
-        self.joblog.record(
+        self.record(
             now,
             RecordType::Deleted,
             &full,
@@ -127,7 +172,7 @@ impl SchedulerTask {
         let full = self.state.full_id(id);
         let now = Utc::now();
         self.joblog.event(now, EventClass::Job, &full, text);
-        self.joblog.record(
+        self.record(
             now,
             kind,
             &full,
@@ -142,8 +187,7 @@ impl SchedulerTask {
         let now = Utc::now();
         self.joblog
             .event(now, EventClass::Job, &full, why.to_string());
-        self.joblog
-            .record(now, RecordType::Aborted, &full, why.to_string());
+        self.record(now, RecordType::Aborted, &full, why.to_string());
     }
 
     /// A server event about a job, no record: holds, moves, signals,

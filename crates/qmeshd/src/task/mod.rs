@@ -161,6 +161,9 @@ pub struct SchedulerTask {
     parked: HashMap<JobId, Vec<attach::Parked>>,
     /// The last PBS_TASKNUM given out per running job (the script is 1).
     task_numbers: HashMap<JobId, u32>,
+    /// Accounting records of this turn, written once it is durable
+    /// (`joblog.rs`).
+    pending_records: std::cell::RefCell<Vec<joblog::PendingRecord>>,
     /// The Prometheus metrics, when the daemon serves them.
     metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Where the hosts that may relay commands are published.
@@ -200,6 +203,7 @@ impl SchedulerTask {
             joblog: crate::joblog::JobLog::disabled(),
             purge_on_end: HashSet::new(),
             gate: None,
+            pending_records: Default::default(),
             metrics: None,
             parked: HashMap::new(),
             task_numbers: HashMap::new(),
@@ -365,6 +369,7 @@ impl SchedulerTask {
                 _ = ticker.tick() => self.tick(),
                 _ = pass_due => self.schedule(),
             }
+            self.flush_records();
         }
     }
 
@@ -902,6 +907,7 @@ impl SchedulerTask {
     }
 
     fn shutdown(&mut self) {
+        self.flush_records();
         info!("making the store durable before exit");
         if let Err(e) = self.store.sync() {
             error!(error = %e, "the last flush failed");

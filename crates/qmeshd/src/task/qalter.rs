@@ -82,7 +82,6 @@ impl SchedulerTask {
             EventClass::Job,
             format!("Job Modified at request of {user}@{server}"),
         );
-        self.joblog
-            .record(now, RecordType::Altered, &full, changes.join(" "));
+        self.record(now, RecordType::Altered, &full, changes.join(" "));
     }
 }

@@ -65,11 +65,19 @@ impl SchedulerTask {
             return;
         };
         let days = request.days.clamp(1, MAX_DAYS);
-        let flushed = self.joblog.flushed();
+        // Accounting records reach the log's writer once their turn is
+        // durable: ask for its flush from the store's writer, after them.
+        let records = self.joblog.records();
+        let (marker_tx, marker) = std::sync::mpsc::channel();
+        self.store.on_durable(Box::new(move |_| {
+            let _ = marker_tx.send(records.flushed());
+        }));
         tokio::task::spawn_blocking(move || {
             // Lines queued before the request are on disk (or the writer
             // is stuck: read what there is).
-            let _ = flushed.recv_timeout(Duration::from_secs(10));
+            if let Ok(flushed) = marker.recv_timeout(Duration::from_secs(10)) {
+                let _ = flushed.recv_timeout(Duration::from_secs(10));
+            }
             let today = Local::now().date_naive();
             let answer = read_trace(&accounting, &events, &full, days, today).and_then(|lines| {
                 match &only_for {
