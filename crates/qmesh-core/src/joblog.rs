@@ -428,6 +428,20 @@ pub fn deleted(user: &str, host: &str) -> String {
     format!("requestor={user}@{host}")
 }
 
+/// The `Q`, `S` and `E` records a job's stored state says were written,
+/// with their times: what a start after a crash checks the log for.
+pub fn expected_records(job: &Job, server: &str) -> Vec<(crate::Time, RecordType, String)> {
+    let mut out = vec![(job.qtime, RecordType::Queued, queued(job, server))];
+    if let Some(start) = job.stime {
+        out.push((start, RecordType::Started, started(job, server)));
+        if let (Some(end), Some(exit)) = (job.end_time, &job.exit) {
+            let run = EndedRun::of(job).ended(end.timestamp(), exit);
+            out.push((end, RecordType::Ended, ended(job, server, &run)));
+        }
+    }
+    out
+}
+
 /// `H` and `RL`: who held or released the job, and which holds (PBS Pro's
 /// `requestor=` and `holdtype=`).
 pub fn hold_changed(user: &str, host: &str, holds: &str) -> String {

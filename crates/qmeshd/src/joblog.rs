@@ -74,6 +74,86 @@ enum Line {
     Flushed(mpsc::Sender<()>),
 }
 
+/// After a crash, the records of the last durable changes may be missing
+/// from the accounting log (they reach it after the store's flush):
+/// appends those that `expected` (each job's `Q`, `S`, `E` as the store
+/// has it: time, type, id, text) says were due since a little before the
+/// log's last line and that the log lacks (`expected` is given that time
+/// and what the log has, to format only what is missing). A record already there is not
+/// written twice. Runs at start, before the writer thread writes; the
+/// number of records written back.
+pub fn recover<I>(
+    state_dir: &Path,
+    expected: impl FnOnce(Time, &dyn Fn(RecordType, &str) -> bool) -> I,
+) -> io::Result<usize>
+where
+    I: IntoIterator<Item = (Time, RecordType, String, String)>,
+{
+    let dir = accounting_dir(state_dir);
+    let mut days: Vec<(NaiveDate, PathBuf)> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let day = NaiveDate::parse_from_str(path.file_name()?.to_str()?, "%Y%m%d").ok()?;
+                Some((day, path))
+            })
+            .collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    days.sort();
+    let Some((_, last)) = days.last() else {
+        return Ok(0);
+    };
+    let last_time = std::fs::read_to_string(last)?
+        .lines()
+        .rev()
+        .find_map(joblog::parse_accounting_line)
+        .map(|l| l.time);
+    let Some(last_time) = last_time else {
+        return Ok(0);
+    };
+    // Records are appended in the order their changes became durable, and
+    // stamped when the task made them: what is missing came after the last
+    // line, give or take the seconds between making and writing.
+    let since = last_time - chrono::Duration::seconds(120);
+    // What the log has since then: read from the end, newest first, until
+    // a minute before (a busy day's file is read back only that far).
+    let mut present = std::collections::HashSet::new();
+    'files: for (_, path) in days.iter().rev().filter(|(d, _)| *d >= since.date()) {
+        for line in std::fs::read_to_string(path)?.lines().rev() {
+            let Some(l) = joblog::parse_accounting_line(line) else {
+                continue;
+            };
+            if l.time < since - chrono::Duration::seconds(60) {
+                break 'files;
+            }
+            if let joblog::LineKind::Record(kind) = l.kind {
+                present.insert((kind, l.id));
+            }
+        }
+    }
+    let Some(since_utc) = since.and_local_timezone(Local).earliest() else {
+        return Ok(0);
+    };
+    let is_present = |kind: RecordType, id: &str| present.contains(&(kind, id.to_string()));
+    let mut missing: Vec<(chrono::NaiveDateTime, String)> =
+        expected(since_utc.to_utc(), &is_present)
+            .into_iter()
+            .map(|(at, kind, id, text)| (at.with_timezone(&Local).naive_local(), kind, id, text))
+            .filter(|(at, kind, id, _)| *at >= since && !is_present(*kind, id))
+            .map(|(at, kind, id, text)| (at, joblog::accounting_line(at, kind, &id, &text)))
+            .collect();
+    missing.sort();
+    let mut out = Day::new(dir);
+    for (at, line) in &missing {
+        out.write(at.date(), line)?;
+    }
+    out.flush()?;
+    Ok(missing.len())
+}
+
 /// The task's handle on the writer; [`JobLog::disabled`] writes nothing.
 pub struct JobLog {
     tx: Option<SyncSender<Line>>,

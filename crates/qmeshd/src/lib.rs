@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 use qmesh_core::State;
+use qmesh_core::joblog::RecordType;
 use qmesh_proto::v1::admin_server::AdminServer;
 use qmesh_proto::v1::agent_server::AgentServer;
 use qmesh_proto::v1::jobs_server::JobsServer;
@@ -180,6 +181,39 @@ async fn run(
         .context("build the node sets")?;
     let job_count = loaded.jobs.len();
     let warnings = state.restore(loaded.jobs, loaded.next_id);
+    // Records of the last durable changes a crash kept from the log.
+    let expected = |since: qmesh_core::Time, present: &dyn Fn(RecordType, &str) -> bool| {
+        let mut out = Vec::new();
+        for job in state.jobs() {
+            let due = |at: Option<qmesh_core::Time>| at.is_some_and(|t| t >= since);
+            let (q, s, e) = (Some(job.qtime), job.stime, job.end_time);
+            if !(due(q) || due(s) || due(e)) {
+                continue;
+            }
+            let id = job.id.full(&server_name);
+            let lacking = [
+                (q, RecordType::Queued),
+                (s, RecordType::Started),
+                (e, RecordType::Ended),
+            ]
+            .iter()
+            .any(|(at, kind)| due(*at) && !present(*kind, &id));
+            if lacking {
+                for (at, kind, text) in qmesh_core::joblog::expected_records(job, &server_name) {
+                    out.push((at, kind, id.clone(), text));
+                }
+            }
+        }
+        out
+    };
+    match joblog::recover(&state_dir, expected) {
+        Ok(0) => {}
+        Ok(n) => warn!(
+            records = n,
+            "accounting records the last run did not write were written back"
+        ),
+        Err(e) => warn!(error = %e, "could not check the accounting log against the store"),
+    }
     if let Some(usage) = loaded.usage {
         state.restore_usage(usage);
     }
