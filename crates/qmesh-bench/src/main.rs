@@ -77,6 +77,13 @@ enum What {
         /// How many starts to time (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Also an accounting log of the jobs' Q records, all recent (the
+        /// start checks it against the store).
+        #[arg(long)]
+        accounting: bool,
+        /// Records left out of that log, as a crash leaves them.
+        #[arg(long, default_value_t = 0, requires = "accounting")]
+        missing: u64,
     },
     /// The disk's flush latency (4 KiB write + fdatasync).
     Disk {
@@ -199,9 +206,13 @@ fn main() -> ExitCode {
         } => qmeshd().and_then(|q| {
             submit::run(&q, *clients, *jobs, *runs, socket.as_deref()).map(|r| vec![r])
         }),
-        What::Restart { jobs, runs } => {
-            qmeshd().and_then(|q| restart::run(&q, *jobs, *runs).map(|r| vec![r]))
-        }
+        What::Restart {
+            jobs,
+            runs,
+            accounting,
+            missing,
+        } => qmeshd()
+            .and_then(|q| restart::run(&q, *jobs, *runs, *accounting, *missing).map(|r| vec![r])),
         What::Disk { flushes } => disk::run(*flushes).map(|r| vec![r]),
         What::Churn {
             jobs,
@@ -250,7 +261,7 @@ fn main() -> ExitCode {
                 disk::run(200)?,
                 submit::run(&q, 1, 5_000, 5, None)?,
                 submit::run(&q, 16, 20_000, 5, None)?,
-                restart::run(&q, 100_000, 3)?,
+                restart::run(&q, 100_000, 3, false, 0)?,
                 pass::run(10_000, &[1_000, 10_000, 100_000], 5, false)?,
                 alloc::run(1_000_000)?,
             ])
