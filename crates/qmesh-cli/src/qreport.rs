@@ -58,17 +58,9 @@ pub fn main() -> ExitCode {
 }
 
 fn default_dir() -> PathBuf {
-    let uid = nix::unistd::getuid().as_raw();
-    let state = if uid == 0 {
-        PathBuf::from("/var/lib/qmesh")
-    } else if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(dir).join("qmesh")
-    } else {
-        std::env::var_os("HOME")
-            .map(|h| PathBuf::from(h).join(".local/state/qmesh"))
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/qmesh-{uid}/state")))
-    };
-    state.join("server_priv").join("accounting")
+    qmesh_proto::endpoint::default_state_dir(nix::unistd::getuid().as_raw())
+        .join("server_priv")
+        .join("accounting")
 }
 
 fn run(args: &Args) -> Result<String, CliError> {

@@ -24,6 +24,21 @@ pub fn daemon_default_socket(uid: u32) -> PathBuf {
     user_socket(uid)
 }
 
+/// `/var/lib/qmesh` for root; else `$XDG_STATE_HOME/qmesh` or
+/// `~/.local/state/qmesh`.
+pub fn default_state_dir(uid: u32) -> PathBuf {
+    if uid == 0 {
+        return PathBuf::from("/var/lib/qmesh");
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("qmesh");
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".local/state/qmesh"),
+        None => PathBuf::from(format!("/tmp/qmesh-{uid}/state")),
+    }
+}
+
 /// The socket a client run by `uid` talks to when none is given.
 pub fn client_default_socket(uid: u32) -> PathBuf {
     if let Some(path) = std::env::var_os(SOCKET_ENV).filter(|p| !p.is_empty()) {

@@ -4,24 +4,13 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// `/var/lib/qmesh` for root; else `$XDG_STATE_HOME/qmesh` or
-/// `~/.local/state/qmesh`.
-pub fn default_state_dir(uid: u32) -> PathBuf {
-    if uid == 0 {
-        return PathBuf::from("/var/lib/qmesh");
-    }
-    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("qmesh");
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".local/state/qmesh"),
-        None => PathBuf::from(format!("/tmp/qmesh-{uid}/state")),
-    }
-}
+/// Where a daemon run by `uid` keeps its state when none is given (shared
+/// with the commands that read it, such as qreport).
+pub use qmesh_proto::endpoint::default_state_dir;
 
 /// Creates a directory (and parents) with the given mode if missing.
 pub fn ensure_dir(dir: &Path, mode: u32) -> anyhow::Result<()> {
