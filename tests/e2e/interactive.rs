@@ -254,3 +254,21 @@ fn an_interactive_job_whose_qsub_dies_is_deleted() {
     );
     c.await_nodes(&["h1"], "free");
 }
+
+/// The single-machine daemon (its own local agent, the default set-up):
+/// qsub -I on its socket, as a first-time user tries it.
+#[test]
+fn an_interactive_job_on_a_single_machine() {
+    let d = Daemon::start();
+    let mut term = Terminal::qsub(&d, &d.socket, &["-I", "-S", "/bin/sh", "-l", "nodes=2"]);
+    term.expect("ready", &d);
+    term.type_in("echo \"lines-$((3+3)) $(wc -l < $PBS_NODEFILE) $PBS_ENVIRONMENT\"\r");
+    term.expect("lines-6 2 PBS_INTERACTIVE", &d);
+    term.type_in("exit 4\r");
+    let status = term.child.wait().expect("qsub ends");
+    assert_eq!(
+        status.code(),
+        Some(4),
+        "qsub -I exits with the shell's status"
+    );
+}
