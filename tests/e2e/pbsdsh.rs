@@ -154,3 +154,21 @@ fn mpich_starts_its_ranks_on_both_hosts_through_pbs_tmrsh() {
         "{out}\n{err}"
     );
 }
+
+/// On the single-machine daemon, pbsdsh goes through its local agent.
+#[test]
+fn pbsdsh_on_a_single_machine() {
+    let d = crate::harness::Daemon::start();
+    let pbsdsh = bin("pbsdsh");
+    d.script(
+        "each.sh",
+        &format!("#!/bin/sh\n{pbsdsh} -- /bin/sh -c 'echo \"node $PBS_NODENUM\"'\n"),
+    );
+    let id = d.qsub(&["-l", "nodes=3", "each.sh"]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0), "{}", d.log());
+    let seq = id.split('.').next().unwrap();
+    let out = std::fs::read_to_string(d.work.join(format!("each.sh.o{seq}"))).unwrap();
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["node 0", "node 1", "node 2"], "{out}");
+}
