@@ -701,13 +701,8 @@ impl Bridge {
 
     fn write_connection(&mut self) {
         let Some(a) = &mut self.attached else { return };
-        let (front, _) = a.outgoing.as_slices();
-        let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
-        match nix::sys::socket::send(a.sock.as_raw_fd(), front, flags) {
-            Ok(n) => {
-                a.outgoing.drain(..n);
-            }
-            Err(Errno::EAGAIN | Errno::EINTR) => {}
+        match send_pending(a) {
+            Ok(()) | Err(Errno::EAGAIN | Errno::EINTR) => {}
             Err(Errno::EPIPE | Errno::ECONNRESET) => self.detach(None),
             Err(e) => self.detach(Some(format!("cannot write to it: {e}"))),
         }
@@ -771,18 +766,22 @@ impl Bridge {
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(_) => break,
             }
-            let (front, _) = a.outgoing.as_slices();
-            let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
-            match nix::sys::socket::send(a.sock.as_raw_fd(), front, flags) {
-                Ok(n) => {
-                    a.outgoing.drain(..n);
-                }
-                Err(Errno::EAGAIN | Errno::EINTR) => {}
+            match send_pending(a) {
+                Ok(()) | Err(Errno::EAGAIN | Errno::EINTR) => {}
                 Err(_) => break,
             }
         }
         status
     }
+}
+
+/// Sends what the attached client may take now of its pending output.
+fn send_pending(a: &mut Attached) -> nix::Result<()> {
+    let (front, _) = a.outgoing.as_slices();
+    let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
+    let n = nix::sys::socket::send(a.sock.as_raw_fd(), front, flags)?;
+    a.outgoing.drain(..n);
+    Ok(())
 }
 
 #[cfg(test)]

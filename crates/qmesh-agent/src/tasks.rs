@@ -334,9 +334,7 @@ async fn attach_terminal(
                             let _ = tx.send(frame_of(Kind::Stdout(bytes))).await;
                         }
                         Ok(Some((frame::EXIT, bytes))) => {
-                            let code = bytes
-                                .get(..4)
-                                .map_or(0, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                            let code = frame::parse_i32(&bytes).unwrap_or(0);
                             let _ = tx.send(frame_of(Kind::Exit(code))).await;
                             return Ok(());
                         }
@@ -350,7 +348,7 @@ async fn attach_terminal(
                 let bytes = match from {
                     Ok(Some(v1::TaskFrame { kind: Some(Kind::Stdin(data)) })) => frame::encode(frame::DATA, &data),
                     Ok(Some(v1::TaskFrame { kind: Some(Kind::Window(w)) })) => window_frame(w),
-                    Ok(Some(v1::TaskFrame { kind: Some(Kind::Signal(sig)) })) => frame::encode(frame::SIGNAL, &sig.to_be_bytes()),
+                    Ok(Some(v1::TaskFrame { kind: Some(Kind::Signal(sig)) })) => frame::signal(sig),
                     Ok(Some(_)) => continue,
                     Ok(None) | Err(_) => {
                         // The caller left: the daemon deletes the job.
@@ -368,9 +366,7 @@ async fn attach_terminal(
 
 fn window_frame(w: v1::WindowSize) -> Vec<u8> {
     let clamp = |v: u32| u16::try_from(v).unwrap_or(u16::MAX);
-    let mut payload = clamp(w.rows).to_be_bytes().to_vec();
-    payload.extend_from_slice(&clamp(w.cols).to_be_bytes());
-    frame::encode(frame::WINDOW, &payload)
+    frame::window(clamp(w.rows), clamp(w.cols))
 }
 
 /// Connects to the job's bridge once it serves, and checks that the

@@ -50,7 +50,8 @@ pub struct Rendezvous {
 }
 
 impl Rendezvous {
-    fn expect(&self, token: &str) -> oneshot::Receiver<AgentEnd> {
+    /// The agent's end of `token`'s task, when it arrives.
+    fn await_agent(&self, token: &str) -> oneshot::Receiver<AgentEnd> {
         let (tx, rx) = oneshot::channel();
         self.lock().insert(token.to_string(), tx);
         rx
@@ -97,7 +98,7 @@ pub async fn caller(
         let token = new_token();
         let interactive = open.interactive;
         let job_id = open.job_id.clone();
-        let arrives = link.rendezvous.expect(&token);
+        let arrives = link.rendezvous.await_agent(&token);
         let outcome = serve_caller(&link, &peer, open, &token, arrives, inbound, &tx).await;
         link.rendezvous.forget(&token);
         if let Err(status) = outcome {
