@@ -2,6 +2,7 @@
 //! `qmesh-core` the daemon runs, on a virtual clock, with the measures the
 //! source papers judge schedulers by.
 
+pub mod accounting;
 pub mod arrays;
 pub mod machine;
 pub mod metrics;

@@ -134,6 +134,9 @@ pub enum Machine {
     Site {
         config: Box<Config>,
         node_sets: Vec<NodeSet>,
+        /// The file's server name (`[server] name`), for the job ids of
+        /// an accounting log; `sim` when it gives none.
+        server_name: Option<String>,
     },
 }
 
@@ -153,6 +156,7 @@ impl Machine {
         Ok(Machine::Site {
             config: Box::new(settings.initial),
             node_sets: settings.node_sets,
+            server_name: settings.server_name,
         })
     }
 
@@ -161,12 +165,25 @@ impl Machine {
     pub fn describe(&self) -> String {
         match self {
             Machine::Single { topology, .. } => topology.describe(),
-            Machine::Site { config, node_sets } => format!(
+            Machine::Site {
+                config, node_sets, ..
+            } => format!(
                 "{} node set(s), {} queue(s)",
                 node_sets.len(),
                 config.queues.len()
             ),
         }
+    }
+}
+
+/// The server's name in job ids: the configuration's, else `sim`.
+fn server_name(machine: &Machine) -> String {
+    match machine {
+        Machine::Site {
+            server_name: Some(name),
+            ..
+        } => name.clone(),
+        _ => "sim".into(),
     }
 }
 
@@ -231,7 +248,9 @@ pub fn build_state(
             };
             (config, vec![set])
         }
-        Machine::Site { config, node_sets } => ((**config).clone(), node_sets.clone()),
+        Machine::Site {
+            config, node_sets, ..
+        } => ((**config).clone(), node_sets.clone()),
     };
     config.server.scheduling = true;
     // Finished jobs are of no use to later passes: the replay keeps its own
@@ -242,8 +261,8 @@ pub fn build_state(
         .iter()
         .flat_map(|s| s.nodes.iter().map(|n| n.host.clone()))
         .collect();
-    let mut state =
-        State::new("sim", config, sets).map_err(|e| MachineError::Core(e.to_string()))?;
+    let mut state = State::new(server_name(machine), config, sets)
+        .map_err(|e| MachineError::Core(e.to_string()))?;
     for host in &hosts {
         state.set_host_up(host, true);
     }

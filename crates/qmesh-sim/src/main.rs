@@ -102,6 +102,12 @@ struct Args {
     /// the log's schedule.
     #[arg(long, conflicts_with = "predict")]
     arrays: bool,
+    /// Write the replay as a PBS accounting log in DIR (made if missing,
+    /// no day's file written over): the Q, S and E records qmeshd would
+    /// have written, one file per day of the calendar's zone, for qreport,
+    /// tracejob and --to-swf.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "arrays"])]
+    write_accounting: Option<PathBuf>,
     /// Write one row per job (trace order): job, submit, start, end, nodes,
     /// queue, and with --predict the predicted start.
     #[arg(long, value_name = "FILE.csv")]
@@ -179,6 +185,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         partition: args.partition.clone(),
         cap_walltime: args.cap_walltime,
         arrays: args.arrays,
+        accounting: args.write_accounting.is_some(),
     };
     if let (None, Some(dir)) = (&args.trace, &args.accounting) {
         // What-if: the site's own history replayed on this configuration.
@@ -214,6 +221,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     let secs = began.elapsed().as_secs_f64();
     if let Some(path) = &args.jobs_out {
         write_jobs(path, &result).with_context(|| format!("write {}", path.display()))?;
+    }
+    if let Some(dir) = &args.write_accounting {
+        let files = qmesh_sim::accounting::write_log(dir, &result.accounting, result.zone)
+            .map_err(anyhow::Error::msg)?;
+        if bar {
+            eprintln!(
+                "wrote {} accounting records in {} files under {}",
+                result.accounting.len(),
+                files.len(),
+                dir.display()
+            );
+        }
     }
     let m = measure(&result.records, result.nodes);
     let rate = result.records.len() as f64 / secs.max(1e-9);

@@ -24,6 +24,7 @@ use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
+use crate::accounting::Record;
 use crate::arrays::{self, Formed, Key, Program};
 use crate::machine::{Machine, MachineError, Policy, build_state, next_calendar_change};
 use crate::swf::{SwfJob, Trace};
@@ -55,6 +56,9 @@ pub struct Options {
     /// Submit a user's runs of like jobs as job arrays (see `arrays.rs`).
     /// Spwhen's predictions (`predict`) are then made for lone jobs only.
     pub arrays: bool,
+    /// Keep the accounting records the daemon would have written (`Q`,
+    /// `S`, `E`, by its own formatting) in [`Replay::accounting`].
+    pub accounting: bool,
 }
 
 impl Default for Options {
@@ -70,6 +74,7 @@ impl Default for Options {
             partition: None,
             cap_walltime: false,
             arrays: false,
+            accounting: false,
         }
     }
 }
@@ -133,6 +138,10 @@ pub struct Replay {
     pub passes: u64,
     /// With `--arrays`: the arrays the trace's jobs made.
     pub arrays: Option<Formed>,
+    /// With `accounting`: the records, in time order.
+    pub accounting: Vec<Record>,
+    /// The calendar's zone, where the log's days begin.
+    pub zone: chrono_tz::Tz,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,6 +259,8 @@ pub fn replay_with_progress(
     let mut passes = 0;
     let mut callers: HashMap<(i64, i64), Caller> = HashMap::new();
     let mut finished = 0usize;
+    let mut log: Vec<Record> = Vec::new();
+    let server = state.server_name().to_string();
     // When the calendar next turns after `clock` (the instant last
     // replayed), and when that was worked out.
     let mut wake: Option<(i64, Option<i64>)> = None;
@@ -299,9 +310,16 @@ pub fn replay_with_progress(
                 cput: None,
                 max_rss: None,
             };
+            let run = options
+                .accounting
+                .then(|| state.job(id).map(qmesh_core::joblog::EndedRun::of))
+                .flatten();
             state
-                .finish(id, exit, now)
+                .finish(id, exit.clone(), now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?;
+            if let (Some(run), Some(job)) = (run, state.job(id)) {
+                log.push(Record::ended(job, &server, run, &exit, now));
+            }
             last_progress = now_s;
             finished += 1;
             if finished % PURGE_EVERY == 0 {
@@ -343,6 +361,11 @@ pub fn replay_with_progress(
                 now,
             ) {
                 Ok((id, queue, walltime)) => {
+                    if options.accounting
+                        && let Some(job) = state.job(id)
+                    {
+                        log.push(Record::queued(job, &server, now));
+                    }
                     for m in group {
                         run_of[m.index] = m.run.min(m.walltime.min(walltime) as i64).max(0);
                         records[m.index] = Some(JobRecord {
@@ -386,6 +409,11 @@ pub fn replay_with_progress(
                 .start_placed(start.job, &start.nodes, &start.parts, now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?
                 .id;
+            if options.accounting
+                && let Some(job) = state.job(started)
+            {
+                log.push(Record::started(job, &server, now));
+            }
             last_progress = now_s;
             let index = trace_index(&by_id, &members, started).ok_or_else(|| {
                 ReplayError::Core(format!("it started job {started}, never submitted"))
@@ -442,6 +470,8 @@ pub fn replay_with_progress(
         skipped: skipped.into_iter().map(|(_, s)| s).collect(),
         passes,
         arrays: formed,
+        accounting: log,
+        zone: state.config().calendar.zone().unwrap_or(chrono_tz::Tz::UTC),
     })
 }
 

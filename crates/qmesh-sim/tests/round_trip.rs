@@ -1,15 +1,12 @@
-//! The accounting round trip: a trace replayed, the replay's jobs written
-//! as PBS accounting `E` records with the daemon's own formatting
-//! (`qmesh_core::joblog::accounting_line`, the records of a day in that
-//! day's file), `--to-swf` turning the log back into SWF, and the replay
+//! The accounting round trip: a trace replayed, the replay's accounting
+//! log written (the `Q`, `S` and `E` records of the daemon's own
+//! formatting, `qmesh_core::joblog`, the records of a day in that day's
+//! file), `--to-swf` turning the log back into SWF, and the replay
 //! of that SWF giving the same schedule, job for job.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Utc};
-use qmesh_core::joblog::{RecordType, accounting_line, file_name};
-use qmesh_core::time::format_hms;
+use qmesh_sim::accounting;
 use qmesh_sim::machine::{Alloc, Machine};
 use qmesh_sim::replay::{Options, replay};
 use qmesh_sim::{swf, to_swf};
@@ -50,6 +47,7 @@ fn a_replay_written_as_accounting_and_read_back_replays_the_same() {
             topology: Alloc::Flat.topology(&[]).unwrap(),
             nodes: Some(128),
         },
+        accounting: true,
         ..Options::default()
     };
     let first = swf::read(trace_text().as_bytes(), "synthetic").unwrap();
@@ -60,40 +58,39 @@ fn a_replay_written_as_accounting_and_read_back_replays_the_same() {
         "the trace must make jobs wait, or the schedule proves nothing"
     );
 
-    // The replay's jobs as the daemon would have logged their ends.
-    let unix = first.unix_start().unwrap();
-    let asked: BTreeMap<u64, i64> = first
-        .jobs
-        .iter()
-        .map(|j| (j.number, j.requested_time))
-        .collect();
-    let users: BTreeMap<u64, i64> = first.jobs.iter().map(|j| (j.number, j.user)).collect();
-    let mut days: BTreeMap<String, String> = BTreeMap::new();
-    for r in &once.records {
-        let at = DateTime::<Utc>::from_timestamp(unix + r.end, 0)
-            .unwrap()
-            .naive_utc();
-        let text = format!(
-            "user=u{} group=g jobname=j queue={} ctime={q} qtime={q} etime={q} start={} \
-             exec_host=n/0 Resource_List.nodect={} Resource_List.walltime={} session=1 end={} Exit_status=0",
-            users[&r.number],
-            r.queue,
-            unix + r.start,
-            r.nodes,
-            format_hms(asked[&r.number] as u64),
-            unix + r.end,
-            q = unix + r.submit,
-        );
-        let line = accounting_line(at, RecordType::Ended, &format!("{}.sim", r.number), &text);
-        let file = days.entry(file_name(at.date())).or_default();
-        file.push_str(&line);
-        file.push('\n');
-    }
+    // The replay's own accounting log: what the daemon would have
+    // written, by its formatting, in files by day.
+    assert_eq!(
+        once.accounting.len(),
+        3 * 400,
+        "a Q, an S and an E record for each job"
+    );
     let dir = tempfile::tempdir().unwrap();
-    for (name, text) in &days {
-        std::fs::write(dir.path().join(name), text).unwrap();
+    let files = accounting::write_log(dir.path(), &once.accounting, once.zone).unwrap();
+    assert!(files.len() >= 2, "the log spans days: {files:?}");
+    let first_e = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|f| {
+            std::fs::read_to_string(f.path())
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .find(|l| l.contains(";E;"))
+        .unwrap();
+    for key in [
+        "user=u",
+        "queue=batch",
+        "start=",
+        "exec_host=n",
+        "Resource_List.walltime=",
+        "end=",
+        "Exit_status=0",
+    ] {
+        assert!(first_e.contains(key), "{key} in {first_e}");
     }
-    assert!(days.len() >= 2, "the log spans days: {:?}", days.keys());
 
     let back = to_swf::from_accounting(dir.path(), None, None).unwrap();
     let second = swf::read(back.as_bytes(), "accounting").unwrap();
