@@ -73,7 +73,7 @@ pub struct Daemon {
     pub socket: PathBuf,
     /// Where the commands run; world-writable so other users may submit.
     pub work: PathBuf,
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     child: Option<Child>,
     starts: u32,
     /// ERROR lines a test expects (e.g. after killing the daemon).

@@ -300,12 +300,163 @@ fn qreport_sums_up_the_log_by_queue_and_user() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "size,jobs,node_hours,utilization,mean_wait_min,median_wait_min,expansion,bounded_slowdown"
+        "size,jobs,users,node_hours,share,utilization,mean_wait_min,median_wait_min,mean_run_min,expansion,bounded_slowdown"
     );
     assert_eq!(lines.len(), 4, "two size classes and the total: {csv}");
     let out = d.run("qreport", &["--dir", "/nonexistent/acct"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("give --dir"), "{}", stderr(&out));
+}
+
+/// Two node sets, prime time all week and a named period on no day: the
+/// site's configuration read by the daemon and by qreport.
+const TWO_SETS: &str = r#"
+[agents]
+local = true
+local_host = "localhost"
+
+[server]
+default_queue = "batch"
+
+[calendar]
+time_zone = "UTC"
+prime_time = ["Mon-Sun 00:00-24:00"]
+
+[calendar.periods]
+NEVER_ON = ["Mon 00:00-00:01"]
+
+[[queue]]
+name = "batch"
+default_walltime = "1:00:00"
+
+[[node_set]]
+name = "small"
+nodes = [{ name = "s0", host = "localhost" }, { name = "s1", host = "localhost" }]
+
+[[node_set]]
+name = "large"
+nodes = [{ name = "l0", host = "localhost" }, { name = "l1", host = "localhost" }, { name = "l2", host = "localhost" }, { name = "l3", host = "localhost" }]
+"#;
+
+/// qreport on the site's configuration: node sets (a job in the set it
+/// ran on, the machine's size from the file), calendar periods, the seeds'
+/// tables (SDSC's five, ANL's projects) and the charts.
+#[test]
+fn qreport_reads_node_sets_and_periods_from_the_configuration() {
+    let d = Daemon::start_with(Some(TWO_SETS));
+    d.script("ok.sh", "#!/bin/sh\nsleep 1\nexit 0\n");
+    // Two nodes fill the small set (fewest free that holds it); four the
+    // large one.
+    let a = d.qsub(&["-l", "nodes=2", "-A", "proj1", "ok.sh"]);
+    let b = d.qsub(&["-l", "nodes=4", "-A", "proj2", "ok.sh"]);
+    d.wait_job(&a);
+    d.wait_job(&b);
+    let _ = accounting(&d);
+    let dir = d.state_dir.join("server_priv/accounting");
+    let dir = dir.to_str().unwrap();
+    let config = d.config.clone().unwrap();
+    let config = config.to_str().unwrap();
+    let json = d.ok(
+        "qreport",
+        &[
+            "--dir", dir, "--config", config, "--by", "node_set", "--json",
+        ],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows: Vec<(String, u64)> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap().to_string(),
+                r["jobs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("large".to_string(), 1), ("small".to_string(), 1)],
+        "{json}"
+    );
+    // Each job filled its set for the same time: the same utilization,
+    // and the whole machine's size (6 nodes) comes from the file.
+    let large = doc["rows"][0]["utilization"].as_f64().unwrap();
+    let small = doc["rows"][1]["utilization"].as_f64().unwrap();
+    assert!(large > 0.0 && (large - small).abs() < 0.2, "{json}");
+    assert_eq!(doc["total"]["jobs_by_set"]["small"], 1, "{json}");
+    let periods = d.ok(
+        "qreport",
+        &["--dir", dir, "--config", config, "--by", "period", "--csv"],
+    );
+    let keys: Vec<(&str, &str)> = periods
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split(',');
+            (f.next().unwrap(), f.next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("prime", "2"),
+            ("non_prime", "0"),
+            ("NEVER_ON", "0"),
+            ("total", "2")
+        ],
+        "all week is prime time here: {periods}"
+    );
+    let sdsc = d.ok(
+        "qreport",
+        &["--dir", dir, "--config", config, "--tables", "sdsc"],
+    );
+    for title in [
+        "Table 1 - Overall system performance and node utilization",
+        "Table 2 - Monthly node utilization",
+        "Table 3 - Usage distribution by request size",
+        "Table 4 - Execution time distribution",
+        "Table 5 - Scheduling throughput and Expansion factor",
+        "Total number of jobs on small",
+        "jobs on large",
+    ] {
+        assert!(sdsc.contains(title), "{title} in {sdsc}");
+    }
+    let anl = d.ok("qreport", &["--dir", dir, "--tables", "anl"]);
+    assert!(anl.lines().any(|l| l.starts_with("proj1 ")), "{anl}");
+    assert!(anl.lines().any(|l| l.starts_with("proj2 ")), "{anl}");
+    let prefix = d.work.join("acct");
+    let out = d.run(
+        "qreport",
+        &[
+            "--dir",
+            dir,
+            "--config",
+            config,
+            "--plot",
+            prefix.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for chart in [
+        "acct-utilization.svg",
+        "acct-utilization.png",
+        "acct-wait.svg",
+        "acct-wait.png",
+    ] {
+        let bytes = std::fs::read(d.work.join(chart)).unwrap_or_default();
+        assert!(bytes.len() > 1000, "{chart}: {} bytes", bytes.len());
+    }
+    let out = d.run(
+        "qreport",
+        &["--dir", dir, "--plot", prefix.to_str().unwrap()],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("give the machine's size"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The count of each (type, job) record in the log.

@@ -1,17 +1,23 @@
 //! qreport: how the machine did, from the accounting log, over days:
 //! jobs, node-hours, utilization, waits, expansion factor and bounded
-//! slowdown, by queue, user, group, account, request size or day
-//! (`qmesh_core::report` does the figures). Read on the daemon's host,
-//! from its state directory, as PBS's accounting tools read
-//! `server_priv/accounting`; `--dir` names another (a copy, another PBS
-//! server's log).
+//! slowdown, by queue, user, group, account, request size, run time, node
+//! set, day, month or calendar period (`qmesh_core::report` does the
+//! figures); the seeds' own tables (`--tables sdsc|anl|epcc`); charts
+//! (`--plot`, the simulator's). Read on the daemon's host, from its state
+//! directory, as PBS's accounting tools read `server_priv/accounting`;
+//! `--dir` names another (a copy, another PBS server's log, a replay's).
+
+mod plot;
+mod seeds;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chrono::{Local, NaiveDate, Offset};
-use clap::Parser;
-use qmesh_core::report::{By, Ended, Report, Row, report};
+use chrono::NaiveDate;
+use clap::{Parser, ValueEnum};
+use qmesh_core::calendar::Calendar;
+use qmesh_core::report::{By, Ended, Machine};
 
 use crate::client::{self, CliError};
 
@@ -30,19 +36,44 @@ pub struct Args {
     #[arg(long, value_name = "DATE")]
     pub to: Option<NaiveDate>,
     /// Group by queue, user, group, account, size (nodes, in powers of
-    /// two) or day.
+    /// two), runtime (hours), node_set, day, month or period (prime,
+    /// non-prime, holidays, the calendar's named periods). Days, months
+    /// and periods hold the jobs submitted in them and the node-hours
+    /// used in them.
     #[arg(long, value_name = "WHAT", default_value = "queue", value_parser = By::parse)]
     pub by: By,
-    /// The machine's nodes, for utilization (node-hours used over the
-    /// node-hours there were).
+    /// The site's qmeshd configuration file: its node sets (node_set, the
+    /// machine's size) and calendar (zone, prime time, holidays, named
+    /// periods). Without it days are the machine's local ones and prime
+    /// time is qmeshd's default, Monday to Friday 09:00-17:00.
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// The machine's nodes, for utilization [default: the node sets' of
+    /// --config].
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
+    /// The seeds' tables in their own form: sdsc (SDSC Paragon's Tables
+    /// 1-5), anl (node-hours by project) or epcc (usage by month).
+    #[arg(long, value_enum, value_name = "SEED", conflicts_with = "csv")]
+    pub tables: Option<Seed>,
+    /// Draw PREFIX-utilization.svg/.png (utilization by day) and
+    /// PREFIX-wait.svg/.png (mean and median wait by request size).
+    #[arg(long, value_name = "PREFIX")]
+    pub plot: Option<PathBuf>,
     /// As JSON.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// As CSV, one row per group then the total.
     #[arg(long)]
     pub csv: bool,
+}
+
+/// The seeds whose tables qreport can print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Seed {
+    Sdsc,
+    Anl,
+    Epcc,
 }
 
 pub fn main() -> ExitCode {
@@ -63,9 +94,9 @@ fn default_dir() -> PathBuf {
         .join("accounting")
 }
 
-fn run(args: &Args) -> Result<String, CliError> {
-    let dir = args.dir.clone().unwrap_or_else(default_dir);
-    let entries = std::fs::read_dir(&dir).map_err(|e| {
+/// The jobs that ended in the chosen days' files, and how many files.
+fn read_log(args: &Args, dir: &std::path::Path) -> Result<(Vec<Ended>, usize), CliError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
         CliError::msg(format!(
             "cannot read the accounting directory {}: {e}; give --dir (qmeshd writes STATE/server_priv/accounting)",
             dir.display()
@@ -87,100 +118,76 @@ fn run(args: &Args) -> Result<String, CliError> {
             .map_err(|e| CliError::msg(format!("cannot read {}: {e}", path.display())))?;
         jobs.extend(text.lines().filter_map(Ended::from_line));
     }
-    let zone = Local::now().offset().fix();
-    let r = report(&jobs, args.by, args.nodes, zone);
+    Ok((jobs, days.len()))
+}
+
+/// The machine as the configuration file (or the machine qreport runs
+/// on) says it is.
+fn machine(args: &Args) -> Result<Machine, CliError> {
+    let Some(path) = &args.config else {
+        let zone = iana_time_zone::get_timezone()
+            .ok()
+            .filter(|z| z.parse::<chrono_tz::Tz>().is_ok())
+            .unwrap_or_else(|| "UTC".into());
+        return Ok(Machine {
+            nodes: args.nodes,
+            sets: Vec::new(),
+            calendar: Calendar {
+                time_zone: zone,
+                ..Calendar::default()
+            },
+        });
+    };
+    let settings = qmesh_config::Settings::from_file(path)
+        .map_err(|e| CliError::msg(format!("{e}; give --config a qmeshd configuration file")))?;
+    let sets: Vec<(String, Vec<String>)> = settings
+        .node_sets
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.nodes.iter().map(|n| n.name.clone()).collect(),
+            )
+        })
+        .collect();
+    let all = sets.iter().map(|(_, n)| n.len() as u32).sum::<u32>();
+    Ok(Machine {
+        nodes: args.nodes.or((all > 0).then_some(all)),
+        sets,
+        calendar: settings.initial.calendar.clone(),
+    })
+}
+
+fn run(args: &Args) -> Result<String, CliError> {
+    let dir = args.dir.clone().unwrap_or_else(default_dir);
+    let (jobs, files) = read_log(args, &dir)?;
+    let machine = machine(args)?;
+    let mut out = String::new();
+    if let Some(prefix) = &args.plot {
+        for file in plot::figures(&jobs, &machine, prefix, &dir)? {
+            // The files go to standard error: the report may be piped.
+            eprintln!("qreport: wrote {file}");
+        }
+    }
+    if let Some(seed) = args.tables {
+        let tables = seeds::tables(seed, &jobs, &machine);
+        if args.json {
+            out.push_str(&seeds::json(&tables)?);
+        } else {
+            out.push_str(&seeds::text(&tables, &dir, files));
+        }
+        return Ok(out);
+    }
+    let r = qmesh_core::report::report(&jobs, args.by, &machine);
     if args.json {
         let mut doc = serde_json::to_string_pretty(&r)
             .map_err(|e| CliError::msg(format!("cannot write JSON: {e}")))?;
         doc.push('\n');
-        return Ok(doc);
+        out.push_str(&doc);
+    } else if args.csv {
+        out.push_str(&table::csv(&r));
+    } else {
+        out.push_str(&table::text(&r, &dir, files, &machine));
     }
-    if args.csv {
-        return Ok(csv(&r));
-    }
-    Ok(table(&r, &dir, days.len()))
-}
-
-const HEADERS: [&str; 7] = [
-    "jobs",
-    "node_hours",
-    "utilization",
-    "mean_wait_min",
-    "median_wait_min",
-    "expansion",
-    "bounded_slowdown",
-];
-
-fn cells(row: &Row) -> [String; 7] {
-    [
-        row.jobs.to_string(),
-        format!("{:.1}", row.node_hours),
-        row.utilization
-            .map_or_else(|| "-".to_string(), |u| format!("{:.1}%", u * 100.0)),
-        format!("{:.1}", row.mean_wait / 60.0),
-        format!("{:.1}", row.median_wait / 60.0),
-        format!("{:.2}", row.expansion),
-        format!("{:.2}", row.bounded_slowdown),
-    ]
-}
-
-fn csv(r: &Report) -> String {
-    let by = r.by.map_or("group", |b| match b {
-        By::Queue => "queue",
-        By::User => "user",
-        By::Group => "group",
-        By::Account => "account",
-        By::Size => "size",
-        By::Day => "day",
-    });
-    let mut out = format!("{by},{}\n", HEADERS.join(","));
-    for row in r.rows.iter().chain(std::iter::once(&r.total)) {
-        let mut c = cells(row);
-        c[2] = row
-            .utilization
-            .map_or_else(String::new, |u| format!("{u:.4}"));
-        out.push_str(&format!(
-            "{},{}\n",
-            row.key.trim().replace(',', " "),
-            c.join(",")
-        ));
-    }
-    out
-}
-
-fn table(r: &Report, dir: &std::path::Path, files: usize) -> String {
-    let mut out = String::new();
-    let period = match (r.from, r.to) {
-        (Some(f), Some(t)) => format!(
-            "{} to {}",
-            f.with_timezone(&Local).format("%Y-%m-%d %H:%M"),
-            t.with_timezone(&Local).format("%Y-%m-%d %H:%M")
-        ),
-        _ => "no job ended in these days".to_string(),
-    };
-    let days = if files == 1 { "day" } else { "days" };
-    out.push_str(&format!(
-        "{} jobs, {period} ({files} {days} of {})\n\n",
-        r.total.jobs,
-        dir.display()
-    ));
-    let width = r
-        .rows
-        .iter()
-        .map(|row| row.key.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    out.push_str(&format!(
-        "{:<width$} {:>7} {:>11} {:>8} {:>10} {:>10} {:>9} {:>8}\n",
-        "", "JOBS", "NODE-HOURS", "UTIL", "MEAN WAIT", "MED WAIT", "EXPANSION", "BSLD"
-    ));
-    for row in r.rows.iter().chain(std::iter::once(&r.total)) {
-        let c = cells(row);
-        out.push_str(&format!(
-            "{:<width$} {:>7} {:>11} {:>8} {:>8}{} {:>8}{} {:>9} {:>8}\n",
-            row.key, c[0], c[1], c[2], c[3], "m", c[4], "m", c[5], c[6]
-        ));
-    }
-    out
+    Ok(out)
 }

@@ -35,7 +35,7 @@
 
 mod change;
 mod holiday;
-mod local;
+pub(crate) mod local;
 mod pbs;
 mod period;
 mod span;

@@ -1,16 +1,33 @@
 //! qreport's figures from the accounting log, pure: the jobs that ended
 //! (their `E` records) grouped by queue, user, group, account, request
-//! size or day, with the measures the seeds report by: jobs, node-hours,
-//! utilization (given the machine's size), mean and median wait, mean
-//! expansion factor ((wait + run) / run, SDSC's Table 5) and mean bounded
+//! size, run time, node set, day, month or calendar period, with the
+//! measures the seeds report by: jobs, users, node-hours and their share,
+//! utilization (given the machine), mean and median wait, mean run,
+//! expansion factor ((wait + run) / run, SDSC's Table 5) and bounded
 //! slowdown.
+//!
+//! Who belongs to a group: a job's queue, owner, size or run time; for a
+//! node set, every job that ran on it; for a day, month or period, the
+//! jobs submitted in it (their waits are what that time of day gave).
+//! Node-hours are shared out by where they fell: a job on two node sets
+//! counts its nodes on each, a run crossing midnight or the end of prime
+//! time counts on both sides. Utilization is a group's node-hours over
+//! the node-hours there were: the machine's (or the set's) nodes times the
+//! time measured, from the first submission to the last end, or the part
+//! of it that was that day or period.
 
-use std::collections::BTreeMap;
+mod stretches;
 
-use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
 use serde::Serialize;
 
+use crate::calendar::Calendar;
 use crate::joblog::{LineKind, RecordType, parse_accounting_line, record_keys};
+pub use stretches::HOLIDAY;
+use stretches::{Stretch, calendar_buckets, holding, overlaps, period_stretches};
 
 /// Bounded slowdown's floor on the run time, seconds.
 pub const BSLD_TAU: f64 = 10.0;
@@ -24,6 +41,9 @@ pub struct Ended {
     pub account: String,
     pub queue: String,
     pub nodes: u32,
+    /// The nodes of `exec_host`, one entry per node (empty when the
+    /// record does not say).
+    pub exec_nodes: Vec<String>,
     pub qtime: i64,
     pub start: i64,
     pub end: i64,
@@ -41,19 +61,27 @@ impl Ended {
         let text = |k: &str| keys.get(k).cloned().unwrap_or_default();
         let number = |k: &str| keys.get(k).and_then(|v| v.parse::<i64>().ok());
         let start = number("start").filter(|s| *s > 0)?;
-        let nodes = number("Resource_List.nodect")
-            .or_else(|| {
-                keys.get("exec_host")
-                    .map(|h| h.split('+').filter(|p| !p.is_empty()).count() as i64)
+        // PBS's exec_host: host/slot[*cpus]+host/slot...
+        let exec_nodes: Vec<String> = keys
+            .get("exec_host")
+            .map(|h| {
+                h.split('+')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| p.split('/').next().unwrap_or(p).to_string())
+                    .collect()
             })
-            .unwrap_or(1);
+            .unwrap_or_default();
+        let nodes = number("Resource_List.nodect")
+            .unwrap_or(exec_nodes.len() as i64)
+            .max(1);
         Some(Ended {
             id: record.id,
             user: text("user"),
             group: text("group"),
             account: text("account"),
             queue: text("queue"),
-            nodes: u32::try_from(nodes.max(1)).unwrap_or(u32::MAX),
+            nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
+            exec_nodes,
             qtime: number("qtime").unwrap_or(start),
             start,
             end: number("end").unwrap_or(start).max(start),
@@ -67,11 +95,33 @@ impl Ended {
     pub fn run(&self) -> i64 {
         self.end - self.start
     }
+
+    fn node_seconds(&self) -> f64 {
+        f64::from(self.nodes) * self.run() as f64
+    }
+}
+
+/// What the report knows of the machine: its size, its node sets (for
+/// `--by node_set` and the jobs of each set), its calendar (the zone days
+/// begin in, prime time, holidays, named periods).
+#[derive(Clone, Debug, Default)]
+pub struct Machine {
+    /// Nodes in all; `None` when not known (no utilization then).
+    pub nodes: Option<u32>,
+    /// Each node set's name and nodes.
+    pub sets: Vec<(String, Vec<String>)>,
+    pub calendar: Calendar,
+}
+
+impl Machine {
+    fn zone(&self) -> Tz {
+        self.calendar.zone().unwrap_or(Tz::UTC)
+    }
 }
 
 /// What the jobs are grouped by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum By {
     Queue,
     User,
@@ -79,28 +129,56 @@ pub enum By {
     Account,
     /// Nodes asked, in power-of-two classes (1, 2, 3-4, 5-8, ...).
     Size,
-    /// The day the job ended, in the time zone the report is given.
+    /// Run time in whole hours, rounded up (SDSC's Table 4).
+    Runtime,
+    /// The node sets the jobs ran on.
+    NodeSet,
+    /// The local day (in the calendar's zone) of submission.
     Day,
+    Month,
+    /// The calendar's periods: prime, non-prime, holidays, named ones.
+    Period,
 }
 
 impl By {
+    pub const NAMES: &str =
+        "queue, user, group, account, size, runtime, node_set, day, month or period";
+
     pub fn parse(text: &str) -> Result<By, String> {
         Ok(match text {
             "queue" => By::Queue,
             "user" => By::User,
             "group" => By::Group,
-            "account" => By::Account,
+            "account" | "project" => By::Account,
             "size" => By::Size,
+            "runtime" => By::Runtime,
+            "node_set" | "nodeset" | "set" => By::NodeSet,
             "day" => By::Day,
+            "month" => By::Month,
+            "period" => By::Period,
             other => {
-                return Err(format!(
-                    "cannot group by \"{other}\"; give queue, user, group, account, size or day"
-                ));
+                return Err(format!("cannot group by \"{other}\"; give {}", By::NAMES));
             }
         })
     }
 
-    fn key(self, job: &Ended, zone: FixedOffset) -> String {
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Queue => "queue",
+            By::User => "user",
+            By::Group => "group",
+            By::Account => "account",
+            By::Size => "size",
+            By::Runtime => "runtime",
+            By::NodeSet => "node_set",
+            By::Day => "day",
+            By::Month => "month",
+            By::Period => "period",
+        }
+    }
+
+    /// The key of a group that is one value of the job's.
+    fn key(self, job: &Ended) -> String {
         let or_none = |s: &str| {
             if s.is_empty() {
                 "(none)".to_string()
@@ -113,20 +191,20 @@ impl By {
             By::User => or_none(&job.user),
             By::Group => or_none(&job.group),
             By::Account => or_none(&job.account),
-            By::Size => {
-                let top = job.nodes.next_power_of_two();
-                let low = top / 2 + 1;
-                if top <= 2 {
-                    format!("{:>5}", job.nodes)
-                } else {
-                    format!("{low:>5}-{top}")
-                }
-            }
-            By::Day => zone
-                .timestamp_opt(job.end, 0)
-                .single()
-                .map_or_else(|| "(bad time)".into(), |t| t.format("%Y-%m-%d").to_string()),
+            By::Size => size_class(job.nodes),
+            By::Runtime => format!("{:>4}", (job.run().max(1) as u64).div_ceil(3600)),
+            By::NodeSet | By::Day | By::Month | By::Period => String::new(),
         }
+    }
+}
+
+/// `    1`, `    2`, `  3-4`, `  5-8`: keys that sort in size order.
+fn size_class(nodes: u32) -> String {
+    let top = nodes.next_power_of_two();
+    if top <= 2 {
+        format!("{nodes:>5}")
+    } else {
+        format!("{:>5}-{top}", top / 2 + 1)
     }
 }
 
@@ -135,80 +213,249 @@ impl By {
 pub struct Row {
     pub key: String,
     pub jobs: usize,
+    /// Distinct users among the jobs.
+    pub users: usize,
     pub node_hours: f64,
-    /// Share of the machine's node-hours over the period; `None` when its
-    /// size was not given.
+    /// This group's node-hours over all the jobs' node-hours.
+    pub share: f64,
+    /// Node-hours over the node-hours there were; `None` when the
+    /// machine's size is not known.
     pub utilization: Option<f64>,
     pub mean_wait: f64,
     pub median_wait: f64,
+    pub mean_run: f64,
     pub expansion: f64,
     pub bounded_slowdown: f64,
+    /// The group's jobs by the node set most of their nodes were in
+    /// (given the node sets).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub jobs_by_set: BTreeMap<String, usize>,
 }
 
 /// The report: a row per group in key order, then the total.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
     pub by: Option<By>,
-    /// The period measured: from the first submission to the last end.
+    /// The time measured: from the first submission to the last end.
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
+    /// Jobs running on average over that time.
+    pub mean_running: f64,
     pub rows: Vec<Row>,
     pub total: Row,
 }
 
-/// Groups `jobs` by `by`; `nodes` is the machine's size, for
-/// utilization; days are in `zone`.
-pub fn report(jobs: &[Ended], by: By, nodes: Option<u32>, zone: FixedOffset) -> Report {
+/// One group being gathered: its jobs, node-seconds and the node-seconds
+/// there were.
+struct Group<'a> {
+    key: String,
+    members: Vec<&'a Ended>,
+    node_seconds: f64,
+    capacity: Option<f64>,
+}
+
+impl<'a> Group<'a> {
+    fn new(key: String) -> Group<'a> {
+        Group {
+            key,
+            members: Vec::new(),
+            node_seconds: 0.0,
+            capacity: None,
+        }
+    }
+}
+
+/// Groups `jobs` by `by` on `machine`.
+pub fn report(jobs: &[Ended], by: By, machine: &Machine) -> Report {
     let first = jobs.iter().map(|j| j.qtime).min();
     let last = jobs.iter().map(|j| j.end).max();
-    let span = match (first, last) {
-        (Some(f), Some(l)) => (l - f).max(1) as f64,
-        _ => 1.0,
+    let (from, to) = (
+        first.unwrap_or(0),
+        last.unwrap_or(0).max(first.unwrap_or(0)),
+    );
+    let span = (to - from).max(1) as f64;
+    let set_of = set_of(machine);
+    let nodes = machine.nodes.map(f64::from);
+    let groups = match by {
+        By::NodeSet => by_node_set(jobs, machine, &set_of, span),
+        By::Day | By::Month => {
+            let (keys, stretches) = calendar_buckets(machine.zone(), from, to, by == By::Month);
+            over_time(jobs, keys, &[stretches], nodes)
+        }
+        By::Period => {
+            let mut names = vec![
+                crate::calendar::PRIME.to_string(),
+                crate::calendar::NON_PRIME.to_string(),
+            ];
+            if !machine.calendar.holidays.is_empty() {
+                names.push(HOLIDAY.to_string());
+            }
+            names.extend(machine.calendar.periods.keys().cloned());
+            let stretches: Vec<Vec<Stretch>> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| period_stretches(&machine.calendar, name, from, to, i))
+                .collect();
+            over_time(jobs, names, &stretches, nodes)
+        }
+        _ => {
+            let mut keyed: BTreeMap<String, Group> = BTreeMap::new();
+            for job in jobs {
+                let key = by.key(job);
+                let g = keyed.entry(key.clone()).or_insert_with(|| Group::new(key));
+                g.members.push(job);
+                g.node_seconds += job.node_seconds();
+            }
+            keyed
+                .into_values()
+                .map(|mut g| {
+                    g.capacity = nodes.map(|n| n * span);
+                    g
+                })
+                .collect()
+        }
     };
-    let mut groups: BTreeMap<String, Vec<&Ended>> = BTreeMap::new();
-    for job in jobs {
-        groups.entry(by.key(job, zone)).or_default().push(job);
-    }
-    let rows = groups
-        .into_iter()
-        .map(|(key, members)| row(key, &members, nodes, span))
-        .collect();
-    let all: Vec<&Ended> = jobs.iter().collect();
+    let all_seconds: f64 = jobs.iter().map(Ended::node_seconds).sum();
+    let total = Group {
+        key: "total".into(),
+        members: jobs.iter().collect(),
+        node_seconds: all_seconds,
+        capacity: nodes.map(|n| n * span),
+    };
+    let running: f64 = jobs.iter().map(|j| j.run() as f64).sum();
     Report {
         by: Some(by),
         from: first.and_then(|t| Utc.timestamp_opt(t, 0).single()),
         to: last.and_then(|t| Utc.timestamp_opt(t, 0).single()),
-        rows,
-        total: row("total".into(), &all, nodes, span),
+        mean_running: if jobs.is_empty() { 0.0 } else { running / span },
+        rows: groups
+            .into_iter()
+            .map(|g| row(g, all_seconds, &set_of))
+            .collect(),
+        total: row(total, all_seconds, &set_of),
     }
 }
 
-fn row(key: String, jobs: &[&Ended], nodes: Option<u32>, span: f64) -> Row {
+/// Each node's set.
+fn set_of(machine: &Machine) -> HashMap<&str, &str> {
+    machine
+        .sets
+        .iter()
+        .flat_map(|(set, nodes)| nodes.iter().map(move |n| (n.as_str(), set.as_str())))
+        .collect()
+}
+
+/// Node sets as groups: each job in every set it ran on, with its nodes
+/// there; nodes of no set under `(other)`, jobs that name none under
+/// `(unknown)`.
+fn by_node_set<'a>(
+    jobs: &'a [Ended],
+    machine: &Machine,
+    set_of: &HashMap<&str, &str>,
+    span: f64,
+) -> Vec<Group<'a>> {
+    let mut groups: BTreeMap<String, Group> = machine
+        .sets
+        .iter()
+        .map(|(name, nodes)| {
+            let mut g = Group::new(name.clone());
+            g.capacity = Some(nodes.len() as f64 * span);
+            (name.clone(), g)
+        })
+        .collect();
+    for job in jobs {
+        let mut on: BTreeMap<&str, u32> = BTreeMap::new();
+        for node in &job.exec_nodes {
+            *on.entry(set_of.get(node.as_str()).copied().unwrap_or("(other)"))
+                .or_default() += 1;
+        }
+        if on.is_empty() {
+            on.insert("(unknown)", job.nodes);
+        }
+        for (set, count) in on {
+            let g = groups
+                .entry(set.to_string())
+                .or_insert_with(|| Group::new(set.to_string()));
+            g.members.push(job);
+            g.node_seconds += f64::from(count) * job.run() as f64;
+        }
+    }
+    groups.into_values().collect()
+}
+
+/// Groups over time: `stretches[k]` (sorted, disjoint) are where groups
+/// are; a job joins the group its submission falls in and shares its
+/// node-seconds out by overlap.
+fn over_time<'a>(
+    jobs: &'a [Ended],
+    keys: Vec<String>,
+    stretches: &[Vec<Stretch>],
+    nodes: Option<f64>,
+) -> Vec<Group<'a>> {
+    let mut groups: Vec<Group> = keys
+        .into_iter()
+        .map(|key| Group {
+            capacity: nodes.map(|_| 0.0),
+            ..Group::new(key)
+        })
+        .collect();
+    for list in stretches {
+        for s in list {
+            if let (Some(g), Some(n)) = (groups.get_mut(s.group), nodes) {
+                g.capacity = Some(g.capacity.unwrap_or(0.0) + n * (s.end - s.start) as f64);
+            }
+        }
+        for job in jobs {
+            if let Some(g) = holding(list, job.qtime).and_then(|i| groups.get_mut(i)) {
+                g.members.push(job);
+            }
+            overlaps(list, job.start, job.end, |i, secs| {
+                if let Some(g) = groups.get_mut(i) {
+                    g.node_seconds += f64::from(job.nodes) * secs as f64;
+                }
+            });
+        }
+    }
+    groups
+}
+
+fn row(g: Group, all_seconds: f64, set_of: &HashMap<&str, &str>) -> Row {
+    let jobs = &g.members;
+    let mut out = Row {
+        key: g.key,
+        node_hours: g.node_seconds / 3600.0,
+        share: if all_seconds > 0.0 {
+            g.node_seconds / all_seconds
+        } else {
+            0.0
+        },
+        utilization: g
+            .capacity
+            .map(|c| if c > 0.0 { g.node_seconds / c } else { 0.0 }),
+        ..Row::default()
+    };
     if jobs.is_empty() {
-        return Row {
-            key,
-            ..Row::default()
-        };
+        return out;
     }
     let n = jobs.len() as f64;
-    let node_seconds: f64 = jobs
-        .iter()
-        .map(|j| f64::from(j.nodes) * j.run() as f64)
-        .sum();
     let mut waits: Vec<i64> = jobs.iter().map(|j| j.wait()).collect();
     waits.sort_unstable();
     let mid = waits.len() / 2;
-    let median_wait = if waits.len() % 2 == 1 {
+    out.median_wait = if waits.len() % 2 == 1 {
         waits[mid] as f64
     } else {
         (waits[mid - 1] + waits[mid]) as f64 / 2.0
     };
-    let expansion = jobs
+    out.jobs = jobs.len();
+    out.users = jobs.iter().map(|j| &j.user).collect::<BTreeSet<_>>().len();
+    out.mean_wait = waits.iter().sum::<i64>() as f64 / n;
+    out.mean_run = jobs.iter().map(|j| j.run() as f64).sum::<f64>() / n;
+    out.expansion = jobs
         .iter()
         .map(|j| (j.wait() + j.run().max(1)) as f64 / j.run().max(1) as f64)
         .sum::<f64>()
         / n;
-    let bounded_slowdown = jobs
+    out.bounded_slowdown = jobs
         .iter()
         .map(|j| {
             let run = j.run() as f64;
@@ -216,80 +463,28 @@ fn row(key: String, jobs: &[&Ended], nodes: Option<u32>, span: f64) -> Row {
         })
         .sum::<f64>()
         / n;
-    Row {
-        key,
-        jobs: jobs.len(),
-        node_hours: node_seconds / 3600.0,
-        utilization: nodes.map(|m| node_seconds / (f64::from(m.max(1)) * span)),
-        mean_wait: waits.iter().sum::<i64>() as f64 / n,
-        median_wait,
-        expansion,
-        bounded_slowdown,
+    if !set_of.is_empty() {
+        for job in jobs {
+            *out.jobs_by_set.entry(main_set(job, set_of)).or_default() += 1;
+        }
     }
+    out
+}
+
+/// The node set most of a job's nodes were in (the first such by name).
+fn main_set(job: &Ended, set_of: &HashMap<&str, &str>) -> String {
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in &job.exec_nodes {
+        *count
+            .entry(set_of.get(node.as_str()).copied().unwrap_or("(other)"))
+            .or_default() += 1;
+    }
+    let most = count.values().copied().max().unwrap_or(0);
+    count
+        .into_iter()
+        .find(|(_, c)| *c == most)
+        .map_or_else(|| "(unknown)".to_string(), |(s, _)| s.to_string())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(
-        id: &str,
-        user: &str,
-        queue: &str,
-        nodes: u32,
-        qtime: i64,
-        start: i64,
-        end: i64,
-    ) -> String {
-        format!(
-            "11/24/2026 10:00:00;E;{id};user={user} group=g queue={queue} qtime={qtime} start={start} \
-             exec_host=n1/0 Resource_List.nodect={nodes} end={end} Exit_status=0"
-        )
-    }
-
-    #[test]
-    fn jobs_are_grouped_with_the_seeds_measures() {
-        let jobs: Vec<Ended> = [
-            line("1.s", "alice", "batch", 2, 1000, 1000, 4600),
-            line("2.s", "bob", "batch", 1, 1000, 2800, 6400),
-            line("3.s", "alice", "long", 4, 1000, 1000, 2800),
-            "11/24/2026 10:00:00;Q;4.s;user=carol queue=batch".to_string(),
-            "11/24/2026 10:00:00;E;5.s;user=dave queue=batch qtime=0 start=0 end=0".to_string(),
-        ]
-        .iter()
-        .filter_map(|l| Ended::from_line(l))
-        .collect();
-        assert_eq!(
-            jobs.len(),
-            3,
-            "a Q record and a job that never started are not jobs that ran"
-        );
-        let utc = FixedOffset::east_opt(0).unwrap();
-        let r = report(&jobs, By::Queue, Some(4), utc);
-        assert_eq!(r.rows.len(), 2);
-        let batch = &r.rows[0];
-        assert_eq!((batch.key.as_str(), batch.jobs), ("batch", 2));
-        assert_eq!(batch.node_hours, 3.0);
-        assert_eq!(batch.mean_wait, 900.0);
-        assert_eq!(batch.median_wait, 900.0);
-        assert_eq!(batch.expansion, (1.0 + 1.5) / 2.0);
-        assert_eq!(r.total.jobs, 3);
-        assert_eq!(r.total.node_hours, 5.0);
-        // 5 node-hours over 4 nodes for 1.5 hours.
-        assert!((r.total.utilization.unwrap() - 5.0 / 6.0).abs() < 1e-9);
-        let by_user = report(&jobs, By::User, None, utc);
-        let keys: Vec<&str> = by_user.rows.iter().map(|r| r.key.as_str()).collect();
-        assert_eq!(keys, ["alice", "bob"]);
-        assert_eq!(by_user.total.utilization, None);
-        let by_size = report(&jobs, By::Size, None, utc);
-        let keys: Vec<&str> = by_size.rows.iter().map(|r| r.key.trim()).collect();
-        assert_eq!(keys, ["1", "2", "3-4"]);
-        let by_day = report(&jobs, By::Day, None, utc);
-        assert_eq!(by_day.rows[0].key, "1970-01-01");
-        assert!(
-            By::parse("colour")
-                .unwrap_err()
-                .contains("queue, user, group")
-        );
-    }
-}
+mod tests;

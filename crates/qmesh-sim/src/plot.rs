@@ -1,6 +1,8 @@
-//! The sweep's figures, as the torus seed draws them: mean bounded slowdown
-//! against utilization (log scale), and utilization against offered load,
-//! one line per policy/allocator pair; each as SVG and PNG.
+//! Charts as SVG and PNG, with an embedded font. The sweep's figures, as
+//! the torus seed draws them: mean bounded slowdown against utilization
+//! (log scale), and utilization against offered load, one line per
+//! policy/allocator pair; and qreport's (utilization over time, wait by
+//! request size) through [`chart`].
 
 use std::path::Path;
 use std::sync::Once;
@@ -41,7 +43,6 @@ fn lines(points: &[Point], xy: impl Fn(&Point) -> (f64, f64)) -> Vec<(String, Ve
 /// Writes `PREFIX-slowdown.{svg,png}` and `PREFIX-utilization.{svg,png}`;
 /// returns the files written.
 pub fn figures(points: &[Point], prefix: &Path, title: &str) -> Result<Vec<String>, String> {
-    register_font()?;
     let slowdown = lines(points, |p| {
         (
             p.metrics.utilization,
@@ -50,45 +51,70 @@ pub fn figures(points: &[Point], prefix: &Path, title: &str) -> Result<Vec<Strin
     });
     let utilization = lines(points, |p| (p.metrics.offered_load, p.metrics.utilization));
     let mut written = Vec::new();
-    for (name, series, x_desc, y_desc, log) in [
+    for (name, series, x_desc, y_desc, y) in [
         (
             "slowdown",
             &slowdown,
             "utilization",
             "mean bounded slowdown",
-            true,
+            YAxis::Log,
         ),
         (
             "utilization",
             &utilization,
             "offered load",
             "utilization",
-            false,
+            YAxis::Fraction,
         ),
     ] {
         let base = format!("{}-{name}", prefix.display());
-        let svg = format!("{base}.svg");
-        draw(
-            &SVGBackend::new(&svg, (900, 600)).into_drawing_area(),
-            series,
-            title,
-            x_desc,
-            y_desc,
-            log,
-        )?;
-        written.push(svg);
-        let png = format!("{base}.png");
-        draw(
-            &BitMapBackend::new(&png, (900, 600)).into_drawing_area(),
-            series,
-            title,
-            x_desc,
-            y_desc,
-            log,
-        )?;
-        written.push(png);
+        written.extend(chart(&base, series, title, x_desc, y_desc, y)?);
     }
     Ok(written)
+}
+
+/// How a chart's y axis runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YAxis {
+    /// From 1, logarithmic (slowdowns).
+    Log,
+    /// From 0 to 1 (utilization).
+    Fraction,
+    /// From 0 to the largest value.
+    Linear,
+}
+
+/// One chart of labelled lines with their points, as `BASE.svg` and
+/// `BASE.png`; returns the files written. The sweep's figures and
+/// qreport's are drawn by it.
+pub fn chart(
+    base: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    y: YAxis,
+) -> Result<Vec<String>, String> {
+    register_font()?;
+    let svg = format!("{base}.svg");
+    draw(
+        &SVGBackend::new(&svg, (900, 600)).into_drawing_area(),
+        series,
+        title,
+        x_desc,
+        y_desc,
+        y,
+    )?;
+    let png = format!("{base}.png");
+    draw(
+        &BitMapBackend::new(&png, (900, 600)).into_drawing_area(),
+        series,
+        title,
+        x_desc,
+        y_desc,
+        y,
+    )?;
+    Ok(vec![svg, png])
 }
 
 fn draw<B: DrawingBackend>(
@@ -97,7 +123,7 @@ fn draw<B: DrawingBackend>(
     title: &str,
     x_desc: &str,
     y_desc: &str,
-    log: bool,
+    y: YAxis,
 ) -> Result<(), String> {
     let fail = |e: &dyn std::fmt::Display| format!("drawing the {y_desc} figure: {e}");
     root.fill(&WHITE).map_err(|e| fail(&e))?;
@@ -146,18 +172,22 @@ fn draw<B: DrawingBackend>(
                 .map_err(|e| fail(&e))?;
         }};
     }
-    if log {
-        plot!(
+    match y {
+        YAxis::Log => plot!(
             builder
                 .build_cartesian_2d(0f64..x_max.min(1.05), (1f64..y_max * 2.0).log_scale())
                 .map_err(|e| fail(&e))?
-        );
-    } else {
-        plot!(
+        ),
+        YAxis::Fraction => plot!(
             builder
                 .build_cartesian_2d(0f64..x_max, 0f64..y_max.min(1.0) * 1.05)
                 .map_err(|e| fail(&e))?
-        );
+        ),
+        YAxis::Linear => plot!(
+            builder
+                .build_cartesian_2d(0f64..x_max, 0f64..y_max * 1.05)
+                .map_err(|e| fail(&e))?
+        ),
     }
     root.present().map_err(|e| fail(&e))?;
     Ok(())
