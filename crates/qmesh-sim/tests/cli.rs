@@ -312,3 +312,58 @@ fn arrays_land_in_their_trace_queue_on_a_site() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["arrays"]["largest"], 3);
 }
+
+/// `--write-accounting DIR`: the replay as qmeshd's accounting log, a Q,
+/// an S and an E record per job with the schedule's times; a directory
+/// that already holds a day's file is refused, the file left as it was.
+#[test]
+fn write_accounting_leaves_the_log_the_daemon_would_have_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, format!("; UnixStartTime: 1795478400\n{TRACE}")).unwrap();
+    let acct = dir.path().join("acct");
+    let run = || {
+        sim()
+            .args(["--trace", trace.to_str().unwrap(), "--policy", "easy"])
+            .args(["--write-accounting", acct.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let day = acct.join("20261124");
+    let log = std::fs::read_to_string(&day).unwrap();
+    let kinds: Vec<&str> = log.lines().map(|l| l.split(';').nth(1).unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["Q", "S", "Q", "Q", "S", "E", "E", "S", "E"],
+        "{log}"
+    );
+    // J2 waited for J1's end at 100 s and ran 50 s, on all four nodes.
+    let j2 = log
+        .lines()
+        .find(|l| l.contains(";E;2.sim;"))
+        .unwrap_or_else(|| panic!("{log}"));
+    for key in [
+        "qtime=1795478401",
+        "start=1795478500",
+        "end=1795478550",
+        "Resource_List.nodect=4",
+        "Exit_status=0",
+        "resources_used.walltime=00:00:50",
+    ] {
+        assert!(j2.contains(key), "{key} in {j2}");
+    }
+    let again = run();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("is not written over"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&day).unwrap(), log);
+}
