@@ -14,10 +14,10 @@ mod table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chrono::NaiveDate;
+use chrono::{NaiveDate, TimeZone};
 use clap::{Parser, ValueEnum};
 use qmesh_core::calendar::Calendar;
-use qmesh_core::report::{By, Ended, Machine};
+use qmesh_core::report::{By, Context, Ended};
 
 use crate::client::{self, CliError};
 
@@ -121,21 +121,47 @@ fn read_log(args: &Args, dir: &std::path::Path) -> Result<(Vec<Ended>, usize), C
     Ok((jobs, days.len()))
 }
 
+/// The time measured when days are asked for: from the first day's local
+/// midnight to the one after the last day (else the log's first
+/// submission or last end).
+fn window(args: &Args, jobs: &[Ended], context: &Context) -> Option<(i64, i64)> {
+    if args.from.is_none() && args.to.is_none() {
+        return None;
+    }
+    let zone = context.calendar.zone().unwrap_or(chrono_tz::Tz::UTC);
+    let midnight = |day: NaiveDate| {
+        zone.from_local_datetime(&day.and_time(chrono::NaiveTime::MIN))
+            .earliest()
+            .map(|t| t.timestamp())
+    };
+    let from = args
+        .from
+        .and_then(midnight)
+        .or_else(|| jobs.iter().map(|j| j.qtime).min())?;
+    let to = args
+        .to
+        .and_then(|d| d.succ_opt())
+        .and_then(midnight)
+        .or_else(|| jobs.iter().map(|j| j.end).max())?;
+    Some((from, to.max(from)))
+}
+
 /// The machine as the configuration file (or the machine qreport runs
 /// on) says it is.
-fn machine(args: &Args) -> Result<Machine, CliError> {
+fn context(args: &Args) -> Result<Context, CliError> {
     let Some(path) = &args.config else {
         let zone = iana_time_zone::get_timezone()
             .ok()
             .filter(|z| z.parse::<chrono_tz::Tz>().is_ok())
             .unwrap_or_else(|| "UTC".into());
-        return Ok(Machine {
+        return Ok(Context {
             nodes: args.nodes,
             sets: Vec::new(),
             calendar: Calendar {
                 time_zone: zone,
                 ..Calendar::default()
             },
+            window: None,
         });
     };
     let settings = qmesh_config::Settings::from_file(path)
@@ -151,17 +177,19 @@ fn machine(args: &Args) -> Result<Machine, CliError> {
         })
         .collect();
     let all = sets.iter().map(|(_, n)| n.len() as u32).sum::<u32>();
-    Ok(Machine {
+    Ok(Context {
         nodes: args.nodes.or((all > 0).then_some(all)),
         sets,
         calendar: settings.initial.calendar.clone(),
+        window: None,
     })
 }
 
 fn run(args: &Args) -> Result<String, CliError> {
     let dir = args.dir.clone().unwrap_or_else(default_dir);
     let (jobs, files) = read_log(args, &dir)?;
-    let machine = machine(args)?;
+    let mut machine = context(args)?;
+    machine.window = window(args, &jobs, &machine);
     let mut out = String::new();
     if let Some(prefix) = &args.plot {
         for file in plot::figures(&jobs, &machine, prefix, &dir)? {

@@ -95,25 +95,26 @@ impl Ended {
     pub fn run(&self) -> i64 {
         self.end - self.start
     }
-
-    fn node_seconds(&self) -> f64 {
-        f64::from(self.nodes) * self.run() as f64
-    }
 }
 
-/// What the report knows of the machine: its size, its node sets (for
-/// `--by node_set` and the jobs of each set), its calendar (the zone days
-/// begin in, prime time, holidays, named periods).
+/// What the report knows beyond the log: the machine's size, its node
+/// sets (for `--by node_set` and the jobs of each set), its calendar (the
+/// zone days begin in, prime time, holidays, named periods), and the time
+/// measured.
 #[derive(Clone, Debug, Default)]
-pub struct Machine {
+pub struct Context {
     /// Nodes in all; `None` when not known (no utilization then).
     pub nodes: Option<u32>,
     /// Each node set's name and nodes.
     pub sets: Vec<(String, Vec<String>)>,
     pub calendar: Calendar,
+    /// The time measured, `[from, to)` in Unix seconds: the days asked
+    /// for. Node-hours outside it are not counted. `None`: from the first
+    /// submission to the last end.
+    pub window: Option<(i64, i64)>,
 }
 
-impl Machine {
+impl Context {
     fn zone(&self) -> Tz {
         self.calendar.zone().unwrap_or(Tz::UTC)
     }
@@ -265,19 +266,26 @@ impl<'a> Group<'a> {
     }
 }
 
-/// Groups `jobs` by `by` on `machine`.
-pub fn report(jobs: &[Ended], by: By, machine: &Machine) -> Report {
-    let first = jobs.iter().map(|j| j.qtime).min();
-    let last = jobs.iter().map(|j| j.end).max();
+/// Groups `jobs` by `by` in `machine`'s context.
+pub fn report(jobs: &[Ended], by: By, machine: &Context) -> Report {
+    let (first, last) = match machine.window {
+        Some((from, to)) if !jobs.is_empty() => (Some(from), Some(to)),
+        _ => (
+            jobs.iter().map(|j| j.qtime).min(),
+            jobs.iter().map(|j| j.end).max(),
+        ),
+    };
     let (from, to) = (
         first.unwrap_or(0),
         last.unwrap_or(0).max(first.unwrap_or(0)),
     );
     let span = (to - from).max(1) as f64;
+    // A job's run within the time measured.
+    let within = |job: &Ended| (job.end.min(to) - job.start.max(from)).max(0) as f64;
     let set_of = set_of(machine);
     let nodes = machine.nodes.map(f64::from);
     let groups = match by {
-        By::NodeSet => by_node_set(jobs, machine, &set_of, span),
+        By::NodeSet => by_node_set(jobs, machine, &set_of, span, &within),
         By::Day | By::Month => {
             let (keys, stretches) = calendar_buckets(machine.zone(), from, to, by == By::Month);
             over_time(jobs, keys, &[stretches], nodes)
@@ -304,7 +312,7 @@ pub fn report(jobs: &[Ended], by: By, machine: &Machine) -> Report {
                 let key = by.key(job);
                 let g = keyed.entry(key.clone()).or_insert_with(|| Group::new(key));
                 g.members.push(job);
-                g.node_seconds += job.node_seconds();
+                g.node_seconds += f64::from(job.nodes) * within(job);
             }
             keyed
                 .into_values()
@@ -315,14 +323,14 @@ pub fn report(jobs: &[Ended], by: By, machine: &Machine) -> Report {
                 .collect()
         }
     };
-    let all_seconds: f64 = jobs.iter().map(Ended::node_seconds).sum();
+    let all_seconds: f64 = jobs.iter().map(|j| f64::from(j.nodes) * within(j)).sum();
     let total = Group {
         key: "total".into(),
         members: jobs.iter().collect(),
         node_seconds: all_seconds,
         capacity: nodes.map(|n| n * span),
     };
-    let running: f64 = jobs.iter().map(|j| j.run() as f64).sum();
+    let running: f64 = jobs.iter().map(within).sum();
     Report {
         by: Some(by),
         from: first.and_then(|t| Utc.timestamp_opt(t, 0).single()),
@@ -337,7 +345,7 @@ pub fn report(jobs: &[Ended], by: By, machine: &Machine) -> Report {
 }
 
 /// Each node's set.
-fn set_of(machine: &Machine) -> HashMap<&str, &str> {
+fn set_of(machine: &Context) -> HashMap<&str, &str> {
     machine
         .sets
         .iter()
@@ -350,9 +358,10 @@ fn set_of(machine: &Machine) -> HashMap<&str, &str> {
 /// `(unknown)`.
 fn by_node_set<'a>(
     jobs: &'a [Ended],
-    machine: &Machine,
+    machine: &Context,
     set_of: &HashMap<&str, &str>,
     span: f64,
+    within: &dyn Fn(&Ended) -> f64,
 ) -> Vec<Group<'a>> {
     let mut groups: BTreeMap<String, Group> = machine
         .sets
@@ -377,7 +386,7 @@ fn by_node_set<'a>(
                 .entry(set.to_string())
                 .or_insert_with(|| Group::new(set.to_string()));
             g.members.push(job);
-            g.node_seconds += f64::from(count) * job.run() as f64;
+            g.node_seconds += f64::from(count) * within(job);
         }
     }
     groups.into_values().collect()

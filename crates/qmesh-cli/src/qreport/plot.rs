@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use qmesh_core::report::{By, Ended, Machine, report};
+use qmesh_core::report::{By, Context, Ended, report};
 use qmesh_sim::plot::{YAxis, chart};
 
 use crate::client::CliError;
@@ -13,7 +13,7 @@ use crate::client::CliError;
 /// the files written.
 pub fn figures(
     jobs: &[Ended],
-    machine: &Machine,
+    machine: &Context,
     prefix: &Path,
     dir: &Path,
 ) -> Result<Vec<String>, CliError> {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use qmesh_core::report::{By, Ended, Machine, Report, Row, report};
+use qmesh_core::report::{By, Context, Ended, Report, Row, report};
 use serde::Serialize;
 
 use super::Seed;
@@ -23,7 +23,7 @@ pub struct Tables {
     pub nodes: Option<u32>,
     pub tables: Vec<Table>,
     #[serde(skip)]
-    machine: Machine,
+    machine: Context,
 }
 
 #[derive(Debug, Serialize)]
@@ -32,7 +32,7 @@ pub struct Table {
     pub report: Report,
 }
 
-pub fn tables(seed: Seed, jobs: &[Ended], machine: &Machine) -> Tables {
+pub fn tables(seed: Seed, jobs: &[Ended], machine: &Context) -> Tables {
     let table = |title, by| Table {
         title,
         report: report(jobs, by, machine),

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use chrono::Local;
-use qmesh_core::report::{Machine, Report, Row};
+use qmesh_core::report::{Context, Report, Row};
 
 const HEADERS: [&str; 10] = [
     "jobs",
@@ -53,7 +53,7 @@ pub fn csv(r: &Report) -> String {
 }
 
 /// The time measured, in the machine's zone.
-pub fn measured(r: &Report, machine: &Machine) -> String {
+pub fn measured(r: &Report, machine: &Context) -> String {
     let zone = machine.calendar.zone().ok();
     let show = |t: chrono::DateTime<chrono::Utc>| match zone {
         Some(z) => t.with_timezone(&z).format("%Y-%m-%d %H:%M %Z").to_string(),
@@ -65,7 +65,7 @@ pub fn measured(r: &Report, machine: &Machine) -> String {
     }
 }
 
-pub fn text(r: &Report, dir: &Path, files: usize, machine: &Machine) -> String {
+pub fn text(r: &Report, dir: &Path, files: usize, machine: &Context) -> String {
     let mut out = String::new();
     let days = if files == 1 { "day" } else { "days" };
     out.push_str(&format!(

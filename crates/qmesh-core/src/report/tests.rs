@@ -16,10 +16,10 @@ fn ended(lines: &[String]) -> Vec<Ended> {
     lines.iter().filter_map(|l| Ended::from_line(l)).collect()
 }
 
-fn machine(nodes: u32) -> Machine {
-    Machine {
+fn machine(nodes: u32) -> Context {
+    Context {
         nodes: Some(nodes),
-        ..Machine::default()
+        ..Context::default()
     }
 }
 
@@ -57,21 +57,21 @@ fn jobs_are_grouped_with_the_seeds_measures() {
     assert!((r.total.utilization.unwrap() - 5.0 / 6.0).abs() < 1e-9);
     // 9,000 seconds of runs over 5,400 measured.
     assert!((r.mean_running - 9000.0 / 5400.0).abs() < 1e-9);
-    let by_user = report(&jobs, By::User, &Machine::default());
+    let by_user = report(&jobs, By::User, &Context::default());
     let keys: Vec<&str> = by_user.rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys, ["alice", "bob"]);
     assert_eq!(by_user.total.utilization, None);
-    let by_size = report(&jobs, By::Size, &Machine::default());
+    let by_size = report(&jobs, By::Size, &Context::default());
     let keys: Vec<&str> = by_size.rows.iter().map(|r| r.key.trim()).collect();
     assert_eq!(keys, ["1", "2", "3-4"]);
-    let by_runtime = report(&jobs, By::Runtime, &Machine::default());
+    let by_runtime = report(&jobs, By::Runtime, &Context::default());
     let keys: Vec<(&str, usize)> = by_runtime
         .rows
         .iter()
         .map(|r| (r.key.trim(), r.jobs))
         .collect();
     assert_eq!(keys, [("1", 3)], "every run is an hour or less");
-    let by_day = report(&jobs, By::Day, &Machine::default());
+    let by_day = report(&jobs, By::Day, &Context::default());
     assert_eq!(by_day.rows[0].key, "1970-01-01");
     assert!(
         By::parse("colour")
@@ -119,10 +119,10 @@ fn node_hours_are_shared_out_between_prime_and_non_prime_time() {
         "EVENING".into(),
         Period::new(vec!["Mon-Sun 17:30-22:00".parse().unwrap()]),
     );
-    let site = Machine {
+    let site = Context {
         nodes: Some(4),
         calendar,
-        ..Machine::default()
+        ..Context::default()
     };
     let r = report(&jobs, By::Period, &site);
     let rows: Vec<(&str, usize, f64)> = r
@@ -195,13 +195,13 @@ fn node_sets_count_the_nodes_a_job_had_in_each() {
         record("2.s", "b1/0", 1),
         record("3.s", "x9/0", 1),
     ]);
-    let site = Machine {
+    let site = Context {
         nodes: Some(5),
         sets: vec![
             ("a".into(), vec!["a0".into(), "a1".into()]),
             ("b".into(), vec!["b0".into(), "b1".into()]),
         ],
-        calendar: Calendar::default(),
+        ..Context::default()
     };
     let r = report(&jobs, By::NodeSet, &site);
     let rows: Vec<(&str, usize, f64, Option<f64>)> = r
@@ -225,4 +225,35 @@ fn node_sets_count_the_nodes_a_job_had_in_each() {
         .map(|(s, n)| (s.as_str(), *n))
         .collect();
     assert_eq!(jobs_by_set, [("(other)", 1), ("a", 1), ("b", 1)]);
+}
+
+#[test]
+fn the_days_asked_for_are_the_time_measured() {
+    // Run Monday 22:00 to Tuesday 02:00 on 2 of 4 nodes; the report asks
+    // for Tuesday alone: 4 of its 96 node-hours.
+    let jobs = ended(&[line(
+        "1.s",
+        "alice",
+        "batch",
+        2,
+        TUESDAY - 3 * HOUR,
+        TUESDAY - 2 * HOUR,
+        TUESDAY + 2 * HOUR,
+    )]);
+    let tuesday = Context {
+        nodes: Some(4),
+        window: Some((TUESDAY, TUESDAY + 24 * HOUR)),
+        ..Context::default()
+    };
+    let r = report(&jobs, By::Queue, &tuesday);
+    assert_eq!(r.total.node_hours, 4.0);
+    assert!((r.total.utilization.unwrap() - 4.0 / 96.0).abs() < 1e-9);
+    assert_eq!(r.from.unwrap().timestamp(), TUESDAY);
+    let by_day = report(&jobs, By::Day, &tuesday);
+    let days: Vec<(&str, f64)> = by_day
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.node_hours))
+        .collect();
+    assert_eq!(days, [("2026-11-24", 4.0)], "Monday is not measured");
 }
