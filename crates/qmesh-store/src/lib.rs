@@ -54,6 +54,9 @@ pub struct Loaded {
     pub next_id: u64,
     /// The node-hours charged to each group; `None` before the first charge.
     pub usage: Option<Usage>,
+    /// Accounting records kept with the changes they record and not yet
+    /// confirmed written to the log ([`Change::Outbox`]), by sequence.
+    pub outbox: Vec<(u64, Vec<u8>)>,
 }
 
 /// Called once the changes queued before it are durable.
@@ -75,6 +78,13 @@ pub enum Change {
     Config(Vec<u8>),
     /// The whole usage map, replacing the stored one.
     Usage(Vec<u8>),
+    /// Accounting records (encoded by the daemon), by sequence number,
+    /// stored in the same atomic batch as the job changes queued with them:
+    /// a crash keeps a change and its records, or neither.
+    Outbox(Vec<(u64, Vec<u8>)>),
+    /// The log has every record up to this sequence number: they leave
+    /// the store.
+    OutboxWritten(u64),
 }
 
 impl Change {

@@ -21,6 +21,9 @@ use crate::writer::Writer;
 use crate::{Change, Loaded, OnDurable, Store, StoreError};
 
 const JOB: u8 = b'J';
+/// Accounting records waiting for the log (`Change::Outbox`), in the jobs
+/// tree so that they share its atomic batches.
+const OUTBOX: u8 = b'O';
 const NEXT_ID: &[u8] = b"N";
 const CONFIG: &[u8] = b"server";
 const SCHEMA: &[u8] = b"schema";
@@ -45,6 +48,13 @@ fn key(kind: u8, id: JobId) -> [u8; 9] {
     let mut k = [0u8; 9];
     k[0] = kind;
     k[1..].copy_from_slice(&id.0.to_be_bytes());
+    k
+}
+
+fn outbox_key(seq: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = OUTBOX;
+    k[1..].copy_from_slice(&seq.to_be_bytes());
     k
 }
 
@@ -148,6 +158,13 @@ impl Store for SledStore {
             };
             jobs.push(decode::<Job>(&label, split(&v).0)?);
         }
+        let mut outbox = Vec::new();
+        for entry in self.jobs.scan_prefix([OUTBOX]) {
+            let (k, v) = entry.map_err(io("read the accounting records"))?;
+            if let Some(seq) = k.get(1..9).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
+                outbox.push((u64::from_be_bytes(seq), v.to_vec()));
+            }
+        }
         let usage = match self.meta.get(USAGE).map_err(io("read the usage"))? {
             Some(bytes) => Some(decode::<Usage>("meta/usage", &bytes)?),
             None => None,
@@ -164,6 +181,7 @@ impl Store for SledStore {
             jobs,
             next_id,
             usage,
+            outbox,
         })
     }
 
@@ -237,6 +255,19 @@ fn apply(trees: &Trees, changes: Vec<Change>) -> Result<(), StoreError> {
                 for id in ids {
                     batch.remove(&key(JOB, id));
                     pending.remove(&id);
+                }
+                any = true;
+            }
+            Change::Outbox(records) => {
+                for (seq, record) in records {
+                    batch.insert(&outbox_key(seq), record);
+                }
+                any = true;
+            }
+            Change::OutboxWritten(upto) => {
+                for entry in jobs.range(outbox_key(0)..=outbox_key(upto)) {
+                    let (k, _) = entry.map_err(io("read the accounting records"))?;
+                    batch.remove(k);
                 }
                 any = true;
             }

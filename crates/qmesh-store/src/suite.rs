@@ -183,3 +183,40 @@ pub fn durability_callbacks<S: Store>(store: S) -> Result<(), StoreError> {
     assert_eq!(seen, (1..=50).collect::<Vec<_>>());
     Ok(())
 }
+
+/// Accounting records wait in the store with the changes they record
+/// until the daemon says the log has them; they survive a reopen in
+/// sequence order, and leave up to the sequence said, no further.
+pub fn outbox_round_trip<S: Store>(
+    store: S,
+    reopen: impl FnOnce(S) -> S,
+) -> Result<(), StoreError> {
+    store.write(
+        vec![
+            crate::Change::new_job(&sample_job(1), &sample_payload(1))?,
+            crate::Change::Outbox(vec![(1, b"Q 1".to_vec()), (2, b"S 1".to_vec())]),
+        ],
+        None,
+    );
+    store.write(
+        vec![crate::Change::Outbox(vec![(3, b"E 1".to_vec())])],
+        None,
+    );
+    store.sync()?;
+    let store = reopen(store);
+    let loaded = store.load()?;
+    assert_eq!(loaded.jobs, vec![sample_job(1)], "records are not jobs");
+    assert_eq!(
+        loaded.outbox,
+        vec![
+            (1, b"Q 1".to_vec()),
+            (2, b"S 1".to_vec()),
+            (3, b"E 1".to_vec())
+        ]
+    );
+    store.write(vec![crate::Change::OutboxWritten(2)], None);
+    store.sync()?;
+    assert_eq!(store.load()?.outbox, vec![(3, b"E 1".to_vec())]);
+    assert_eq!(store.load()?.next_id, 2, "records take no job ids");
+    Ok(())
+}

@@ -93,3 +93,14 @@ fn a_corrupt_record_names_its_key() {
     let err = decode::<qmesh_core::Job>("job 5", b"{not json").unwrap_err();
     assert!(err.to_string().contains("job 5"), "{err}");
 }
+
+#[test]
+fn sled_outbox_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    suite::outbox_round_trip(open(&path), |s| {
+        drop(s);
+        open(&path)
+    })
+    .unwrap();
+}

@@ -52,6 +52,8 @@ pub fn audit_dir(state_dir: &Path) -> PathBuf {
 
 enum Line {
     Record {
+        /// Its place in the store's outbox (`crate::task::joblog`).
+        seq: u64,
         at: Time,
         kind: RecordType,
         id: String,
@@ -154,12 +156,140 @@ where
     Ok(missing.len())
 }
 
+/// An accounting record as the store keeps it (its outbox) from the
+/// batch of the change it records until the log is known to have it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Kept {
+    pub at: Time,
+    /// PBS's code: `Q`, `E`, `RL`...
+    pub kind: String,
+    pub id: String,
+    pub text: String,
+}
+
+impl Kept {
+    pub fn new(at: Time, kind: RecordType, id: &str, text: &str) -> Kept {
+        Kept {
+            at,
+            kind: kind.code().to_string(),
+            id: id.to_string(),
+            text: text.to_string(),
+        }
+    }
+
+    /// The line the writer makes of it, in the server's local time.
+    fn line(&self) -> Option<(chrono::NaiveDateTime, String)> {
+        let kind = RecordType::from_code(&self.kind)?;
+        let local = self.at.with_timezone(&Local).naive_local();
+        Some((
+            local,
+            joblog::accounting_line(local, kind, &self.id, &self.text),
+        ))
+    }
+}
+
+/// At start: the records the store kept (its outbox: the last records
+/// handed to the log before a crash or a stop, which the log may or may
+/// not have) that the log lacks are appended, in order, each once. The
+/// log is read back from its end only as far as the oldest of them (less
+/// two minutes). Returns how many were written; records the store kept
+/// in a form this daemon cannot read are skipped with a warning.
+pub fn recover_outbox(state_dir: &Path, kept: &[(u64, Vec<u8>)]) -> io::Result<usize> {
+    let mut lines: Vec<(chrono::NaiveDateTime, String)> = Vec::with_capacity(kept.len());
+    for (seq, bytes) in kept {
+        match qmesh_store::decode::<Kept>(&format!("accounting record {seq}"), bytes)
+            .ok()
+            .and_then(|k| k.line())
+        {
+            Some(line) => lines.push(line),
+            None => warn!(
+                seq,
+                "an accounting record kept in the store could not be read; skipped"
+            ),
+        }
+    }
+    let Some(oldest) = lines.iter().map(|(at, _)| *at).min() else {
+        return Ok(0);
+    };
+    let dir = accounting_dir(state_dir);
+    std::fs::create_dir_all(&dir)?;
+    let since = oldest - chrono::Duration::seconds(120);
+    let mut days: Vec<(NaiveDate, PathBuf)> = std::fs::read_dir(&dir)?
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            let day = NaiveDate::parse_from_str(path.file_name()?.to_str()?, "%Y%m%d").ok()?;
+            Some((day, path))
+        })
+        .filter(|(day, _)| *day >= since.date())
+        .collect();
+    days.sort();
+    let wanted: std::collections::HashSet<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    let mut present = std::collections::HashSet::new();
+    'files: for (_, path) in days.iter().rev() {
+        for line in std::fs::read_to_string(path)?.lines().rev() {
+            if wanted.contains(line) {
+                present.insert(line.to_string());
+            } else if joblog::parse_accounting_line(line).is_some_and(|l| l.time < since) {
+                break 'files;
+            }
+        }
+    }
+    let mut out = Day::new(dir);
+    let mut written = 0;
+    for (at, line) in &lines {
+        // A record kept twice (it cannot be, but) is written once.
+        if present.insert(line.clone()) {
+            out.write(at.date(), line)?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    Ok(written)
+}
+
 /// The task's handle on the writer; [`JobLog::disabled`] writes nothing.
 pub struct JobLog {
     tx: Option<SyncSender<Line>>,
     dropped: Arc<AtomicU64>,
     done: Option<Receiver<()>>,
     dirs: Option<(PathBuf, PathBuf)>,
+    confirmed: Arc<Confirmed>,
+}
+
+/// How far the accounting log is known to hold the records handed to it,
+/// by outbox sequence number: the task tells the store to forget those.
+#[derive(Debug)]
+pub struct Confirmed {
+    /// The highest sequence written and flushed.
+    written: AtomicU64,
+    /// The lowest sequence dropped or not written (a full queue, a failed
+    /// write): nothing from there on is confirmed again by this process,
+    /// and the next start writes what the store still holds.
+    lost_from: AtomicU64,
+}
+
+impl Default for Confirmed {
+    fn default() -> Confirmed {
+        Confirmed {
+            written: AtomicU64::new(0),
+            lost_from: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Confirmed {
+    /// Every record up to this sequence is in the log.
+    pub fn upto(&self) -> u64 {
+        let lost = self.lost_from.load(Ordering::Acquire);
+        self.written
+            .load(Ordering::Acquire)
+            .min(lost.saturating_sub(1))
+    }
+
+    fn lost(&self, seq: u64) {
+        self.lost_from.fetch_min(seq, Ordering::AcqRel);
+    }
 }
 
 impl JobLog {
@@ -169,6 +299,7 @@ impl JobLog {
             dropped: Arc::new(AtomicU64::new(0)),
             done: None,
             dirs: None,
+            confirmed: Arc::default(),
         }
     }
 
@@ -183,6 +314,7 @@ impl JobLog {
         let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
         let (done_tx, done) = mpsc::channel();
         let dropped = Arc::new(AtomicU64::new(0));
+        let confirmed: Arc<Confirmed> = Arc::default();
         let mut writer = Writer {
             server: server.to_string(),
             accounting: Day::new(accounting.clone()),
@@ -190,6 +322,7 @@ impl JobLog {
             audit: Day::new(audit),
             dropped: dropped.clone(),
             failing: false,
+            confirmed: confirmed.clone(),
         };
         std::thread::Builder::new()
             .name("qmeshd-joblog".into())
@@ -202,7 +335,19 @@ impl JobLog {
             dropped,
             done: Some(done),
             dirs: Some((accounting, events)),
+            confirmed,
         })
+    }
+
+    /// Whether records are written at all (a disabled log keeps none in
+    /// the store either).
+    pub fn writes_records(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// Every record up to this outbox sequence is in the log.
+    pub fn confirmed(&self) -> u64 {
+        self.confirmed.upto()
     }
 
     /// The accounting and event directories, if the logs are written.
@@ -246,6 +391,7 @@ impl JobLog {
         RecordSender {
             tx: self.tx.clone(),
             dropped: self.dropped.clone(),
+            confirmed: self.confirmed.clone(),
         }
     }
 
@@ -269,6 +415,7 @@ impl JobLog {
 pub struct RecordSender {
     tx: Option<SyncSender<Line>>,
     dropped: Arc<AtomicU64>,
+    confirmed: Arc<Confirmed>,
 }
 
 impl RecordSender {
@@ -292,11 +439,20 @@ impl RecordSender {
         rx
     }
 
-    pub fn record(&self, at: Time, kind: RecordType, id: String, text: String) {
+    /// Queues record `seq` of the outbox.
+    pub fn record(&self, seq: u64, at: Time, kind: RecordType, id: String, text: String) {
         let Some(tx) = &self.tx else {
             return;
         };
-        if let Err(TrySendError::Full(_)) = tx.try_send(Line::Record { at, kind, id, text }) {
+        let line = Line::Record {
+            seq,
+            at,
+            kind,
+            id,
+            text,
+        };
+        if let Err(TrySendError::Full(_)) = tx.try_send(line) {
+            self.confirmed.lost(seq);
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -353,6 +509,7 @@ struct Writer {
     dropped: Arc<AtomicU64>,
     /// A write failed and has not worked since.
     failing: bool,
+    confirmed: Arc<Confirmed>,
 }
 
 impl Writer {
@@ -360,11 +517,26 @@ impl Writer {
         while let Ok(first) = rx.recv() {
             let mut waiting = Vec::new();
             let mut next = Some(first);
+            // The records of this batch, by outbox sequence: the lowest and
+            // the highest.
+            let mut seqs: Option<(u64, u64)> = None;
             while let Some(line) = next {
                 match line {
                     Line::Flushed(reply) => waiting.push(reply),
                     line => {
+                        let seq = match &line {
+                            Line::Record { seq, .. } if *seq > 0 => Some(*seq),
+                            _ => None,
+                        };
                         let result = self.write(line);
+                        if let Some(seq) = seq {
+                            if result.is_err() {
+                                self.confirmed.lost(seq);
+                            }
+                            seqs = Some(
+                                seqs.map_or((seq, seq), |(lo, hi)| (lo.min(seq), hi.max(seq))),
+                            );
+                        }
                         self.note(result);
                     }
                 }
@@ -375,6 +547,14 @@ impl Writer {
                 .flush()
                 .and(self.events.flush())
                 .and(self.audit.flush());
+            if let Some((lo, hi)) = seqs {
+                match &result {
+                    Ok(()) => {
+                        self.confirmed.written.fetch_max(hi, Ordering::AcqRel);
+                    }
+                    Err(_) => self.confirmed.lost(lo),
+                }
+            }
             self.note(result);
             for reply in waiting {
                 let _ = reply.send(());
@@ -397,7 +577,9 @@ impl Writer {
 
     fn write(&mut self, line: Line) -> io::Result<()> {
         match line {
-            Line::Record { at, kind, id, text } => {
+            Line::Record {
+                at, kind, id, text, ..
+            } => {
                 let local = at.with_timezone(&Local).naive_local();
                 let text = joblog::accounting_line(local, kind, &id, &text);
                 self.accounting.write(local.date(), &text)
@@ -459,12 +641,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut log = JobLog::open(dir.path(), "srv").unwrap();
         let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 12, 0, 0).unwrap();
-        for kind in RecordType::ALL {
-            log.records()
-                .record(at, kind, "7.srv".into(), format!("kind={}", kind.code()));
+        for (seq, kind) in (1..).zip(RecordType::ALL) {
+            log.records().record(
+                seq,
+                at,
+                kind,
+                "7.srv".into(),
+                format!("kind={}", kind.code()),
+            );
         }
         log.event(at, EventClass::Job, "7.srv", "Job Queued".into());
         log.records().flushed().recv().unwrap();
+        assert_eq!(
+            log.confirmed(),
+            RecordType::ALL.len() as u64,
+            "written and flushed: the store may forget them"
+        );
         let day = at.with_timezone(&Local).date_naive();
         let text = std::fs::read_to_string(accounting_dir(dir.path()).join(joblog::file_name(day)))
             .unwrap();
@@ -493,18 +685,73 @@ mod tests {
             dropped: Arc::new(AtomicU64::new(0)),
             done: None,
             dirs: None,
+            confirmed: Arc::default(),
         };
         let at = chrono::Utc::now();
-        for _ in 0..5 {
-            log.records()
-                .record(at, RecordType::Queued, "1.srv".into(), "queue=batch".into());
+        for seq in 1..=5 {
+            log.records().record(
+                seq,
+                at,
+                RecordType::Queued,
+                "1.srv".into(),
+                "queue=batch".into(),
+            );
         }
         assert_eq!(log.dropped.load(Ordering::Relaxed), 3);
+        log.confirmed.written.store(2, Ordering::Release);
+        assert_eq!(
+            log.confirmed(),
+            2,
+            "records 3 to 5 were dropped: the store keeps them for the next start"
+        );
+        log.confirmed.written.store(5, Ordering::Release);
+        assert_eq!(log.confirmed(), 2, "never past a dropped record");
         // A flush request on a full queue answers at once.
         log.records()
             .flushed()
             .recv_timeout(Duration::from_secs(1))
             .unwrap();
+    }
+
+    /// The store's outbox at a start: what the log has is not written
+    /// again, what it lacks is written once, in order.
+    #[test]
+    fn kept_records_the_log_lacks_are_written_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 12, 0, 0).unwrap();
+        let kept: Vec<(u64, Vec<u8>)> = [
+            (1, RecordType::Queued, "queue=batch"),
+            (2, RecordType::Held, "requestor=root@h holdtype=u"),
+            (3, RecordType::Released, "requestor=root@h holdtype=u"),
+            (4, RecordType::Held, "requestor=root@h holdtype=u"),
+            (5, RecordType::Deleted, "requestor=root@h"),
+        ]
+        .iter()
+        .map(|(seq, kind, text)| {
+            let k = Kept::new(
+                at + chrono::Duration::seconds(*seq as i64),
+                *kind,
+                "9.srv",
+                text,
+            );
+            (*seq, qmesh_store::encode(&k).unwrap())
+        })
+        .collect();
+        // The log got the first three before the crash.
+        let mut log = JobLog::open(dir.path(), "srv").unwrap();
+        for (seq, bytes) in &kept[..3] {
+            let k: Kept = qmesh_store::decode("k", bytes).unwrap();
+            let kind = RecordType::from_code(&k.kind).unwrap();
+            log.records().record(*seq, k.at, kind, k.id, k.text);
+        }
+        log.close(Duration::from_secs(5));
+        assert_eq!(recover_outbox(dir.path(), &kept).unwrap(), 2);
+        assert_eq!(recover_outbox(dir.path(), &kept).unwrap(), 0, "once");
+        let day = at.with_timezone(&Local).date_naive();
+        let text = std::fs::read_to_string(accounting_dir(dir.path()).join(joblog::file_name(day)))
+            .unwrap();
+        let kinds: Vec<&str> = text.lines().map(|l| l.split(';').nth(1).unwrap()).collect();
+        assert_eq!(kinds, ["Q", "H", "RL", "H", "D"], "{text}");
     }
 
     #[test]

@@ -181,7 +181,29 @@ async fn run(
         .context("build the node sets")?;
     let job_count = loaded.jobs.len();
     let warnings = state.restore(loaded.jobs, loaded.next_id);
-    // Records of the last durable changes a crash kept from the log.
+    // The records the store kept for the log (its outbox, `task/joblog.rs`):
+    // those a crash kept from the log are written now, then the store
+    // forgets them. Records are numbered on from the highest kept.
+    let kept_upto = loaded.outbox.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
+    match joblog::recover_outbox(&state_dir, &loaded.outbox) {
+        Ok(n) => {
+            if n > 0 {
+                warn!(
+                    records = n,
+                    "accounting records of changes the store had were missing from the log after a crash; written now"
+                );
+            }
+            if kept_upto > 0 {
+                store.write(vec![qmesh_store::Change::OutboxWritten(kept_upto)], None);
+            }
+        }
+        Err(e) => warn!(
+            error = %e,
+            "could not write the accounting records the store kept; they stay there for the next start"
+        ),
+    }
+    // Records of the last durable changes a crash kept from the log (a
+    // store from before the outbox, or lines lost from the files).
     let expected = |since: qmesh_core::Time, present: &dyn Fn(RecordType, &str) -> bool| {
         let mut out = Vec::new();
         for job in state.jobs() {
@@ -276,6 +298,7 @@ async fn run(
         joblog::JobLog::open(&state_dir, &server_name)
             .with_context(|| format!("open the job logs under {}", state_dir.display()))?,
     )
+    .with_record_seq(kept_upto + 1)
     .with_host_gate(gate_tx);
     let scheduler = match &metrics {
         Some((_, m)) => scheduler.with_metrics(m.clone()),

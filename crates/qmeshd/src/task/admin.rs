@@ -5,6 +5,7 @@ use chrono::Utc;
 use qmesh_core::reorder::reorder_due;
 use qmesh_core::{Time, qmgr};
 use qmesh_proto::v1;
+use qmesh_store::Store;
 use tonic::Status;
 use tracing::{info, warn};
 

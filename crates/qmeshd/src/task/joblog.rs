@@ -4,22 +4,32 @@
 //! and a server event in PBS's words, which tracejob shows beside the
 //! records. None waits for the disk.
 //!
-//! An accounting record is never written before what it records is in
-//! the store: the records of a turn of the task wait in `pending_records`
-//! and are handed to the store's writer at the end of the turn, which
-//! passes them to the log's writer once every change queued before them
-//! (the turn's own) is durable. A crash can so lose the last records of
-//! changes that were durable, never show one the store does not have.
+//! An accounting record is written with the change it records, never
+//! before and never lost: the records of a turn of the task wait in
+//! `pending_records`, numbered; at the end of the turn they go to the
+//! store in the same write as the turn's changes (`turn_store.rs`), so
+//! the store's batch holds both or neither, and once that batch is
+//! durable they go to the log's writer. The store keeps them (its outbox)
+//! until the log's writer has written and flushed them; the task then
+//! tells the store to forget them, in a later turn's write. A start after
+//! a crash appends the kept records the log lacks
+//! (`crate::joblog::recover_outbox`). So a record in the log is of a
+//! change in the store, and a change in the store has its record in the
+//! log, or in the store on its way there.
 
 use chrono::Utc;
 use qmesh_core::JobId;
 use qmesh_core::joblog::{self, EndedRun, EventClass, RecordType};
 use qmesh_core::state::Finished;
+use qmesh_store::Change;
+
+use crate::joblog::Kept;
 
 use super::SchedulerTask;
 
 /// An accounting record waiting for the changes it records to be durable.
 pub(super) struct PendingRecord {
+    seq: u64,
     at: qmesh_core::Time,
     kind: RecordType,
     id: String,
@@ -29,7 +39,10 @@ pub(super) struct PendingRecord {
 impl SchedulerTask {
     /// Queues an accounting record for the end of this turn.
     pub(super) fn record(&self, at: qmesh_core::Time, kind: RecordType, id: &str, text: String) {
+        let seq = self.next_record_seq.get();
+        self.next_record_seq.set(seq + 1);
         self.pending_records.borrow_mut().push(PendingRecord {
+            seq,
             at,
             kind,
             id: id.to_string(),
@@ -37,18 +50,41 @@ impl SchedulerTask {
         });
     }
 
-    /// Hands this turn's records to the store's writer, which passes them
-    /// to the log once the turn's changes are durable.
-    pub(super) fn flush_records(&self) {
+    /// Ends the turn: its changes and records go to the store as one
+    /// write (with word that the log has the records up to where its
+    /// writer has confirmed), and the records to the log once durable.
+    pub(super) fn end_turn(&mut self) {
         let records = std::mem::take(&mut *self.pending_records.borrow_mut());
-        if records.is_empty() {
+        if !self.joblog.writes_records() {
+            self.store.end_turn(Vec::new(), None);
             return;
         }
+        let mut extra = Vec::new();
+        let confirmed = self.joblog.confirmed();
+        if confirmed > self.confirmed_records {
+            extra.push(Change::OutboxWritten(confirmed));
+            self.confirmed_records = confirmed;
+        }
+        if records.is_empty() {
+            self.store.end_turn(extra, None);
+            return;
+        }
+        let mut kept = Vec::with_capacity(records.len());
+        for r in &records {
+            match qmesh_store::encode(&Kept::new(r.at, r.kind, &r.id, &r.text)) {
+                Ok(bytes) => kept.push((r.seq, bytes)),
+                // Cannot be (plain strings); the record still goes to the log.
+                Err(e) => {
+                    tracing::error!(error = %e, job = r.id, "an accounting record could not be kept in the store")
+                }
+            }
+        }
+        extra.push(Change::Outbox(kept));
         let sender = self.joblog.records();
-        self.store.on_durable(Box::new(move |result| match result {
+        let done: qmesh_store::OnDurable = Box::new(move |result| match result {
             Ok(()) => {
                 for r in records {
-                    sender.record(r.at, r.kind, r.id, r.text);
+                    sender.record(r.seq, r.at, r.kind, r.id, r.text);
                 }
             }
             Err(e) => tracing::error!(
@@ -56,7 +92,8 @@ impl SchedulerTask {
                 records = records.len(),
                 "accounting records not written: the changes they record are not durable"
             ),
-        }));
+        });
+        self.store.end_turn(extra, Some(done));
     }
 
     /// `Q`, and "Job Queued at request of ...".

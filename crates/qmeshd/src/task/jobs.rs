@@ -5,6 +5,7 @@ use qmesh_core::joblog::{EventClass, RecordType};
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
+use qmesh_store::Store;
 use tonic::Status;
 use tracing::{info, warn};
 

@@ -28,6 +28,7 @@ mod qrun;
 mod server_status;
 mod signal;
 mod trace;
+mod turn_store;
 mod usage;
 
 use std::collections::{HashMap, HashSet};
@@ -118,7 +119,8 @@ impl AgentLink {
 
 pub struct SchedulerTask {
     state: State,
-    store: Arc<dyn Store>,
+    /// The store, written a turn at a time (`turn_store.rs`).
+    store: Arc<turn_store::TurnStore>,
     scheduler: Scheduler,
     settings: TaskSettings,
     /// The last pass's plan: why each pending job waits, when it starts.
@@ -164,6 +166,10 @@ pub struct SchedulerTask {
     /// Accounting records of this turn, written once it is durable
     /// (`joblog.rs`).
     pending_records: std::cell::RefCell<Vec<joblog::PendingRecord>>,
+    /// The next accounting record's number in the store's outbox.
+    next_record_seq: std::cell::Cell<u64>,
+    /// The outbox is known written up to here (the store was told).
+    confirmed_records: u64,
     /// The Prometheus metrics, when the daemon serves them.
     metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Where the hosts that may relay commands are published.
@@ -179,7 +185,7 @@ impl SchedulerTask {
     ) -> SchedulerTask {
         SchedulerTask {
             state,
-            store,
+            store: Arc::new(turn_store::TurnStore::new(store)),
             scheduler: Scheduler,
             settings,
             plan: LastPlan::default(),
@@ -204,6 +210,8 @@ impl SchedulerTask {
             purge_on_end: HashSet::new(),
             gate: None,
             pending_records: Default::default(),
+            next_record_seq: std::cell::Cell::new(1),
+            confirmed_records: 0,
             metrics: None,
             parked: HashMap::new(),
             task_numbers: HashMap::new(),
@@ -297,6 +305,13 @@ impl SchedulerTask {
         self
     }
 
+    /// Numbers accounting records from `next` on (above every record the
+    /// store still keeps).
+    pub fn with_record_seq(self, next: u64) -> SchedulerTask {
+        self.next_record_seq.set(next.max(1));
+        self
+    }
+
     /// Settles the loaded jobs: deletes those whose dependency can no
     /// longer be met, finds the earliest start-after time.
     fn with_begin_times(mut self) -> SchedulerTask {
@@ -369,7 +384,7 @@ impl SchedulerTask {
                 _ = ticker.tick() => self.tick(),
                 _ = pass_due => self.schedule(),
             }
-            self.flush_records();
+            self.end_turn();
         }
     }
 
@@ -907,12 +922,22 @@ impl SchedulerTask {
     }
 
     fn shutdown(&mut self) {
-        self.flush_records();
+        self.end_turn();
         info!("making the store durable before exit");
         if let Err(e) = self.store.sync() {
             error!(error = %e, "the last flush failed");
         }
         self.joblog.close(Duration::from_secs(5));
+        // What the log now has leaves the store: a clean start finds
+        // nothing kept.
+        let confirmed = self.joblog.confirmed();
+        if confirmed > self.confirmed_records {
+            self.store
+                .end_turn(vec![qmesh_store::Change::OutboxWritten(confirmed)], None);
+            if let Err(e) = self.store.sync() {
+                error!(error = %e, "could not tell the store the accounting log is written");
+            }
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId, JobState};
 use qmesh_proto::v1;
+use qmesh_store::Store;
 use tracing::{error, info, warn};
 
 use super::{Launch, SchedulerTask};

@@ -8,6 +8,7 @@
 //! request, so a trace right after a job ended finds its `E` record; the
 //! task never waits for the disk.
 
+use qmesh_store::Store;
 use std::path::Path;
 use std::time::Duration;
 

@@ -4,6 +4,7 @@
 //! A user sees the accounts whose users list names them and those their own
 //! jobs charge; `all` is for operators and managers.
 
+use qmesh_store::Store;
 use std::collections::BTreeSet;
 
 use chrono::Utc;
