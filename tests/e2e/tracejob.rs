@@ -548,3 +548,55 @@ fn the_log_survives_kill_9_with_nothing_missing_or_doubled() {
     }
     d.allowed_errors.push("ERROR".into());
 }
+
+/// Records the log could not take stay in the store with the changes they
+/// record, and the next start writes them, each once: here today's file
+/// is a directory while jobs are held, released, altered and deleted, so
+/// no record reaches the log; once it is a file again, a start writes
+/// them all (the holds and the deletion too, which the store's jobs alone
+/// could not say).
+#[test]
+fn records_the_log_could_not_take_are_written_at_the_next_start() {
+    let mut d = Daemon::start();
+    d.script("wait.sh", "#!/bin/sh\nsleep 60\n");
+    let dir = d.state_dir.join("server_priv/accounting");
+    let today = dir.join(chrono::Local::now().format("%Y%m%d").to_string());
+    let _ = std::fs::remove_file(&today);
+    std::fs::create_dir_all(&today).unwrap();
+    let a = d.qsub(&["-h", "wait.sh"]);
+    d.ok("qalter", &["-N", "renamed", &a]);
+    d.ok("qrls", &[&a]);
+    d.ok("qhold", &[&a]);
+    d.ok("qdel", &[&a]);
+    let _ = d.run("tracejob", &["1"]);
+    assert!(
+        std::fs::read_dir(&today).unwrap().next().is_none(),
+        "nothing could be written"
+    );
+    d.stop();
+    std::fs::remove_dir(&today).unwrap();
+    d.spawn();
+    let counts = record_counts(&d);
+    let kinds: Vec<(&str, usize)> = counts
+        .iter()
+        .filter(|((_, id), _)| *id == a)
+        .map(|((kind, _), n)| (kind.as_str(), *n))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("D", 1), ("H", 1), ("Q", 1), ("RL", 1), ("a", 1)],
+        "{counts:?}"
+    );
+    // In the order they happened.
+    let order: Vec<String> = accounting(&d)
+        .iter()
+        .filter(|l| l.contains(&format!(";{a};")))
+        .map(|l| l.split(';').nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(order, ["Q", "a", "RL", "H", "D"], "{order:?}");
+    assert!(d.log().contains("written now"), "{}", d.log());
+    d.stop();
+    d.spawn();
+    assert_eq!(record_counts(&d), counts, "the next start writes nothing");
+    d.allowed_errors.push("ERROR".into());
+}
