@@ -13,7 +13,7 @@ use qmesh_core::report::{By, Context, Ended, Report, Row, report};
 use serde::Serialize;
 
 use super::Seed;
-use super::table::measured;
+use super::table::{key_width, measured};
 use crate::client::CliError;
 
 /// A seed's tables: each a title and a report.
@@ -240,13 +240,7 @@ fn sdsc_runtimes(out: &mut String, r: &Report) {
 }
 
 fn sdsc_queues(out: &mut String, r: &Report) {
-    let width = r
-        .rows
-        .iter()
-        .map(|row| row.key.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
+    let width = key_width(r, 5);
     let _ = writeln!(
         out,
         "{:<width$} {:>14} {:>16} {:>16} {:>21} {:>16}",
@@ -272,13 +266,7 @@ fn sdsc_queues(out: &mut String, r: &Report) {
 }
 
 fn anl_projects(out: &mut String, r: &Report) {
-    let width = r
-        .rows
-        .iter()
-        .map(|row| row.key.len())
-        .max()
-        .unwrap_or(7)
-        .max(7);
+    let width = key_width(r, 7);
     let _ = writeln!(
         out,
         "{:<width$} {:>8} {:>6} {:>12} {:>11}",
@@ -316,13 +304,7 @@ fn epcc_months(out: &mut String, r: &Report) {
 }
 
 fn epcc_groups(out: &mut String, r: &Report) {
-    let width = r
-        .rows
-        .iter()
-        .map(|row| row.key.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
+    let width = key_width(r, 5);
     let _ = writeln!(
         out,
         "{:<width$} {:>6} {:>12} {:>11}",

@@ -52,6 +52,16 @@ pub fn csv(r: &Report) -> String {
     out
 }
 
+/// The width of the key column: the longest key, at least `at_least`.
+pub fn key_width(r: &Report, at_least: usize) -> usize {
+    r.rows
+        .iter()
+        .map(|row| row.key.len())
+        .max()
+        .unwrap_or(0)
+        .max(at_least)
+}
+
 /// The time measured, in the machine's zone.
 pub fn measured(r: &Report, machine: &Context) -> String {
     let zone = machine.calendar.zone().ok();
@@ -81,13 +91,7 @@ pub fn text(r: &Report, dir: &Path, files: usize, machine: &Context) -> String {
         ));
     }
     out.push('\n');
-    let width = r
-        .rows
-        .iter()
-        .map(|row| row.key.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
+    let width = key_width(r, 8);
     out.push_str(&format!(
         "{:<width$} {:>7} {:>5} {:>11} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n",
         "",
