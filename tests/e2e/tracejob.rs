@@ -551,7 +551,7 @@ fn the_log_survives_kill_9_with_nothing_missing_or_doubled() {
 
 /// Records the log could not take stay in the store with the changes they
 /// record, and the next start writes them, each once: here today's file
-/// is a directory while jobs are held, released, altered and deleted, so
+/// is a directory while a job is altered, held, released and deleted, so
 /// no record reaches the log; once it is a file again, a start writes
 /// them all (the holds and the deletion too, which the store's jobs alone
 /// could not say).
@@ -563,10 +563,14 @@ fn records_the_log_could_not_take_are_written_at_the_next_start() {
     let today = dir.join(chrono::Local::now().format("%Y%m%d").to_string());
     let _ = std::fs::remove_file(&today);
     std::fs::create_dir_all(&today).unwrap();
-    let a = d.qsub(&["-h", "wait.sh"]);
+    // To start the day after tomorrow: held and released, it still waits.
+    let later = (chrono::Local::now() + chrono::Duration::days(2))
+        .format("%Y%m%d%H%M")
+        .to_string();
+    let a = d.qsub(&["-a", &later, "wait.sh"]);
     d.ok("qalter", &["-N", "renamed", &a]);
-    d.ok("qrls", &[&a]);
     d.ok("qhold", &[&a]);
+    d.ok("qrls", &[&a]);
     d.ok("qdel", &[&a]);
     let _ = d.run("tracejob", &["1"]);
     assert!(
@@ -593,7 +597,7 @@ fn records_the_log_could_not_take_are_written_at_the_next_start() {
         .filter(|l| l.contains(&format!(";{a};")))
         .map(|l| l.split(';').nth(1).unwrap().to_string())
         .collect();
-    assert_eq!(order, ["Q", "a", "RL", "H", "D"], "{order:?}");
+    assert_eq!(order, ["Q", "a", "H", "RL", "D"], "{order:?}");
     assert!(d.log().contains("written now"), "{}", d.log());
     d.stop();
     d.spawn();

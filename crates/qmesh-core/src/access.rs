@@ -46,9 +46,28 @@ impl Caller {
         server: &ServerAttrs,
         daemon_uid: u32,
     ) -> Caller {
-        let role = if uid == 0 || uid == daemon_uid || listed(&server.managers, user) {
+        let manager = uid == 0 || uid == daemon_uid || listed(&server.managers, user);
+        Caller::with_role(
+            uid,
+            gid,
+            user,
+            group,
+            manager,
+            listed(&server.operators, user),
+        )
+    }
+
+    fn with_role(
+        uid: u32,
+        gid: u32,
+        user: &str,
+        group: &str,
+        manager: bool,
+        operator: bool,
+    ) -> Caller {
+        let role = if manager {
             Role::Manager
-        } else if listed(&server.operators, user) {
+        } else if operator {
             Role::Operator
         } else {
             Role::User
@@ -83,20 +102,14 @@ impl Caller {
                 None => entry == user && uid != 0,
             })
         };
-        let role = if on(&server.managers) {
-            Role::Manager
-        } else if on(&server.operators) {
-            Role::Operator
-        } else {
-            Role::User
-        };
-        Caller {
+        Caller::with_role(
             uid,
             gid,
-            user: user.to_string(),
-            group: group.to_string(),
-            role,
-        }
+            user,
+            group,
+            on(&server.managers),
+            on(&server.operators),
+        )
     }
 
     /// Whether the caller may delete, hold or release this job.
