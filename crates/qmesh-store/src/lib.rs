@@ -14,6 +14,7 @@
 //! `fsync`. A `kill -9` of the daemon loses nothing that was flushed; a power
 //! cut may lose the last writes. See docs/ARCHITECTURE.md.
 
+mod durable;
 mod record;
 mod sled_store;
 pub mod suite;

@@ -97,6 +97,12 @@ impl SledStore {
             }
         }
         let flush_db = db.clone();
+        let syncer = std::sync::Mutex::new(crate::durable::Syncer::open(dir).map_err(|e| {
+            StoreError::Io {
+                what: format!("sync the store's files in {}", dir.display()),
+                message: e.to_string(),
+            }
+        })?);
         let trees = Trees {
             jobs: jobs.clone(),
             config: config.clone(),
@@ -104,7 +110,17 @@ impl SledStore {
         };
         let writer = Writer::start(
             move |changes| apply(&trees, changes),
-            move || flush_db.flush().map(|_| ()).map_err(io("flush the store")),
+            move || {
+                flush_db.flush().map_err(io("flush the store"))?;
+                let mut syncer = match syncer.lock() {
+                    Ok(s) => s,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                syncer.sync().map_err(|e| StoreError::Io {
+                    what: "sync the store's files to the disk".into(),
+                    message: e.to_string(),
+                })
+            },
         )?;
         Ok(SledStore {
             db,
