@@ -620,7 +620,10 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         .map_err(|e| AgentError::io("set permissions of", path, e))
 }
 
-/// Replaces `path` with `bytes` all at once: a temporary file, fsync, rename.
+/// Replaces `path` with `bytes` all at once: a temporary file, fsync,
+/// rename, fsync of the directory (so the new name survives a power cut:
+/// a job's `result.json` must not be lost between the report and the
+/// daemon's acknowledgement).
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
@@ -634,7 +637,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .map_err(|e| AgentError::io("write", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| AgentError::io("rename into place", path, e))
+    fs::rename(&tmp, path).map_err(|e| AgentError::io("rename into place", path, e))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| AgentError::io("sync the directory of", path, e))
 }
 
 #[cfg(test)]

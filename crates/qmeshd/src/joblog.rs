@@ -10,9 +10,11 @@
 //! waiting. One thread takes what is queued, formats each line in the
 //! server's local time, appends it to that day's file (opened for append,
 //! created 0644; a new file at local midnight, as PBS switches), and
-//! flushes (one write per batch) whenever the queue is empty. There is no
-//! fsync, as in PBS (a line-buffered stdio stream): a crash of qmeshd
-//! loses nothing written, a power cut may lose the last lines. If the disk
+//! flushes (one write per batch) whenever the queue is empty; a batch that
+//! holds accounting records is fdatasynced before the store is told it
+//! may forget them (`crate::task::joblog`), so a power cut loses none:
+//! what the file lacks, the store still has. Server events and the audit
+//! log are flushed, not synced, as PBS writes them. If the disk
 //! falls so far behind that [`QUEUED_LINES`] lines wait, further lines are
 //! dropped and counted, and the count goes to the daemon's log: these
 //! files are a record of what happened, the jobs themselves are in the
@@ -152,7 +154,7 @@ where
     for (at, line) in &missing {
         out.write(at.date(), line)?;
     }
-    out.flush()?;
+    out.sync()?;
     Ok(missing.len())
 }
 
@@ -244,7 +246,7 @@ pub fn recover_outbox(state_dir: &Path, kept: &[(u64, Vec<u8>)]) -> io::Result<u
             written += 1;
         }
     }
-    out.flush()?;
+    out.sync()?;
     Ok(written)
 }
 
@@ -479,11 +481,16 @@ impl Day {
         if self.open.as_ref().is_none_or(|(d, _)| *d != day) {
             self.flush()?;
             let path = self.dir.join(joblog::file_name(day));
+            let existed = path.exists();
             let file = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .mode(0o644)
                 .open(&path)?;
+            if !existed {
+                file.sync_all()?;
+                File::open(&self.dir)?.sync_all()?;
+            }
             self.open = Some((day, BufWriter::new(file)));
         }
         if let Some((_, out)) = &mut self.open {
@@ -496,6 +503,17 @@ impl Day {
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.open {
             Some((_, out)) => out.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes, then `fdatasync`s the day's file: what was written is on
+    /// the disk itself (a new day's file was synced with its directory
+    /// when it was made).
+    fn sync(&mut self) -> io::Result<()> {
+        self.flush()?;
+        match &self.open {
+            Some((_, out)) => out.get_ref().sync_data(),
             None => Ok(()),
         }
     }
@@ -542,11 +560,14 @@ impl Writer {
                 }
                 next = rx.try_recv().ok();
             }
-            let result = self
-                .accounting
-                .flush()
-                .and(self.events.flush())
-                .and(self.audit.flush());
+            // Records the store forgets once confirmed must be on the disk
+            // itself first: the accounting file is fdatasynced then.
+            let accounting = if seqs.is_some() {
+                self.accounting.sync()
+            } else {
+                self.accounting.flush()
+            };
+            let result = accounting.and(self.events.flush()).and(self.audit.flush());
             if let Some((lo, hi)) = seqs {
                 match &result {
                     Ok(()) => {
