@@ -513,6 +513,13 @@ fn log_finish(r: &JobResult) {
 
 fn persist(dir: &JobDir, result: &JobResult) {
     if let Err(e) = dir.write_result(result) {
+        if !dir.path.exists() {
+            // The daemon has acknowledged an end of this job already (a
+            // report of it by another watcher, after a restart) and its
+            // directory is gone: nothing is left to keep.
+            tracing::debug!("{e}; the job's directory is gone: its end was acknowledged");
+            return;
+        }
         error!("{e}; the job's end is reported but will not survive an agent restart");
     }
 }
