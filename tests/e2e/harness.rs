@@ -88,6 +88,13 @@ impl Daemon {
 
     /// A daemon on the given configuration file text.
     pub fn start_with(config: Option<&str>) -> Daemon {
+        Daemon::start_prepared(config, |_| {})
+    }
+
+    /// A daemon on `config`, `prepare` called with its state directory
+    /// (made, empty) before it starts: a test mounts a small file system
+    /// there.
+    pub fn start_prepared(config: Option<&str>, prepare: impl FnOnce(&Path)) -> Daemon {
         let root = tempfile::Builder::new()
             .prefix("qmesh-e2e-")
             .tempdir()
@@ -113,6 +120,8 @@ impl Daemon {
             starts: 0,
             allowed_errors: Vec::new(),
         };
+        std::fs::create_dir_all(&daemon.state_dir).expect("state directory");
+        prepare(&daemon.state_dir);
         daemon.spawn();
         daemon
     }

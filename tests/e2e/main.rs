@@ -9,6 +9,7 @@ mod bad_input;
 mod cluster;
 mod commands;
 mod depend;
+mod disk_full;
 mod examples;
 mod harness;
 mod interactive;

@@ -143,6 +143,9 @@ fn writer(
     observer: &std::sync::OnceLock<FlushObserver>,
 ) {
     let (lock, cv) = shared;
+    // Whether the last batch failed: a failing disk is logged when it
+    // starts failing and when it works again, not at every batch.
+    let mut failing = false;
     loop {
         let (changes, batch) = {
             let mut waiters = relock(lock.lock());
@@ -169,8 +172,17 @@ fn writer(
             ms = started.elapsed().as_secs_f64() * 1e3,
             "written"
         );
-        if let Err(e) = &result {
-            tracing::error!(error = %e, changes = count, waiting = batch.len(), "store write failed");
+        match &result {
+            Err(e) if !failing => {
+                tracing::error!(error = %e, changes = count, waiting = batch.len(), "store write failed");
+                failing = true;
+            }
+            Err(_) => {}
+            Ok(()) if failing => {
+                tracing::info!("store writes work again");
+                failing = false;
+            }
+            Ok(()) => {}
         }
         for done in batch {
             done(result.clone());

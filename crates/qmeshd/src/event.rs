@@ -182,4 +182,11 @@ pub enum AfterDurable {
     Launch(JobId),
     /// The job's end is on disk: the agent may forget it.
     Ack { host: String, job: JobId },
+    /// The store could not make a turn durable (`why`): these items wait
+    /// (no launch, no acknowledgement), and the daemon refuses changes
+    /// (`task/read_only.rs`).
+    NotDurable {
+        items: Vec<AfterDurable>,
+        why: String,
+    },
 }

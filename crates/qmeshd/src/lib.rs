@@ -291,6 +291,7 @@ async fn run(
             cluster_key,
             jobs: settings.jobs.clone(),
             file_config: settings.initial.clone(),
+            store_dir: store_dir.clone(),
         },
         durable_tx,
     )

@@ -55,8 +55,9 @@ impl SchedulerTask {
     /// writer has confirmed), and the records to the log once durable.
     pub(super) fn end_turn(&mut self) {
         let records = std::mem::take(&mut *self.pending_records.borrow_mut());
+        let watch = Some(self.failure_watch());
         if !self.joblog.writes_records() {
-            self.store.end_turn(Vec::new(), None);
+            self.store.end_turn_watched(Vec::new(), None, watch);
             return;
         }
         let mut extra = Vec::new();
@@ -66,7 +67,7 @@ impl SchedulerTask {
             self.confirmed_records = confirmed;
         }
         if records.is_empty() {
-            self.store.end_turn(extra, None);
+            self.store.end_turn_watched(extra, None, watch);
             return;
         }
         let mut kept = Vec::with_capacity(records.len());
@@ -87,13 +88,15 @@ impl SchedulerTask {
                     sender.record(r.seq, r.at, r.kind, r.id, r.text);
                 }
             }
-            Err(e) => tracing::error!(
+            // The changes they record are not durable either: the daemon
+            // is read-only now (`read_only.rs`, which logs it once).
+            Err(e) => tracing::debug!(
                 error = %e,
                 records = records.len(),
                 "accounting records not written: the changes they record are not durable"
             ),
         });
-        self.store.end_turn(extra, Some(done));
+        self.store.end_turn_watched(extra, Some(done), watch);
     }
 
     /// `Q`, and "Job Queued at request of ...".

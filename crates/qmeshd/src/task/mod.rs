@@ -25,6 +25,7 @@ mod qmove;
 mod qorder;
 mod qrerun;
 mod qrun;
+mod read_only;
 mod server_status;
 mod signal;
 mod trace;
@@ -66,6 +67,8 @@ pub struct TaskSettings {
     /// What the configuration file seeds a new store with: `print server`
     /// writes what recreates the configuration on a daemon started from it.
     pub file_config: qmesh_core::Config,
+    /// The store's directory, named when it cannot write.
+    pub store_dir: std::path::PathBuf,
 }
 
 /// Where a job's launch order stands.
@@ -166,6 +169,10 @@ pub struct SchedulerTask {
     /// Accounting records of this turn, written once it is durable
     /// (`joblog.rs`).
     pending_records: std::cell::RefCell<Vec<joblog::PendingRecord>>,
+    /// Why the store cannot write, once it could not (`read_only.rs`).
+    read_only: Option<String>,
+    /// Launches and acknowledgements whose changes are not durable.
+    held_back: Vec<AfterDurable>,
     /// The next accounting record's number in the store's outbox.
     next_record_seq: std::cell::Cell<u64>,
     /// The outbox is known written up to here (the store was told).
@@ -210,6 +217,8 @@ impl SchedulerTask {
             purge_on_end: HashSet::new(),
             gate: None,
             pending_records: Default::default(),
+            read_only: None,
+            held_back: Vec::new(),
             next_record_seq: std::cell::Cell::new(1),
             confirmed_records: 0,
             metrics: None,
@@ -389,6 +398,9 @@ impl SchedulerTask {
     }
 
     fn handle(&mut self, event: Event) {
+        let Some(event) = self.refuse_if_read_only(event) else {
+            return;
+        };
         match event {
             Event::Submit {
                 peer,
@@ -550,6 +562,11 @@ impl SchedulerTask {
 
     /// One scheduling pass, and its plan applied.
     fn schedule(&mut self) {
+        if self.read_only.is_some() {
+            // Starts could not be made durable: none until a restart.
+            self.dirty = false;
+            return;
+        }
         self.dirty = false;
         self.last_pass = Instant::now();
         self.passes += 1;
@@ -613,9 +630,13 @@ impl SchedulerTask {
     fn when_durable(&self, after: Vec<AfterDurable>) {
         let tx = self.durable_tx.clone();
         self.store.on_durable(Box::new(move |result| {
-            if let Err(e) = result {
-                error!(error = %e, "the store could not make changes durable");
-            }
+            let after = match result {
+                Ok(()) => after,
+                Err(e) => vec![AfterDurable::NotDurable {
+                    items: after,
+                    why: e.to_string(),
+                }],
+            };
             let _ = tx.send(after);
         }));
     }
@@ -623,6 +644,7 @@ impl SchedulerTask {
     fn after_durable(&mut self, after: Vec<AfterDurable>) {
         for item in after {
             match item {
+                AfterDurable::NotDurable { items, why } => self.not_durable(items, why),
                 AfterDurable::Launch(id) => self.launch(id),
                 AfterDurable::Ack { host, job } => {
                     self.send(

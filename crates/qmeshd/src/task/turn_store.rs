@@ -42,17 +42,32 @@ impl TurnStore {
     /// `done` runs after every callback the turn registered, once all of
     /// it is durable.
     pub fn end_turn(&self, extra: Vec<Change>, done: Option<OnDurable>) {
+        self.end_turn_watched(extra, done, None);
+    }
+
+    /// [`TurnStore::end_turn`], and `on_failure` runs (after the turn's
+    /// callbacks) if the turn wrote changes that could not be made durable.
+    pub fn end_turn_watched(
+        &self,
+        extra: Vec<Change>,
+        done: Option<OnDurable>,
+        on_failure: Option<Box<dyn FnOnce(StoreError) + Send>>,
+    ) {
         let mut turn = std::mem::take(&mut *self.lock());
         turn.changes.extend(extra);
         turn.done.extend(done);
         if turn.changes.is_empty() && turn.done.is_empty() {
             return;
         }
+        let on_failure = on_failure.filter(|_| !turn.changes.is_empty());
         let callbacks = turn.done;
-        let done: Option<OnDurable> = (!callbacks.is_empty()).then(|| {
+        let done: Option<OnDurable> = (!callbacks.is_empty() || on_failure.is_some()).then(|| {
             Box::new(move |result: Result<(), StoreError>| {
                 for callback in callbacks {
                     callback(result.clone());
+                }
+                if let (Err(e), Some(tell)) = (result, on_failure) {
+                    tell(e);
                 }
             }) as OnDurable
         });

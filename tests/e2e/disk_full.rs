@@ -1,0 +1,121 @@
+//! A full disk under the state directory (a small tmpfs mounted there):
+//! the daemon refuses changes with the reason and the store's directory,
+//! keeps answering queries, starts nothing, lets running jobs run; after a
+//! restart on a disk with room again, nothing acknowledged is lost and the
+//! job that ended meanwhile is recorded once, from its agent's spool.
+
+use std::path::{Path, PathBuf};
+
+use crate::harness::{Daemon, is_root, stderr};
+
+/// A tmpfs mounted for the test, unmounted (lazily) after.
+struct Mounted(Option<PathBuf>);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&path)
+                .status();
+        }
+    }
+}
+
+/// Writes zeros into `path` until the disk is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).expect("create the filler");
+    let block = vec![0u8; 1 << 16];
+    while file.write_all(&block).is_ok() {}
+    let _ = file.sync_all();
+}
+
+#[test]
+fn a_full_disk_makes_the_daemon_refuse_changes_and_lose_nothing() {
+    if !is_root() {
+        eprintln!("not root: no file system to fill; skipped");
+        return;
+    }
+    let mut mounted = Mounted(None);
+    let mut d = Daemon::start_prepared(None, |state| {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
+            .arg(state)
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            mounted.0 = Some(state.to_path_buf());
+        }
+    });
+    if mounted.0.is_none() {
+        eprintln!("cannot mount a tmpfs here: skipped");
+        return;
+    }
+    let started = d.fifo("started");
+    let go = d.fifo("go");
+    d.script(
+        "held.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho run >> runs\necho up > started\nread x < go\nexit 0\n",
+    );
+    let running = d.qsub(&["held.sh"]);
+    assert_eq!(d.read_fifo(&started).trim(), "up");
+    let kept = d.qsub(&["-h", "held.sh"]);
+
+    let filler = d.state_dir.join("filler");
+    fill(&filler);
+    // The first change meets the full disk: it is not confirmed.
+    let first = d.run("qsub", &["-h", "held.sh"]);
+    assert!(!first.status.success(), "acknowledged on a full disk");
+    // From then on changes are refused, with the reason and where.
+    let store = d.state_dir.join("store");
+    for (cmd, args) in [
+        ("qsub", vec!["held.sh"]),
+        ("qdel", vec![running.as_str()]),
+        ("qrls", vec![kept.as_str()]),
+    ] {
+        let out = d.run(cmd, &args);
+        assert!(!out.status.success(), "{cmd} accepted on a full disk");
+        let err = stderr(&out);
+        assert!(
+            err.contains("cannot write its store in") && err.contains(&store.display().to_string()),
+            "{cmd}: {err}"
+        );
+    }
+    // Queries still answer, and the running job runs on.
+    let qstat = d.ok("qstat", &[]);
+    assert!(
+        qstat.contains(running.split('.').next().unwrap()),
+        "{qstat}"
+    );
+    assert!(d.log().contains("the store cannot write"), "{}", d.log());
+    assert_eq!(
+        d.log().matches("the store cannot write").count(),
+        1,
+        "said once"
+    );
+
+    // Room again; the job ends while the daemon is still read-only: its
+    // end waits in the agent's spool.
+    std::fs::remove_file(&filler).unwrap();
+    d.write_fifo(&go, "done\n");
+    d.kill9();
+    d.spawn();
+    d.wait_job(&running);
+    let job = d.job_json(&running);
+    assert_eq!(job["Exit_status"], 0, "{job}");
+    assert_eq!(
+        std::fs::read_to_string(d.work.join("runs")).unwrap(),
+        "run\n",
+        "it ran once"
+    );
+    assert_eq!(
+        d.job_json(&kept)["job_state"],
+        "H",
+        "acknowledged before: kept"
+    );
+    let after = d.qsub(&["-h", "held.sh"]);
+    assert!(!after.is_empty());
+    d.allowed_errors.push("ERROR".into());
+    drop(d);
+}
