@@ -153,6 +153,11 @@ pub trait Store: Send + Sync + 'static {
         self.write(vec![Change::usage(usage)?], None);
         Ok(())
     }
+    /// Closes and opens the engine again, after a failure that left it
+    /// refusing writes; a store that needs nothing of the kind does nothing.
+    fn reopen(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// Runs `done` once every change queued so far is durable.
     fn on_durable(&self, done: OnDurable) {
         self.write(Vec::new(), Some(done));

@@ -29,7 +29,18 @@ const CONFIG: &[u8] = b"server";
 const SCHEMA: &[u8] = b"schema";
 const USAGE: &[u8] = b"usage";
 
+/// The sled store. Its engine (the open database and its writer) can be
+/// closed and opened again in the process ([`Store::reopen`]): sled
+/// refuses every write once an I/O error has reached it, so a daemon whose
+/// disk was full comes back by reopening, once there is room.
 pub struct SledStore {
+    dir: std::path::PathBuf,
+    engine: std::sync::RwLock<Option<Engine>>,
+    observer: crate::writer::SharedObserver,
+}
+
+/// One open sled database and its writer thread.
+struct Engine {
     db: sled::Db,
     meta: sled::Tree,
     config: sled::Tree,
@@ -61,6 +72,45 @@ fn outbox_key(seq: u64) -> [u8; 9] {
 impl SledStore {
     /// Opens (or creates) the store in `dir`.
     pub fn open(dir: &Path) -> Result<SledStore, StoreError> {
+        let observer = crate::writer::SharedObserver::default();
+        let engine = Engine::open(dir, observer.clone())?;
+        Ok(SledStore {
+            dir: dir.to_path_buf(),
+            engine: std::sync::RwLock::new(Some(engine)),
+            observer,
+        })
+    }
+
+    fn engine(&self) -> std::sync::RwLockReadGuard<'_, Option<Engine>> {
+        match self.engine.read() {
+            Ok(e) => e,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Runs `f` on the open engine; an error if none is open (a reopen
+    /// failed).
+    fn with<T>(&self, f: impl FnOnce(&Engine) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        match &*self.engine() {
+            Some(engine) => f(engine),
+            None => Err(StoreError::Closed),
+        }
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn size_on_disk(&self) -> u64 {
+        self.with(|e| Ok(e.db.size_on_disk().unwrap_or(0)))
+            .unwrap_or(0)
+    }
+
+    /// Tells `observer` how long each batch took to apply and flush.
+    pub fn observe_flushes(&self, observer: crate::writer::FlushObserver) {
+        let _ = self.observer.set(observer);
+    }
+}
+
+impl Engine {
+    fn open(dir: &Path, observer: crate::writer::SharedObserver) -> Result<Engine, StoreError> {
         let what = format!("open the store in {}", dir.display());
         let db = sled::Config::new()
             .path(dir)
@@ -121,8 +171,9 @@ impl SledStore {
                     message: e.to_string(),
                 })
             },
+            observer,
         )?;
-        Ok(SledStore {
+        Ok(Engine {
             db,
             meta,
             config,
@@ -134,21 +185,9 @@ impl SledStore {
     fn stored_next_id(&self) -> Result<u64, StoreError> {
         stored_next_id(&self.jobs)
     }
-
-    /// Bytes the store takes on disk.
-    pub fn size_on_disk(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
-    }
 }
 
-impl SledStore {
-    /// Tells `observer` how long each batch took to apply and flush.
-    pub fn observe_flushes(&self, observer: crate::writer::FlushObserver) {
-        self.writer.observe(observer);
-    }
-}
-
-impl Drop for SledStore {
+impl Drop for Engine {
     fn drop(&mut self) {
         self.writer.close();
         let _ = self.db.flush();
@@ -156,6 +195,40 @@ impl Drop for SledStore {
 }
 
 impl Store for SledStore {
+    fn load(&self) -> Result<Loaded, StoreError> {
+        self.with(Engine::load)
+    }
+
+    fn write(&self, changes: Vec<Change>, done: Option<OnDurable>) {
+        match &*self.engine() {
+            Some(engine) => engine.writer.queue(changes, done),
+            None => {
+                if let Some(done) = done {
+                    done(Err(StoreError::Closed));
+                }
+            }
+        }
+    }
+
+    fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
+        self.with(|e| e.payload(id))
+    }
+
+    /// Closes the engine (its writer ends once what is queued is tried)
+    /// and opens the store again.
+    fn reopen(&self) -> Result<(), StoreError> {
+        let mut slot = match self.engine.write() {
+            Ok(e) => e,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // The old database must be gone before sled's lock is taken again.
+        drop(slot.take());
+        *slot = Some(Engine::open(&self.dir, self.observer.clone())?);
+        Ok(())
+    }
+}
+
+impl Engine {
     fn load(&self) -> Result<Loaded, StoreError> {
         let config = match self
             .config
@@ -199,10 +272,6 @@ impl Store for SledStore {
             usage,
             outbox,
         })
-    }
-
-    fn write(&self, changes: Vec<Change>, done: Option<OnDurable>) {
-        self.writer.queue(changes, done);
     }
 
     fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {

@@ -34,10 +34,12 @@ struct Waiters {
 /// changes it held (the daemon's metrics).
 pub type FlushObserver = Box<dyn Fn(std::time::Duration, usize) + Send + Sync>;
 
+/// The observer, kept by the store across reopens.
+pub type SharedObserver = Arc<std::sync::OnceLock<FlushObserver>>;
+
 pub struct Writer {
     shared: Arc<(Mutex<Waiters>, Condvar)>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    observer: Arc<std::sync::OnceLock<FlushObserver>>,
 }
 
 impl Writer {
@@ -46,6 +48,7 @@ impl Writer {
     pub fn start(
         apply: impl Fn(Vec<Change>) -> Result<(), StoreError> + Send + 'static,
         flush: impl Fn() -> Result<(), StoreError> + Send + 'static,
+        observer: SharedObserver,
     ) -> Result<Writer, StoreError> {
         let shared = Arc::new((
             Mutex::new(Waiters {
@@ -56,8 +59,7 @@ impl Writer {
             Condvar::new(),
         ));
         let worker = Arc::clone(&shared);
-        let observer = Arc::new(std::sync::OnceLock::<FlushObserver>::new());
-        let watching = Arc::clone(&observer);
+        let watching = observer;
         let thread = std::thread::Builder::new()
             .name("qmesh-writer".into())
             .spawn(move || writer(&worker, apply, flush, &watching))
@@ -68,14 +70,7 @@ impl Writer {
         Ok(Writer {
             shared,
             thread: Mutex::new(Some(thread)),
-            observer,
         })
-    }
-
-    /// Tells `observer` of every batch written from now on (once; a
-    /// second observer is ignored).
-    pub fn observe(&self, observer: FlushObserver) {
-        let _ = self.observer.set(observer);
     }
 
     pub fn queue(&self, changes: Vec<Change>, done: Option<OnDurable>) {

@@ -104,3 +104,32 @@ fn sled_outbox_round_trip() {
     })
     .unwrap();
 }
+
+/// The engine reopened in the process (after a full disk) holds what was
+/// durable and takes writes again.
+#[test]
+fn sled_reopens_in_the_process() {
+    use qmesh_store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("db"));
+    store
+        .put_new_job(&suite::sample_job(1), &suite::sample_payload(1))
+        .unwrap();
+    store.sync().unwrap();
+    // sled's lock may linger a moment after the old engine is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Err(e) = store.reopen() {
+        assert!(std::time::Instant::now() < deadline, "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(store.load().unwrap().jobs, vec![suite::sample_job(1)]);
+    store
+        .put_new_job(&suite::sample_job(2), &suite::sample_payload(2))
+        .unwrap();
+    store.sync().unwrap();
+    assert_eq!(store.load().unwrap().jobs.len(), 2);
+    assert_eq!(
+        store.payload(qmesh_core::JobId(1)).unwrap(),
+        Some(suite::sample_payload(1))
+    );
+}

@@ -189,4 +189,7 @@ pub enum AfterDurable {
         items: Vec<AfterDurable>,
         why: String,
     },
+    /// The store, reopened, holds the whole state again: changes are
+    /// taken again and what was held back goes on.
+    Resynced,
 }

@@ -173,6 +173,8 @@ pub struct SchedulerTask {
     read_only: Option<String>,
     /// Launches and acknowledgements whose changes are not durable.
     held_back: Vec<AfterDurable>,
+    /// When a read-only daemon last tried its store again.
+    last_recovery: Option<Instant>,
     /// The next accounting record's number in the store's outbox.
     next_record_seq: std::cell::Cell<u64>,
     /// The outbox is known written up to here (the store was told).
@@ -219,6 +221,7 @@ impl SchedulerTask {
             pending_records: Default::default(),
             read_only: None,
             held_back: Vec::new(),
+            last_recovery: None,
             next_record_seq: std::cell::Cell::new(1),
             confirmed_records: 0,
             metrics: None,
@@ -645,6 +648,7 @@ impl SchedulerTask {
         for item in after {
             match item {
                 AfterDurable::NotDurable { items, why } => self.not_durable(items, why),
+                AfterDurable::Resynced => self.resynced(),
                 AfterDurable::Launch(id) => self.launch(id),
                 AfterDurable::Ack { host, job } => {
                     self.send(
@@ -900,6 +904,7 @@ impl SchedulerTask {
     }
 
     fn tick(&mut self) {
+        self.try_recover();
         let now = Instant::now();
         let limit = Duration::from_secs(3 * u64::from(self.settings.heartbeat_secs));
         let silent: Vec<String> = self

@@ -10,15 +10,23 @@
 //!   launches whose start was not durable are not sent.
 //!
 //! sled does not write again in the same process once an I/O error has
-//! reached it, so the way out is a restart of qmeshd once the disk has
-//! room: it loads the last durable state and the agents report again the
-//! ends they kept.
+//! reached it. So every few seconds the task reopens the store and writes
+//! the whole state back (every job, the configuration, the usage) in one
+//! batch; once that is durable the disk and the memory agree again, the
+//! daemon takes changes, sends the launches and acknowledgements it held
+//! back, and says so. A restart of qmeshd works as well: it loads the
+//! last durable state and the agents report again the ends they kept.
 
-use qmesh_store::StoreError;
-use tracing::error;
+use std::time::{Duration, Instant};
+
+use qmesh_store::{Change, Store, StoreError};
+use tracing::{error, info, warn};
 
 use super::SchedulerTask;
 use crate::event::{AfterDurable, Event};
+
+/// How often a read-only daemon tries its store again.
+const RETRY: Duration = Duration::from_secs(2);
 
 impl SchedulerTask {
     /// What a turn tells the task if its writes could not be made durable.
@@ -38,7 +46,7 @@ impl SchedulerTask {
             error!(
                 store = %self.settings.store_dir.display(),
                 error = %why,
-                "the store cannot write: qmeshd refuses changes and starts no job until it is restarted with a working disk; running jobs go on and their ends wait in the agents' spools"
+                "the store cannot write: qmeshd refuses changes and starts no job until it can write again (it tries every few seconds); running jobs go on and their ends wait in the agents' spools"
             );
             self.read_only = Some(why);
         }
@@ -50,11 +58,57 @@ impl SchedulerTask {
         }
     }
 
+    /// In read-only mode, at most every [`RETRY`]: reopens the store and
+    /// writes the whole state back.
+    pub(super) fn try_recover(&mut self) {
+        if self.read_only.is_none() || self.last_recovery.is_some_and(|at| at.elapsed() < RETRY) {
+            return;
+        }
+        self.last_recovery = Some(Instant::now());
+        if let Err(e) = self.store.reopen() {
+            tracing::debug!(error = %e, "the store does not open again yet");
+            return;
+        }
+        let mut changes = Vec::new();
+        for job in self.state.jobs() {
+            match Change::job(job) {
+                Ok(c) => changes.push(c),
+                Err(e) => {
+                    warn!(job = %job.id, error = %e, "a job could not be encoded to be written back")
+                }
+            }
+        }
+        changes.extend(Change::config(self.state.config()).ok());
+        changes.extend(Change::usage(self.state.accounting().usage()).ok());
+        let tx = self.durable_tx.clone();
+        let done: qmesh_store::OnDurable = Box::new(move |result| {
+            if result.is_ok() {
+                let _ = tx.send(vec![AfterDurable::Resynced]);
+            }
+        });
+        self.store
+            .end_turn_watched(changes, Some(done), Some(self.failure_watch()));
+    }
+
+    /// The whole state is durable again.
+    pub(super) fn resynced(&mut self) {
+        if self.read_only.take().is_none() {
+            return;
+        }
+        info!(
+            jobs = self.state.jobs().count(),
+            "the store writes again and holds the whole state: changes are taken again"
+        );
+        let held = std::mem::take(&mut self.held_back);
+        self.after_durable(held);
+        self.dirty = true;
+    }
+
     /// Why changes are refused now, as a client is told it.
     fn refusal(&self) -> Option<tonic::Status> {
         let why = self.read_only.as_ref()?;
         Some(tonic::Status::unavailable(format!(
-            "qmeshd cannot write its store in {} ({why}); it refuses changes until the disk works and qmeshd is restarted; running jobs go on",
+            "qmeshd cannot write its store in {} ({why}); it refuses changes until the disk works again (it tries every few seconds); running jobs go on",
             self.settings.store_dir.display()
         )))
     }

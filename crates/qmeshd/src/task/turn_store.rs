@@ -98,6 +98,10 @@ impl Store for TurnStore {
         turn.done.extend(done);
     }
 
+    fn reopen(&self) -> Result<(), StoreError> {
+        self.inner.reopen()
+    }
+
     /// Ends the turn here, then waits for the store.
     fn sync(&self) -> Result<(), StoreError> {
         self.end_turn(Vec::new(), None);
