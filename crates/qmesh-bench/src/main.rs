@@ -23,6 +23,7 @@ mod pass;
 mod pass_arrays;
 mod relay;
 mod restart;
+mod store_churn;
 mod submit;
 
 use std::path::PathBuf;
@@ -84,6 +85,18 @@ enum What {
         /// Records left out of that log, as a crash leaves them.
         #[arg(long, default_value_t = 0, requires = "accounting")]
         missing: u64,
+    },
+    /// The store's size on disk while jobs flow through it (created,
+    /// started, ended, expired from history), against the live data.
+    StoreChurn {
+        #[arg(long, default_value_t = 1_000_000)]
+        jobs: u64,
+        /// Ended jobs kept (the history) before they are removed.
+        #[arg(long, default_value_t = 20_000)]
+        history: usize,
+        /// Jobs per group commit.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
     },
     /// The disk's flush latency (4 KiB write + fdatasync).
     Disk {
@@ -214,6 +227,11 @@ fn main() -> ExitCode {
         } => qmeshd()
             .and_then(|q| restart::run(&q, *jobs, *runs, *accounting, *missing).map(|r| vec![r])),
         What::Disk { flushes } => disk::run(*flushes).map(|r| vec![r]),
+        What::StoreChurn {
+            jobs,
+            history,
+            batch,
+        } => store_churn::run(*jobs, *history, (*batch).max(1)).map(|r| vec![r]),
         What::Churn {
             jobs,
             agents,
