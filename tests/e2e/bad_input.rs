@@ -128,3 +128,42 @@ fn a_client_without_a_daemon_says_where_it_looked() {
         "{msg}"
     );
 }
+
+/// What one submission may carry is bounded, each limit refused in its own
+/// words and nothing queued: a 5 MiB script, a 300-character name, a 5 kB
+/// resource value; a 20 MiB script (past what the daemon decodes at all)
+/// is refused too, and the daemon goes on.
+#[test]
+fn oversized_submissions_are_refused_with_the_limit() {
+    let d = Daemon::start();
+    d.script("ok.sh", "echo ok\n");
+    let mut big = String::from("#!/bin/sh\n");
+    while big.len() < 5 << 20 {
+        big.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    d.script("big.sh", &big);
+    refused(&d, "qsub", &["big.sh"], "a script may be at most 4 MiB");
+    let name = "n".repeat(300);
+    refused(&d, "qsub", &["-N", &name, "ok.sh"], "-N takes at most 236");
+    let value = format!("software={}", "x".repeat(5000));
+    refused(
+        &d,
+        "qsub",
+        &["-l", &value, "ok.sh"],
+        "a value may be at most 4096",
+    );
+    let mut huge = big.clone();
+    while huge.len() < 20 << 20 {
+        huge.push_str(&big);
+    }
+    d.script("huge.sh", &huge);
+    let out = d.run("qsub", &["huge.sh"]);
+    assert!(!out.status.success(), "a 20 MiB script was queued");
+    assert!(
+        d.ok("qstat", &[]).trim().is_empty(),
+        "nothing queued: {}",
+        d.ok("qstat", &[])
+    );
+    let id = d.qsub(&["ok.sh"]);
+    assert!(!id.is_empty(), "the daemon goes on");
+}

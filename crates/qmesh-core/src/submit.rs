@@ -2,6 +2,8 @@
 //! limits checked, output paths worked out. Everything a refusal needs to
 //! say is said here, before anything is stored.
 
+pub mod sizes;
+
 use std::collections::BTreeMap;
 
 use crate::Time;

@@ -36,6 +36,10 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tracing::{error, info, warn};
 
+/// The largest request a command may send: a submission's largest script
+/// and environment (`qmesh_core::submit::sizes`) with room to spare, so
+/// that one past those limits is refused in their words.
+const MAX_REQUEST_BYTES: usize = 16 << 20;
 pub use args::Args;
 pub use qmesh_config::{EMBEDDED, Settings};
 
@@ -337,7 +341,13 @@ async fn run(
     let mut servers = Vec::new();
     servers.push(tokio::spawn(
         Server::builder()
-            .add_service(JobsServer::new(service::JobsService { link: link.clone() }))
+            // Room for the largest script and environment a submission may
+            // carry (qmesh_core::submit::sizes), so that one past them gets
+            // the limit's own words, not gRPC's.
+            .add_service(
+                JobsServer::new(service::JobsService { link: link.clone() })
+                    .max_decoding_message_size(MAX_REQUEST_BYTES),
+            )
             .add_service(AdminServer::new(service::AdminService {
                 link: link.clone(),
             }))
@@ -364,8 +374,9 @@ async fn run(
             .add_service(AgentServer::new(service::AgentService {
                 link: link.clone(),
             }))
-            .add_service(JobsServer::with_interceptor(
-                service::JobsService { link: link.clone() },
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                JobsServer::new(service::JobsService { link: link.clone() })
+                    .max_decoding_message_size(MAX_REQUEST_BYTES),
                 relayed_only(&link),
             ))
             .add_service(AdminServer::with_interceptor(

@@ -24,6 +24,10 @@ impl SchedulerTask {
     ) {
         let caller = self.caller(peer);
         let (mut submission, payload) = convert::submission(request);
+        if let Err(why) = qmesh_core::submit::sizes::check(&submission, &payload) {
+            let _ = reply.send(Err(Status::invalid_argument(why)));
+            return;
+        }
         // From another host, the host is the one its agent vouches for
         // (PBS_O_HOST, the ACLs), not the one qsub names.
         if let Some(host) = &peer.host {
