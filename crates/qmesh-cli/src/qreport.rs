@@ -96,22 +96,12 @@ fn default_dir() -> PathBuf {
 
 /// The jobs that ended in the chosen days' files, and how many files.
 fn read_log(args: &Args, dir: &std::path::Path) -> Result<(Vec<Ended>, usize), CliError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
+    let days = qmesh_sim::to_swf::day_files(dir, args.from, args.to).map_err(|e| {
         CliError::msg(format!(
             "cannot read the accounting directory {}: {e}; give --dir (qmeshd writes STATE/server_priv/accounting)",
             dir.display()
         ))
     })?;
-    let mut days: Vec<(NaiveDate, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let path = e.path();
-            let day = NaiveDate::parse_from_str(path.file_name()?.to_str()?, "%Y%m%d").ok()?;
-            Some((day, path))
-        })
-        .filter(|(d, _)| args.from.is_none_or(|f| *d >= f) && args.to.is_none_or(|t| *d <= t))
-        .collect();
-    days.sort();
     let mut jobs = Vec::new();
     for (_, path) in &days {
         let text = std::fs::read_to_string(path)

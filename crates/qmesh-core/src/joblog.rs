@@ -177,6 +177,12 @@ pub fn file_name(day: chrono::NaiveDate) -> String {
     day.format("%Y%m%d").to_string()
 }
 
+/// The day a log file's name says (`YYYYMMDD`), for the files of a log
+/// directory; `None` for any other name.
+pub fn file_day(name: &str) -> Option<chrono::NaiveDate> {
+    chrono::NaiveDate::parse_from_str(name, "%Y%m%d").ok()
+}
+
 /// One accounting line (without its newline). A newline in `text` would
 /// split the record: it is written as a space.
 pub fn accounting_line(at: NaiveDateTime, kind: RecordType, id: &str, text: &str) -> String {

@@ -41,6 +41,28 @@ struct Seen {
     deleted: bool,
 }
 
+/// An accounting directory's day files (`YYYYMMDD`) from `from` to `to`
+/// (both included; all when not given), in day order.
+pub fn day_files(
+    dir: &Path,
+    from: Option<NaiveDate>,
+    to: Option<NaiveDate>,
+) -> std::io::Result<Vec<(NaiveDate, std::path::PathBuf)>> {
+    let mut days: Vec<(NaiveDate, std::path::PathBuf)> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.path();
+            Some((
+                qmesh_core::joblog::file_day(path.file_name()?.to_str()?)?,
+                path,
+            ))
+        })
+        .filter(|(day, _)| from.is_none_or(|f| *day >= f) && to.is_none_or(|t| *day <= t))
+        .collect();
+    days.sort();
+    Ok(days)
+}
+
 /// The SWF text of the accounting files in `dir` named for the days from
 /// `from` to `to` (both included; all when not given).
 pub fn from_accounting(
@@ -49,20 +71,10 @@ pub fn from_accounting(
     to: Option<NaiveDate>,
 ) -> Result<String, ToSwfError> {
     let shown = dir.display().to_string();
-    let mut days: Vec<(NaiveDate, std::path::PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| ToSwfError::Dir {
-            dir: shown.clone(),
-            why: e.to_string(),
-        })?
-        .filter_map(|entry| {
-            let path = entry.ok()?.path();
-            let name = path.file_name()?.to_str()?;
-            let day = NaiveDate::parse_from_str(name, "%Y%m%d").ok()?;
-            Some((day, path))
-        })
-        .filter(|(day, _)| from.is_none_or(|f| *day >= f) && to.is_none_or(|t| *day <= t))
-        .collect();
-    days.sort();
+    let days = day_files(dir, from, to).map_err(|e| ToSwfError::Dir {
+        dir: shown.clone(),
+        why: e.to_string(),
+    })?;
     let mut jobs: HashMap<String, Seen> = HashMap::new();
     for (_, path) in &days {
         let text = std::fs::read_to_string(path).map_err(|e| ToSwfError::File {

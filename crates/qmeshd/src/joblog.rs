@@ -94,19 +94,11 @@ where
     I: IntoIterator<Item = (Time, RecordType, String, String)>,
 {
     let dir = accounting_dir(state_dir);
-    let mut days: Vec<(NaiveDate, PathBuf)> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .flatten()
-            .filter_map(|e| {
-                let path = e.path();
-                let day = NaiveDate::parse_from_str(path.file_name()?.to_str()?, "%Y%m%d").ok()?;
-                Some((day, path))
-            })
-            .collect(),
+    let days = match day_files(&dir) {
+        Ok(days) => days,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    days.sort();
     let Some((_, last)) = days.last() else {
         return Ok(0);
     };
@@ -156,6 +148,19 @@ where
     }
     out.sync()?;
     Ok(missing.len())
+}
+
+/// A log directory's day files, in day order.
+fn day_files(dir: &Path) -> io::Result<Vec<(NaiveDate, PathBuf)>> {
+    let mut days: Vec<(NaiveDate, PathBuf)> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            Some((joblog::file_day(path.file_name()?.to_str()?)?, path))
+        })
+        .collect();
+    days.sort();
+    Ok(days)
 }
 
 /// An accounting record as the store keeps it (its outbox) from the
@@ -216,16 +221,8 @@ pub fn recover_outbox(state_dir: &Path, kept: &[(u64, Vec<u8>)]) -> io::Result<u
     let dir = accounting_dir(state_dir);
     std::fs::create_dir_all(&dir)?;
     let since = oldest - chrono::Duration::seconds(120);
-    let mut days: Vec<(NaiveDate, PathBuf)> = std::fs::read_dir(&dir)?
-        .flatten()
-        .filter_map(|e| {
-            let path = e.path();
-            let day = NaiveDate::parse_from_str(path.file_name()?.to_str()?, "%Y%m%d").ok()?;
-            Some((day, path))
-        })
-        .filter(|(day, _)| *day >= since.date())
-        .collect();
-    days.sort();
+    let mut days = day_files(&dir)?;
+    days.retain(|(day, _)| *day >= since.date());
     let wanted: std::collections::HashSet<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
     let mut present = std::collections::HashSet::new();
     'files: for (_, path) in days.iter().rev() {
