@@ -8,6 +8,7 @@ mod arrays;
 mod bad_input;
 mod cluster;
 mod commands;
+mod contained;
 mod depend;
 mod disk_full;
 mod examples;

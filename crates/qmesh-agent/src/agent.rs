@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::cli::Cli;
 use crate::error::{AgentError, Result};
@@ -60,6 +60,24 @@ pub fn run(cli: Cli) -> Result<()> {
             tmpdir_base.display()
         )));
     }
+    let cgroups = match crate::cgroup::detect(cli.cgroups, &crate::cgroup::agent_name(spool.root()))
+    {
+        Ok(cgroups) => {
+            info!("jobs run contained: {cgroups}");
+            Some(cgroups)
+        }
+        Err(why) if cli.cgroups == crate::cgroup::Wanted::Off => {
+            info!("jobs run uncontained: {why}");
+            None
+        }
+        Err(why) => {
+            warn!(
+                "jobs cannot be contained here ({why}): they run without a memory limit \
+                 or a cgroup, as with --cgroups off"
+            );
+            None
+        }
+    };
     let cfg = SessionConfig {
         server,
         host,
@@ -92,6 +110,7 @@ pub fn run(cli: Cli) -> Result<()> {
     // Jobs reach the daemon through this host's relay unless told else.
     let places = JobPlaces {
         tmpdir_base,
+        cgroups,
         commands_socket: cli.commands_socket.clone().or(relay_socket.clone()),
     };
     let relay = RelayPlace {
@@ -172,6 +191,8 @@ fn submit_only(
 /// Where this host's jobs find their TMPDIR and the daemon's commands.
 struct JobPlaces {
     tmpdir_base: PathBuf,
+    /// Where jobs' cgroups go, if the host has them.
+    cgroups: Option<crate::cgroup::Cgroups>,
     commands_socket: Option<PathBuf>,
 }
 
@@ -196,9 +217,16 @@ async fn serve(
         "agent starting"
     );
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let joined = Joined::open(spool.root(), hooks.clone(), tx.clone())?;
+    let cgroups = places.cgroups.clone();
+    let joined = Joined::open(
+        spool.root(),
+        hooks.clone(),
+        places.cgroups.clone(),
+        tx.clone(),
+    )?;
     let sup = Supervisor::new(spool, tx)
         .with_hooks(hooks)
+        .with_cgroups(places.cgroups)
         .with_host(&cfg.host, places.tmpdir_base, cfg.facts.gpus)
         .with_commands_socket(places.commands_socket);
     let sup = if exec_shepherds {
@@ -217,6 +245,9 @@ async fn serve(
     }
     if let Some(socket) = &relay.socket {
         let _ = std::fs::remove_file(socket);
+    }
+    if let Some(cgroups) = &cgroups {
+        crate::cgroup::remove_agent_level(cgroups);
     }
     Ok(())
 }

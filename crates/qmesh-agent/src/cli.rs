@@ -121,6 +121,13 @@ pub struct Cli {
     #[arg(long, value_name = "PROGRAM")]
     pub epilogue: Option<PathBuf>,
 
+    /// Run each job in its own cgroup, holding it to the memory it asked
+    /// for and, on a shared node, to its CPUs: auto (v2 where it has the
+    /// memory controller, else v1, else none, which the agent says at
+    /// start), v2, v1, or off.
+    #[arg(long, value_enum, value_name = "WHICH", default_value = "auto")]
+    pub cgroups: crate::cgroup::Wanted,
+
     /// What to log, to stderr: error, warn, info, debug, trace, or a
     /// tracing filter such as "qmesh_agent=debug,info".
     #[arg(long, value_name = "FILTER", default_value = "info")]

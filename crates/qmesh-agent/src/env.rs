@@ -264,6 +264,8 @@ mod tests {
             cpus,
             threads,
             gpus: 0,
+            mem: None,
+            shared: false,
         };
         s.shares = vec![share(3, 6, 2), share(3, 6, 2), share(1, 4, 4)];
         s.local_nodes = vec!["n2".into(), "n3".into()];

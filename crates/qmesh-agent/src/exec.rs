@@ -41,6 +41,7 @@ enum Step {
     Stdout = 7,
     Stderr = 8,
     Limits = 9,
+    Cgroup = 10,
 }
 
 impl Step {
@@ -55,6 +56,7 @@ impl Step {
             Step::Stdout,
             Step::Stderr,
             Step::Limits,
+            Step::Cgroup,
         ]
         .into_iter()
         .find(|s| *s as u8 == b)
@@ -64,6 +66,8 @@ impl Step {
 /// What the child needs between fork and exec, all allocated beforehand.
 struct ChildSetup {
     report: RawFd,
+    /// `cgroup.procs` of the job's cgroup(s), to join first of all.
+    cgroup_procs: Vec<RawFd>,
     switch_to: Option<Credentials>,
     limits: Limits,
     umask: Option<u32>,
@@ -100,6 +104,7 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
         let _ = nix::unistd::write(fd, &[step as u8]);
         io::Error::from_raw_os_error(e as i32)
     };
+    crate::cgroup::job::join(&s.cgroup_procs).map_err(|e| fail(Step::Cgroup, e))?;
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
         .map_err(|e| fail(Step::Signals, e))?;
     for sig in RESET_SIGNALS {
@@ -137,9 +142,10 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
     Ok(())
 }
 
-/// Starts the job in its own session (its pid is its process group).
+/// Starts the job in its own session (its pid is its process group), in
+/// the cgroups whose `cgroup.procs` are `cgroup_procs` (open until then).
 /// Returns the job's pid. Call only from a single-threaded process.
-pub fn spawn(plan: &Plan) -> Result<i32, LaunchError> {
+pub fn spawn(plan: &Plan, cgroup_procs: &[RawFd]) -> Result<i32, LaunchError> {
     let setup_error = |step: &'static str| {
         move |e: Errno| LaunchError::Setup {
             step,
@@ -150,6 +156,7 @@ pub fn spawn(plan: &Plan) -> Result<i32, LaunchError> {
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(setup_error("pipe"))?;
     let setup = ChildSetup {
         report: report_write.as_raw_fd(),
+        cgroup_procs: cgroup_procs.to_vec(),
         switch_to: plan.switch_to.clone(),
         limits: plan.limits,
         umask: plan.umask,
@@ -198,6 +205,10 @@ fn describe_failure(plan: &Plan, step: Option<Step>, source: io::Error) -> Launc
         },
         Some(Step::Limits) => LaunchError::Setup {
             step: "process limits from -l pcput, pvmem, file or nice",
+            source,
+        },
+        Some(Step::Cgroup) => LaunchError::Setup {
+            step: "joining the job's cgroup",
             source,
         },
         Some(Step::Setgroups) => LaunchError::Switch {
@@ -255,10 +266,10 @@ mod tests {
 
     #[test]
     fn step_codes_round_trip() {
-        for b in 1..=9u8 {
+        for b in 1..=10u8 {
             assert_eq!(Step::from_byte(b).map(|s| s as u8), Some(b));
         }
         assert_eq!(Step::from_byte(0), None);
-        assert_eq!(Step::from_byte(10), None);
+        assert_eq!(Step::from_byte(11), None);
     }
 }

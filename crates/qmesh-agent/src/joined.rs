@@ -10,6 +10,10 @@
 //! join the daemon sends again after a reconnection runs nothing twice.
 //! Prologue and epilogue follow PBS (see [`crate::hooks`]): a failed
 //! prologue fails the join, and the daemon ends the job.
+//!
+//! Where the agent has cgroups, a joined job gets its cgroup here too,
+//! with what it may use on this host; pbsdsh's tasks for it join it, and
+//! whatever is in it is killed when the job leaves.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -20,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
+use crate::cgroup::Cgroups;
+use crate::cgroup::job::{Allowance, JobCgroup};
 use crate::error::{AgentError, Result};
 pub use crate::hooks::Hooks;
 use crate::hooks::{self, HOOK_TIMEOUT, HookJob};
@@ -49,19 +55,26 @@ pub struct Joined {
 struct Inner {
     dir: PathBuf,
     hooks: Hooks,
+    cgroups: Option<Cgroups>,
     events: UnboundedSender<Event>,
     /// Joins and leaves run one at a time, in the order they came.
     busy: tokio::sync::Mutex<()>,
 }
 
 impl Joined {
-    pub fn open(spool_root: &Path, hooks: Hooks, events: UnboundedSender<Event>) -> Result<Joined> {
+    pub fn open(
+        spool_root: &Path,
+        hooks: Hooks,
+        cgroups: Option<Cgroups>,
+        events: UnboundedSender<Event>,
+    ) -> Result<Joined> {
         let dir = spool_root.join("joined");
         std::fs::create_dir_all(&dir).map_err(|e| AgentError::io("create", &dir, e))?;
         Ok(Joined {
             inner: Arc::new(Inner {
                 dir,
                 hooks,
+                cgroups,
                 events,
                 busy: tokio::sync::Mutex::new(()),
             }),
@@ -147,6 +160,16 @@ impl Joined {
         }
         info!(job = order.job, job_id = %order.job_id, nodes = ?order.nodes,
             launched_on = %order.launched_on, "joined a job launched on another host");
+        if let Some(cgroups) = &self.inner.cgroups {
+            let allowance = Allowance {
+                mem: order.mem,
+                cpus: Some(order.cpus).filter(|&n| n > 0),
+            };
+            let cgroup = JobCgroup::of(cgroups, &order.job_id);
+            if let Err(e) = cgroup.create(allowance) {
+                warn!(job = order.job, "the job runs here without its cgroup: {e}");
+            }
+        }
         let outcome = match &self.inner.hooks.prologue {
             Some(prologue) => run_hook("prologue", prologue, &record).await,
             None => Ok(()),
@@ -178,6 +201,16 @@ impl Joined {
                 && let Err(why) = run_hook("epilogue", epilogue, &record).await
             {
                 warn!(job, "{why}");
+            }
+            if let Some(cgroups) = &this.inner.cgroups {
+                let cgroup = JobCgroup::of(cgroups, &record.job_id);
+                let removed = tokio::task::spawn_blocking(move || {
+                    cgroup.remove(std::time::Duration::from_secs(5))
+                })
+                .await;
+                if let Ok(Err(e)) = removed {
+                    warn!(job, "cannot remove the job's cgroup: {e}");
+                }
             }
             let _ = std::fs::remove_file(this.path(job));
             info!(job, reason = %reason, "left the job; its nodes here are free");
@@ -259,7 +292,7 @@ mod tests {
             )),
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let joined = Joined::open(dir.path(), hooks, tx).unwrap();
+        let joined = Joined::open(dir.path(), hooks, None, tx).unwrap();
         joined.join(order(7));
         let Some(Event::Joined(answer)) = rx.recv().await else {
             panic!("no answer")
@@ -298,7 +331,7 @@ mod tests {
             epilogue: None,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let joined = Joined::open(dir.path(), hooks, tx).unwrap();
+        let joined = Joined::open(dir.path(), hooks, None, tx).unwrap();
         joined.join(order(9));
         let Some(Event::Joined(answer)) = rx.recv().await else {
             panic!("no answer")

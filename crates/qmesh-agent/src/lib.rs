@@ -21,6 +21,8 @@
 //! - [`exec`]: how the shepherd starts it (the code between fork and exec).
 //! - [`env`](mod@env): the job's environment.
 //! - [`limits`]: the job's process limits, and what it used.
+//! - [`cgroup`]: each job's cgroup: its memory and CPUs held to what it
+//!   asked, all its processes found, killed and measured.
 //! - [`tmpdir`]: the job's TMPDIR.
 //! - [`procfs`]: what /proc says about pids.
 //! - [`tasks`]: pbsdsh's processes and interactive jobs' terminals.
@@ -32,6 +34,7 @@
 //! agent adopts them from the spool.
 
 pub mod agent;
+pub mod cgroup;
 pub mod cli;
 pub mod env;
 pub mod error;

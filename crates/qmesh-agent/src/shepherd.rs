@@ -25,11 +25,14 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use nix::unistd::{Pid, alarm};
 use tracing::{debug, error, info, warn};
 
+use crate::cgroup::job::JobCgroup;
 use crate::plan::{LaunchError, Plan};
 use crate::spool::{
     Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec, NODE_FILE,
 };
 use crate::{exec, hooks, limits, plan, signals, tmpdir};
+
+mod contain;
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -156,15 +159,32 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
             HookEnd::Killed => return killed_before_start(dir, &spec),
         }
     }
+    let (mut contained, uncontained) = match contain::contain(&spec) {
+        Ok(contained) => (contained, None),
+        Err(why) => {
+            warn!("{why}");
+            (None, Some(why))
+        }
+    };
     let spawned = make_tmpdir(&plan).and_then(|()| {
         let before = limits::children_used();
-        exec::spawn(&plan).map(|pid| (pid, before, now()))
+        let join = contained
+            .as_ref()
+            .map(|c| crate::cgroup::job::raw(&c.procs))
+            .unwrap_or_default();
+        exec::spawn(&plan, &join).map(|pid| (pid, before, now()))
     });
+    if let Some(c) = contained.as_mut() {
+        c.procs.clear();
+    }
     let (pid, before, start) = match spawned {
         Ok(started) => started,
         Err(e) => {
             warn!("job not started: {e}");
             let mut result = JobResult::launch_failed(dir.seq, e.to_string(), now());
+            if let Some(c) = &contained {
+                let _ = c.cgroup.remove(Duration::from_secs(5));
+            }
             epilogue(&spec, dir, &mut result);
             remove_tmpdir(&plan);
             return result;
@@ -182,14 +202,24 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         grace: spec.kill_grace,
         kill: None,
         escalated: false,
+        cgroup: contained.as_ref().map(|c| c.cgroup.clone()),
     };
     let ended = watch.run(set, spec.walltime);
-    cleanup(watch.job, set);
+    cleanup(watch.job, set, watch.cgroup.as_ref());
     let (cput, max_rss) = limits::job_used(before, limits::children_used());
-    info!(?ended, ?cput, ?max_rss, "job ended");
     let mut result = result(dir, &spec, &watch, ended, start);
     result.cput = cput;
     result.max_rss = max_rss;
+    if let Some(c) = &contained {
+        contain::settle(c, &spec.host, &mut result);
+    }
+    if let Some(why) = uncontained {
+        if !result.message.is_empty() {
+            result.message.push_str("; ");
+        }
+        result.message.push_str(&why);
+    }
+    info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause, "job ended");
     epilogue(&spec, dir, &mut result);
     remove_tmpdir(&plan);
     result
@@ -377,6 +407,7 @@ fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
         end_time: now(),
         cput: None,
         max_rss: None,
+        vmem: None,
     }
 }
 
@@ -404,38 +435,61 @@ struct Watch {
     grace: u64,
     kill: Option<Cause>,
     escalated: bool,
+    /// The job's cgroup, looked at every [`contain::LOOK_EVERY`].
+    cgroup: Option<JobCgroup>,
 }
 
 impl Watch {
-    /// Waits for the job to end, acting on wall time and kill orders.
+    /// Waits for the job to end, acting on wall time, kill orders and the
+    /// kernel's kills at its memory limit.
     fn run(&mut self, set: &SigSet, walltime: u64) -> Ended {
         if walltime > 0 {
             alarm::set(seconds(walltime));
         }
+        let look_every = self.cgroup.as_ref().map(|_| contain::LOOK_EVERY);
         loop {
-            match set.wait() {
-                Ok(Signal::SIGCHLD) => {
+            let woken = wait_within(set, look_every);
+            self.look_at_memory();
+            match woken {
+                Ok(None) => {}
+                Ok(Some(Signal::SIGCHLD)) => {
                     if let Some(ended) = reap(self.job) {
                         alarm::cancel();
                         return ended;
                     }
                 }
-                Ok(Signal::SIGALRM) => match self.kill {
+                Ok(Some(Signal::SIGALRM)) => match self.kill {
                     None => self.start_kill(Cause::Walltime),
                     Some(_) => self.escalate(),
                 },
-                Ok(sig @ (Signal::SIGTERM | Signal::SIGINT)) => match self.kill {
+                Ok(Some(sig @ (Signal::SIGTERM | Signal::SIGINT))) => match self.kill {
                     None => self.start_kill(Cause::Killed),
                     Some(cause) => debug!(?sig, ?cause, "kill already under way"),
                 },
-                Ok(signals::DOORBELL) => self.forward(),
-                Ok(sig) => debug!(?sig, "signal ignored"),
+                Ok(Some(signals::DOORBELL)) => self.forward(),
+                Ok(Some(sig)) => debug!(?sig, "signal ignored"),
                 Err(e) => {
                     error!("sigwait failed ({e}); waiting for the job without enforcing limits");
                     return wait_blocking(self.job);
                 }
             }
         }
+    }
+
+    /// The kernel killed a process of the job at its memory limit: the
+    /// rest of the job goes at once (v2 kills the whole cgroup itself).
+    fn look_at_memory(&mut self) {
+        let Some(cgroup) = &self.cgroup else {
+            return;
+        };
+        if self.kill.is_some() || cgroup.usage().oom_kills == 0 {
+            return;
+        }
+        warn!("the kernel killed a process of the job at its memory limit: SIGKILL to the rest");
+        self.kill = Some(Cause::Memory);
+        self.escalated = true;
+        signal_group(self.job, Signal::SIGKILL);
+        cgroup.kill_all();
     }
 
     /// Sends the job's process group the signals the agent asked for.
@@ -474,6 +528,27 @@ impl Watch {
             signal_group(self.job, Signal::SIGKILL);
             self.escalated = true;
         }
+    }
+}
+
+/// The next of `set`'s signals, or `None` once `within` has passed
+/// without one (`None` for `within`: no time limit).
+fn wait_within(set: &SigSet, within: Option<Duration>) -> Result<Option<Signal>, Errno> {
+    let Some(within) = within else {
+        return set.wait().map(Some);
+    };
+    let timeout = nix::libc::timespec {
+        tv_sec: within.as_secs() as nix::libc::time_t,
+        tv_nsec: within.subsec_nanos() as nix::libc::c_long,
+    };
+    // SAFETY: both pointers are to live values; the info pointer may be null.
+    let taken = unsafe { nix::libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &timeout) };
+    if taken >= 0 {
+        return Signal::try_from(taken).map(Some);
+    }
+    match Errno::last() {
+        Errno::EAGAIN | Errno::EINTR => Ok(None),
+        e => Err(e),
     }
 }
 
@@ -524,10 +599,17 @@ fn wait_blocking(job: Pid) -> Ended {
     }
 }
 
-/// Kills what the job left behind: its process group, and any process that
-/// left the group but was orphaned to us. Reaps them all, for a while.
-fn cleanup(job: Pid, set: &SigSet) {
+/// Kills what the job left behind: its process group, any process that
+/// left the group but was orphaned to us, and all in its cgroup. Reaps
+/// them all, for a while.
+fn cleanup(job: Pid, set: &SigSet, cgroup: Option<&JobCgroup>) {
     signal_group(job, Signal::SIGKILL);
+    if let Some(cgroup) = cgroup {
+        let killed = cgroup.kill_all();
+        if killed > 0 {
+            info!(killed, "killed what was left in the job's cgroup");
+        }
+    }
     let me = std::process::id() as i32;
     let deadline = Instant::now() + CLEANUP_LIMIT;
     loop {
@@ -573,7 +655,7 @@ fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i
             words.push(reason.trim().to_string());
         }
     }
-    if watch.escalated && watch.grace > 0 {
+    if watch.escalated && watch.grace > 0 && watch.kill != Some(Cause::Memory) {
         words.push(format!(
             "still running {} s after SIGTERM, killed with SIGKILL",
             watch.grace
@@ -593,6 +675,7 @@ fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i
         end_time: now(),
         cput: None,
         max_rss: None,
+        vmem: None,
     }
 }
 

@@ -129,6 +129,10 @@ pub struct LaunchSpec {
     /// The GPU indices of this host given to the job.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<u32>,
+    /// Where its shepherd makes the job's cgroup (`None`: the agent found
+    /// none it could use, or an older agent launched it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<crate::cgroup::Cgroups>,
 }
 
 /// What a job has of one of its nodes (`NodeShare` of the launch order).
@@ -142,6 +146,12 @@ pub struct NodeShare {
     /// OMP_NUM_THREADS.
     pub threads: u32,
     pub gpus: u32,
+    /// Memory in bytes the job asked for on the node; `None`: not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem: Option<u64>,
+    /// Other jobs run on the node beside it: it is held to its `cpus`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// The limits on each of the job's processes (`ProcessLimits`).
@@ -176,6 +186,8 @@ impl LaunchSpec {
             cpus: 1,
             threads: 1,
             gpus: 0,
+            mem: None,
+            shared: false,
         })
     }
 
@@ -227,6 +239,8 @@ pub struct LaunchAdditions {
     pub commands_socket: Option<PathBuf>,
     pub host: String,
     pub gpus: Vec<u32>,
+    /// Jobs' cgroups on this host, if the agent can make them.
+    pub cgroups: Option<crate::cgroup::Cgroups>,
 }
 
 /// PBS_NODEFILE: each node once per process the job has there (PBS Pro's
@@ -284,6 +298,8 @@ impl From<&v1::LaunchJob> for LaunchSpec {
                     cpus: s.cpus,
                     threads: s.threads,
                     gpus: s.gpus,
+                    mem: s.mem,
+                    shared: s.shared,
                 })
                 .collect(),
             shell: l.shell.clone(),
@@ -306,6 +322,7 @@ impl From<&v1::LaunchJob> for LaunchSpec {
             host: String::new(),
             tmpdir_base: None,
             gpus: Vec::new(),
+            cgroups: None,
         }
     }
 }
@@ -320,6 +337,8 @@ pub enum Cause {
     LaunchFailed,
     /// The end was not observed (the shepherd died with the job running).
     Unknown,
+    /// Killed for going over its memory limit (its cgroup's).
+    Memory,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,6 +363,10 @@ pub struct JobResult {
     pub cput: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rss: Option<u64>,
+    /// The largest virtual memory all its processes held together, bytes
+    /// (sampled; only in a cgroup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmem: Option<u64>,
 }
 
 impl JobResult {
@@ -360,6 +383,7 @@ impl JobResult {
             end_time: now,
             cput: None,
             max_rss: None,
+            vmem: None,
         }
     }
 
@@ -370,6 +394,7 @@ impl JobResult {
             Cause::Killed => v1::FinishCause::Killed,
             Cause::LaunchFailed => v1::FinishCause::LaunchFailed,
             Cause::Unknown => v1::FinishCause::Lost,
+            Cause::Memory => v1::FinishCause::Memory,
         };
         v1::JobFinished {
             job: self.job,
@@ -381,6 +406,7 @@ impl JobResult {
             end_time: self.end_time,
             cput: self.cput,
             max_rss: self.max_rss,
+            vmem: self.vmem,
         }
     }
 }
@@ -459,6 +485,7 @@ impl Spool {
             tmpdir_base: additions.tmpdir_base.clone(),
             commands_socket: additions.commands_socket.clone(),
             gpus: additions.gpus.clone(),
+            cgroups: additions.cgroups.clone(),
             ..LaunchSpec::from(launch)
         };
         let json = serde_json::to_vec_pretty(&spec).map_err(|e| AgentError::Json {
@@ -719,6 +746,7 @@ mod tests {
             end_time: 20,
             cput: Some(3),
             max_rss: Some(4096),
+            vmem: None,
         };
         dir.write_result(&result).unwrap();
         assert_eq!(dir.read_result().unwrap(), Some(result.clone()));
@@ -768,6 +796,8 @@ mod tests {
             cpus: 4,
             threads: 2,
             gpus,
+            mem: None,
+            shared: false,
         };
         l.shares = vec![share(2, 1), share(3, 0), share(0, 2)];
         l.local_nodes = vec!["n1".into(), "n3".into()];

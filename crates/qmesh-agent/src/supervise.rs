@@ -92,6 +92,14 @@ impl Supervisor {
         self
     }
 
+    /// Jobs launched here, and pbsdsh's tasks, run in cgroups under
+    /// `cgroups` (`None`: uncontained).
+    pub fn with_cgroups(mut self, cgroups: Option<crate::cgroup::Cgroups>) -> Self {
+        self.tasks = self.tasks.clone().with_cgroups(cgroups.clone());
+        self.additions.cgroups = cgroups;
+        self
+    }
+
     /// Jobs launched here get a TMPDIR under `tmpdir_base`, and GPUs of
     /// this host's `gpus`, which is called `host`.
     pub fn with_host(mut self, host: &str, tmpdir_base: PathBuf, gpus: u32) -> Self {
@@ -576,6 +584,7 @@ fn unknown_end(dir: &JobDir, message: String) -> JobResult {
         end_time: now(),
         cput: None,
         max_rss: None,
+        vmem: None,
     }
 }
 

@@ -71,6 +71,8 @@ pub struct Tasks {
     running: Arc<Mutex<HashMap<u64, Vec<Pid>>>>,
     /// This agent's spool, which interactive jobs' bridges are named by.
     spool_root: Arc<std::path::Path>,
+    /// Where jobs' cgroups are: a task joins its job's.
+    cgroups: Option<crate::cgroup::Cgroups>,
 }
 
 impl Tasks {
@@ -78,7 +80,30 @@ impl Tasks {
         Tasks {
             running: Arc::default(),
             spool_root: spool_root.into(),
+            cgroups: None,
         }
+    }
+
+    /// Tasks join their job's cgroup under `cgroups`.
+    pub fn with_cgroups(mut self, cgroups: Option<crate::cgroup::Cgroups>) -> Tasks {
+        self.cgroups = cgroups;
+        self
+    }
+
+    /// `cgroup.procs` of the job's cgroup here, if it has one, for a task
+    /// to join (so that it is held, measured and killed with the job).
+    fn cgroup_procs(&self, job_id: &str) -> Vec<std::os::fd::OwnedFd> {
+        let Some(cgroups) = &self.cgroups else {
+            return Vec::new();
+        };
+        let cgroup = crate::cgroup::job::JobCgroup::of(cgroups, job_id);
+        if !cgroup.exists() {
+            return Vec::new();
+        }
+        cgroup.procs_files().unwrap_or_else(|e| {
+            warn!("the task runs outside its job's cgroup: {e}");
+            Vec::new()
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Vec<Pid>>> {
@@ -239,10 +264,14 @@ async fn run_command(
     });
     let name = CString::new(user.name.clone()).map_err(|_| "a user name with NUL".to_string())?;
     let (uid, gid) = (Uid::from_raw(order.uid), Gid::from_raw(order.gid));
-    // SAFETY: between fork and exec only async-signal-safe calls: setsid,
-    // initgroups, setgid, setuid (the CString was made before the fork).
+    let cgroup_procs = tasks.cgroup_procs(&order.job_id);
+    let join = crate::cgroup::job::raw(&cgroup_procs);
+    // SAFETY: between fork and exec only async-signal-safe calls: write
+    // (to join the cgroup), setsid, initgroups, setgid, setuid (the
+    // CString and the descriptors were made before the fork).
     unsafe {
         cmd.pre_exec(move || {
+            crate::cgroup::job::join(&join)?;
             nix::unistd::setsid()?;
             nix::unistd::initgroups(&name, gid)?;
             nix::unistd::setgid(gid)?;
@@ -250,9 +279,10 @@ async fn run_command(
             Ok(())
         });
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {program} as {}: {e}", order.user))?;
+    let spawned = cmd.spawn();
+    drop(cgroup_procs);
+    let mut child =
+        spawned.map_err(|e| format!("cannot start {program} as {}: {e}", order.user))?;
     let pid = Pid::from_raw(child.id().unwrap_or_default() as i32);
     tasks.add(order.job, pid);
     info!(pid = pid.as_raw(), program, node = %order.node, "task started");

@@ -434,6 +434,7 @@ impl State {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         self.end_unstarted(id, exit, comment, now).is_ok()
     }
@@ -523,6 +524,7 @@ mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         s.finish(id, exit, t(2)).unwrap();
     }
@@ -688,6 +690,7 @@ mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         s.finish(a2, exit, t(4)).unwrap();
         assert_eq!(s.waits_for(&s.job(b).unwrap().clone(), t(5)), None);

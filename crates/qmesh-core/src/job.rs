@@ -228,6 +228,9 @@ pub enum ExitCause {
     LaunchFailed,
     /// The daemon lost track of it (its agent did not know it after a restart).
     Lost,
+    /// Killed for using more memory than it asked for (its cgroup's
+    /// limit on a host); `message` says where and how much.
+    Memory,
 }
 
 /// How a job ended.
@@ -241,9 +244,14 @@ pub struct JobExit {
     /// CPU seconds its processes used, as its agent measured them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cput: Option<u64>,
-    /// The largest resident set among its processes, in bytes.
+    /// The largest resident set among its processes, in bytes (in a
+    /// cgroup: the peak of all of them together).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rss: Option<u64>,
+    /// The largest virtual memory its processes held together, in bytes
+    /// (sampled by its agent where the job ran in a cgroup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmem: Option<u64>,
 }
 
 impl JobExit {
@@ -275,6 +283,7 @@ impl JobExit {
             ExitCause::Deleted => format!("job deleted while running; {how}"),
             ExitCause::LaunchFailed => String::from("job could not be started"),
             ExitCause::Lost => String::from("job lost"),
+            ExitCause::Memory => format!("job exceeded its memory limit; {how}"),
         };
         if !self.message.is_empty() {
             line.push_str(": ");
@@ -557,6 +566,7 @@ mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         assert_eq!(exit(Some(3), None, ExitCause::Exited).exit_status(), 3);
         assert_eq!(exit(None, Some(15), ExitCause::Walltime).exit_status(), 271);

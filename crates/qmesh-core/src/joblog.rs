@@ -371,7 +371,12 @@ pub fn ended(job: &Job, server: &str, run: &EndedRun) -> String {
     keys.push(format!("end={}", run.end));
     keys.push(format!("Exit_status={}", run.exit_status));
     // resources_used.*, in PBS's (alphabetical) order.
+    let walltime = run.end.saturating_sub(run.start).max(0) as u64;
     if let Some(cput) = run.cput {
+        keys.push(format!(
+            "resources_used.cpupercent={}",
+            crate::job::shown::cpupercent(cput, walltime)
+        ));
         keys.push(format!("resources_used.cput={}", format_hms(cput)));
     }
     if let Some(rss) = run.max_rss {
@@ -380,10 +385,10 @@ pub fn ended(job: &Job, server: &str, run: &EndedRun) -> String {
     if run.ncpus > 0 {
         keys.push(format!("resources_used.ncpus={}", run.ncpus));
     }
-    keys.push(format!(
-        "resources_used.walltime={}",
-        format_hms(run.end.saturating_sub(run.start).max(0) as u64)
-    ));
+    if let Some(vmem) = run.vmem {
+        keys.push(format!("resources_used.vmem={}kb", vmem.div_ceil(1024)));
+    }
+    keys.push(format!("resources_used.walltime={}", format_hms(walltime)));
     keys.push(format!("run_count={}", job.run_count));
     keys.join(" ")
 }
@@ -403,6 +408,9 @@ pub struct EndedRun {
     pub ncpus: u32,
     pub cput: Option<u64>,
     pub max_rss: Option<u64>,
+    /// The largest virtual memory of all its processes (bytes), where it
+    /// ran in a cgroup.
+    pub vmem: Option<u64>,
 }
 
 impl EndedRun {
@@ -425,6 +433,7 @@ impl EndedRun {
         self.exit_status = exit.exit_status();
         self.cput = exit.cput;
         self.max_rss = exit.max_rss;
+        self.vmem = exit.vmem;
         self
     }
 }
@@ -519,6 +528,7 @@ mod tests {
             message: String::new(),
             cput: Some(42),
             max_rss: Some(5000),
+            vmem: Some(10_000),
         };
         let run = EndedRun::of(&job).ended(t(70).timestamp(), &exit);
         let e = ended(&job, "srv", &run);
@@ -530,8 +540,9 @@ mod tests {
         );
         assert!(
             e.ends_with(&format!(
-                "session=0 end={} Exit_status=3 resources_used.cput=00:00:42 \
-                 resources_used.mem=5kb resources_used.ncpus=2 \
+                "session=0 end={} Exit_status=3 resources_used.cpupercent=70 \
+                 resources_used.cput=00:00:42 resources_used.mem=5kb \
+                 resources_used.ncpus=2 resources_used.vmem=10kb \
                  resources_used.walltime=00:01:00 run_count=1",
                 t(70).timestamp()
             )),

@@ -67,6 +67,7 @@ mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         }
     }
 

@@ -819,6 +819,7 @@ impl State {
                     message: String::new(),
                     cput: None,
                     max_rss: None,
+                    vmem: None,
                 });
                 job.comment = format!("job deleted by {} before it started", caller.user);
             }
@@ -1428,6 +1429,7 @@ pub(crate) mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         }
     }
 
@@ -1461,6 +1463,7 @@ pub(crate) mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         let (how, job) = s.finish(id, lost, t(2)).unwrap();
         assert_eq!(how, Finished::Requeued);

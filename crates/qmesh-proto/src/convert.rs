@@ -307,6 +307,7 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
         v1::FinishCause::Killed => ExitCause::Deleted,
         v1::FinishCause::LaunchFailed => ExitCause::LaunchFailed,
         v1::FinishCause::Lost => ExitCause::Lost,
+        v1::FinishCause::Memory => ExitCause::Memory,
     };
     let exit = JobExit {
         code: f.exit_code,
@@ -315,6 +316,7 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
         message: f.message.clone(),
         cput: f.cput,
         max_rss: f.max_rss,
+        vmem: f.vmem,
     };
     (exit, from_unix(f.end_time))
 }
@@ -354,6 +356,8 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
                 cpus: s.cpus,
                 threads: s.threads,
                 gpus: s.gpus,
+                mem: s.mem,
+                shared: false,
             })
             .collect(),
         shell: qmesh_core::job::options::shell_for(&job.options.shell, "")

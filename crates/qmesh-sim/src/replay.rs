@@ -309,6 +309,7 @@ pub fn replay_with_progress(
                 message: String::new(),
                 cput: None,
                 max_rss: None,
+                vmem: None,
             };
             let run = options
                 .accounting

@@ -188,6 +188,7 @@ mod tests {
             message: String::new(),
             cput: Some(61),
             max_rss: None,
+            vmem: None,
         });
         assert_eq!(MailEvent::of_end(&j), MailEvent::End);
         let end = compose(&j, "12.srv", MailEvent::End, "adm", now);
@@ -211,6 +212,7 @@ mod tests {
             message: String::new(),
             cput: None,
             max_rss: None,
+            vmem: None,
         });
         assert_eq!(MailEvent::of_end(&j), MailEvent::Abort);
     }

@@ -56,6 +56,7 @@ fn exited() -> JobExit {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     }
 }
 
@@ -192,6 +193,7 @@ fn a_requeued_or_never_launched_job_charges_nothing() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     st.finish(id, lost, t(300)).unwrap();
     assert_eq!(st.accounting().usage().used("c1"), 0.0, "requeued");
@@ -203,6 +205,7 @@ fn a_requeued_or_never_launched_job_charges_nothing() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     st.finish(id, unlaunched, t(401)).unwrap();
     assert_eq!(st.accounting().usage().used("c1"), 0.0, "never launched");

@@ -57,6 +57,7 @@ fn end(s: &mut State, id: JobId, now: i64) {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     s.finish(id, exit, t(now)).unwrap();
 }

@@ -22,6 +22,10 @@ pub struct NodeShare {
     /// `OMP_NUM_THREADS`.
     pub threads: u32,
     pub gpus: u32,
+    /// Memory in bytes, as asked (a chunk's `mem`, else the job's `mem`,
+    /// which holds `pmem` times a node's processes); `None`: not asked.
+    /// Its agent's cgroup holds the job to it.
+    pub mem: Option<u64>,
 }
 
 impl NodeShare {
@@ -31,6 +35,7 @@ impl NodeShare {
             cpus: chunk.cpus(),
             threads: chunk.threads(),
             gpus: chunk.gpus.unwrap_or(0),
+            mem: chunk.mem,
         }
     }
 }
@@ -49,6 +54,7 @@ impl Job {
             cpus: self.ncpus.unwrap_or(1),
             threads: self.ncpus.unwrap_or(1),
             gpus: self.gpus.unwrap_or(0),
+            mem: self.mem,
         };
         let mut shares: Vec<NodeShare> = match &self.layout {
             Some(layout) if !layout.chunks.is_empty() => {
@@ -98,8 +104,9 @@ impl Job {
     }
 
     /// PBS `resources_used`: the wall time of its run so far (or of its
-    /// last run), the CPUs it holds, and the CPU time and memory its agent
-    /// measured once it ended.
+    /// last run), the CPUs it holds, and the CPU time, memory and virtual
+    /// memory its agent measured once it ended, with `cpupercent`, its CPU
+    /// time over its wall time (PBS Pro's, as a whole-run average).
     pub fn resources_used(&self, now: Time) -> BTreeMap<String, String> {
         let mut used = BTreeMap::new();
         let Some(elapsed) = self.elapsed(now) else {
@@ -115,9 +122,13 @@ impl Job {
         {
             if let Some(cput) = exit.cput {
                 used.insert("cput".into(), format_hms(cput));
+                used.insert("cpupercent".into(), cpupercent(cput, elapsed).to_string());
             }
             if let Some(rss) = exit.max_rss {
                 used.insert("mem".into(), format_kb(rss));
+            }
+            if let Some(vmem) = exit.vmem {
+                used.insert("vmem".into(), format_kb(vmem));
             }
         }
         used
@@ -165,6 +176,12 @@ impl Job {
 }
 
 /// PBS shows used memory in kilobytes: `123456kb`.
+/// PBS's `resources_used.cpupercent`: CPU seconds per wall-clock second,
+/// in percent (200 for two busy CPUs); 0 for a run of no length.
+pub fn cpupercent(cput: u64, walltime: u64) -> u64 {
+    (cput * 100).checked_div(walltime).unwrap_or(0)
+}
+
 fn format_kb(bytes: u64) -> String {
     format!("{}kb", bytes.div_ceil(1024))
 }
@@ -226,6 +243,11 @@ mod tests {
             (1, 2, 2)
         );
         assert_eq!(j.exec_host(), "a/0*8+b/0*8+c/0*2");
+        // What the agents hold each node's processes to.
+        assert_eq!(
+            shares.iter().map(|s| s.mem).collect::<Vec<_>>(),
+            [None, None, Some(1 << 30)]
+        );
         assert_eq!(
             j.exec_vnode(),
             "(a:ncpus=8)+(b:ncpus=8)+(c:ncpus=2:mem=1gb)"
@@ -243,7 +265,8 @@ mod tests {
                 procs: 1,
                 cpus: 4,
                 threads: 4,
-                gpus: 0
+                gpus: 0,
+                mem: None
             }
         );
         assert_eq!(j.shown_resource_list()["nodect"], "2");

@@ -103,6 +103,7 @@ fn queued_limits_refuse_with_the_figures() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     s.finish(second, exit, t(2)).unwrap();
     submit_to(&mut s, "workq", 3).unwrap();

@@ -267,6 +267,7 @@ fn a_job_stopped_at_its_period_end_is_requeued_or_finished() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     for requeue in [true, false] {
         let mut s = day_and_night(PeriodEnd::Requeue);
@@ -365,6 +366,7 @@ fn a_job_requeued_at_its_period_end_is_charged_for_the_time_it_ran() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     s.finish(id, exit, at(18, 0)).unwrap();
     assert_eq!(s.accounting().usage().used("c1"), 16.0, "2 nodes × 8 hours");

@@ -581,6 +581,7 @@ fn fairshare_moves_light_accounts_forward() {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     s.finish(used, exit, t(3600)).unwrap();
     // heavy submits first; light's later job still goes first.

@@ -110,6 +110,7 @@ fn run(s: &mut State) -> (BTreeMap<JobId, Time>, BTreeMap<JobId, Time>) {
                 message: String::new(),
                 cput: None,
                 max_rss: None,
+                vmem: None,
             };
             s.finish(id, exit, now).unwrap();
         }

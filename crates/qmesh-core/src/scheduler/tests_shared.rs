@@ -96,6 +96,7 @@ pub(super) fn end(s: &mut State, id: JobId, now: i64) {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     };
     s.finish(id, exit, t(now)).unwrap();
     s.check_invariants().unwrap();

@@ -526,6 +526,7 @@ fn finish_array(job: &mut Job, now: Time) {
         message: String::new(),
         cput: None,
         max_rss: None,
+        vmem: None,
     });
     job.comment = match status {
         0 => "job array finished: every sub-job exited 0".into(),

@@ -139,6 +139,7 @@ impl SchedulerTask {
                         message: format!("the agent on {host} did not know it when it reconnected"),
                         cput: None,
                         max_rss: None,
+                        vmem: None,
                     };
                     warn!(job = %id, host, "job lost");
                     self.finish(id, lost, Utc::now(), None);

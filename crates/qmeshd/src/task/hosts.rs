@@ -67,6 +67,26 @@ impl SchedulerTask {
             return;
         };
         let nodes = self.nodes_on(job, host);
+        // What it may use here: its nodes' here together.
+        let here: Vec<_> = job
+            .exec_nodes
+            .iter()
+            .zip(job.node_shares())
+            .filter(|(n, _)| nodes.iter().any(|m| *m == n.to_string()))
+            .collect();
+        let mem = here
+            .iter()
+            .map(|(_, s)| s.mem)
+            .sum::<Option<u64>>()
+            .filter(|_| !here.is_empty());
+        let shared = here
+            .iter()
+            .any(|(n, _)| self.state.node_by_name(n).is_some_and(|n| n.slots > 1));
+        let cpus = if shared {
+            here.iter().map(|(_, s)| s.cpus).sum()
+        } else {
+            0
+        };
         let order = v1::JoinJob {
             job: id.0,
             job_id: job.id.full(self.state.server_name()),
@@ -77,6 +97,8 @@ impl SchedulerTask {
             nodes,
             launched_on: self.state.job_host(job).unwrap_or_default().to_string(),
             all_nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
+            mem,
+            cpus,
         };
         if !self.send(host, v1::daemon_message::Kind::Join(order)) {
             info!(job = %id, host, "agent not connected; the join is sent when it says hello");
@@ -154,6 +176,7 @@ impl SchedulerTask {
             message: why,
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }
@@ -169,6 +192,7 @@ impl SchedulerTask {
                 message,
                 cput: None,
                 max_rss: None,
+                vmem: None,
             },
             None => exit,
         }
@@ -264,6 +288,7 @@ impl SchedulerTask {
                 message: why.clone(),
                 cput: None,
                 max_rss: None,
+                vmem: None,
             };
             self.finish(id, exit, Utc::now(), None);
         }

@@ -715,6 +715,10 @@ impl SchedulerTask {
             self.state.config().server.kill_delay,
         );
         order.local_nodes = self.nodes_on(job, &host);
+        // On a shared node the agent holds the job to its CPUs there.
+        for (share, node) in order.shares.iter_mut().zip(&job.exec_nodes) {
+            share.shared = self.state.node_by_name(node).is_some_and(|n| n.slots > 1);
+        }
         order.array_torque = self
             .state
             .array_of(id)
@@ -749,6 +753,7 @@ impl SchedulerTask {
             message: message.to_string(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }
@@ -761,6 +766,7 @@ impl SchedulerTask {
             message: message.to_string(),
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }

@@ -164,6 +164,7 @@ impl SchedulerTask {
             message: why,
             cput: None,
             max_rss: None,
+            vmem: None,
         };
         self.finish(id, exit, Utc::now(), None);
     }

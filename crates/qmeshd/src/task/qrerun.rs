@@ -75,6 +75,7 @@ impl SchedulerTask {
                 ),
                 cput: None,
                 max_rss: None,
+                vmem: None,
             };
             self.finish(id, exit, now, None);
         } else {

@@ -1,0 +1,238 @@
+//! Contained jobs: each job in its own cgroup on its host, held to the
+//! memory it asked for and, on a shared node, to its CPUs; killed when it
+//! goes over its memory, with a comment that says so and PBS's exit
+//! status; everything it started (pbsdsh's tasks too, and what left its
+//! session) measured and killed with it. Skipped where the host offers no
+//! cgroup the agent can use (it says so at start).
+
+use std::path::PathBuf;
+
+use crate::harness::{Daemon, bin};
+
+const SHARED: &str = "\
+[agents]
+local = true
+local_host = \"localhost\"
+
+[server]
+default_queue = \"batch\"
+
+[[queue]]
+name = \"batch\"
+
+[[node_set]]
+name = \"shared\"
+nodes = [\"s1\"]
+host = \"localhost\"
+jobs_per_node = 2
+";
+
+/// Where the local agent makes jobs' cgroups, as it said at start: the
+/// hierarchy's version and the memory (v2: only) base, and v1's cpu base.
+struct Bases {
+    v2: bool,
+    memory: PathBuf,
+    cpu: Option<PathBuf>,
+}
+
+fn bases(d: &Daemon) -> Option<Bases> {
+    // The agent logs this once it runs; the daemon is READY only after.
+    let log = d.log();
+    let line = log.lines().find(|l| l.contains("jobs run contained: "))?;
+    let said = &line[line.find("jobs run contained: ")? + "jobs run contained: ".len()..];
+    let word_after = |key: &str| -> Option<PathBuf> {
+        let at = said.find(key)? + key.len();
+        let rest = &said[at..];
+        let end = rest.find(", ").unwrap_or(rest.len());
+        Some(PathBuf::from(rest[..end].trim()))
+    };
+    if said.starts_with("cgroup v2") {
+        let base = word_after(" under ")?;
+        Some(Bases {
+            v2: true,
+            cpu: Some(base.clone()),
+            memory: base,
+        })
+    } else {
+        Some(Bases {
+            v2: false,
+            memory: word_after("memory under ")?,
+            cpu: word_after("cpu under "),
+        })
+    }
+}
+
+fn contained() -> Option<Daemon> {
+    let d = Daemon::start_with(Some(SHARED));
+    // The agent starts with the daemon; wait for its word on cgroups.
+    d.await_node_state("s1", "free");
+    if bases(&d).is_none() {
+        let log = d.log();
+        let why = log
+            .lines()
+            .find(|l| l.contains("cannot be contained"))
+            .unwrap_or("the agent said nothing of cgroups");
+        eprintln!("no usable cgroups here: skipped ({why})");
+        return None;
+    }
+    Some(d)
+}
+
+/// Whether `pid` runs: not gone, not a zombie (killed, not yet reaped
+/// by init).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .next()?
+                .to_string();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_job_is_held_to_its_memory_and_its_cpus_on_a_shared_node_and_its_use_is_shown() {
+    let Some(d) = contained() else { return };
+    let b = bases(&d).unwrap();
+    let started = d.fifo("started");
+    let go = d.fifo("go");
+    d.script(
+        "held.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nread x < go\n\
+         i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\n\
+         head -c 8m /dev/zero | tail > /dev/null\nexit 0\n",
+    );
+    let id = d.qsub(&["-l", "mem=48mb", "-l", "ncpus=1", "held.sh"]);
+    assert_eq!(d.read_fifo(&started).trim(), "up");
+    let cgroup = b.memory.join(&id);
+    if b.v2 {
+        assert_eq!(read(cgroup.join("memory.max")), (48u64 << 20).to_string());
+        assert_eq!(read(cgroup.join("memory.oom.group")), "1");
+        if cgroup.join("cpu.max").exists() {
+            assert_eq!(read(cgroup.join("cpu.max")), "100000 100000");
+        }
+    } else {
+        assert_eq!(
+            read(cgroup.join("memory.limit_in_bytes")),
+            (48u64 << 20).to_string()
+        );
+        if let Some(cpu) = &b.cpu {
+            assert_eq!(
+                read(cpu.join(&id).join("cpu.cfs_quota_us")),
+                "100000",
+                "one CPU's time on a shared node"
+            );
+        }
+    }
+    // The job's processes are in it.
+    let procs = read(cgroup.join("cgroup.procs"));
+    assert!(!procs.is_empty(), "the job runs in its cgroup");
+    d.write_fifo(&go, "go\n");
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());
+    assert!(!cgroup.exists(), "its cgroup goes with it");
+    let job = d.job_json(&id);
+    let used = &job["resources_used"];
+    for key in ["cput", "cpupercent", "mem", "vmem", "walltime"] {
+        assert!(used.get(key).is_some(), "resources_used.{key}: {job}");
+    }
+    // tail held 8 MB at once: the cgroup's peak saw it.
+    let kb = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|s| s.strip_suffix("kb"))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("a size in kb: {v}"))
+    };
+    assert!(kb(&used["mem"]) >= 8 * 1024, "{used}");
+    assert!(kb(&used["vmem"]) >= kb(&used["mem"]), "{used}");
+    // The accounting record has them too.
+    let log_dir = d.state_dir.join("server_priv/accounting");
+    let record = std::fs::read_dir(&log_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    let end = record
+        .lines()
+        .find(|l| l.contains(";E;") && l.contains(&id))
+        .unwrap_or_else(|| panic!("no E record for {id}: {record}"));
+    assert!(
+        end.contains("resources_used.vmem=") && end.contains("resources_used.cpupercent="),
+        "{end}"
+    );
+}
+
+#[test]
+fn a_job_over_its_memory_is_killed_with_a_comment_and_pbs_exit_status() {
+    let Some(d) = contained() else { return };
+    // tail keeps a line without end in memory: 300 MB against 32 MB.
+    d.script(
+        "greedy.sh",
+        "#!/bin/sh\nhead -c 300m /dev/zero | tail > /dev/null\necho \"tail: $?\"\nsleep 120\n",
+    );
+    let id = d.qsub(&["-l", "mem=32mb", "greedy.sh"]);
+    let info = d.wait_job(&id);
+    let job = d.job_json(&id);
+    assert_eq!(
+        info.exit_status,
+        Some(256 + 9),
+        "PBS's status for a job killed by SIGKILL: {job}\n{}",
+        d.log()
+    );
+    let comment = job["comment"].as_str().unwrap_or_default();
+    assert!(
+        comment.contains("job exceeded its memory limit")
+            && comment.contains("it used more memory than it asked for (mem=32mb on"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("ask for more with -l mem"),
+        "says what to do: {comment}"
+    );
+}
+
+#[test]
+fn what_pbsdsh_started_is_measured_and_killed_with_the_job_even_out_of_its_session() {
+    let Some(d) = contained() else { return };
+    let pbsdsh = bin("pbsdsh");
+    // A task that burns CPU, and one that leaves its session and stays.
+    d.script(
+        "tasks.sh",
+        &format!(
+            "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
+             {pbsdsh} -- /bin/cat /proc/self/cgroup
+             cat /proc/self/cgroup
+             {pbsdsh} -- /bin/sh -c 'i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done'\n\
+             {pbsdsh} -- /bin/sh -c 'setsid sleep 1000 < /dev/null > /dev/null 2>&1 & echo $! > '\"$PWD\"'/escaped'\n\
+             exit 0\n"
+        ),
+    );
+    let id = d.qsub(&["tasks.sh"]);
+    let info = d.wait_job(&id);
+    assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());
+    let pid: i32 = std::fs::read_to_string(d.work.join("escaped"))
+        .expect("the task wrote its escapee's pid")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !running(pid),
+        "the process that left the task's session died with the job: {}",
+        std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
+    );
+    // The task's CPU time is the job's (the script only waited for it).
+    let job = d.job_json(&id);
+    let cput = job["resources_used"]["cput"].as_str().unwrap_or_default();
+    assert_ne!(cput, "00:00:00", "{job}");
+    assert!(!cput.is_empty(), "{job}");
+}
