@@ -13,6 +13,7 @@ const SHARED: &str = "\
 [agents]
 local = true
 local_host = \"localhost\"
+heartbeat_secs = 1
 
 [server]
 default_queue = \"batch\"
@@ -137,6 +138,25 @@ fn a_job_is_held_to_its_memory_and_its_cpus_on_a_shared_node_and_its_use_is_show
     // The job's processes are in it.
     let procs = read(cgroup.join("cgroup.procs"));
     assert!(!procs.is_empty(), "the job runs in its cgroup");
+    // While it runs, qstat -f shows what it used so far (from its agent's
+    // heartbeats: there is no event to await).
+    let mut tries = 0;
+    let so_far = loop {
+        let job = d.job_json(&id);
+        if job["resources_used"].get("mem").is_some() {
+            break job;
+        }
+        tries += 1;
+        assert!(tries < 300, "no resources_used.mem while it runs: {job}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(so_far["job_state"], "R");
+    for key in ["cput", "cpupercent", "mem", "vmem", "walltime"] {
+        assert!(
+            so_far["resources_used"].get(key).is_some(),
+            "resources_used.{key} while it runs: {so_far}"
+        );
+    }
     d.write_fifo(&go, "go\n");
     let info = d.wait_job(&id);
     assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());

@@ -198,7 +198,7 @@ async fn session(
             },
             _ = heartbeat.tick() => {
                 let facts = crate::facts::gather(&cfg.facts).await;
-                let beat = v1::Heartbeat { time: now(), facts: Some(facts) };
+                let beat = v1::Heartbeat { time: now(), facts: Some(facts), jobs: sup.used_so_far() };
                 send(&tx, agent_message::Kind::Heartbeat(beat)).await?;
             }
             Some(event) = events.recv() => {

@@ -135,6 +135,32 @@ impl Supervisor {
         Ok(state)
     }
 
+    /// What each running job launched here has used so far, from its
+    /// cgroup, for the heartbeat (qstat -f's resources_used while it runs).
+    pub fn used_so_far(&self) -> Vec<v1::JobUse> {
+        let Ok(dirs) = self.spool.scan() else {
+            return Vec::new();
+        };
+        dirs.into_iter()
+            .filter(|dir| !dir.has_result())
+            .filter_map(|dir| {
+                let spec = dir.read_launch().ok()?;
+                let cgroup =
+                    crate::cgroup::job::JobCgroup::of(spec.cgroups.as_ref()?, &spec.job_id);
+                if !cgroup.exists() {
+                    return None;
+                }
+                let used = cgroup.usage();
+                Some(v1::JobUse {
+                    job: spec.job,
+                    cput: used.cpu_micros.map(|us| (us + 500_000) / 1_000_000),
+                    mem: used.mem_peak,
+                    vmem: used.vmem_peak,
+                })
+            })
+            .collect()
+    }
+
     /// At startup: watch the shepherds a previous agent left, and settle
     /// the jobs whose shepherd is gone without a result.
     pub fn adopt_all(&self) -> Result<()> {

@@ -233,6 +233,15 @@ pub enum ExitCause {
     Memory,
 }
 
+/// What a running job has used, as its agent measures it in its cgroup:
+/// CPU seconds, and the peaks of memory and of memory and swap (bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsedSoFar {
+    pub cput: Option<u64>,
+    pub mem: Option<u64>,
+    pub vmem: Option<u64>,
+}
+
 /// How a job ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobExit {
@@ -379,6 +388,10 @@ pub struct Job {
     /// reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<i32>,
+    /// What it has used so far in this run, as its agent last measured it
+    /// (heartbeats; kept in memory only, like `session_id`).
+    #[serde(skip)]
+    pub used_so_far: Option<UsedSoFar>,
     pub workdir: String,
     pub stdout_path: String,
     pub stderr_path: String,

@@ -675,6 +675,7 @@ impl State {
         job.placement = parts.to_vec();
         job.run_count += 1;
         job.session_id = None;
+        job.used_so_far = None;
         job.comment = if nodes.len() as u32 > job.nodes {
             format!(
                 "job started on {} node(s): {} asked for, rounded up by the node set's topology",
@@ -872,6 +873,17 @@ impl State {
     pub fn set_session(&mut self, id: JobId, pid: i32) {
         if let Some(job) = self.jobs.get_mut(&id).filter(|j| j.state.is_active()) {
             job.session_id = Some(pid);
+        }
+    }
+
+    /// What a running job has used so far, as its agent measured it.
+    pub fn set_used_so_far(&mut self, id: JobId, used: crate::job::UsedSoFar) {
+        if let Some(job) = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Running)
+        {
+            job.used_so_far = Some(used);
         }
     }
 

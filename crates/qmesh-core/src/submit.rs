@@ -293,6 +293,7 @@ impl Submission {
             options: opts.into(),
             submit_queue,
             session_id: None,
+            used_so_far: None,
             workdir: self.workdir,
             stdout_path,
             stderr_path,

@@ -44,6 +44,7 @@ pub fn sample_job(id: u64) -> Job {
         options: Default::default(),
         submit_queue: None,
         session_id: None,
+        used_so_far: None,
         workdir: "/home/alice".into(),
         stdout_path: format!("/home/alice/job{id}.o{id}"),
         stderr_path: format!("/home/alice/job{id}.e{id}"),

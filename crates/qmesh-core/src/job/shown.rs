@@ -115,6 +115,18 @@ impl Job {
         used.insert("walltime".into(), format_hms(elapsed));
         let cpus: u32 = self.node_shares().iter().map(|s| s.cpus).sum();
         used.insert("ncpus".into(), cpus.to_string());
+        if let Some(so_far) = self.used_so_far.filter(|_| self.state == JobState::Running) {
+            if let Some(cput) = so_far.cput {
+                used.insert("cput".into(), format_hms(cput));
+                used.insert("cpupercent".into(), cpupercent(cput, elapsed).to_string());
+            }
+            if let Some(mem) = so_far.mem {
+                used.insert("mem".into(), format_kb(mem));
+            }
+            if let Some(vmem) = so_far.vmem {
+                used.insert("vmem".into(), format_kb(vmem));
+            }
+        }
         if let Some(exit) = self
             .exit
             .as_ref()
@@ -252,6 +264,43 @@ mod tests {
             j.exec_vnode(),
             "(a:ncpus=8)+(b:ncpus=8)+(c:ncpus=2:mem=1gb)"
         );
+    }
+
+    #[test]
+    fn resources_used_shows_the_agents_figures_while_it_runs_and_at_its_end() {
+        let mut j = job(&[("nodes", "1")]);
+        let t0 = chrono::DateTime::from_timestamp(1_000_000, 0).unwrap();
+        j.state = JobState::Running;
+        j.stime = Some(t0);
+        j.used_so_far = Some(crate::job::UsedSoFar {
+            cput: Some(30),
+            mem: Some(2 << 20),
+            vmem: Some(3 << 20),
+        });
+        let now = t0 + chrono::Duration::seconds(60);
+        let used = j.resources_used(now);
+        assert_eq!(used["cput"], "00:00:30");
+        assert_eq!(used["cpupercent"], "50");
+        assert_eq!(used["mem"], "2048kb");
+        assert_eq!(used["vmem"], "3072kb");
+        assert_eq!(used["walltime"], "00:01:00");
+        // At its end, what the agent measured then, not before.
+        j.state = JobState::Finished;
+        j.end_time = Some(t0 + chrono::Duration::seconds(100));
+        j.exit = Some(crate::job::JobExit {
+            code: Some(0),
+            signal: None,
+            cause: crate::job::ExitCause::Exited,
+            message: String::new(),
+            cput: Some(200),
+            max_rss: Some(4 << 20),
+            vmem: None,
+        });
+        let used = j.resources_used(now);
+        assert_eq!(used["cput"], "00:03:20");
+        assert_eq!(used["cpupercent"], "200", "two CPUs busy");
+        assert_eq!(used["mem"], "4096kb");
+        assert!(!used.contains_key("vmem"), "not measured");
     }
 
     #[test]

@@ -173,6 +173,26 @@ impl SchedulerTask {
         }
         match message {
             v1::agent_message::Kind::Heartbeat(beat) => {
+                // Shown by qstat -f (resources_used); kept in memory only.
+                for used in &beat.jobs {
+                    let id = qmesh_core::JobId(used.job);
+                    let launched_here = self
+                        .state
+                        .job(id)
+                        .and_then(|job| self.state.job_host(job))
+                        .is_some_and(|h| h == host);
+                    if !launched_here {
+                        continue;
+                    }
+                    self.state.set_used_so_far(
+                        id,
+                        qmesh_core::job::UsedSoFar {
+                            cput: used.cput,
+                            mem: used.mem,
+                            vmem: used.vmem,
+                        },
+                    );
+                }
                 if let Some(facts) = beat.facts
                     && self.state.set_host_facts(&host, host_facts(&facts))
                 {
