@@ -509,6 +509,15 @@ fn gather(
     })
 }
 
+/// What a script's directives ask, read and checked as qsub reads them
+/// with nothing on the command line and an empty environment: how many
+/// resources they name, or qsub's refusal. Public for the fuzz targets
+/// (`fuzz/`), which reach the directives' parsers from outside the crate.
+#[doc(hidden)]
+pub fn check_directives(script: &[u8]) -> Result<usize, String> {
+    gather(Args::default(), script, &|_| None).map(|g| g.resources.len())
+}
+
 /// Options qmesh cannot honour without running the job wrongly.
 fn refuse_unsupported(opts: &Args) -> Result<(), String> {
     if let (Some(j), Some(t)) = (&opts.array_j, &opts.array_t) {
