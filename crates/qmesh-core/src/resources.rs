@@ -176,14 +176,14 @@ impl ResourceRequest {
             .chunks
             .iter()
             .map(|c| u64::from(c.count) * u64::from(c.cpus()))
-            .sum();
+            .fold(0, u64::saturating_add);
         list.insert("ncpus".into(), cpus.to_string());
         if !list.contains_key("mem") {
             let mem: u64 = select
                 .chunks
                 .iter()
                 .filter_map(|c| c.mem.map(|m| m.saturating_mul(u64::from(c.count))))
-                .sum();
+                .fold(0, u64::saturating_add);
             if mem > 0 {
                 list.insert("mem".into(), format_size(mem));
             }
@@ -192,7 +192,7 @@ impl ResourceRequest {
             .chunks
             .iter()
             .filter_map(|c| c.gpus.map(|g| u64::from(g) * u64::from(c.count)))
-            .sum();
+            .fold(0, u64::saturating_add);
         if gpus > 0 {
             list.insert("ngpus".into(), gpus.to_string());
         }
@@ -373,6 +373,7 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
     // Per node: what the largest chunk asks for, or the job-wide values.
     let chunks: &[Chunk] = layout.as_ref().map_or(&[], |l| &l.chunks[..]);
     if !chunks.is_empty() {
+        // At most chunk::MAX_NODES: the parsers refuse more.
         req.nodes = Some(chunks.iter().map(|c| c.count).sum());
         req.ncpus = chunks.iter().filter_map(|c| c.ncpus).max();
         req.mem = chunks.iter().filter_map(|c| c.mem).max();
@@ -537,6 +538,36 @@ pub fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Found while fuzzing (fuzz/fuzz_targets/resources.rs): chunk counts
+    // added up past u32 (a panic in debug builds; in release a job asking
+    // for 4294967297 nodes counted as 1), and memory past u64.
+    #[test]
+    fn fuzz_select_chunk_counts_beyond_u32_are_refused() {
+        for (name, value) in [
+            ("select", "4294967295:ncpus=1+2:ncpus=1"),
+            ("select", "1000001:ncpus=1"),
+            ("nodes", "4294967295:ppn=1+2:ppn=1"),
+        ] {
+            let err = ResourceRequest::parse([(name, value)])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("at most 1000000"), "{err}");
+        }
+        let most = ResourceRequest::parse([("select", "999999:ncpus=1+1:ncpus=2")]).unwrap();
+        assert_eq!(most.nodes, Some(chunk::MAX_NODES));
+    }
+
+    #[test]
+    fn fuzz_select_memory_beyond_u64_saturates() {
+        let req = ResourceRequest::parse([(
+            "select",
+            "500000:mem=17179869183gb+500000:mem=17179869183gb",
+        )])
+        .unwrap();
+        let list = req.resource_list(1_000_000, 60);
+        assert_eq!(list["mem"], format_size(u64::MAX));
+    }
 
     #[test]
     fn reads_pbs_and_torque_forms() {

@@ -150,7 +150,9 @@ pub struct Layout {
 impl Layout {
     /// Nodes the chunks take (0 when there are none).
     pub fn nodes(&self) -> u32 {
-        self.chunks.iter().map(|c| c.count).sum()
+        self.chunks
+            .iter()
+            .fold(0, |n: u32, c| n.saturating_add(c.count))
     }
 
     /// The chunk each node serves, in order: the first `count` nodes of
@@ -186,13 +188,34 @@ impl Layout {
 /// resource name.
 pub type ChunkError = String;
 
+/// The most nodes the chunks of one request may ask for together: more
+/// than any machine has, and far from the end of a `u32`, so that the
+/// sums over chunks cannot overflow.
+pub const MAX_NODES: u32 = 1_000_000;
+
 /// PBS Pro: `[N:]res=value[:res=value...][+[N:]...]`.
 pub fn parse_select(text: &str) -> Result<Vec<Chunk>, ChunkError> {
     let text = text.trim();
     if text.is_empty() {
         return Err("it is empty; write e.g. select=2:ncpus=8:mem=4gb".into());
     }
-    text.split('+').map(parse_select_chunk).collect()
+    let chunks = text
+        .split('+')
+        .map(parse_select_chunk)
+        .collect::<Result<Vec<_>, _>>()?;
+    within_max_nodes(&chunks)?;
+    Ok(chunks)
+}
+
+/// Refuses chunks that ask for more than [`MAX_NODES`] together.
+fn within_max_nodes(chunks: &[Chunk]) -> Result<(), ChunkError> {
+    let total: u64 = chunks.iter().map(|c| u64::from(c.count)).sum();
+    if total > u64::from(MAX_NODES) {
+        return Err(format!(
+            "the chunks ask for {total} nodes together; a job may ask for at most {MAX_NODES}"
+        ));
+    }
+    Ok(())
 }
 
 fn parse_select_chunk(spec: &str) -> Result<Chunk, ChunkError> {
@@ -276,7 +299,8 @@ pub fn parse_nodes_spec(text: &str) -> Result<(Vec<Chunk>, Option<Place>), Chunk
     let chunks = text
         .split('+')
         .map(parse_nodes_element)
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    within_max_nodes(&chunks)?;
     Ok((chunks, place))
 }
 
