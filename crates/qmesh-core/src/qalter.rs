@@ -77,6 +77,8 @@ impl State {
         alt: &Alteration,
         now: Time,
     ) -> Result<(Vec<String>, &Job), CoreError> {
+        crate::submit::sizes::check_alteration(alt)
+            .map_err(|message| CoreError::BadOption { message })?;
         let full = self.full_id(id);
         let job = self.checked(id, caller, "alter")?;
         let pending = job.state.is_pending();

@@ -154,9 +154,27 @@ pub struct QmgrError {
     pub message: String,
 }
 
+/// The longest script one request may carry, in bytes (a job script's
+/// limit): `print server` of a large site is far below it.
+pub const MAX_SCRIPT_BYTES: usize = 4 << 20;
+/// The most commands in one script: each runs on the configuration's
+/// copy while the scheduler waits.
+pub const MAX_COMMANDS: usize = 100_000;
+
 /// Parses a whole script. Blank lines and `#` comments are skipped; a line
 /// ending in `\` continues on the next; `;` separates commands on a line.
+/// A script past [`MAX_SCRIPT_BYTES`] or [`MAX_COMMANDS`] is refused.
 pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
+    if script.len() > MAX_SCRIPT_BYTES {
+        return Err(QmgrError {
+            line: 1,
+            message: format!(
+                "the script is {} bytes; a qmgr script may be at most {MAX_SCRIPT_BYTES} \
+                 (split it and run the parts one after another)",
+                script.len()
+            ),
+        });
+    }
     let mut commands = Vec::new();
     let mut pending = String::new();
     let mut start_line = 0;
@@ -178,6 +196,12 @@ pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
                 message,
             };
             if let Some(action) = parse_line(part, &mut active).map_err(fail)? {
+                if commands.len() == MAX_COMMANDS {
+                    return Err(fail(format!(
+                        "more than {MAX_COMMANDS} commands in one script; split it and run \
+                         the parts one after another"
+                    )));
+                }
                 commands.push(Command {
                     line: start_line,
                     text: part.trim().to_string(),
@@ -725,6 +749,18 @@ mod tests {
             op,
             value: value.into(),
         }
+    }
+
+    #[test]
+    fn a_script_past_its_limits_is_refused() {
+        let many = "list server\n".repeat(MAX_COMMANDS);
+        assert_eq!(parse_script(&many).unwrap().len(), MAX_COMMANDS);
+        let e = parse_script(&format!("{many}list server\n")).unwrap_err();
+        assert_eq!(e.line, MAX_COMMANDS + 1);
+        assert!(e.message.contains("more than 100000 commands"), "{e}");
+        let long = "#".repeat(MAX_SCRIPT_BYTES + 1);
+        let e = parse_script(&long).unwrap_err();
+        assert!(e.message.contains("at most 4194304"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub const MAX_NAME_CHARS: usize = 236;
 pub const MAX_VALUE_BYTES: usize = 4096;
 /// Resources asked (`-l` entries).
 pub const MAX_RESOURCES: usize = 256;
+/// Job ids named in one request (qdel, qhold, qrls, qstat, qsig, qmove,
+/// qrerun, qrun, qalter): `qdel $(qselect)` on a busy server fits, one
+/// request cannot keep the scheduler busy for minutes.
+pub const MAX_JOB_IDS: usize = 100_000;
 
 /// Why the submission is too large, or nothing.
 pub fn check(sub: &Submission, payload: &JobPayload) -> Result<(), String> {
@@ -62,7 +66,78 @@ pub fn check(sub: &Submission, payload: &JobPayload) -> Result<(), String> {
         ("the shell (-S)", sub.shell.as_deref()),
         ("the script's name", Some(sub.script_name.as_str())),
     ];
-    let resources = sub.resources.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let resources = sub
+        .resources
+        .iter()
+        .flat_map(|(k, v)| [("a resource's name", k.as_str()), (k.as_str(), v.as_str())]);
+    for (what, value) in values
+        .iter()
+        .filter_map(|(w, v)| v.map(|v| (*w, v)))
+        .chain(resources)
+    {
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(format!(
+                "{what} is {} bytes long; a value may be at most {MAX_VALUE_BYTES}",
+                value.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why a request names too many job ids, or an id too long, or nothing.
+pub fn check_job_ids(ids: &[String]) -> Result<(), String> {
+    if ids.len() > MAX_JOB_IDS {
+        return Err(format!(
+            "{} job ids in one request; at most {MAX_JOB_IDS} (name an array as ID[], or split the list)",
+            ids.len()
+        ));
+    }
+    if let Some(id) = ids.iter().find(|id| id.len() > MAX_VALUE_BYTES) {
+        return Err(format!(
+            "a job id {} bytes long; a value may be at most {MAX_VALUE_BYTES}",
+            id.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Why a qalter carries too much, or nothing: the limits of a submission
+/// (`-N`, values, resources), so that a job cannot grow past them later.
+pub fn check_alteration(alt: &crate::qalter::Alteration) -> Result<(), String> {
+    if let Some(name) = &alt.name
+        && name.chars().count() > MAX_NAME_CHARS
+    {
+        return Err(format!(
+            "the job name is {} characters; -N takes at most {MAX_NAME_CHARS}",
+            name.chars().count()
+        ));
+    }
+    if alt.resources.len() > MAX_RESOURCES {
+        return Err(format!(
+            "{} resources given; at most {MAX_RESOURCES}",
+            alt.resources.len()
+        ));
+    }
+    let values = [
+        ("the output path (-o)", alt.stdout_path.as_deref()),
+        ("the error path (-e)", alt.stderr_path.as_deref()),
+        ("the account (-A)", alt.account.as_deref()),
+        ("the project (-P)", alt.project.as_deref()),
+        ("the working directory", Some(alt.workdir.as_str())),
+        ("the mail list (-M)", alt.mail_users.as_deref()),
+        ("the mail points (-m)", alt.mail_points.as_deref()),
+        ("the shell (-S)", alt.shell.as_deref()),
+        ("the checkpoint (-c)", alt.checkpoint.as_deref()),
+        ("the hold list (-h)", alt.hold_list.as_deref()),
+        ("the join (-j)", alt.join.as_deref()),
+        ("the files kept (-k)", alt.keep_files.as_deref()),
+        ("the umask (-W umask)", alt.umask.as_deref()),
+    ];
+    let resources = alt
+        .resources
+        .iter()
+        .flat_map(|(k, v)| [("a resource's name", k.as_str()), (k.as_str(), v.as_str())]);
     for (what, value) in values
         .iter()
         .filter_map(|(w, v)| v.map(|v| (*w, v)))
@@ -116,6 +191,15 @@ mod tests {
                 .unwrap_err()
                 .contains("walltime is")
         );
+        let long_name = Submission {
+            resources: vec![("x".repeat(MAX_VALUE_BYTES + 1), "1".into())],
+            ..Submission::default()
+        };
+        assert!(
+            check(&long_name, &payload(1))
+                .unwrap_err()
+                .contains("a resource's name is 4097 bytes")
+        );
         let many = Submission {
             resources: vec![("ncpus".into(), "1".into()); MAX_RESOURCES + 1],
             ..Submission::default()
@@ -125,5 +209,43 @@ mod tests {
                 .unwrap_err()
                 .contains("resources asked")
         );
+    }
+
+    #[test]
+    fn too_many_job_ids_are_refused() {
+        let ids = vec!["1".to_string(); MAX_JOB_IDS];
+        assert!(check_job_ids(&ids).is_ok());
+        let more = vec!["1".to_string(); MAX_JOB_IDS + 1];
+        let e = check_job_ids(&more).unwrap_err();
+        assert!(e.contains("at most 100000"), "{e}");
+        let long = vec!["1".repeat(MAX_VALUE_BYTES + 1)];
+        assert!(check_job_ids(&long).unwrap_err().contains("job id"));
+    }
+
+    #[test]
+    fn an_alteration_has_a_submission_s_limits() {
+        use crate::qalter::Alteration;
+        assert!(check_alteration(&Alteration::default()).is_ok());
+        let named = Alteration {
+            name: Some("n".repeat(MAX_NAME_CHARS + 1)),
+            ..Alteration::default()
+        };
+        assert!(check_alteration(&named).unwrap_err().contains("-N takes"));
+        let account = Alteration {
+            account: Some("a".repeat(MAX_VALUE_BYTES + 1)),
+            ..Alteration::default()
+        };
+        let e = check_alteration(&account).unwrap_err();
+        assert!(e.contains("the account (-A) is 4097 bytes"), "{e}");
+        let many = Alteration {
+            resources: vec![("ncpus".into(), "1".into()); MAX_RESOURCES + 1],
+            ..Alteration::default()
+        };
+        assert!(check_alteration(&many).unwrap_err().contains("resources"));
+        let long_name = Alteration {
+            resources: vec![("x".repeat(MAX_VALUE_BYTES + 1), "1".into())],
+            ..Alteration::default()
+        };
+        assert!(check_alteration(&long_name).unwrap_err().contains("name"));
     }
 }

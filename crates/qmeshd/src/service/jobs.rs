@@ -21,6 +21,7 @@ impl JobsService {
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let ids = request.into_inner().job_ids;
+        check_ids(&ids)?;
         if ids.is_empty() {
             return Err(Status::invalid_argument(format!(
                 "name the jobs to {}",
@@ -37,6 +38,12 @@ impl JobsService {
             .await
             .map(Response::new)
     }
+}
+
+/// Refuses a request naming more job ids than one may carry
+/// (`qmesh_core::submit::sizes::check_job_ids`), before the task sees it.
+fn check_ids(ids: &[String]) -> Result<(), Status> {
+    qmesh_core::submit::sizes::check_job_ids(ids).map_err(Status::invalid_argument)
 }
 
 #[tonic::async_trait]
@@ -82,6 +89,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::StatusReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         self.link
             .ask(|reply| Event::Status {
                 peer,
@@ -101,6 +109,7 @@ impl Jobs for JobsService {
         }
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         if request.job_ids.is_empty() {
             return Err(Status::invalid_argument("name the jobs to delete"));
         }
@@ -134,6 +143,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         if request.job_ids.is_empty() {
             return Err(Status::invalid_argument("name the jobs to signal"));
         }
@@ -226,6 +236,7 @@ impl Jobs for JobsService {
             destination,
             job_ids: ids,
         } = request.into_inner();
+        check_ids(&ids)?;
         if destination.is_empty() {
             return Err(Status::invalid_argument(
                 "name the queue to move the jobs to: qmove QUEUE ID...",
@@ -274,6 +285,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         if request.job_ids.is_empty() {
             return Err(Status::invalid_argument(
                 "name the jobs to rerun: qrerun ID...",
@@ -316,6 +328,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         if request.job_ids.is_empty() {
             return Err(Status::invalid_argument(
                 "name the jobs to run: qrun [-H NODES] ID...",
@@ -358,6 +371,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
+        check_ids(&request.job_ids)?;
         if request.job_ids.is_empty() {
             return Err(Status::invalid_argument(
                 "name the jobs to alter: qalter OPTIONS ID...",
