@@ -12,6 +12,8 @@
 //!   store (the store is filled directly, then the daemon is started).
 //! * `relay`: Status and Submit, qstat and qsub, from a login node (through
 //!   a submit-only agent's relay) against the daemon's own host.
+//! * `load`: 1,000 concurrent qstat callers and 16 submitters for 30 s,
+//!   with clients that stop reading: latencies, errors, the daemon's RSS.
 
 mod alloc;
 mod array_submit;
@@ -19,6 +21,7 @@ mod churn;
 mod cpu;
 mod daemon;
 mod disk;
+mod load;
 mod pass;
 mod pass_arrays;
 mod relay;
@@ -182,6 +185,26 @@ enum What {
         #[arg(long, default_value_t = 200)]
         command_samples: usize,
     },
+    /// Many qstat callers and submitters at once, and clients that stop
+    /// reading: latency percentiles, errors (expected none), the daemon's
+    /// memory every second, and a probe job a second through the pass.
+    Load {
+        /// Concurrent qstat callers (tokio tasks, one connection each).
+        #[arg(long, default_value_t = 1000)]
+        qstat: usize,
+        /// Concurrent submitters (held jobs, durable replies).
+        #[arg(long, default_value_t = 16)]
+        submitters: usize,
+        /// How long the load lasts.
+        #[arg(long, default_value_t = 30)]
+        secs: u64,
+        /// Held jobs queued first, so that a listing has real size.
+        #[arg(long, default_value_t = 2000)]
+        preload: usize,
+        /// Connections that ask for every job and never read the answer.
+        #[arg(long, default_value_t = 8)]
+        slow_readers: usize,
+    },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
         #[arg(long, default_value_t = 1_000_000)]
@@ -272,6 +295,22 @@ fn main() -> ExitCode {
                 command_samples: *command_samples,
             };
             relay::run(&q, &run)
+        }),
+        What::Load {
+            qstat,
+            submitters,
+            secs,
+            preload,
+            slow_readers,
+        } => qmeshd().and_then(|q| {
+            let run = load::Run {
+                qstat: *qstat,
+                submitters: *submitters,
+                secs: *secs,
+                preload: *preload,
+                slow_readers: *slow_readers,
+            };
+            load::run(&q, &run)
         }),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
