@@ -155,6 +155,23 @@ fn a_full_disk_makes_the_daemon_refuse_changes_and_lose_nothing() {
             "{id}, acknowledged as the disk filled: kept"
         );
     }
+    // The submission that met the full disk was told so: it is not
+    // queued to fail later for want of its script.
+    let mut known: Vec<&str> = vec![running.as_str(), kept.as_str(), after.as_str()];
+    known.extend(acknowledged.iter().map(String::as_str));
+    for id in d.all_job_ids() {
+        if known.contains(&id.as_str()) {
+            continue;
+        }
+        let job = d.job_json(&id);
+        assert_eq!(job["job_state"], "F", "{id} unconfirmed but kept: {job}");
+        assert!(
+            job["comment"]
+                .as_str()
+                .is_some_and(|c| c.contains("submission met a full disk")),
+            "{job}"
+        );
+    }
     d.allowed_errors.push("ERROR".into());
     drop(d);
 }

@@ -876,6 +876,13 @@ impl State {
         }
     }
 
+    /// Says `text` in a job's comment (the daemon's own notes on it).
+    pub fn set_comment(&mut self, id: JobId, text: &str) {
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.comment = text.to_string();
+        }
+    }
+
     /// What a running job has used so far, as its agent measured it.
     pub fn set_used_so_far(&mut self, id: JobId, used: crate::job::UsedSoFar) {
         if let Some(job) = self

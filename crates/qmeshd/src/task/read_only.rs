@@ -69,6 +69,7 @@ impl SchedulerTask {
             tracing::debug!(error = %e, "the store does not open again yet");
             return;
         }
+        self.drop_unconfirmed_submissions();
         let mut changes = Vec::new();
         for job in self.state.jobs() {
             match Change::job(job) {
@@ -88,6 +89,35 @@ impl SchedulerTask {
         });
         self.store
             .end_turn_watched(changes, Some(done), Some(self.failure_watch()));
+    }
+
+    /// A job whose submission met the full disk was answered "not
+    /// confirmed", and its script never reached the store: it ends now,
+    /// before the state is written back, rather than fail at its launch.
+    fn drop_unconfirmed_submissions(&mut self) {
+        let unconfirmed: Vec<qmesh_core::JobId> = self
+            .state
+            .jobs()
+            .filter(|job| job.state.is_pending() && job.id.array_parent().is_none())
+            .filter(|job| matches!(self.store.payload(job.id), Ok(None)))
+            .map(|job| job.id)
+            .collect();
+        let daemon = qmesh_core::access::Caller {
+            uid: 0,
+            gid: 0,
+            user: "qmeshd".into(),
+            group: "root".into(),
+            role: qmesh_core::access::Role::Manager,
+        };
+        let now = chrono::Utc::now();
+        for id in unconfirmed {
+            if self.state.delete(id, &daemon, now).is_ok() {
+                let comment = "its submission met a full disk and was not confirmed \
+                               (qsub said so); it will not run: submit it again";
+                self.state.set_comment(id, comment);
+                warn!(job = %id, "dropped: {comment}");
+            }
+        }
     }
 
     /// The whole state is durable again.
