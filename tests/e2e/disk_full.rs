@@ -108,6 +108,27 @@ fn a_full_disk_makes_the_daemon_refuse_changes_and_lose_nothing() {
         "said once"
     );
 
+    // The running job ends while the disk is full (its agent's spool is
+    // on it too): its shepherd cannot write the result, and keeps it until
+    // there is room rather than let the job be taken as lost.
+    d.write_fifo(&go, "done\n");
+    let seq = running.split('.').next().unwrap();
+    let job_dir = d.state_dir.join("agent-spool/jobs").join(seq);
+    let mut tries = 0;
+    while !std::fs::read_dir(&job_dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(".result.json."))
+        })
+        .unwrap_or(false)
+    {
+        tries += 1;
+        assert!(tries < 300, "the shepherd never tried to write its result");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!job_dir.join("result.json").exists(), "no room for it yet");
+
     // Room again: the daemon reopens its store, writes its state back and
     // takes changes again, by itself. (It tries every 2 s; there is no
     // event to await from outside.)
@@ -123,14 +144,14 @@ fn a_full_disk_makes_the_daemon_refuse_changes_and_lose_nothing() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
     assert!(d.log().contains("the store writes again"), "{}", d.log());
-    // The job ran on all along (here its agent's spool shares the full
-    // disk, so it ends only now).
-    d.write_fifo(&go, "done\n");
+    // Its end, kept by its shepherd, comes now: it ran once, and ended well.
     d.wait_job(&running);
     assert_eq!(d.job_json(&running)["Exit_status"], 0);
-    // All of it durable: a kill -9 and a start find it.
+    // All of it durable: a kill -9 and a start find it (the end from the
+    // store, or again from the agent's spool if the kill came first).
     d.kill9();
     d.spawn();
+    d.wait_job(&running);
     let job = d.job_json(&running);
     assert_eq!(job["Exit_status"], 0, "{job}");
     assert_eq!(

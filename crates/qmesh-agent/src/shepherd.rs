@@ -122,16 +122,50 @@ pub fn run_code(jobdir: &Path) -> u8 {
     let span = tracing::info_span!("job", job = dir.seq);
     let _enter = span.enter();
     let result = shepherd(&dir, &set);
-    match dir.write_result(&result) {
-        Ok(()) => {
-            info!(cause = ?result.cause, exit_code = ?result.exit_code, signal = ?result.signal, "result written");
-            0
-        }
-        Err(e) => {
-            error!("{e}; the agent will report this job's end as unknown");
-            1
+    let mut waiting = false;
+    loop {
+        match dir.write_result(&result) {
+            Ok(()) => {
+                info!(cause = ?result.cause, exit_code = ?result.exit_code, signal = ?result.signal, "result written");
+                return 0;
+            }
+            // A full spool: the end is kept here until there is room, not
+            // lost (the job would be taken as lost, and run again).
+            Err(e) if disk_full(&e) => {
+                if !waiting {
+                    error!(
+                        "{e}; the job's end waits in its shepherd, which tries again every {} s",
+                        RESULT_RETRY.as_secs()
+                    );
+                    waiting = true;
+                }
+                std::thread::sleep(RESULT_RETRY);
+            }
+            Err(e) => {
+                error!("{e}; the agent will report this job's end as unknown");
+                return 1;
+            }
         }
     }
+}
+
+/// How often a shepherd tries again to write a result the disk had no
+/// room for.
+const RESULT_RETRY: Duration = Duration::from_secs(2);
+
+/// Whether `e` says the disk (or the user's quota on it) is full.
+fn disk_full(e: &crate::error::AgentError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.raw_os_error(),
+                Some(nix::libc::ENOSPC) | Some(nix::libc::EDQUOT)
+            );
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
