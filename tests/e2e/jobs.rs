@@ -200,3 +200,49 @@ fn options_on_the_command_line_beat_directives() {
     let log = std::fs::read_to_string(d.work.join("custom.log")).unwrap();
     assert_eq!(log, "out\nerr\n", "-j oe joins stderr into -o");
 }
+
+#[test]
+fn qhold_and_qrls_take_pbs_hold_lists() {
+    let d = Daemon::start();
+    d.script("wait.sh", "echo ran\n");
+    let id = d.qsub(&["-h", "wait.sh"]);
+    let types = |d: &Daemon| d.job_json(&id)["Hold_Types"].as_str().unwrap().to_string();
+    // A manager (root) sets an operator and a system hold beside the user's.
+    d.ok("qhold", &["-h", "os", &id]);
+    assert_eq!(types(&d), "uos");
+    // qrls without -h is qrls -h u, as PBS's.
+    d.ok("qrls", &[&id]);
+    assert_eq!(types(&d), "os");
+    let again = d.run("qrls", &[&id]);
+    assert!(!again.status.success(), "no user hold left to release");
+    assert!(
+        stderr(&again).contains("release from a u hold"),
+        "{}",
+        stderr(&again)
+    );
+    d.ok("qrls", &["-h", "o", &id]);
+    assert_eq!(d.job_json(&id)["job_state"], "H", "still held (s)");
+    let bad = d.run("qhold", &["-h", "x", &id]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("write some of u (user), o (operator), s (system)"),
+        "{}",
+        stderr(&bad)
+    );
+    let help = d.ok("qhold", &["--help"]);
+    assert!(help.contains("-h <LIST>"), "{help}");
+    d.ok("qrls", &["-h", "s", &id]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    if is_root() {
+        // A user may not set an operator hold, even on their own job.
+        let out = d.run_as(NOBODY, "qsub", &["-h", "wait.sh"]);
+        let mine = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let refused = d.run_as(NOBODY, "qhold", &["-h", "o", &mine]);
+        assert!(!refused.status.success());
+        assert!(
+            stderr(&refused).contains("operator"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+}

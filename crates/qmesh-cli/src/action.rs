@@ -22,11 +22,24 @@ pub enum Action {
 
 /// Sends `action` for `ids` and reports; the whole of a command's `main`.
 pub fn main(cmd: &str, action: Action, ids: Vec<String>, json: bool) -> ExitCode {
+    main_with_holds(cmd, action, ids, json, String::new())
+}
+
+/// [`main`] for qhold and qrls with `-h`: the hold letters (empty: their
+/// default).
+pub fn main_with_holds(
+    cmd: &str,
+    action: Action,
+    ids: Vec<String>,
+    json: bool,
+    hold_types: String,
+) -> ExitCode {
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
         let request = JobsRequest {
             job_ids: ids,
             running_only: action == Action::DeleteRunning,
+            hold_types,
             ..JobsRequest::default()
         };
         let reply = match action {

@@ -13,8 +13,15 @@ use crate::client;
 /// Prints nothing when every job was handled; otherwise one line per job
 /// that was not, and exits 1.
 #[derive(Parser, Debug)]
-#[command(name = "qhold", version)]
+#[command(name = "qhold", version, disable_help_flag = true)]
 pub struct Args {
+    /// Print help.
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// PBS's hold list: some of u (user), o (operator: operators and
+    /// managers), s (system: managers) [default: u (a user hold)].
+    #[arg(short = 'h', value_name = "LIST")]
+    pub holds: Option<String>,
     /// Print the result for each job as JSON.
     #[arg(long)]
     pub json: bool,
@@ -26,5 +33,11 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    action::main("qhold", Action::Hold, args.ids, args.json)
+    action::main_with_holds(
+        "qhold",
+        Action::Hold,
+        args.ids,
+        args.json,
+        args.holds.unwrap_or_default(),
+    )
 }

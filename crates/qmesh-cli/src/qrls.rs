@@ -13,8 +13,15 @@ use crate::client;
 /// Prints nothing when every job was handled; otherwise one line per job
 /// that was not, and exits 1.
 #[derive(Parser, Debug)]
-#[command(name = "qrls", version)]
+#[command(name = "qrls", version, disable_help_flag = true)]
 pub struct Args {
+    /// Print help.
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// PBS's hold list: some of u (user), o (operator: operators and
+    /// managers), s (system: managers) [default: u, as PBS's qrls].
+    #[arg(short = 'h', value_name = "LIST")]
+    pub holds: Option<String>,
     /// Print the result for each job as JSON.
     #[arg(long)]
     pub json: bool,
@@ -26,5 +33,11 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    action::main("qrls", Action::Release, args.ids, args.json)
+    action::main_with_holds(
+        "qrls",
+        Action::Release,
+        args.ids,
+        args.json,
+        args.holds.unwrap_or_else(|| "u".to_string()),
+    )
 }

@@ -212,6 +212,47 @@ impl Holds {
         }
         out
     }
+
+    /// PBS's hold list of qhold and qrls (`-h uos`): the holds it names.
+    pub fn parse_list(list: &str) -> Result<Holds, String> {
+        let mut holds = Holds::default();
+        for c in list.trim().chars() {
+            match c {
+                'u' => holds.user = true,
+                'o' => holds.operator = true,
+                's' => holds.system = true,
+                _ => break,
+            }
+        }
+        if !holds.any() || holds.types().len() != list.trim().chars().count() {
+            return Err(format!(
+                "-h {list}: write some of u (user), o (operator), s (system)"
+            ));
+        }
+        Ok(holds)
+    }
+
+    /// Who may set or release these holds: a job's owner its user hold,
+    /// an operator an operator hold, a manager a system hold (PBS).
+    pub fn role_needed(self) -> crate::access::Role {
+        use crate::access::Role;
+        if self.system {
+            Role::Manager
+        } else if self.operator {
+            Role::Operator
+        } else {
+            Role::User
+        }
+    }
+
+    /// The holds of both.
+    pub fn common(self, other: Holds) -> Holds {
+        Holds {
+            user: self.user && other.user,
+            operator: self.operator && other.operator,
+            system: self.system && other.system,
+        }
+    }
 }
 
 /// Why a job ended.

@@ -15,7 +15,7 @@ use crate::Time;
 use crate::access::Caller;
 use crate::account::{Accounting, Usage};
 use crate::error::CoreError;
-use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
+use crate::job::{ExitCause, Holds, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeAttrs, NodeName, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
@@ -896,15 +896,43 @@ impl State {
 
     /// qhold: puts a user hold on a job that has not started.
     pub fn hold(&mut self, id: JobId, caller: &Caller, now: Time) -> Result<&Job, CoreError> {
+        let user = Holds {
+            user: true,
+            ..Holds::default()
+        };
+        self.hold_types(id, caller, user, now)
+    }
+
+    /// qhold -h: puts the `holds` named on a job that has not started (an
+    /// operator hold needs an operator, a system hold a manager).
+    pub fn hold_types(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        holds: Holds,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
         let job = self.checked(id, caller, "hold")?;
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "hold"));
+        }
+        if caller.role < holds.role_needed() {
+            return Err(CoreError::PermissionDenied {
+                what: format!(
+                    "setting a {} hold on job {}",
+                    holds.types(),
+                    self.full_id(id)
+                ),
+                need: holds.role_needed().as_str().into(),
+            });
         }
         let job = self
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
-        job.holds.user = true;
+        job.holds.user |= holds.user;
+        job.holds.operator |= holds.operator;
+        job.holds.system |= holds.system;
         job.state = job.pending_state();
         job.mtime = now;
         job.comment = format!("job held by {}", caller.user);
@@ -946,6 +974,57 @@ impl State {
         job.state = job.pending_state();
         job.mtime = now;
         job.comment = format!("job released by {}", caller.user);
+        refresh_pending(&mut self.pending, job);
+        Ok(job)
+    }
+
+    /// qrls -h: removes the `holds` named, each by who may (the owner
+    /// its user hold, an operator an operator hold, a manager a system
+    /// hold); a job without any of them is refused.
+    pub fn release_types(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        holds: Holds,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let job = self.checked(id, caller, "release")?;
+        if !job.state.is_pending() || !job.holds.common(holds).any() {
+            return Err(CoreError::WrongState {
+                id: self.full_id(id),
+                action: format!("release from a {} hold", holds.types()),
+                state: job.state,
+            });
+        }
+        if caller.role < holds.role_needed() {
+            return Err(CoreError::PermissionDenied {
+                what: format!(
+                    "releasing job {} from its {} hold",
+                    self.full_id(id),
+                    holds.types()
+                ),
+                need: holds.role_needed().as_str().into(),
+            });
+        }
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
+        job.holds.user &= !holds.user;
+        job.holds.operator &= !holds.operator;
+        job.holds.system &= !holds.system;
+        job.state = job.pending_state();
+        job.mtime = now;
+        job.comment = if job.holds.any() {
+            format!(
+                "job released from its {} hold by {}; still held ({})",
+                holds.types(),
+                caller.user,
+                job.holds.types()
+            )
+        } else {
+            format!("job released by {}", caller.user)
+        };
         refresh_pending(&mut self.pending, job);
         Ok(job)
     }
@@ -1508,6 +1587,39 @@ pub(crate) mod tests {
         assert_eq!(s.hold(id, &owner, t(1)).unwrap().state, JobState::Held);
         assert_eq!(s.release(id, &owner, t(2)).unwrap().state, JobState::Queued);
         assert!(s.release(id, &owner, t(2)).is_err(), "nothing to release");
+        // PBS's hold lists: an operator hold needs an operator, a system
+        // hold a manager, to set and to release; the others stay.
+        let op = caller(5, Role::Operator);
+        let manager = caller(6, Role::Manager);
+        let holds = |list: &str| crate::job::Holds::parse_list(list).unwrap();
+        assert!(matches!(
+            s.hold_types(id, &owner, holds("o"), t(2)),
+            Err(CoreError::PermissionDenied { .. })
+        ));
+        s.hold_types(id, &op, holds("uo"), t(2)).unwrap();
+        assert!(s.hold_types(id, &op, holds("s"), t(2)).is_err());
+        s.hold_types(id, &manager, holds("s"), t(2)).unwrap();
+        assert_eq!(s.job(id).unwrap().holds.types(), "uos");
+        assert!(matches!(
+            s.release_types(id, &owner, holds("o"), t(3)),
+            Err(CoreError::PermissionDenied { .. })
+        ));
+        let job = s.release_types(id, &owner, holds("u"), t(3)).unwrap();
+        assert_eq!(
+            (job.holds.types().as_str(), job.state),
+            ("os", JobState::Held)
+        );
+        assert!(job.comment.contains("still held (os)"), "{}", job.comment);
+        assert!(
+            s.release_types(id, &owner, holds("u"), t(3)).is_err(),
+            "no user hold left"
+        );
+        s.release_types(id, &op, holds("o"), t(3)).unwrap();
+        let job = s.release_types(id, &manager, holds("s"), t(3)).unwrap();
+        assert_eq!(job.state, JobState::Queued);
+        assert!(crate::job::Holds::parse_list("un").is_err());
+        assert!(crate::job::Holds::parse_list("").is_err());
+        assert!(crate::job::Holds::parse_list("x").is_err());
         let (how, job) = s.delete(id, &owner, t(3)).unwrap();
         assert_eq!(how, Deleted::Removed);
         assert_eq!(job.state, JobState::Finished);

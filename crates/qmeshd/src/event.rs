@@ -26,8 +26,10 @@ pub enum JobAction {
     Delete,
     /// sprelease: delete, but only a running job (a queued one is refused).
     DeleteRunning,
-    Hold,
-    Release,
+    /// qhold: the holds to set.
+    Hold(qmesh_core::Holds),
+    /// qrls: the holds to remove (`None`: every one the caller may).
+    Release(Option<qmesh_core::Holds>),
 }
 
 impl JobAction {
@@ -35,8 +37,8 @@ impl JobAction {
         match self {
             JobAction::Delete => "delete",
             JobAction::DeleteRunning => "release the nodes of",
-            JobAction::Hold => "hold",
-            JobAction::Release => "release",
+            JobAction::Hold(_) => "hold",
+            JobAction::Release(_) => "release",
         }
     }
 }

@@ -40,6 +40,16 @@ impl JobsService {
     }
 }
 
+/// qhold's and qrls's `-h` letters; `None` when not given.
+fn hold_list(text: &str) -> Result<Option<qmesh_core::Holds>, Status> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    qmesh_core::Holds::parse_list(text)
+        .map(Some)
+        .map_err(Status::invalid_argument)
+}
+
 /// Refuses a request naming more job ids than one may carry
 /// (`qmesh_core::submit::sizes::check_job_ids`), before the task sees it.
 fn check_ids(ids: &[String]) -> Result<(), Status> {
@@ -127,14 +137,19 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::JobsRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        self.act(request, JobAction::Hold).await
+        let holds = hold_list(&request.get_ref().hold_types)?.unwrap_or(qmesh_core::Holds {
+            user: true,
+            ..qmesh_core::Holds::default()
+        });
+        self.act(request, JobAction::Hold(holds)).await
     }
 
     async fn release(
         &self,
         request: Request<v1::JobsRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
-        self.act(request, JobAction::Release).await
+        let holds = hold_list(&request.get_ref().hold_types)?;
+        self.act(request, JobAction::Release(holds)).await
     }
 
     async fn signal(

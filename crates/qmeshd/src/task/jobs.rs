@@ -312,7 +312,7 @@ impl SchedulerTask {
                          qdel removes them"
                     ));
                 }
-                JobAction::Hold | JobAction::Release => {
+                JobAction::Hold(_) | JobAction::Release(_) => {
                     // Held or released alone: each gets its own record.
                     let now = Utc::now();
                     for id in self.state.sub_ids(array, &positions) {
@@ -421,8 +421,8 @@ impl SchedulerTask {
             .into_iter()
             .filter(|sub| {
                 self.state.job(*sub).is_some_and(|j| match action {
-                    JobAction::Hold => j.state == JobState::Queued,
-                    JobAction::Release => j.state == JobState::Held,
+                    JobAction::Hold(_) => j.state == JobState::Queued,
+                    JobAction::Release(_) => j.state == JobState::Held,
                     JobAction::Delete | JobAction::DeleteRunning => j.state != JobState::Exiting,
                 })
             })
@@ -435,29 +435,41 @@ impl SchedulerTask {
             .state
             .job(id)
             .is_some_and(|j| j.state == JobState::Begun);
-        if had_members && begun && matches!(action, JobAction::Hold | JobAction::Release) {
+        if had_members && begun && matches!(action, JobAction::Hold(_) | JobAction::Release(_)) {
             // Nothing of the array itself is left to hold or release.
             return Ok(());
         }
         match action {
-            JobAction::Hold => {
-                let job = self.state.hold(id, caller, now)?;
+            JobAction::Hold(holds) => {
+                let job = self.state.hold_types(id, caller, holds, now)?;
                 persist(self.store.as_ref(), job);
                 let text = format!(
-                    "Holds u set at request of {}@{}",
+                    "Holds {} set at request of {}@{}",
+                    holds.types(),
                     caller.user,
                     self.state.server_name()
                 );
                 self.log_hold_change(id, RecordType::Held, &caller.user, text);
             }
-            JobAction::Release => {
-                let job = self.state.release(id, caller, now)?;
+            JobAction::Release(holds) => {
+                let job = match holds {
+                    Some(holds) => self.state.release_types(id, caller, holds, now)?,
+                    None => self.state.release(id, caller, now)?,
+                };
                 persist(self.store.as_ref(), job);
-                let text = format!(
-                    "Holds released at request of {}@{}",
-                    caller.user,
-                    self.state.server_name()
-                );
+                let text = match holds {
+                    Some(holds) => format!(
+                        "Holds {} released at request of {}@{}",
+                        holds.types(),
+                        caller.user,
+                        self.state.server_name()
+                    ),
+                    None => format!(
+                        "Holds released at request of {}@{}",
+                        caller.user,
+                        self.state.server_name()
+                    ),
+                };
                 self.log_hold_change(id, RecordType::Released, &caller.user, text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
