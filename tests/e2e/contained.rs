@@ -176,16 +176,12 @@ fn a_job_is_held_to_its_memory_and_its_cpus_on_a_shared_node_and_its_use_is_show
     assert!(kb(&used["mem"]) >= 8 * 1024, "{used}");
     assert!(kb(&used["vmem"]) >= kb(&used["mem"]), "{used}");
     // The accounting record has them too.
-    let log_dir = d.state_dir.join("server_priv/accounting");
-    let record = std::fs::read_dir(&log_dir)
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect::<String>();
-    let end = record
-        .lines()
-        .find(|l| l.contains(";E;") && l.contains(&id))
-        .unwrap_or_else(|| panic!("no E record for {id}: {record}"));
+    let records = crate::tracejob::records(&d, &id);
+    let end = records
+        .iter()
+        .find(|(kind, _)| kind == "E")
+        .map(|(_, text)| text.clone())
+        .unwrap_or_else(|| panic!("no E record for {id}: {records:?}"));
     assert!(
         end.contains("resources_used.vmem=") && end.contains("resources_used.cpupercent="),
         "{end}"

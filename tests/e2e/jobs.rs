@@ -210,6 +210,13 @@ fn qhold_and_qrls_take_pbs_hold_lists() {
     // A manager (root) sets an operator and a system hold beside the user's.
     d.ok("qhold", &["-h", "os", &id]);
     assert_eq!(types(&d), "uos");
+    let records = crate::tracejob::records(&d, &id);
+    assert!(
+        records
+            .iter()
+            .any(|(kind, text)| kind == "H" && text.ends_with("holdtype=os")),
+        "the H record names the holds: {records:?}"
+    );
     // qrls without -h is qrls -h u, as PBS's.
     d.ok("qrls", &[&id]);
     assert_eq!(types(&d), "os");

@@ -199,13 +199,13 @@ impl SchedulerTask {
         );
     }
 
-    /// `H` (a hold set) or `RL` (holds released), with the event line
-    /// `text`.
+    /// `H` (a hold set) or `RL` (holds released) of `holds` (PBS's
+    /// letters), with the event line `text`.
     pub(super) fn log_hold_change(
         &self,
         id: JobId,
         kind: RecordType,
-        requestor: &str,
+        (requestor, holds): (&str, &str),
         text: String,
     ) {
         let server = self.state.server_name();
@@ -216,7 +216,7 @@ impl SchedulerTask {
             now,
             kind,
             &full,
-            joblog::hold_changed(requestor, server, "u"),
+            joblog::hold_changed(requestor, server, holds),
         );
     }
 

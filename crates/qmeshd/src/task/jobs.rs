@@ -449,7 +449,7 @@ impl SchedulerTask {
                     caller.user,
                     self.state.server_name()
                 );
-                self.log_hold_change(id, RecordType::Held, &caller.user, text);
+                self.log_hold_change(id, RecordType::Held, (&caller.user, &holds.types()), text);
             }
             JobAction::Release(holds) => {
                 let job = match holds {
@@ -470,7 +470,8 @@ impl SchedulerTask {
                         self.state.server_name()
                     ),
                 };
-                self.log_hold_change(id, RecordType::Released, &caller.user, text);
+                let released = holds.map_or_else(|| "u".to_string(), |h| h.types());
+                self.log_hold_change(id, RecordType::Released, (&caller.user, &released), text);
             }
             JobAction::Delete | JobAction::DeleteRunning => {
                 let (outcome, job) = self.state.delete(id, caller, now)?;
