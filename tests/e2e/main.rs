@@ -35,6 +35,7 @@ mod qstat;
 mod restart;
 mod shutdown;
 mod site_resources;
+mod slow_reader;
 mod sp;
 mod tls;
 mod topology;

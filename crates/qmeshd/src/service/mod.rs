@@ -14,12 +14,24 @@ pub use jobs::JobsService;
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tonic::Status;
 
 use crate::event::{Event, Reply};
 use crate::identity::Identity;
 use crate::status::shutting_down;
+
+/// Listings (qstat's Status, spq's Plan) waiting in the task's queue at
+/// once. The task takes events in order, and a listing costs it time in
+/// proportion to the jobs it lists (about 10 ms for 2,000 jobs on the
+/// 2-core machine): with 1,000 qstat callers queued, a submission or an
+/// agent's report would wait behind all of their listings (seconds).
+/// Callers past this many wait here instead, first come first served,
+/// off the task, so a change waits behind at most this many listings;
+/// the task still always has the next one queued, so listings are not
+/// served more slowly. docs/PERFORMANCE.md, "Under load".
+pub const LISTINGS_QUEUED: usize = 4;
+static LISTINGS: Semaphore = Semaphore::const_new(LISTINGS_QUEUED);
 
 /// What every service holds: the way to the task, and the identity cache.
 #[derive(Clone)]
@@ -34,12 +46,19 @@ pub struct Link {
 
 impl Link {
     /// Sends the event `make` builds and awaits the task's reply.
+    /// A listing first waits for its turn ([`LISTINGS_QUEUED`]); the
+    /// turn is given back once the task has answered, so a caller that
+    /// does not read its answer holds none.
     pub async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Status> {
         let (tx, rx) = oneshot::channel();
-        self.events
-            .send(make(tx))
-            .await
-            .map_err(|_| shutting_down())?;
+        let event = make(tx);
+        let _turn = match event {
+            Event::Status { .. } | Event::Plan { .. } => {
+                Some(LISTINGS.acquire().await.map_err(|_| shutting_down())?)
+            }
+            _ => None,
+        };
+        self.events.send(event).await.map_err(|_| shutting_down())?;
         rx.await.map_err(|_| shutting_down())?
     }
 }
