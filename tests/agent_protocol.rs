@@ -987,6 +987,7 @@ fn gpu_job(h: &Harness, seq: u64, gpus: &[u32]) -> LaunchJob {
             cpus: 1,
             threads: 1,
             gpus: g,
+            ..Default::default()
         })
         .collect();
     launch
