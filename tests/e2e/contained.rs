@@ -215,6 +215,14 @@ fn a_job_over_its_memory_is_killed_with_a_comment_and_pbs_exit_status() {
         comment.contains("ask for more with -l mem"),
         "says what to do: {comment}"
     );
+    let seq = id.split('.').next().unwrap();
+    let err = std::fs::read_to_string(d.work.join(format!("greedy.sh.e{seq}"))).unwrap();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("=>> PBS: job killed: mem ")
+                && l.ends_with("kb exceeded limit 32768kb")),
+        "PBS's line in the error file: {err}"
+    );
 }
 
 #[test]

@@ -103,6 +103,15 @@ fn a_job_over_its_wall_time_is_killed_and_says_so() {
         "{}",
         info.comment
     );
+    // As PBS's MOM, in the job's error file, where users look.
+    let seq = id.split('.').next().unwrap();
+    let err = std::fs::read_to_string(d.work.join(format!("stubborn.sh.e{seq}"))).unwrap();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("=>> PBS: job killed: walltime ")
+                && l.ends_with(" exceeded limit 2")),
+        "{err}"
+    );
     assert!(
         info.end_time - info.stime < 60,
         "killed after {} s",

@@ -33,6 +33,7 @@ use crate::spool::{
 use crate::{exec, hooks, limits, plan, signals, tmpdir};
 
 mod contain;
+mod killed_line;
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -254,6 +255,10 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         result.message.push_str(&why);
     }
     info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause, "job ended");
+    let mem_limit = contained.as_ref().and_then(|c| c.allowance.mem);
+    if let Some(line) = killed_line::line(&result, spec.walltime, mem_limit) {
+        killed_line::append(&plan, &line);
+    }
     epilogue(&spec, dir, &mut result);
     remove_tmpdir(&plan);
     result
