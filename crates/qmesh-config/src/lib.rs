@@ -634,6 +634,10 @@ impl Settings {
     }
 }
 
+/// The most nodes in one node set: as many as one job may ask for
+/// (`qmesh_core::resources::chunk::MAX_NODES`).
+pub const MAX_SET_NODES: u32 = qmesh_core::resources::chunk::MAX_NODES;
+
 fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
     let topology = match spec.topology.as_str() {
         "flat" => Topology::Flat,
@@ -696,6 +700,18 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
             ));
         }
     };
+    // Before anything is built for them: dims whose product passes a
+    // u32 overflowed in the allocators, and a count of billions filled
+    // the memory.
+    let size: u64 = match (&topology, spec.count) {
+        (Topology::Flat, count) => u64::from(count.unwrap_or(0)).max(spec.nodes.len() as u64),
+        _ => spec.dims.iter().map(|&d| u64::from(d)).product(),
+    };
+    if size > u64::from(MAX_SET_NODES) {
+        return Err(format!(
+            "it has {size} nodes; a node set may have at most {MAX_SET_NODES} (split the machine in several sets)"
+        ));
+    }
     // The allocator checks what it needs (a torus: all dimensions but one
     // powers of two; shapes that fit).
     qmesh_core::alloc::for_topology(&topology)?;
@@ -1070,5 +1086,28 @@ holding_queue = "hold"
             err.contains("node_set \"big\"") && err.contains("resources.scratch"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn fuzz_node_sets_past_a_million_nodes_are_refused() {
+        // Found while fuzzing (fuzz/fuzz_targets/config.rs): a 65536 x
+        // 65536 mesh overflowed u32 in the M2DB tree (a panic), and a
+        // flat count of billions filled the memory.
+        for set in [
+            "topology = \"mesh2d\"\ndims = [65536, 65536]",
+            "topology = \"torus\"\ndims = [1024, 1024, 2]",
+            "count = 4294967295",
+        ] {
+            let err = Settings::parse(
+                &format!("[[node_set]]\nname = \"big\"\n{set}\nhost = \"h\"\n"),
+                "t",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("node_set \"big\"") && err.contains("at most 1000000"),
+                "{err}"
+            );
+        }
     }
 }
