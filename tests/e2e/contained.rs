@@ -208,7 +208,7 @@ fn a_job_over_its_memory_is_killed_with_a_comment_and_pbs_exit_status() {
     let comment = job["comment"].as_str().unwrap_or_default();
     assert!(
         comment.contains("job exceeded its memory limit")
-            && comment.contains("it used more memory than it asked for (mem=32mb on"),
+            && comment.contains("it used more memory than it asked for (mem=32768kb on"),
         "{comment}"
     );
     assert!(

@@ -112,7 +112,11 @@ fn record_use(used: &Usage, result: &mut JobResult) {
 
 /// The comment of a job killed at its memory limit.
 pub fn over_memory(limit: Option<u64>, host: &str, kills: u64) -> String {
-    let limit = limit.map_or_else(|| "its memory".to_string(), |l| format!("mem={}", size(l)));
+    // In kb, as PBS's MOM writes it in the kill line and resources_used.
+    let limit = limit.map_or_else(
+        || "its memory".to_string(),
+        |l| format!("mem={}kb", l.div_ceil(1024)),
+    );
     let processes = if kills == 1 {
         "a process".to_string()
     } else {
@@ -122,16 +126,6 @@ pub fn over_memory(limit: Option<u64>, host: &str, kills: u64) -> String {
         "it used more memory than it asked for ({limit} on {host}): the kernel killed \
          {processes} at the limit and the job was ended; ask for more with -l mem"
     )
-}
-
-/// Bytes as PBS writes sizes: the largest unit that divides them.
-pub fn size(bytes: u64) -> String {
-    for (unit, shift) in [("tb", 40), ("gb", 30), ("mb", 20), ("kb", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    format!("{bytes}b")
 }
 
 #[cfg(test)]
@@ -184,15 +178,12 @@ mod tests {
     fn a_memory_kill_is_said_plainly() {
         assert_eq!(
             over_memory(Some(64 << 20), "h1", 1),
-            "it used more memory than it asked for (mem=64mb on h1): the kernel killed \
+            "it used more memory than it asked for (mem=65536kb on h1): the kernel killed \
              a process at the limit and the job was ended; ask for more with -l mem"
         );
         assert!(
             over_memory(None, "h2", 3)
                 .contains("(its memory on h2): the kernel killed 3 processes")
         );
-        assert_eq!(size(3 << 30), "3gb");
-        assert_eq!(size(1536 << 20), "1536mb");
-        assert_eq!(size(1000), "1000b");
     }
 }
