@@ -916,16 +916,14 @@ impl State {
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "hold"));
         }
-        if caller.role < holds.role_needed() {
-            return Err(CoreError::PermissionDenied {
-                what: format!(
-                    "setting a {} hold on job {}",
-                    holds.types(),
-                    self.full_id(id)
-                ),
-                need: holds.role_needed().as_str().into(),
-            });
-        }
+        let what = || {
+            format!(
+                "setting a {} hold on job {}",
+                holds.types(),
+                self.full_id(id)
+            )
+        };
+        may_change(caller, holds, what)?;
         let job = self
             .jobs
             .get_mut(&id)
@@ -996,16 +994,14 @@ impl State {
                 state: job.state,
             });
         }
-        if caller.role < holds.role_needed() {
-            return Err(CoreError::PermissionDenied {
-                what: format!(
-                    "releasing job {} from its {} hold",
-                    self.full_id(id),
-                    holds.types()
-                ),
-                need: holds.role_needed().as_str().into(),
-            });
-        }
+        let what = || {
+            format!(
+                "releasing job {} from its {} hold",
+                self.full_id(id),
+                holds.types()
+            )
+        };
+        may_change(caller, holds, what)?;
         let job = self
             .jobs
             .get_mut(&id)
@@ -1454,6 +1450,23 @@ fn refresh_pending(pending: &mut Pending, job: &Job) {
     {
         *view = PendingView::of(job);
     }
+}
+
+/// Whether `caller` may set or release `holds` (PBS: the owner a user
+/// hold, an operator an operator hold, a manager a system hold); `what`
+/// names what is refused.
+fn may_change(
+    caller: &Caller,
+    holds: Holds,
+    what: impl FnOnce() -> String,
+) -> Result<(), CoreError> {
+    if caller.role >= holds.role_needed() {
+        return Ok(());
+    }
+    Err(CoreError::PermissionDenied {
+        what: what(),
+        need: holds.role_needed().as_str().into(),
+    })
 }
 
 fn remove_pending(pending: &mut Pending, job: &Job) {

@@ -115,32 +115,24 @@ impl Job {
         used.insert("walltime".into(), format_hms(elapsed));
         let cpus: u32 = self.node_shares().iter().map(|s| s.cpus).sum();
         used.insert("ncpus".into(), cpus.to_string());
-        if let Some(so_far) = self.used_so_far.filter(|_| self.state == JobState::Running) {
-            if let Some(cput) = so_far.cput {
+        let measured = match self.state {
+            JobState::Running => self.used_so_far,
+            JobState::Finished => self.exit.as_ref().map(|e| crate::job::UsedSoFar {
+                cput: e.cput,
+                mem: e.max_rss,
+                vmem: e.vmem,
+            }),
+            _ => None,
+        };
+        if let Some(m) = measured {
+            if let Some(cput) = m.cput {
                 used.insert("cput".into(), format_hms(cput));
                 used.insert("cpupercent".into(), cpupercent(cput, elapsed).to_string());
             }
-            if let Some(mem) = so_far.mem {
-                used.insert("mem".into(), format_kb(mem));
-            }
-            if let Some(vmem) = so_far.vmem {
-                used.insert("vmem".into(), format_kb(vmem));
-            }
-        }
-        if let Some(exit) = self
-            .exit
-            .as_ref()
-            .filter(|_| self.state == JobState::Finished)
-        {
-            if let Some(cput) = exit.cput {
-                used.insert("cput".into(), format_hms(cput));
-                used.insert("cpupercent".into(), cpupercent(cput, elapsed).to_string());
-            }
-            if let Some(rss) = exit.max_rss {
-                used.insert("mem".into(), format_kb(rss));
-            }
-            if let Some(vmem) = exit.vmem {
-                used.insert("vmem".into(), format_kb(vmem));
+            for (key, bytes) in [("mem", m.mem), ("vmem", m.vmem)] {
+                if let Some(bytes) = bytes {
+                    used.insert(key.into(), format_kb(bytes));
+                }
             }
         }
         used
