@@ -260,3 +260,37 @@ fn what_pbsdsh_started_is_measured_and_killed_with_the_job_even_out_of_its_sessi
     assert_ne!(cput, "00:00:00", "{job}");
     assert!(!cput.is_empty(), "{job}");
 }
+
+#[test]
+fn a_job_over_its_cpu_time_is_killed_as_pbs_does() {
+    let Some(d) = contained() else { return };
+    // Two processes that spin: cput counts both (their cgroup's time).
+    d.script(
+        "spin.sh",
+        "#!/bin/sh\n(while :; do :; done) &\nwhile :; do :; done\n",
+    );
+    let id = d.qsub(&["-l", "cput=2", "-l", "walltime=60", "spin.sh"]);
+    let info = d.wait_job(&id);
+    let job = d.job_json(&id);
+    assert_eq!(
+        info.exit_status,
+        Some(256 + 15),
+        "SIGTERM, as for its wall time: {job}"
+    );
+    let comment = job["comment"].as_str().unwrap_or_default();
+    assert!(
+        comment.contains("job exceeded its CPU time limit")
+            && comment.contains("over the 2 s it asked for (-l cput)"),
+        "{comment}"
+    );
+    let seq = id.split('.').next().unwrap();
+    let err = std::fs::read_to_string(d.work.join(format!("spin.sh.e{seq}"))).unwrap();
+    assert!(
+        err.lines().any(
+            |l| l.starts_with("=>> PBS: job killed: cput ") && l.ends_with(" exceeded limit 2")
+        ),
+        "{err}"
+    );
+    assert!(job["Resource_List"].get("cput").is_some(), "{job}");
+    assert!(!comment.contains("not enforced"), "{comment}");
+}

@@ -85,6 +85,7 @@ mod tests {
             address_space: Some(512 << 20),
             file_size: Some(1 << 20),
             nice: Some(3),
+            job_cpu_secs: None,
         };
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")

@@ -238,6 +238,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         kill: None,
         escalated: false,
         cgroup: contained.as_ref().map(|c| c.cgroup.clone()),
+        cpu_limit: spec.limits.job_cpu_secs,
     };
     let ended = watch.run(set, spec.walltime);
     cleanup(watch.job, set, watch.cgroup.as_ref());
@@ -255,8 +256,32 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         result.message.push_str(&why);
     }
     info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause, "job ended");
-    let mem_limit = contained.as_ref().and_then(|c| c.allowance.mem);
-    if let Some(line) = killed_line::line(&result, spec.walltime, mem_limit) {
+    let limits = killed_line::Limits {
+        walltime: spec.walltime,
+        mem: contained.as_ref().and_then(|c| c.allowance.mem),
+        cput: spec.limits.job_cpu_secs,
+    };
+    if result.cause == Cause::CpuTime {
+        let why = format!(
+            "its processes used {} s of CPU time, over the {} s it asked for (-l cput)",
+            result.cput.unwrap_or(0),
+            limits.cput.unwrap_or(0)
+        );
+        result.message = if result.message.is_empty() {
+            why
+        } else {
+            format!("{why}; {}", result.message)
+        };
+    }
+    if contained.is_none() && limits.cput.is_some() {
+        if !result.message.is_empty() {
+            result.message.push_str("; ");
+        }
+        result
+            .message
+            .push_str("cput was not enforced: its host runs jobs without cgroups");
+    }
+    if let Some(line) = killed_line::line(&result, &limits) {
         killed_line::append(&plan, &line);
     }
     epilogue(&spec, dir, &mut result);
@@ -476,6 +501,8 @@ struct Watch {
     escalated: bool,
     /// The job's cgroup, looked at every [`contain::LOOK_EVERY`].
     cgroup: Option<JobCgroup>,
+    /// -l cput, seconds: what all its processes may use together.
+    cpu_limit: Option<u64>,
 }
 
 impl Watch {
@@ -488,7 +515,7 @@ impl Watch {
         let look_every = self.cgroup.as_ref().map(|_| contain::LOOK_EVERY);
         loop {
             let woken = wait_within(set, look_every);
-            self.look_at_memory();
+            self.look_at_cgroup();
             match woken {
                 Ok(None) => {}
                 Ok(Some(Signal::SIGCHLD)) => {
@@ -515,20 +542,38 @@ impl Watch {
         }
     }
 
-    /// The kernel killed a process of the job at its memory limit: the
-    /// rest of the job goes at once (v2 kills the whole cgroup itself).
-    fn look_at_memory(&mut self) {
+    /// What the job's cgroup says. The kernel killed a process of the
+    /// job at its memory limit: the rest of the job goes at once (v2 kills
+    /// the whole cgroup itself). Its processes have used more CPU time
+    /// than -l cput: it is killed as for its wall time.
+    fn look_at_cgroup(&mut self) {
         let Some(cgroup) = &self.cgroup else {
             return;
         };
-        if self.kill.is_some() || cgroup.usage().oom_kills == 0 {
+        if self.kill.is_some() {
             return;
         }
-        warn!("the kernel killed a process of the job at its memory limit: SIGKILL to the rest");
-        self.kill = Some(Cause::Memory);
-        self.escalated = true;
-        signal_group(self.job, Signal::SIGKILL);
-        cgroup.kill_all();
+        let used = cgroup.usage();
+        if used.oom_kills > 0 {
+            warn!(
+                "the kernel killed a process of the job at its memory limit: SIGKILL to the rest"
+            );
+            self.kill = Some(Cause::Memory);
+            self.escalated = true;
+            signal_group(self.job, Signal::SIGKILL);
+            cgroup.kill_all();
+            return;
+        }
+        if let (Some(limit), Some(micros)) = (self.cpu_limit, used.cpu_micros)
+            && micros > limit.saturating_mul(1_000_000)
+        {
+            info!(
+                limit,
+                used_secs = micros / 1_000_000,
+                "the job's CPU time is over -l cput"
+            );
+            self.start_kill(Cause::CpuTime);
+        }
     }
 
     /// Sends the job's process group the signals the agent asked for.

@@ -170,6 +170,10 @@ pub struct Limits {
     /// -l nice.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nice: Option<i32>,
+    /// -l cput: CPU seconds of all the job's processes together, which
+    /// the shepherd holds it to where the job has a cgroup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_cpu_secs: Option<u64>,
 }
 
 impl Limits {
@@ -311,6 +315,7 @@ impl From<&v1::LaunchJob> for LaunchSpec {
                 address_space: p.address_space,
                 file_size: p.file_size,
                 nice: p.nice,
+                job_cpu_secs: p.job_cpu_secs,
             }),
             project: l.project.clone(),
             submit_queue: l.submit_queue.clone(),
@@ -339,6 +344,8 @@ pub enum Cause {
     Unknown,
     /// Killed for going over its memory limit (its cgroup's).
     Memory,
+    /// Killed for going over its CPU time (-l cput).
+    CpuTime,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -395,6 +402,7 @@ impl JobResult {
             Cause::LaunchFailed => v1::FinishCause::LaunchFailed,
             Cause::Unknown => v1::FinishCause::Lost,
             Cause::Memory => v1::FinishCause::Memory,
+            Cause::CpuTime => v1::FinishCause::CpuTime,
         };
         v1::JobFinished {
             job: self.job,
@@ -878,6 +886,7 @@ mod tests {
             address_space: Some(1 << 30),
             file_size: None,
             nice: Some(5),
+            job_cpu_secs: Some(3600),
         });
         l.project = "p1".into();
         l.submit_queue = "route".into();
@@ -896,6 +905,7 @@ mod tests {
         assert_eq!(spec.limits.cpu_secs, Some(30));
         assert_eq!(spec.limits.address_space, Some(1 << 30));
         assert_eq!(spec.limits.nice, Some(5));
+        assert_eq!(spec.limits.job_cpu_secs, Some(3600));
         assert_eq!(spec.project, "p1");
         assert_eq!(spec.first_queue(), "route");
         assert_eq!(spec.tmpdir_base.as_deref(), Some(Path::new("/var/tmp")));

@@ -272,6 +272,9 @@ pub enum ExitCause {
     /// Killed for using more memory than it asked for (its cgroup's
     /// limit on a host); `message` says where and how much.
     Memory,
+    /// Killed for using more CPU time than it asked for (`-l cput`, all
+    /// its processes together, measured in its cgroup).
+    CpuTime,
 }
 
 /// What a running job has used, as its agent measures it in its cgroup:
@@ -334,6 +337,7 @@ impl JobExit {
             ExitCause::LaunchFailed => String::from("job could not be started"),
             ExitCause::Lost => String::from("job lost"),
             ExitCause::Memory => format!("job exceeded its memory limit; {how}"),
+            ExitCause::CpuTime => format!("job exceeded its CPU time limit; {how}"),
         };
         if !self.message.is_empty() {
             line.push_str(": ");

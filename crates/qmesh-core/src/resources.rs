@@ -426,10 +426,6 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
     for name in ["pcput", "cput"] {
         if let Some(v) = take(&mut given, name) {
             parse_duration(&v).map_err(|e| bad(name, &v, &e.to_string()))?;
-            if name == "cput" {
-                req.notes
-                    .push("cput is recorded, not enforced (pcput limits each process)".into());
-            }
             req.list.insert(name.into(), v);
         }
     }
@@ -706,8 +702,8 @@ mod tests {
         let req =
             ResourceRequest::parse([("cput", "1:00:00"), ("place", "pack:group=switch")]).unwrap();
         assert!(
-            req.notes.iter().any(|n| n.contains("cput")),
-            "{:?}",
+            !req.notes.iter().any(|n| n.contains("cput")),
+            "cput is enforced (in the job's cgroup): {:?}",
             req.notes
         );
         assert!(

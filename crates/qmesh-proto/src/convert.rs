@@ -308,6 +308,7 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
         v1::FinishCause::LaunchFailed => ExitCause::LaunchFailed,
         v1::FinishCause::Lost => ExitCause::Lost,
         v1::FinishCause::Memory => ExitCause::Memory,
+        v1::FinishCause::CpuTime => ExitCause::CpuTime,
     };
     let exit = JobExit {
         code: f.exit_code,
@@ -394,6 +395,9 @@ fn process_limits(job: &Job) -> v1::ProcessLimits {
         address_space: size("pvmem"),
         file_size: size("file"),
         nice: list.get("nice").and_then(|v| v.trim().parse().ok()),
+        job_cpu_secs: list
+            .get("cput")
+            .and_then(|v| qmesh_core::time::parse_duration(v).ok()),
     }
 }
 

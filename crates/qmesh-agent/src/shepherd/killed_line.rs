@@ -15,17 +15,34 @@ use tracing::warn;
 use crate::plan::Plan;
 use crate::spool::{Cause, JobResult};
 
+/// The job's limits the line may name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    /// Seconds.
+    pub walltime: u64,
+    /// Bytes on this host.
+    pub mem: Option<u64>,
+    /// CPU seconds (-l cput).
+    pub cput: Option<u64>,
+}
+
 /// The line for `result`, if the job was killed for a limit: its wall
-/// time (`walltime` the limit, seconds), or its memory (`mem_limit` bytes).
-pub fn line(result: &JobResult, walltime: u64, mem_limit: Option<u64>) -> Option<String> {
+/// time, its memory or its CPU time.
+pub fn line(result: &JobResult, limits: &Limits) -> Option<String> {
     match result.cause {
         Cause::Walltime => Some(format!(
-            "=>> PBS: job killed: walltime {} exceeded limit {walltime}",
-            result.end_time.saturating_sub(result.start_time).max(0)
+            "=>> PBS: job killed: walltime {} exceeded limit {}",
+            result.end_time.saturating_sub(result.start_time).max(0),
+            limits.walltime
+        )),
+        Cause::CpuTime => Some(format!(
+            "=>> PBS: job killed: cput {} exceeded limit {}",
+            result.cput.unwrap_or(0),
+            limits.cput.unwrap_or(0)
         )),
         Cause::Memory => {
             let used = result.max_rss.unwrap_or(0).div_ceil(1024);
-            Some(match mem_limit {
+            Some(match limits.mem {
                 Some(limit) => format!(
                     "=>> PBS: job killed: mem {used}kb exceeded limit {}kb",
                     limit.div_ceil(1024)
@@ -88,15 +105,26 @@ mod tests {
 
     #[test]
     fn the_lines_are_pbss() {
+        let limits = Limits {
+            walltime: 120,
+            mem: Some(512 << 20),
+            cput: Some(60),
+        };
         assert_eq!(
-            line(&ended(Cause::Walltime), 120, None).unwrap(),
+            line(&ended(Cause::Walltime), &limits).unwrap(),
             "=>> PBS: job killed: walltime 152 exceeded limit 120"
         );
         assert_eq!(
-            line(&ended(Cause::Memory), 0, Some(512 << 20)).unwrap(),
+            line(&ended(Cause::Memory), &limits).unwrap(),
             "=>> PBS: job killed: mem 1048576kb exceeded limit 524288kb"
         );
-        assert_eq!(line(&ended(Cause::Killed), 120, None), None);
-        assert_eq!(line(&ended(Cause::Exited), 120, None), None);
+        let mut cpu = ended(Cause::CpuTime);
+        cpu.cput = Some(62);
+        assert_eq!(
+            line(&cpu, &limits).unwrap(),
+            "=>> PBS: job killed: cput 62 exceeded limit 60"
+        );
+        assert_eq!(line(&ended(Cause::Killed), &limits), None);
+        assert_eq!(line(&ended(Cause::Exited), &limits), None);
     }
 }
