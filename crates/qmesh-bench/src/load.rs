@@ -57,12 +57,17 @@ pub struct Run {
     pub secs: u64,
     pub preload: usize,
     pub slow_readers: usize,
+    /// The callers ask for every attribute (`qstat -f`), not qstat's plain
+    /// table.
+    pub full: bool,
 }
 
-/// The Status request of a plain `qstat` (qmesh-cli's `qstat/fetch.rs`).
-fn qstat_request() -> v1::StatusRequest {
+/// The Status request of a plain `qstat` (qmesh-cli's `qstat/fetch.rs`),
+/// or with `full` of `qstat -f`.
+fn qstat_request(full: bool) -> v1::StatusRequest {
     v1::StatusRequest {
         report_refused: true,
+        brief: !full,
         ..Default::default()
     }
 }
@@ -235,7 +240,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     // Their listings built and handed to the connections.
     let settled = runtime.block_on(async {
         let mut c = qstat_clients[0].clone();
-        c.status(qstat_request())
+        c.status(qstat_request(run.full))
             .await
             .map(|r| r.into_inner().jobs.len())
     })?;
@@ -260,7 +265,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let (mut qstat, mut submit, probes) = runtime.block_on(async {
         let mut qstat_tasks = Vec::new();
         for client in qstat_clients.drain(..) {
-            qstat_tasks.push(tokio::spawn(qstat_loop(client, deadline)));
+            qstat_tasks.push(tokio::spawn(qstat_loop(client, deadline, run.full)));
         }
         let mut submit_tasks = Vec::new();
         for client in submit_clients {
@@ -298,7 +303,13 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
         // Their connections closed and forgotten.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let mut c = connect_many(&socket, 1).await?.remove(0);
-        Ok::<_, anyhow::Error>(c.status(qstat_request()).await?.into_inner().jobs.len())
+        Ok::<_, anyhow::Error>(
+            c.status(qstat_request(run.full))
+                .await?
+                .into_inner()
+                .jobs
+                .len(),
+        )
     })?;
     marks.push(("slow readers closed", memory(pid, t0)));
     sampling.store(false, Ordering::Relaxed);
@@ -463,11 +474,11 @@ async fn preload(socket: &Path, cwd: &str, jobs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn qstat_loop(mut client: JobsClient<Channel>, deadline: Instant) -> Calls {
+async fn qstat_loop(mut client: JobsClient<Channel>, deadline: Instant, full: bool) -> Calls {
     let mut calls = Calls::default();
     while Instant::now() < deadline {
         let t = Instant::now();
-        match client.status(qstat_request()).await {
+        match client.status(qstat_request(full)).await {
             Ok(reply) => {
                 calls.latencies.push(t.elapsed());
                 calls.listed += reply.into_inner().jobs.len();

@@ -204,6 +204,10 @@ enum What {
         /// Connections that ask for every job and never read the answer.
         #[arg(long, default_value_t = 8)]
         slow_readers: usize,
+        /// The callers ask for every attribute, as `qstat -f` (default:
+        /// plain qstat's table).
+        #[arg(long)]
+        full: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -302,6 +306,7 @@ fn main() -> ExitCode {
             secs,
             preload,
             slow_readers,
+            full,
         } => qmeshd().and_then(|q| {
             let run = load::Run {
                 qstat: *qstat,
@@ -309,6 +314,7 @@ fn main() -> ExitCode {
                 secs: *secs,
                 preload: *preload,
                 slow_readers: *slow_readers,
+                full: *full,
             };
             load::run(&q, &run)
         }),

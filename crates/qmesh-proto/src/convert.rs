@@ -92,6 +92,44 @@ pub fn job_state(state: JobState) -> v1::JobState {
 /// What qstat shows of a job. `reason` is the last pass's reason for a
 /// pending job, with its explanation. A queued job waiting for the jobs it
 /// depends on shows as `H`, one waiting for its `-a` time as `W` (PBS).
+/// The state qstat shows: a queued job waiting on a dependency is held,
+/// one waiting for its start time (-a) waiting; an array some of whose
+/// sub-jobs started is begun (PBS `B`).
+fn shown_state(job: &Job, reason: Option<&str>) -> JobState {
+    match (job.state, reason) {
+        (JobState::Queued, Some(r)) if r == Reason::Dependency.as_str() => JobState::Held,
+        (JobState::Queued, Some(r)) if r == Reason::BeginTime.as_str() => JobState::Waiting,
+        (_, _) if job.state_letter() == 'B' => JobState::Begun,
+        (state, _) => state,
+    }
+}
+
+/// What qstat's plain table shows of a job ([`v1::StatusRequest::brief`]);
+/// `reason` as for [`job_info`].
+pub fn job_brief(job: &Job, server: &str, reason: Option<&str>, now: Time) -> v1::JobInfo {
+    let shown = shown_state(job, reason);
+    let array = job.array.as_deref();
+    v1::JobInfo {
+        id: job.full_id(server),
+        name: job.name.clone(),
+        owner: job.owner.user.clone(),
+        queue: job.queue.clone(),
+        state: job_state(shown) as i32,
+        state_letter: shown.letter().to_string(),
+        nodes: job.nodes,
+        walltime: job.walltime,
+        qtime: job.qtime.timestamp(),
+        stime: unix(job.stime),
+        end_time: unix(job.end_time),
+        server_time: now.timestamp(),
+        resources_used: job.resources_used(now).into_iter().collect(),
+        array: array.is_some(),
+        array_index: job.id.array_index(),
+        array_id: job.id.array_full(server).unwrap_or_default(),
+        ..v1::JobInfo::default()
+    }
+}
+
 pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time) -> v1::JobInfo {
     let mut comment = match (job.state.is_pending(), reason) {
         (true, Some((_, why))) => format!("Not Running: {why}"),
@@ -104,13 +142,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         comment.push_str(&job.options.notes.join("; "));
     }
     let opts = &job.options;
-    let shown = match (job.state, reason.map(|(r, _)| r)) {
-        (JobState::Queued, Some(r)) if r == Reason::Dependency.as_str() => JobState::Held,
-        (JobState::Queued, Some(r)) if r == Reason::BeginTime.as_str() => JobState::Waiting,
-        // An array some of whose sub-jobs started is begun (PBS `B`).
-        (_, _) if job.state_letter() == 'B' => JobState::Begun,
-        (state, _) => state,
-    };
+    let shown = shown_state(job, reason.map(|(r, _)| r));
     let array = job.array.as_deref();
     v1::JobInfo {
         id: job.full_id(server),
@@ -485,6 +517,31 @@ mod tests {
         assert_eq!(info.state, v1::JobState::Waiting as i32);
         let info = job_info(&job, "srv", why(Reason::Resources), now);
         assert_eq!(info.state_letter, "Q");
+    }
+
+    #[test]
+    fn the_brief_listing_shows_what_the_full_one_does_of_the_plain_table() {
+        let job = queued_job();
+        let now = chrono::DateTime::from_timestamp(2_000, 0).unwrap();
+        for r in [Reason::Dependency, Reason::BeginTime, Reason::Resources] {
+            let full = job_info(&job, "srv", Some((r.as_str(), r.explain())), now);
+            let brief = job_brief(&job, "srv", Some(r.as_str()), now);
+            let table = |i: &v1::JobInfo| {
+                (
+                    i.id.clone(),
+                    i.name.clone(),
+                    i.owner.clone(),
+                    i.queue.clone(),
+                    i.state,
+                    i.state_letter.clone(),
+                    (i.walltime, i.qtime, i.stime, i.end_time, i.server_time),
+                    i.resources_used.clone(),
+                    (i.array, i.array_index, i.array_id.clone()),
+                )
+            };
+            assert_eq!(table(&brief), table(&full), "{r:?}");
+            assert!(brief.comment.is_empty() && brief.resource_list.is_empty());
+        }
     }
 
     #[test]

@@ -79,6 +79,7 @@ pub async fn jobs(
         report_refused: true,
         expand_arrays: query.subjobs,
         arrays_only: query.arrays_only,
+        brief: query.brief,
         ..StatusRequest::default()
     };
     let reply = client

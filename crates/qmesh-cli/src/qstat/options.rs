@@ -47,6 +47,8 @@ pub struct JobQuery {
     pub subjobs: bool,
     /// Torque's `-e`: only jobs in execution queues.
     pub execution_only: bool,
+    /// The plain table shows little of each job: ask for only that.
+    pub brief: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -345,6 +347,7 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
     if args.sort_ids {
         query.ids.sort_by_key(|id| sequence_number(id));
     }
+    query.brief = matches!(form, JobForm::Table(_));
     Ok(Plan::Jobs(query, form))
 }
 
@@ -392,8 +395,18 @@ mod tests {
     #[test]
     fn no_option_is_pbss_default_table_of_all_jobs() {
         let (query, form) = job_plan(&[]);
-        assert_eq!(query, JobQuery::default());
+        assert_eq!(
+            query,
+            JobQuery {
+                brief: true,
+                ..JobQuery::default()
+            },
+            "the plain table asks for little of each job"
+        );
         assert_eq!(form, JobForm::Table(TableStyle::default()));
+        for full in [&["-f"][..], &["-a"], &["-F", "json"], &["-s"], &["-n"]] {
+            assert!(!job_plan(full).0.brief, "{full:?} shows more");
+        }
     }
 
     #[test]

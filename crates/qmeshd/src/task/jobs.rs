@@ -97,6 +97,10 @@ impl SchedulerTask {
         let now = Utc::now();
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
+            if request.brief {
+                let reason = job.state.is_pending().then(|| self.pending_reason(job));
+                return convert::job_brief(job, server, reason.map(|r| r.as_str()), now);
+            }
             if !job.state.is_pending() {
                 return convert::job_info(job, server, None, now);
             }
