@@ -80,12 +80,22 @@ fn expand(item: &str) -> Result<Vec<String>, String> {
         || format!("\"{item}\" is not a node range; write e.g. n[0-15] (first and last number)");
     let (range, suffix) = rest.split_once(']').ok_or_else(bad)?;
     let (lo, hi) = range.split_once('-').ok_or_else(bad)?;
+    // A u32 has at most 10 digits: more is padding that made each name
+    // as long as the script (n[000...01-99999]).
+    if lo.len() > 10 || hi.len() > 10 {
+        return Err(bad());
+    }
     let (first, last): (u32, u32) = (
         lo.parse().map_err(|_| bad())?,
         hi.parse().map_err(|_| bad())?,
     );
     if first > last || last - first >= 100_000 {
         return Err(bad());
+    }
+    if prefix.len() + suffix.len() + 10 > MAX_NAME_BYTES {
+        return Err(format!(
+            "\"{item}\": a node name may be at most {MAX_NAME_BYTES} characters"
+        ));
     }
     let width = if lo.len() > 1 && lo.starts_with('0') {
         lo.len()
@@ -97,7 +107,11 @@ fn expand(item: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// Reads `n1,n2@h2,n[3-5]`: each node with its own host, or `host`.
+/// The longest node name a range makes.
+const MAX_NAME_BYTES: usize = 255;
+
+/// Reads `n1,n2@h2,n[3-5]`: each node with its own host, or `host`; at
+/// most `chunk::MAX_NODES` nodes, as many as a node set of the file.
 fn parse_nodes(value: &str, host: Option<&str>) -> Result<Vec<NodeDef>, String> {
     let mut out = Vec::new();
     // Commas inside a range are not separators: split outside brackets.
@@ -142,6 +156,12 @@ fn parse_nodes(value: &str, host: Option<&str>) -> Result<Vec<NodeDef>, String> 
                 name,
                 host: host.to_string(),
             });
+        }
+        let most = crate::resources::chunk::MAX_NODES as usize;
+        if out.len() > most {
+            return Err(format!(
+                "the list names more than {most} nodes; a node set may have at most {most}"
+            ));
         }
     }
     Ok(out)

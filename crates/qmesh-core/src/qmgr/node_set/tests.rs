@@ -342,3 +342,18 @@ fn a_set_takes_resources_available_for_host_level_resources() {
             .contains_key("scratch")
     );
 }
+
+// Found while fuzzing (fuzz/fuzz_targets/qmgr.rs): zero padding as long
+// as the script made 100,000 names of 2 KB each (40 s, a gigabyte), and
+// 200 ranges twenty million nodes (out of memory).
+#[test]
+fn fuzz_node_ranges_are_bounded_in_width_length_and_number() {
+    let padded = format!("n[{}1-99999]", "0".repeat(2000));
+    assert!(expand(&padded).unwrap_err().contains("not a node range"));
+    assert_eq!(expand("n[0000000001-0000000003]").unwrap().len(), 3);
+    let long = format!("{}[0-2]", "n".repeat(250));
+    assert!(expand(&long).unwrap_err().contains("at most 255"));
+    let many: Vec<String> = (0..11).map(|i| format!("n{i}x[0-99999]")).collect();
+    let err = parse_nodes(&many.join(","), Some("h")).unwrap_err();
+    assert!(err.contains("more than 1000000 nodes"), "{err}");
+}
