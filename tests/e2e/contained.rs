@@ -229,14 +229,15 @@ fn a_job_over_its_memory_is_killed_with_a_comment_and_pbs_exit_status() {
 fn what_pbsdsh_started_is_measured_and_killed_with_the_job_even_out_of_its_session() {
     let Some(d) = contained() else { return };
     let pbsdsh = bin("pbsdsh");
-    // A task that burns CPU, and one that leaves its session and stays.
+    // A task that burns CPU for 3 s of wall time (at least a CPU second
+    // even on a busy machine), and one that leaves its session and stays.
     d.script(
         "tasks.sh",
         &format!(
             "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\n\
              {pbsdsh} -- /bin/cat /proc/self/cgroup
              cat /proc/self/cgroup
-             {pbsdsh} -- /bin/sh -c 'i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done'\n\
+             {pbsdsh} -- /bin/sh -c 'end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do :; done'\n\
              {pbsdsh} -- /bin/sh -c 'setsid sleep 1000 < /dev/null > /dev/null 2>&1 & echo $! > '\"$PWD\"'/escaped'\n\
              exit 0\n"
         ),
