@@ -13,7 +13,9 @@ use crate::limits::EntityCounts;
 
 /// What a job asks for: nodes × wall time, in node-seconds.
 pub fn node_seconds(job: &Job) -> u64 {
-    u64::from(job.nodes) * job.walltime
+    // Saturating: a wall time parse_duration accepted (up to u64's end)
+    // times the nodes overflowed the tally (a panic in debug builds).
+    u64::from(job.nodes).saturating_mul(job.walltime)
 }
 
 /// One user's or group's jobs.
@@ -143,12 +145,40 @@ fn bump(map: &mut HashMap<String, Count>, key: &str, set: Set, enter: bool, secs
     };
     if enter {
         *jobs += 1;
-        *node_secs += secs;
+        *node_secs = node_secs.saturating_add(secs);
     } else {
         *jobs = jobs.saturating_sub(1);
         *node_secs = node_secs.saturating_sub(secs);
     }
     if count.is_zero() {
         map.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Submission;
+    use crate::access::Role;
+    use crate::state::tests::{caller, state, t};
+
+    // Found by the swf fuzz target (fuzz/), through the simulator: a wall
+    // time near u64's end (parse_duration takes it) times the nodes, and
+    // two such jobs added up, overflowed the users' node-seconds.
+    #[test]
+    fn fuzz_a_wall_time_near_u64s_end_saturates_the_node_seconds() {
+        let mut st = state(4);
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            workdir: "/tmp".into(),
+            resources: vec![
+                ("nodes".into(), "2".into()),
+                ("walltime".into(), u64::MAX.to_string()),
+            ],
+            ..Submission::default()
+        };
+        let who = caller(1, Role::User);
+        let id = st.submit(sub.clone(), &who, t(0)).unwrap().id;
+        st.submit(sub, &who, t(0)).unwrap();
+        assert_eq!(super::node_seconds(st.job(id).unwrap()), u64::MAX);
     }
 }
