@@ -195,6 +195,11 @@ const PURGE_EVERY: usize = 4096;
 /// gives up this long after anything last happened.
 const STUCK_AFTER: i64 = 14 * 24 * 3600;
 
+/// The longest submit, run or wall time a job of a trace may give, in
+/// seconds (100 years): larger ones (a garbled field read as i64::MAX)
+/// overflowed the virtual clock; such jobs are skipped with the reason.
+const MAX_TRACE_SECS: i64 = 100 * 365 * 24 * 3600;
+
 /// Replays `trace` under `options`.
 pub fn replay(trace: &Trace, options: &Options) -> Result<Replay, ReplayError> {
     replay_with_progress(trace, options, |_, _| {})
@@ -589,6 +594,14 @@ fn plan_jobs(
         }
         if job.submit < 0 {
             let why = "no submit time (field 2)";
+            skipped.push(skip(why, why.into()));
+            continue;
+        }
+        if [job.submit, job.run, job.walltime()]
+            .iter()
+            .any(|&t| t > MAX_TRACE_SECS)
+        {
+            let why = "a time past 100 years (field 2, 4 or 9)";
             skipped.push(skip(why, why.into()));
             continue;
         }

@@ -199,3 +199,31 @@ mod prediction {
         assert_eq!(predicted(&t), [(1, 0, Some(0)), (2, 40, Some(100))]);
     }
 }
+
+// Found by the swf fuzz target (fuzz/): a submit time or a requested
+// time too large for an i64 (read as i64::MAX) overflowed the virtual
+// clock and the users' node-second counts (a panic in debug builds).
+#[test]
+fn fuzz_times_past_a_century_are_skipped_not_overflowed() {
+    let text = "\
+   49   61244444444444444444444423    720     17    1     -1    -1    1    120    -1  0  23  23  -1 -1 -1 -1  1
+   50   612422    720     17    1     -1    -1    1    121111111111111111111111110    -1  0  23  23  -1 -1 -1 -21 -1
+   51   612422    720     17    1     -1    -1    1    120    -1  0  23  23  -1 -1 -1 -21 -1
+";
+    let trace = swf::read(text.as_bytes(), "t.swf").unwrap();
+    let options = Options {
+        machine: Machine::Single {
+            topology: qmesh_core::node::Topology::Flat,
+            nodes: Some(64),
+        },
+        ..Options::default()
+    };
+    let done = replay(&trace, &options).unwrap();
+    let skipped: Vec<u64> = done.skipped.iter().map(|s| s.number).collect();
+    assert_eq!(skipped, [49, 50]);
+    assert!(
+        done.skipped[0].why.contains("past 100 years"),
+        "{:?}",
+        done.skipped
+    );
+}
