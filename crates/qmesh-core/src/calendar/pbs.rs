@@ -156,9 +156,19 @@ fn parse_holiday(year: i32, tokens: &[&str]) -> Result<Holiday, String> {
         }
         rest = &rest[2..];
     }
+    let name = rest.join(" ");
+    // The import writes the names into a quoted qmgr value whose holidays
+    // `;` separates: a quote or a semicolon in a name ended it early, and
+    // what followed was read as qmgr commands or as other holidays.
+    if let Some(c) = name.chars().find(|c| matches!(c, '"' | ';')) {
+        return Err(format!(
+            "the holiday name \"{name}\" holds {c}, which ends a name in the calendar's \
+             holidays list; write the name without it"
+        ));
+    }
     Ok(Holiday {
         date: HolidayDate::On(date),
-        name: rest.join(" "),
+        name,
     })
 }
 
@@ -245,6 +255,26 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    // Found by the holidays fuzz target (fuzz/): a quote or a semicolon in
+    // a holiday's name ended the quoted value `qmgr import holidays`
+    // writes, and the rest was read as qmgr commands or more holidays.
+    #[test]
+    fn fuzz_a_quote_or_semicolon_in_a_holiday_name_is_refused() {
+        for name in [
+            "Decn26rij\"nCh sun",
+            "x\"; set server managers += mallory; \"",
+            "Boxing Day; 2026-12-27 Extra",
+        ] {
+            let file = format!("YEAR 2026\n360 Dec 26 {name}\n");
+            let err = import_pbs_holidays(&file).unwrap_err().to_string();
+            assert!(err.contains("write the name without it"), "{err}");
+        }
+        let file = "YEAR 2026\n1 Jan 1 New Year's Day (#1, 'the first')\n";
+        let commands = crate::qmgr::import_holidays_commands(file).unwrap();
+        let parsed = crate::qmgr::parse_script(&commands).unwrap();
+        assert_eq!(parsed.len(), 2, "{commands}");
     }
 
     #[test]
