@@ -252,10 +252,21 @@ fn become_terminal_session(bridge: Pid) -> io::Result<()> {
         return Err(Errno::ESRCH.into());
     }
     // The bridge blocks SIGTERM and SIGHUP, and Rust ignores SIGPIPE: the
-    // shell must start with neither.
+    // shell must start with neither. Nor with an "ignore" inherited from
+    // whatever started the agent (nohup ignores SIGHUP): a shell that
+    // ignores SIGHUP would outlive qdel and the wall clock.
     nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-    // SAFETY: SIG_DFL installs no handler.
-    unsafe { nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+    for signal in [
+        Signal::SIGPIPE,
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGCHLD,
+    ] {
+        // SAFETY: SIG_DFL installs no handler.
+        unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) }?;
+    }
     nix::unistd::setsid()?;
     // SAFETY: fd 0 is the pty's slave; 0 asks not to steal a terminal
     // another session holds.
