@@ -41,20 +41,6 @@ pub fn check(sub: &Submission, payload: &JobPayload) -> Result<(), String> {
             mib(MAX_ENV_BYTES)
         ));
     }
-    if let Some(name) = &sub.name
-        && name.chars().count() > MAX_NAME_CHARS
-    {
-        return Err(format!(
-            "the job name is {} characters; -N takes at most {MAX_NAME_CHARS}",
-            name.chars().count()
-        ));
-    }
-    if sub.resources.len() > MAX_RESOURCES {
-        return Err(format!(
-            "{} resources asked; at most {MAX_RESOURCES}",
-            sub.resources.len()
-        ));
-    }
     let values = [
         ("the output path (-o)", sub.stdout_path.as_deref()),
         ("the error path (-e)", sub.stderr_path.as_deref()),
@@ -66,23 +52,7 @@ pub fn check(sub: &Submission, payload: &JobPayload) -> Result<(), String> {
         ("the shell (-S)", sub.shell.as_deref()),
         ("the script's name", Some(sub.script_name.as_str())),
     ];
-    let resources = sub
-        .resources
-        .iter()
-        .flat_map(|(k, v)| [("a resource's name", k.as_str()), (k.as_str(), v.as_str())]);
-    for (what, value) in values
-        .iter()
-        .filter_map(|(w, v)| v.map(|v| (*w, v)))
-        .chain(resources)
-    {
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(format!(
-                "{what} is {} bytes long; a value may be at most {MAX_VALUE_BYTES}",
-                value.len()
-            ));
-        }
-    }
-    Ok(())
+    check_fields(sub.name.as_deref(), &sub.resources, &values)
 }
 
 /// Why a request names too many job ids, or an id too long, or nothing.
@@ -105,20 +75,6 @@ pub fn check_job_ids(ids: &[String]) -> Result<(), String> {
 /// Why a qalter carries too much, or nothing: the limits of a submission
 /// (`-N`, values, resources), so that a job cannot grow past them later.
 pub fn check_alteration(alt: &crate::qalter::Alteration) -> Result<(), String> {
-    if let Some(name) = &alt.name
-        && name.chars().count() > MAX_NAME_CHARS
-    {
-        return Err(format!(
-            "the job name is {} characters; -N takes at most {MAX_NAME_CHARS}",
-            name.chars().count()
-        ));
-    }
-    if alt.resources.len() > MAX_RESOURCES {
-        return Err(format!(
-            "{} resources given; at most {MAX_RESOURCES}",
-            alt.resources.len()
-        ));
-    }
     let values = [
         ("the output path (-o)", alt.stdout_path.as_deref()),
         ("the error path (-e)", alt.stderr_path.as_deref()),
@@ -134,8 +90,32 @@ pub fn check_alteration(alt: &crate::qalter::Alteration) -> Result<(), String> {
         ("the files kept (-k)", alt.keep_files.as_deref()),
         ("the umask (-W umask)", alt.umask.as_deref()),
     ];
-    let resources = alt
-        .resources
+    check_fields(alt.name.as_deref(), &alt.resources, &values)
+}
+
+/// What a submission and an alteration share: the name (`-N`), the
+/// number of resources, and every value (resources' names and values
+/// among them) against its limit.
+fn check_fields(
+    name: Option<&str>,
+    resources: &[(String, String)],
+    values: &[(&str, Option<&str>)],
+) -> Result<(), String> {
+    if let Some(name) = name
+        && name.chars().count() > MAX_NAME_CHARS
+    {
+        return Err(format!(
+            "the job name is {} characters; -N takes at most {MAX_NAME_CHARS}",
+            name.chars().count()
+        ));
+    }
+    if resources.len() > MAX_RESOURCES {
+        return Err(format!(
+            "{} resources asked; at most {MAX_RESOURCES}",
+            resources.len()
+        ));
+    }
+    let resources = resources
         .iter()
         .flat_map(|(k, v)| [("a resource's name", k.as_str()), (k.as_str(), v.as_str())]);
     for (what, value) in values
