@@ -566,7 +566,7 @@ impl Settings {
             .check_periods()
             .map_err(|why| invalid("calendar".into(), why))?;
         let set_names: Vec<&str> = node_sets.iter().map(|s| s.name.as_str()).collect();
-        qmesh_core::node_group::check(&config, &set_names)
+        qmesh_core::server::check_node_groups(&config, &set_names)
             .map_err(|(key, why)| invalid(key, why))?;
 
         let agents = &file.agents;

@@ -5,25 +5,11 @@
 //! set attributes; managers also create and delete. Root is always a
 //! manager, and so is the user the daemon runs as (the one who started it).
 
+pub mod acl;
+
+pub use crate::ids::Role;
 use crate::job::Job;
 use crate::server::ServerAttrs;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    User,
-    Operator,
-    Manager,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Operator => "operator",
-            Role::Manager => "manager",
-        }
-    }
-}
 
 /// The identified caller of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use rangemap::RangeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
-use crate::job::JobId;
+use crate::ids::JobId;
 
 /// Positions in an array's index list, as ranges.
 pub type Positions = RangeSet<u32>;

@@ -55,7 +55,7 @@ pub use pbs::import_pbs_holidays;
 pub use period::{ALWAYS, BUILT_IN, NON_PRIME, PRIME, Period, check_name};
 pub use span::{DayRange, Days, End, Hours, Span};
 
-use crate::Time;
+use crate::time::Time;
 use change::{Rule, Zoned};
 use span::time_of_day;
 

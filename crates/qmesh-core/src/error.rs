@@ -2,7 +2,7 @@
 //! thing and what to do about it. The daemon maps [`ErrorKind`] to a status
 //! code in one table; the text reaches the user as it is.
 
-use crate::job::JobState;
+use crate::ids::JobState;
 
 /// What kind of refusal, for the one table that maps errors to status codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,59 +9,19 @@ pub mod shown;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
-use crate::Time;
 use crate::depend::Dependency;
 use crate::error::CoreError;
+use crate::ids::SEQ_MASK;
 use crate::resources::Layout;
+use crate::time::Time;
 
+pub use crate::ids::{JobId, JobState};
 pub use options::{JobOptions, Options};
 pub use shown::NodeShare;
 
-/// The sequence number of a job. Users see it as `SEQ.SERVER`. A sub-job
-/// of an array (`12[3]`) keeps its index above the sequence's 40 bits
-/// (see `array.rs`), so it is a job like any other to the store and agents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub u64);
-
-const SEQ_BITS: u32 = 40;
-const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
-
+/// Reading a job id needs the error type, a floor above [`JobId`].
 impl JobId {
-    /// `17.server`, the form users see and type (`12[3].server` for a
-    /// sub-job; an array's own `12[].server` is `State::full_id`'s).
-    pub fn full(self, server: &str) -> String {
-        format!("{self}.{server}")
-    }
-
-    /// The sequence number: the job's, or its array's for a sub-job.
-    pub fn seq(self) -> u64 {
-        self.0 & SEQ_MASK
-    }
-
-    /// Sub-job `index` of the array with this id.
-    pub fn sub_job(self, index: u32) -> JobId {
-        JobId(self.seq() | (u64::from(index) + 1) << SEQ_BITS)
-    }
-
-    /// A sub-job's index.
-    pub fn array_index(self) -> Option<u32> {
-        let high = self.0 >> SEQ_BITS;
-        (high > 0).then(|| (high - 1) as u32)
-    }
-
-    /// A sub-job's array.
-    pub fn array_parent(self) -> Option<JobId> {
-        self.array_index().map(|_| JobId(self.seq()))
-    }
-
-    /// A sub-job's array's id as users see it: `12[].server`.
-    pub fn array_full(self, server: &str) -> Option<String> {
-        self.array_parent().map(|a| format!("{a}[].{server}"))
-    }
-
     /// Reads `17` or `17.server` (the server part may be the short or the
     /// full host name). An id of another server is a job we do not have.
     pub fn parse(text: &str, server: &str) -> Result<JobId, CoreError> {
@@ -97,78 +57,6 @@ impl JobId {
             }
         }
         Ok(JobId(seq))
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.array_index() {
-            Some(index) => write!(f, "{}[{index}]", self.seq()),
-            None => write!(f, "{}", self.0),
-        }
-    }
-}
-
-/// The PBS job states; the letter is what qstat prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    Queued,
-    Held,
-    /// Waiting for its start-after time.
-    Waiting,
-    /// Being routed by a pipe queue.
-    Transit,
-    Running,
-    /// Kill sent; waiting for the agent to report the end.
-    Exiting,
-    /// An array whose sub-jobs have all started (or been deleted) and
-    /// not all ended (PBS `B`).
-    Begun,
-    Finished,
-}
-
-impl JobState {
-    pub fn letter(self) -> char {
-        match self {
-            JobState::Queued => 'Q',
-            JobState::Held => 'H',
-            JobState::Waiting => 'W',
-            JobState::Transit => 'T',
-            JobState::Running => 'R',
-            JobState::Exiting => 'E',
-            JobState::Begun => 'B',
-            JobState::Finished => 'F',
-        }
-    }
-
-    /// Holds nodes: running, or killed and not yet reported ended.
-    pub fn is_active(self) -> bool {
-        matches!(self, JobState::Running | JobState::Exiting)
-    }
-
-    /// Not yet started: the scheduler may still pick it.
-    pub fn is_pending(self) -> bool {
-        matches!(
-            self,
-            JobState::Queued | JobState::Held | JobState::Waiting | JobState::Transit
-        )
-    }
-}
-
-impl fmt::Display for JobState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = match self {
-            JobState::Queued => "queued",
-            JobState::Held => "held",
-            JobState::Waiting => "waiting",
-            JobState::Transit => "in transit",
-            JobState::Running => "running",
-            JobState::Exiting => "exiting",
-            JobState::Begun => "begun",
-            JobState::Finished => "finished",
-        };
-        f.write_str(word)
     }
 }
 
@@ -234,8 +122,8 @@ impl Holds {
 
     /// Who may set or release these holds: a job's owner its user hold,
     /// an operator an operator hold, a manager a system hold (PBS).
-    pub fn role_needed(self) -> crate::access::Role {
-        use crate::access::Role;
+    pub fn role_needed(self) -> crate::ids::Role {
+        use crate::ids::Role;
         if self.system {
             Role::Manager
         } else if self.operator {
@@ -408,7 +296,7 @@ pub struct Job {
     /// The site's host-level resources it needs of every node
     /// (`select=1:scratch=100gb`, `-l model=skylake`; `node_resources.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_resources: Vec<crate::node_resources::HostResource>,
+    pub node_resources: Vec<crate::site_resources::HostResource>,
     /// Its chunks and `place=`, when it asked for more than a number of
     /// nodes: what each node's share is, and which nodes may serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -548,7 +436,7 @@ impl Job {
             || self
                 .node_resources
                 .iter()
-                .any(|r| r.consumed != crate::node_resources::Consumed::No)
+                .any(|r| r.consumed != crate::site_resources::Consumed::No)
     }
 
     /// Whether it asked to be alone on its nodes (`place=excl`), which

@@ -445,7 +445,7 @@ pub fn deleted(user: &str, host: &str) -> String {
 
 /// The `Q`, `S` and `E` records a job's stored state says were written,
 /// with their times: what a start after a crash checks the log for.
-pub fn expected_records(job: &Job, server: &str) -> Vec<(crate::Time, RecordType, String)> {
+pub fn expected_records(job: &Job, server: &str) -> Vec<(crate::time::Time, RecordType, String)> {
     let mut out = vec![(job.qtime, RecordType::Queued, queued(job, server))];
     if let Some(start) = job.stime {
         out.push((start, RecordType::Started, started(job, server)));

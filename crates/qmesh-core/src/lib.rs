@@ -18,6 +18,7 @@ pub mod command_error;
 pub mod consumable;
 pub mod depend;
 pub mod error;
+pub mod ids;
 pub mod job;
 pub mod joblog;
 pub mod limits;
@@ -33,6 +34,7 @@ pub mod qorder;
 pub mod qrerun;
 pub mod qrun;
 pub mod queue;
+pub mod reason;
 pub mod reorder;
 pub mod report;
 pub mod resource_limits;
@@ -57,6 +59,4 @@ pub use scheduler::{Entry, Plan, Reason, Scheduler, Start, Status};
 pub use server::{Backfill, Config, JobOrder, ServerAttrs};
 pub use state::State;
 pub use submit::Submission;
-
-/// Instants are UTC; the calendar (time zones, prime time) converts at its edge.
-pub type Time = chrono::DateTime<chrono::Utc>;
+pub use time::Time;

@@ -16,10 +16,8 @@
 //! is enforced. The counters are kept by [`crate::account::Tally`]
 //! (`limits/count.rs`); the checks are in `limits/check.rs`.
 
-mod check;
 mod count;
 
-pub use check::{describe_run_limit, run_reason};
 pub use count::{EntityCounts, RunCounts};
 
 use std::collections::BTreeMap;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::JobId;
+use crate::ids::JobId;
 
 /// How the nodes of a set are connected, which decides how they are allocated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,7 +169,7 @@ pub struct NodeNeeds<'a> {
     pub gpus: Option<u32>,
     pub features: &'a [String],
     /// Host-level site resources (`select=1:scratch=100gb`).
-    pub resources: &'a [crate::node_resources::HostResource],
+    pub resources: &'a [crate::site_resources::HostResource],
 }
 
 impl NodeNeeds<'_> {
@@ -237,7 +237,7 @@ impl NodeAttrs {
     fn has_true(&self, name: &str) -> bool {
         self.resources
             .get(name)
-            .is_some_and(|v| crate::qmgr::parse_bool(name, v).unwrap_or(false))
+            .is_some_and(|v| crate::resources::parse_bool(name, v).unwrap_or(false))
     }
 
     /// `mem=16gb, ncpus=4, feature=fat, jobs_per_node=8` (or `no
@@ -334,39 +334,7 @@ pub fn sharing_conflict(set: &NodeSet) -> Option<String> {
     None
 }
 
-/// The node sets of the scheduler: the daemon file's (`file_sets`), then
-/// the ones made with qmgr (`config.node_sets`) in name order. A qmgr set
-/// that clashes with those before it (the file changed under it) is taken
-/// out of `config`, and a warning says which and why.
-pub fn merge_sets(
-    file_sets: &[NodeSet],
-    config: &mut crate::server::Config,
-) -> (Vec<NodeSet>, Vec<String>) {
-    let mut sets = file_sets.to_vec();
-    let mut warnings = Vec::new();
-    let mut dropped = Vec::new();
-    for (name, set) in &config.node_sets {
-        match conflict(set, &sets) {
-            None => sets.push(set.clone()),
-            Some(why) => {
-                warnings.push(format!(
-                    "node set \"{name}\" (made with qmgr) is left out: {why}; \
-                     queues and node groups naming it find no nodes there until it is \
-                     created again (qmgr -c \"create node_set {name} ...\")"
-                ));
-                dropped.push(name.clone());
-            }
-        }
-    }
-    for name in dropped {
-        config.node_sets.remove(&name);
-    }
-    (sets, warnings)
-}
-
-/// A node's name, shared: every job that ran on a node lists it, and a
-/// start copies one name per node (a 1,024-node job, 1,024 names).
-pub type NodeName = std::sync::Arc<str>;
+pub use crate::ids::NodeName;
 
 /// What an administrator has said of a node (`qmgr -c "set node n7 state
 /// = offline"`, `pbsnodes -o n7`): it takes no new job, and the jobs it

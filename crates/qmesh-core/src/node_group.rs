@@ -101,46 +101,6 @@ impl NodeGroup {
     }
 }
 
-/// Checks that every group names known sets, lists a set once per list,
-/// and that every queue's group exists; the error names the key and why.
-pub fn check(config: &crate::Config, set_names: &[&str]) -> Result<(), (String, String)> {
-    for group in config.node_groups.values() {
-        let lists = std::iter::once((None, &group.sets))
-            .chain(group.periods.iter().map(|p| (Some(&p.period), &p.sets)));
-        for (period, sets) in lists {
-            let key = match period {
-                None => format!("node_group \"{}\".sets", group.name),
-                Some(p) => format!("node_group \"{}\".sets.{p}", group.name),
-            };
-            for (i, set) in sets.iter().enumerate() {
-                if !set_names.contains(&set.as_str()) {
-                    return Err((
-                        key,
-                        format!(
-                            "node set \"{set}\" does not exist; node sets: {} (qmgr -c \"list node_set\")",
-                            set_names.join(", ")
-                        ),
-                    ));
-                }
-                if sets[..i].contains(set) {
-                    return Err((key, format!("node set \"{set}\" is listed twice")));
-                }
-            }
-        }
-    }
-    for q in config.queues.values() {
-        if let Some(g) = &q.node_group
-            && !config.node_groups.contains_key(g)
-        {
-            return Err((
-                format!("queue \"{}\".node_group", q.name),
-                format!("node group \"{g}\" does not exist; see qmgr list node_group"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

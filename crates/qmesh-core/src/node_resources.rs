@@ -20,89 +20,13 @@
 //! only (PBS's mother superior): that node must have it, the others need
 //! not.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::CoreError;
 use crate::job::Job;
 use crate::resources::ResourceRequest;
 use crate::server::Config;
 use crate::site_resources::ResourceType;
-use crate::state::State;
 
-/// Where a job uses a host-level resource up.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Consumed {
-    /// Flag `h` alone: matched, not used up.
-    #[default]
-    No,
-    /// Flag `n`: on each of its nodes.
-    PerNode,
-    /// Flag `f`: on its first node only.
-    FirstNode,
-}
-
-impl Consumed {
-    fn is_no(&self) -> bool {
-        *self == Consumed::No
-    }
-}
-
-/// A host-level resource a job asks of its nodes: `scratch=100gb`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostResource {
-    pub name: String,
-    /// As written (the largest the chunks ask, for a number).
-    pub value: String,
-    pub kind: ResourceType,
-    #[serde(default, skip_serializing_if = "Consumed::is_no")]
-    pub consumed: Consumed,
-}
-
-impl HostResource {
-    /// Whether a node whose set has `have` (`None`: the set does not
-    /// name it) serves the request.
-    pub fn served_by(&self, have: Option<&str>) -> bool {
-        let truth = |v: &str| crate::qmgr::parse_bool(&self.name, v.trim()).ok();
-        match self.kind {
-            ResourceType::Boolean => {
-                truth(&self.value) == Some(have.and_then(truth).unwrap_or(false))
-            }
-            ResourceType::String => have.is_some_and(|h| h.trim() == self.value.trim()),
-            ResourceType::StringArray => have.is_some_and(|h| {
-                let items: Vec<&str> = h.split(',').map(str::trim).collect();
-                self.value
-                    .split(',')
-                    .map(str::trim)
-                    .all(|want| items.contains(&want))
-            }),
-            kind => have.is_some_and(|h| {
-                kind.compare(h, &self.value)
-                    .is_some_and(|o| o != std::cmp::Ordering::Less)
-            }),
-        }
-    }
-
-    /// What one node of the job uses up, for a consumed resource.
-    pub fn amount(&self) -> f64 {
-        self.kind.amount(&self.value).unwrap_or(0.0)
-    }
-
-    /// Whether the first node of the job uses it up (flag `n` or `f`),
-    /// and whether every node does (`n`).
-    pub fn consumed_on(&self, first: bool) -> bool {
-        match self.consumed {
-            Consumed::No => false,
-            Consumed::PerNode => true,
-            Consumed::FirstNode => first,
-        }
-    }
-
-    /// Whether every node of the job must have it (all but flag `f`).
-    pub fn on_every_node(&self) -> bool {
-        self.consumed != Consumed::FirstNode
-    }
-}
+pub use crate::site_resources::{Consumed, HostResource};
 
 /// Resources of PBS Pro's vnodes that chunks may name and qmesh records
 /// without matching, besides `site_resources::BUILT_IN`.
@@ -280,93 +204,6 @@ pub fn placement_note(job: &Job) -> Option<String> {
          (or not where its chunks must run); it starts when some is given back",
         uses.join(", ")
     ))
-}
-
-impl State {
-    /// Whether node `i` has `r` left for one more job, after what the
-    /// jobs on it use (a job's first node also what it uses there alone)
-    /// and `taken` more: its node set's `resources_available` less
-    /// those.
-    pub(crate) fn has_left(&self, i: usize, r: &HostResource, taken: f64) -> bool {
-        let Some(node) = self.nodes().get(i) else {
-            return false;
-        };
-        let total = self
-            .effective_attrs(node.set)
-            .resources
-            .get(&r.name)
-            .and_then(|v| r.kind.amount(v))
-            .unwrap_or(0.0);
-        let held: f64 = node
-            .jobs
-            .iter()
-            .filter_map(|id| self.job(id))
-            .map(|job| {
-                let first = job.exec_nodes.first() == Some(&node.name);
-                job.node_resources
-                    .iter()
-                    .filter(|x| x.name == r.name && x.consumed_on(first))
-                    .map(HostResource::amount)
-                    .sum::<f64>()
-            })
-            .sum();
-        // A little room for sums of floats.
-        total - held - taken >= r.amount() - 1e-9 * total.max(1.0)
-    }
-
-    /// Refuses a job whose first node must have a resource (flag `f`)
-    /// that no node of its queue's sets has, with the figures.
-    pub(crate) fn check_first_node(&self, job: &Job) -> Result<(), CoreError> {
-        let first: Vec<&HostResource> = job
-            .node_resources
-            .iter()
-            .filter(|r| !r.on_every_node())
-            .collect();
-        let Some(queue) = self
-            .config()
-            .queue(&job.queue)
-            .filter(|_| !first.is_empty())
-        else {
-            return Ok(());
-        };
-        let sets = self.sets_ever(queue);
-        let serves = |s: usize| {
-            let have = &self.effective_attrs(s).resources;
-            first
-                .iter()
-                .all(|r| r.served_by(have.get(&r.name).map(String::as_str)))
-        };
-        if sets.iter().any(|&s| serves(s)) {
-            return Ok(());
-        }
-        let asked: Vec<String> = first
-            .iter()
-            .map(|r| format!("{}={}", r.name, r.value))
-            .collect();
-        let described: Vec<String> = sets
-            .iter()
-            .map(|&s| {
-                format!(
-                    "{}: {}",
-                    self.node_sets()[s].name,
-                    self.effective_attrs(s).describe()
-                )
-            })
-            .collect();
-        Err(CoreError::Unplaceable {
-            message: format!(
-                "its first node must have {}, and no node of queue \"{}\" has (node sets: {}); \
-                 see qmgr -c \"list node_set\"",
-                asked.join(", "),
-                job.queue,
-                if described.is_empty() {
-                    "none".to_string()
-                } else {
-                    described.join("; ")
-                }
-            ),
-        })
-    }
 }
 
 #[cfg(test)]

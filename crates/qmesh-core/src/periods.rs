@@ -15,10 +15,10 @@
 //! Cuts are looked for up to [`LOOKAHEAD_DAYS`] ahead: a job whose wall
 //! time reaches further is rare, and is treated as crossing none.
 
-use crate::Time;
 use crate::job::Job;
 use crate::queue::Queue;
 use crate::state::State;
+use crate::time::Time;
 
 /// How far ahead cuts are looked for.
 pub const LOOKAHEAD_DAYS: i64 = 14;

@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::Time;
 use crate::access::{Caller, Role};
 use crate::error::CoreError;
 use crate::job::options;
@@ -24,6 +23,7 @@ use crate::resources::ResourceRequest;
 use crate::route::Ask;
 use crate::state::State;
 use crate::submit::{check_name, check_queue_limits, effective, output_path};
+use crate::time::Time;
 use crate::time::format_hms;
 
 /// What qalter changes; `None` (empty) leaves an attribute alone.

@@ -7,13 +7,13 @@
 //! and only a job that has not started moves. An owner moves only into an
 //! enabled queue; operators and managers may also fill a disabled one.
 
-use crate::Time;
 use crate::access::{Caller, Role};
 use crate::error::CoreError;
 use crate::job::{Job, JobId};
 use crate::route::{self, Ask};
 use crate::state::State;
 use crate::submit::check_queue_limits;
+use crate::time::Time;
 
 impl State {
     /// Moves a pending job to `dest` (routing it, if `dest` is a route
@@ -68,7 +68,7 @@ impl State {
             let comment = format!("moved from {from} to {dest} by {}", caller.user);
             (dest.to_string(), comment)
         };
-        crate::acl::check_move(config, job, dest, &landed)?;
+        crate::access::acl::check_move(config, job, dest, &landed)?;
         if let Some(into) = config.queue(&landed).filter(|q| q.name != from) {
             self.check_queued_limits(job, into, true)?;
         }

@@ -5,12 +5,12 @@
 //! of their own; operators and managers any two. Nothing else about the
 //! jobs changes.
 
-use crate::Time;
 use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::JobId;
 use crate::state::State;
 use crate::submit::check_queue_limits;
+use crate::time::Time;
 
 impl State {
     /// Exchanges the places of `a` and `b`; returns the jobs that changed

@@ -8,12 +8,12 @@
 //! nodes and queues it again (its run charged, `run_count` kept, so the
 //! next start counts one more).
 
-use crate::Time;
 use crate::access::{Caller, Role};
 use crate::command_error::CommandError;
 use crate::error::CoreError;
 use crate::job::{Job, JobId, JobState};
 use crate::state::State;
+use crate::time::Time;
 
 impl State {
     /// Marks a running job to be requeued once its agent has killed it;

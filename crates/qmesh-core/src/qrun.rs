@@ -22,16 +22,16 @@
 
 use std::collections::BTreeMap;
 
-use crate::Time;
 use crate::access::{Caller, Role};
 use crate::alloc::{self, Part};
 use crate::command_error::CommandError;
 use crate::error::CoreError;
 use crate::job::{Job, JobId, JobState};
 use crate::node::{AdminState, Node, Topology};
-use crate::scheduler::Reason;
+use crate::reason::Reason;
 use crate::scheduler::choose::{self, Candidate, Wants};
 use crate::state::State;
+use crate::time::Time;
 
 /// Where qrun starts a job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::acl::QueueAcl;
 use crate::limits::JobLimits;
-use crate::reorder::TimeOfDay;
+use crate::time::TimeOfDay;
 
 /// What a queue's running jobs undergo when its period ends (EPCC: batch
 /// jobs aborted at the end of each configuration, interactive work flows

@@ -15,14 +15,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 
-use chrono::{Duration, FixedOffset, NaiveTime};
-use serde::{Deserialize, Serialize};
+use chrono::{Duration, FixedOffset};
 
-use crate::Time;
 use crate::account::group_of;
 use crate::error::CoreError;
 use crate::job::{Job, JobId};
 use crate::state::State;
+use crate::time::{Time, TimeOfDay};
 
 /// The order in which to take the items whose groups are `groups`: round
 /// robin over the groups in order of first appearance, each group's items
@@ -116,62 +115,6 @@ impl State {
             ranks.push((id, (rank != id.0).then_some(rank)));
         }
         Ok(self.rerank(name, &ranks, now))
-    }
-}
-
-/// A time of day (local), `HH:MM`: when a queue is reordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct TimeOfDay {
-    hour: u8,
-    minute: u8,
-}
-
-impl TimeOfDay {
-    pub fn new(hour: u8, minute: u8) -> Option<TimeOfDay> {
-        (hour < 24 && minute < 60).then_some(TimeOfDay { hour, minute })
-    }
-
-    /// Reads `HH:MM` (also `H:MM` and PBS's `HHMM`).
-    pub fn parse(text: &str) -> Result<TimeOfDay, String> {
-        let text = text.trim();
-        let bad = || format!("\"{text}\" is not a time of day; write HH:MM, e.g. 08:00");
-        let (h, m) = match text.split_once(':') {
-            Some(parts) => parts,
-            None if text.len() == 4 && text.bytes().all(|b| b.is_ascii_digit()) => text.split_at(2),
-            None => return Err(bad()),
-        };
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !digits(h) || h.len() > 2 || !digits(m) || m.len() != 2 {
-            return Err(bad());
-        }
-        let (Ok(hour), Ok(minute)) = (h.parse::<u8>(), m.parse::<u8>()) else {
-            return Err(bad());
-        };
-        TimeOfDay::new(hour, minute).ok_or_else(bad)
-    }
-
-    fn naive(self) -> NaiveTime {
-        NaiveTime::from_hms_opt(self.hour.into(), self.minute.into(), 0).unwrap_or_default()
-    }
-}
-
-impl fmt::Display for TimeOfDay {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:02}:{:02}", self.hour, self.minute)
-    }
-}
-
-impl TryFrom<String> for TimeOfDay {
-    type Error = String;
-    fn try_from(text: String) -> Result<TimeOfDay, String> {
-        TimeOfDay::parse(&text)
-    }
-}
-
-impl From<TimeOfDay> for String {
-    fn from(t: TimeOfDay) -> String {
-        t.to_string()
     }
 }
 

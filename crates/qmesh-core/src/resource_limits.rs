@@ -117,7 +117,7 @@ fn passes(
             Ok(kind.compare(asked, bound) == Some(beyond))
         }
         Some(ResourceType::Boolean) => {
-            let truth = |v: &str| crate::qmgr::parse_bool(name, v).ok();
+            let truth = |v: &str| crate::resources::parse_bool(name, v).ok();
             Ok(truth(asked) != truth(bound))
         }
         _ => Ok(asked.trim() != bound.trim()),

@@ -531,6 +531,17 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}b")
 }
 
+/// A PBS boolean (`True`, `false`, `yes`, `1`...); the error names `name`.
+pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "t" | "yes" | "y" | "1" | "on" => Ok(true),
+        "false" | "f" | "no" | "n" | "0" | "off" => Ok(false),
+        _ => Err(format!(
+            "\"{value}\" is not a value for {name}; write True or False"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,8 +20,8 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::Time;
 use crate::resources::parse_size;
+use crate::time::Time;
 use crate::time::parse_duration;
 
 /// A comparison, PBS's `.op.`.

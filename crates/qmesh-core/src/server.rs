@@ -2,6 +2,12 @@
 //! queues. It is stored as one record and replaced as a whole, so a qmgr
 //! script applies all of its commands or none.
 
+mod accounts;
+mod node_sets;
+mod resources;
+
+pub use node_sets::{check_node_groups, merge_sets};
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

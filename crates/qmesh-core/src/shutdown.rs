@@ -18,7 +18,7 @@ use std::fmt::Display;
 use chrono::{DateTime, LocalResult, NaiveDateTime, SecondsFormat, TimeZone};
 use serde::{Deserialize, Serialize};
 
-use crate::Time;
+use crate::time::Time;
 
 /// One planned shutdown of some node sets (all of them if none is named).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::resources::parse_size;
-use crate::server::Config;
 use crate::time::parse_duration;
 
 /// How a resource's values are written and compared.
@@ -95,7 +94,7 @@ impl ResourceType {
             },
             ResourceType::Size => parse_size(value).map(|_| ()),
             ResourceType::Duration => parse_duration(value).map(|_| ()).map_err(|e| e.to_string()),
-            ResourceType::Boolean => crate::qmgr::parse_bool("the value", value).map(|_| ()),
+            ResourceType::Boolean => crate::resources::parse_bool("the value", value).map(|_| ()),
             ResourceType::String | ResourceType::StringArray => {
                 if value.is_empty() {
                     Err("the value is empty".into())
@@ -294,50 +293,85 @@ pub fn parse_flags(text: &str, kind: ResourceType) -> Result<String, String> {
     Ok(FLAGS.chars().filter(|c| has(*c)).collect())
 }
 
-impl Config {
-    /// The site's definition of a resource, if it made one.
-    pub fn resource_def(&self, name: &str) -> Option<&ResourceDef> {
-        self.resources.get(name)
-    }
+/// Where a job uses a host-level resource up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Consumed {
+    /// Flag `h` alone: matched, not used up.
+    #[default]
+    No,
+    /// Flag `n`: on each of its nodes.
+    PerNode,
+    /// Flag `f`: on its first node only.
+    FirstNode,
+}
 
-    /// A resource's type, built in or defined by the site.
-    pub fn resource_type(&self, name: &str) -> Option<ResourceType> {
-        built_in(name).or_else(|| self.resource_def(name).map(|d| d.kind))
+impl Consumed {
+    fn is_no(&self) -> bool {
+        *self == Consumed::No
     }
+}
 
-    /// Every resource name, built in and the site's, for messages.
-    pub fn resource_names(&self) -> String {
-        let site: Vec<&str> = self.resources.keys().map(String::as_str).collect();
-        let built: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
-        if site.is_empty() {
-            format!(
-                "built in: {}; a site defines others with qmgr -c \"create resource NAME type = long\"",
-                built.join(", ")
-            )
-        } else {
-            format!(
-                "built in: {}; defined here: {}",
-                built.join(", "),
-                site.join(", ")
-            )
+/// A host-level resource a job asks of its nodes: `scratch=100gb`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostResource {
+    pub name: String,
+    /// As written (the largest the chunks ask, for a number).
+    pub value: String,
+    pub kind: ResourceType,
+    #[serde(default, skip_serializing_if = "Consumed::is_no")]
+    pub consumed: Consumed,
+}
+
+impl HostResource {
+    /// Whether a node whose set has `have` (`None`: the set does not
+    /// name it) serves the request.
+    pub fn served_by(&self, have: Option<&str>) -> bool {
+        let truth = |v: &str| crate::resources::parse_bool(&self.name, v.trim()).ok();
+        match self.kind {
+            ResourceType::Boolean => {
+                truth(&self.value) == Some(have.and_then(truth).unwrap_or(false))
+            }
+            ResourceType::String => have.is_some_and(|h| h.trim() == self.value.trim()),
+            ResourceType::StringArray => have.is_some_and(|h| {
+                let items: Vec<&str> = h.split(',').map(str::trim).collect();
+                self.value
+                    .split(',')
+                    .map(str::trim)
+                    .all(|want| items.contains(&want))
+            }),
+            kind => have.is_some_and(|h| {
+                kind.compare(h, &self.value)
+                    .is_some_and(|o| o != std::cmp::Ordering::Less)
+            }),
         }
     }
 
-    /// The type of a resource named in an attribute (`resources_max.mem`),
-    /// or a message listing the resources that exist.
-    pub fn known_resource(&self, attr: &str, name: &str) -> Result<ResourceType, String> {
-        self.resource_type(name).ok_or_else(|| {
-            format!(
-                "{attr}: unknown resource \"{name}\"; {}",
-                self.resource_names()
-            )
-        })
+    /// What one node of the job uses up, for a consumed resource.
+    pub fn amount(&self) -> f64 {
+        self.kind.amount(&self.value).unwrap_or(0.0)
+    }
+
+    /// Whether the first node of the job uses it up (flag `n` or `f`),
+    /// and whether every node does (`n`).
+    pub fn consumed_on(&self, first: bool) -> bool {
+        match self.consumed {
+            Consumed::No => false,
+            Consumed::PerNode => true,
+            Consumed::FirstNode => first,
+        }
+    }
+
+    /// Whether every node of the job must have it (all but flag `f`).
+    pub fn on_every_node(&self) -> bool {
+        self.consumed != Consumed::FirstNode
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::Config;
 
     #[test]
     fn types_check_and_compare_values() {

@@ -11,19 +11,25 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::Time;
 use crate::access::Caller;
-use crate::account::{Accounting, Usage};
+use crate::account::Usage;
 use crate::error::CoreError;
 use crate::job::{ExitCause, Holds, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeAttrs, NodeName, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
+use crate::time::Time;
+pub use account::Accounting;
 
+mod account;
+mod admit;
 mod alter;
 mod arrays;
+mod depend;
 mod hosts;
+pub mod limits;
+mod node_resources;
 mod node_sets;
 mod occupancy;
 mod placeable;
@@ -294,7 +300,7 @@ impl State {
         let sets_changed = config.node_sets != self.config.node_sets;
         let marks_changed = config.node_marks != self.config.node_marks;
         if sets_changed {
-            let (sets, dropped) = crate::node::merge_sets(self.file_sets(), &mut config);
+            let (sets, dropped) = crate::server::merge_sets(self.file_sets(), &mut config);
             warnings = dropped;
             warnings.extend(self.replace_node_sets(sets));
         }

@@ -6,7 +6,6 @@ pub mod sizes;
 
 use std::collections::BTreeMap;
 
-use crate::Time;
 use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::options::{self, JobOptions};
@@ -16,6 +15,7 @@ use crate::queue::Queue;
 use crate::resources::ResourceRequest;
 use crate::route::{self, Ask};
 use crate::server::Config;
+use crate::time::Time;
 use crate::time::format_hms;
 
 /// A job as submitted, already in domain terms (the wire form is converted
@@ -161,7 +161,7 @@ impl Submission {
         } else {
             (queue_name, queue)
         };
-        crate::acl::check_submit(
+        crate::access::acl::check_submit(
             config,
             self.queue.as_deref(),
             &queue_name,

@@ -1,7 +1,72 @@
 //! Wall-clock durations as users write them (`[[H:]M:]S`, the PBS and NQS
 //! form) and as qstat prints them (`HH:MM:SS`, hours may pass 24).
 
+use std::fmt;
+
+use chrono::NaiveTime;
+use serde::{Deserialize, Serialize};
+
 use crate::error::CoreError;
+
+/// Instants are UTC; the calendar (time zones, prime time) converts at its edge.
+pub type Time = chrono::DateTime<chrono::Utc>;
+
+/// A time of day (local), `HH:MM`: when a queue is reordered, when a
+/// calendar's span starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TimeOfDay {
+    hour: u8,
+    minute: u8,
+}
+
+impl TimeOfDay {
+    pub fn new(hour: u8, minute: u8) -> Option<TimeOfDay> {
+        (hour < 24 && minute < 60).then_some(TimeOfDay { hour, minute })
+    }
+
+    /// Reads `HH:MM` (also `H:MM` and PBS's `HHMM`).
+    pub fn parse(text: &str) -> Result<TimeOfDay, String> {
+        let text = text.trim();
+        let bad = || format!("\"{text}\" is not a time of day; write HH:MM, e.g. 08:00");
+        let (h, m) = match text.split_once(':') {
+            Some(parts) => parts,
+            None if text.len() == 4 && text.bytes().all(|b| b.is_ascii_digit()) => text.split_at(2),
+            None => return Err(bad()),
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(h) || h.len() > 2 || !digits(m) || m.len() != 2 {
+            return Err(bad());
+        }
+        let (Ok(hour), Ok(minute)) = (h.parse::<u8>(), m.parse::<u8>()) else {
+            return Err(bad());
+        };
+        TimeOfDay::new(hour, minute).ok_or_else(bad)
+    }
+
+    pub(crate) fn naive(self) -> NaiveTime {
+        NaiveTime::from_hms_opt(self.hour.into(), self.minute.into(), 0).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for TimeOfDay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02}:{:02}", self.hour, self.minute)
+    }
+}
+
+impl TryFrom<String> for TimeOfDay {
+    type Error = String;
+    fn try_from(text: String) -> Result<TimeOfDay, String> {
+        TimeOfDay::parse(&text)
+    }
+}
+
+impl From<TimeOfDay> for String {
+    fn from(t: TimeOfDay) -> String {
+        t.to_string()
+    }
+}
 
 /// Parses `[[H:]M:]S`. The leading field may be any size (`90` is 90 seconds,
 /// `48:00:00` two days); the fields after it must be below 60.

@@ -176,7 +176,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         mem: job.mem,
         ncpus: job.ncpus,
         features: job.features.clone(),
-        depend: qmesh_core::depend::format_job(job, server),
+        depend: qmesh_core::job::shown::format_depend(job, server),
         start_after: unix(job.start_after),
         placement: job.placement.iter().map(ToString::to_string).collect(),
         resource_list: job.shown_resource_list().into_iter().collect(),

@@ -62,7 +62,7 @@ pub struct HostGate {
 impl HostGate {
     pub fn check(&self, host: &str) -> Result<(), String> {
         let runs_nodes = self.compute_hosts.contains(host);
-        qmesh_core::acl::check_relayed_host(&self.server, host, runs_nodes)
+        qmesh_core::access::acl::check_relayed_host(&self.server, host, runs_nodes)
     }
 }
 

@@ -176,7 +176,7 @@ async fn run(
         }
     };
     // Node sets made with qmgr that the file now overlaps are left out.
-    let (_, dropped) = qmesh_core::node::merge_sets(&settings.node_sets, &mut config);
+    let (_, dropped) = qmesh_core::server::merge_sets(&settings.node_sets, &mut config);
     for warning in &dropped {
         warn!("{warning}");
     }

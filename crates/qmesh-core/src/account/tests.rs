@@ -5,6 +5,7 @@ use super::*;
 use crate::access::Role;
 use crate::error::CoreError;
 use crate::job::{ExitCause, JobExit, JobId};
+use crate::state::State;
 use crate::state::tests::{caller, state, t};
 use crate::submit::Submission;
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Time;
+use crate::time::Time;
 
 /// What every group has been charged. Stored by the daemon as one record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,8 @@
 use super::*;
+use crate::access::acl::*;
+use crate::error::CoreError;
+use crate::queue::Queue;
+use crate::server::ServerAttrs;
 
 fn who<'a>(user: &'a str, group: &'a str, host: &'a str) -> Asker<'a> {
     Asker {

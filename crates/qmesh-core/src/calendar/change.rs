@@ -15,7 +15,7 @@ use chrono_tz::Tz;
 
 use super::local::{day_start, local_date, resolve};
 use super::{Holiday, Span};
-use crate::Time;
+use crate::time::Time;
 
 /// How far `next_change` looks: beyond this, a period "never" changes.
 pub const HORIZON_DAYS: i64 = 400;

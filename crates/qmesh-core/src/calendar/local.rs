@@ -7,7 +7,7 @@
 use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use crate::Time;
+use crate::time::Time;
 
 /// UTC offsets stay well within this, so `local - SLACK` read as UTC is
 /// earlier on every wall clock, and `local + SLACK` later.

@@ -13,7 +13,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
 use serde::{Deserialize, Serialize};
 
 use super::CalendarError;
-use crate::reorder::TimeOfDay;
+use crate::time::TimeOfDay;
 
 /// Minutes in a day: the end of a span that runs to `24:00`.
 pub(crate) const DAY_MINUTES: u32 = 24 * 60;

@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 
 use super::{Job, JobState};
-use crate::Time;
+use crate::depend::{self, DependKind};
 use crate::resources::{Chunk, ResourceRequest, format_size};
+use crate::time::Time;
 use crate::time::format_hms;
 
 /// What a job has of one node.
@@ -188,6 +189,38 @@ pub fn cpupercent(cput: u64, walltime: u64) -> u64 {
 
 fn format_kb(bytes: u64) -> String {
     format!("{}kb", bytes.div_ceil(1024))
+}
+
+/// A job's whole `depend` attribute as PBS shows it: its `after*`
+/// dependencies, the jobs it is `before*`, and `on:N` while it still waits
+/// to be named by N more.
+pub fn format_depend(job: &Job, server: &str) -> String {
+    let mut parts = Vec::new();
+    let after = depend::format(&job.depend, server);
+    if !after.is_empty() {
+        parts.push(after);
+    }
+    let before = depend::format(&job.before, server);
+    if !before.is_empty() {
+        // Same grouping, written with the before words.
+        let mut text = before;
+        for kind in DependKind::ALL {
+            let prefix = format!("{}:", kind.as_str());
+            text = text
+                .split(',')
+                .map(|p| match p.strip_prefix(&prefix) {
+                    Some(rest) => format!("{}:{rest}", kind.before_str()),
+                    None => p.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+        }
+        parts.push(text);
+    }
+    if job.depend_on > 0 {
+        parts.push(format!("on:{}", job.depend_on));
+    }
+    parts.join(",")
 }
 
 #[cfg(test)]

@@ -240,13 +240,13 @@ fn run_limits_hold_jobs_back_per_queue() {
     }
     let job = s.job(a2).unwrap().clone();
     assert_eq!(
-        describe_run_limit(&s, &job).unwrap(),
+        crate::state::limits::describe_run_limit(&s, &job).unwrap(),
         "user u1 already runs 1 job in queue workq, as many as max_user_run = 1 allows; \
          it starts when one ends"
     );
     let job = s.job(c1).unwrap().clone();
     assert!(
-        describe_run_limit(&s, &job)
+        crate::state::limits::describe_run_limit(&s, &job)
             .unwrap()
             .starts_with("queue \"workq\" already runs 2 jobs, as many as max_running = 2"),
     );
@@ -385,7 +385,7 @@ mod props {
             for e in &plan.queue {
                 if matches!(e.reason, Some(Reason::UserLimit | Reason::GroupLimit | Reason::QueueLimit)) {
                     let job = s.job(e.job).unwrap().clone();
-                    prop_assert!(describe_run_limit(&s, &job).is_some()
+                    prop_assert!(crate::state::limits::describe_run_limit(&s, &job).is_some()
                         || config.server.max_user_run.is_some());
                 }
             }

@@ -10,6 +10,7 @@ use crate::node_group::NodeGroup;
 use crate::queue::Queue;
 use crate::scheduler::{Reason, Scheduler};
 use crate::site_resources::{ResourceDef, parse_flags};
+use crate::state::State;
 use crate::state::tests::{caller, t};
 use crate::submit::Submission;
 

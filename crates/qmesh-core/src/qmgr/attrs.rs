@@ -10,9 +10,9 @@ use super::inert::{self, Object};
 use super::parse::Op;
 use super::{pbs_attrs, resource};
 use crate::queue::{PeriodEnd, Queue, QueueType};
-use crate::reorder::TimeOfDay;
 use crate::server::{Backfill, JobOrder, ServerAttrs};
 use crate::site_resources::ResourceDef;
+use crate::time::TimeOfDay;
 use crate::time::{format_hms, parse_duration};
 
 /// Queue attributes in the order list and print show them.
@@ -86,15 +86,7 @@ pub fn canonical(
         })
 }
 
-pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" | "t" | "yes" | "y" | "1" | "on" => Ok(true),
-        "false" | "f" | "no" | "n" | "0" | "off" => Ok(false),
-        _ => Err(format!(
-            "\"{value}\" is not a value for {name}; write True or False"
-        )),
-    }
-}
+pub use crate::resources::parse_bool;
 
 pub(super) fn show_bool(b: bool) -> String {
     if b { "True" } else { "False" }.to_string()

@@ -349,7 +349,8 @@ fn apply(
 /// Cross-checks after each change, so the error names the line that broke it.
 fn validate(config: &Config, state: &State) -> Result<(), String> {
     let set_names = node_set::known_sets(config, state);
-    crate::node_group::check(config, &set_names).map_err(|(key, why)| format!("{key}: {why}"))?;
+    crate::server::check_node_groups(config, &set_names)
+        .map_err(|(key, why)| format!("{key}: {why}"))?;
     config.calendar.validate().map_err(|e| e.to_string())?;
     config.check_periods()?;
     if let Some(dq) = &config.server.default_queue

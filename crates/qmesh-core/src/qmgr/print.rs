@@ -360,9 +360,9 @@ mod tests {
                     if local {
                         q.node_sets = vec!["local".into()];
                     }
-                    let mut times: Vec<crate::reorder::TimeOfDay> = times
+                    let mut times: Vec<crate::time::TimeOfDay> = times
                         .into_iter()
-                        .filter_map(|(h, m)| crate::reorder::TimeOfDay::new(h, m))
+                        .filter_map(|(h, m)| crate::time::TimeOfDay::new(h, m))
                         .collect();
                     times.sort();
                     times.dedup();

@@ -134,7 +134,8 @@ pub(super) fn apply(
                         "shutdown \"{name}\" already exists; set shutdown {name} changes it"
                     ));
                 }
-                let mut w = Shutdown::new(name, crate::Time::MIN_UTC, crate::Time::MIN_UTC);
+                let mut w =
+                    Shutdown::new(name, crate::time::Time::MIN_UTC, crate::time::Time::MIN_UTC);
                 let mut given = Vec::new();
                 for a in assigns {
                     given.push(set(&mut w, a, zone)?);

@@ -18,7 +18,7 @@ pub struct Stretch {
     pub group: usize,
 }
 
-fn time(secs: i64) -> crate::Time {
+fn time(secs: i64) -> crate::time::Time {
     chrono::DateTime::from_timestamp(secs, 0).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
 }
 

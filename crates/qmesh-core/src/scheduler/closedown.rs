@@ -16,9 +16,9 @@
 //! `Scheduler::closedown_crossed` names either kind as a `Closedown`.
 
 use super::Reason;
-use crate::Time;
 use crate::shutdown;
 use crate::state::State;
+use crate::time::Time;
 
 /// A time from which some node sets run no job.
 #[derive(Clone, Debug, PartialEq, Eq)]

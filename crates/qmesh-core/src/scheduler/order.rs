@@ -15,9 +15,9 @@
 
 use std::cmp::Ordering;
 
-use crate::Time;
 use crate::server::JobOrder;
 use crate::state::{PendingView, State};
+use crate::time::Time;
 
 /// A pending job with its place in the order. The pass reads the state's
 /// compact [`PendingView`]s, not the job records, for every job.

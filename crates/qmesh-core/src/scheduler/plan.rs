@@ -36,13 +36,13 @@ use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
 use super::profile::{FOREVER, Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
-use crate::Time;
 use crate::alloc::{self, Allocator, Part, Placement};
 use crate::job::{Job, JobId, JobState};
 use crate::node_resources::HostResource;
 use crate::periods;
 use crate::server::Backfill;
 use crate::state::{NodeBits, State};
+use crate::time::Time;
 
 /// The planner's working state for one pass.
 pub(super) struct Planner<'a> {
@@ -1018,7 +1018,7 @@ impl<'a> Planner<'a> {
 
     fn over_run_limit(&self, job: &Job) -> Option<Reason> {
         let config = self.state.config();
-        if let Some(reason) = crate::limits::run_reason(config, &self.entity_running, job) {
+        if let Some(reason) = crate::state::limits::run_reason(config, &self.entity_running, job) {
             return Some(reason);
         }
         let limits = config.run_limits(job);

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use rangemap::RangeSet;
 
 use super::{State, add_pending, remove_pending};
-use crate::Time;
 use crate::access::Caller;
 use crate::array::{JobArray, Named, Positions, intersection, sub_path};
 use crate::error::CoreError;
 use crate::job::{ExitCause, Job, JobExit, JobId, JobState};
+use crate::time::Time;
 
 /// What a command's id names (see [`State::targets`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

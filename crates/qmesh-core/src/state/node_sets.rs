@@ -118,7 +118,7 @@ impl State {
     /// same host keeps being up or down; a new one is up if its host's
     /// agent is connected. Running jobs hold their nodes again; a node of
     /// one that is gone is reported. On a bad list (which
-    /// [`crate::node::merge_sets`] prevents) nothing changes.
+    /// [`crate::server::merge_sets`] prevents) nothing changes.
     pub(super) fn replace_node_sets(&mut self, sets: Vec<NodeSet>) -> Vec<String> {
         let was_up = |def: &crate::node::NodeDef| match self.node_index.get(&def.name) {
             Some(&i) if self.nodes[i].host == def.host => self.nodes[i].up,

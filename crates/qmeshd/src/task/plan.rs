@@ -148,7 +148,7 @@ impl SchedulerTask {
         if matches!(
             reason,
             Reason::UserLimit | Reason::GroupLimit | Reason::QueueLimit
-        ) && let Some(why) = qmesh_core::limits::describe_run_limit(&self.state, job)
+        ) && let Some(why) = qmesh_core::state::limits::describe_run_limit(&self.state, job)
         {
             return why;
         }

@@ -39,7 +39,7 @@ fn run_as(role: Role, script: &str, config: &mut Config) -> Result<Outcome, Qmgr
     run(&cmds, config, &two_sets(), &caller(7, role))
 }
 
-fn at(text: &str) -> crate::Time {
+fn at(text: &str) -> crate::time::Time {
     DateTime::parse_from_rfc3339(text).unwrap().to_utc()
 }
 

@@ -111,7 +111,7 @@ fn two_sets() -> State {
             .collect(),
         attrs: Default::default(),
     };
-    let mut config = crate::Config::default();
+    let mut config = crate::server::Config::default();
     for (queue, set) in [("batch", "left"), ("other", "right")] {
         let mut q = Queue::open(queue);
         q.node_sets = vec![set.into()];

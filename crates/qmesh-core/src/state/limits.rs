@@ -3,11 +3,11 @@
 //! queue" and the figures; a job that would pass a run limit waits, with
 //! the reason the scheduler and qstat give.
 
-use super::{Applies, Entity, JobLimits, RunCounts};
 use crate::error::CoreError;
 use crate::job::Job;
+use crate::limits::{Applies, Entity, JobLimits, RunCounts};
 use crate::queue::Queue;
-use crate::scheduler::Reason;
+use crate::reason::Reason;
 use crate::server::Config;
 use crate::state::State;
 

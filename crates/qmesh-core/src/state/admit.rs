@@ -3,7 +3,7 @@
 //! per-group limits on queued jobs (EPCC's "400 jobs at once"). Each
 //! refusal names the account or the limit and the figures.
 
-use super::{Account, group_of, hours, node_seconds};
+use crate::account::{Account, group_of, hours, node_seconds};
 use crate::error::CoreError;
 use crate::job::Job;
 use crate::state::State;
