@@ -17,7 +17,6 @@ use crate::job::Job;
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::site_resources::ResourceType;
-use crate::state::State;
 
 /// One bound: the server's (`queue` is `None`) or a queue's
 /// `resources_available.NAME`.
@@ -126,11 +125,14 @@ impl Shortfall {
 }
 
 impl Consumables {
-    /// The bounds of the state's configuration and what its running jobs
-    /// use; `None` when nothing is bounded (the pass then checks
-    /// nothing). Reads every running job: once per pass.
-    pub fn of(state: &State) -> Option<Consumables> {
-        let bounds = bounds(state.config());
+    /// The bounds of `config` and what the `running` jobs use; `None`
+    /// when nothing is bounded (the pass then checks nothing). Reads every
+    /// running job: once per pass.
+    pub fn of<'a>(
+        config: &Config,
+        running: impl IntoIterator<Item = &'a Job>,
+    ) -> Option<Consumables> {
+        let bounds = bounds(config);
         if bounds.is_empty() {
             return None;
         }
@@ -138,7 +140,7 @@ impl Consumables {
             used: vec![0.0; bounds.len()],
             bounds,
         };
-        for job in state.active_jobs() {
+        for job in running {
             counted.add(job);
         }
         Some(counted)
@@ -181,8 +183,14 @@ impl Consumables {
 
 /// Why `job` waits for a consumable resource, in a sentence; `None` if it
 /// does not. Reads every running job: for the jobs that wait so.
-pub fn describe(state: &State, job: &Job) -> Option<String> {
-    Consumables::of(state)?.shortfall(job).map(|s| s.describe())
+pub fn describe<'a>(
+    config: &Config,
+    running: impl IntoIterator<Item = &'a Job>,
+    job: &Job,
+) -> Option<String> {
+    Consumables::of(config, running)?
+        .shortfall(job)
+        .map(|s| s.describe())
 }
 
 /// Refuses a job (its `Resource_List`) asking for more of a resource than
@@ -235,15 +243,18 @@ pub fn check_submit(
 /// What running jobs use of each resource consumed per queue and server,
 /// on the server (PBS's `resources_assigned.NAME`), as PBS writes amounts;
 /// resources no running job uses are left out.
-pub fn assigned(state: &State) -> Vec<(String, String)> {
-    let config = state.config();
+pub fn assigned<'a>(
+    config: &Config,
+    running: impl IntoIterator<Item = &'a Job>,
+) -> Vec<(String, String)> {
+    let running: Vec<&Job> = running.into_iter().collect();
     config
         .resources
         .values()
         .filter(|d| d.per_queue())
         .filter_map(|def| {
-            let total: f64 = state
-                .active_jobs()
+            let total: f64 = running
+                .iter()
                 .map(|job| asked(job, &def.name, def.kind))
                 .sum();
             (total > 0.0).then(|| (def.name.clone(), def.kind.show_amount(total)))

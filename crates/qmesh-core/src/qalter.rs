@@ -21,8 +21,9 @@ use crate::job::{Job, JobId, JobState};
 use crate::node::NodeNeeds;
 use crate::resources::ResourceRequest;
 use crate::route::Ask;
+use crate::route::{check_queue_limits, effective};
 use crate::state::State;
-use crate::submit::{check_name, check_queue_limits, effective, output_path};
+use crate::submit::{check_name, output_path};
 use crate::time::Time;
 use crate::time::format_hms;
 
@@ -77,8 +78,7 @@ impl State {
         alt: &Alteration,
         now: Time,
     ) -> Result<(Vec<String>, &Job), CoreError> {
-        crate::submit::sizes::check_alteration(alt)
-            .map_err(|message| CoreError::BadOption { message })?;
+        check_alteration(alt).map_err(|message| CoreError::BadOption { message })?;
         let full = self.full_id(id);
         let job = self.checked(id, caller, "alter")?;
         let pending = job.state.is_pending();
@@ -387,6 +387,27 @@ fn apply_holds(job: &mut Job, list: &str, caller: &Caller) -> Result<(), CoreErr
     }
     job.state = job.pending_state();
     Ok(())
+}
+
+/// Why a qalter carries too much, or nothing: the limits of a submission
+/// (`-N`, values, resources), so that a job cannot grow past them later.
+pub fn check_alteration(alt: &Alteration) -> Result<(), String> {
+    let values = [
+        ("the output path (-o)", alt.stdout_path.as_deref()),
+        ("the error path (-e)", alt.stderr_path.as_deref()),
+        ("the account (-A)", alt.account.as_deref()),
+        ("the project (-P)", alt.project.as_deref()),
+        ("the working directory", Some(alt.workdir.as_str())),
+        ("the mail list (-M)", alt.mail_users.as_deref()),
+        ("the mail points (-m)", alt.mail_points.as_deref()),
+        ("the shell (-S)", alt.shell.as_deref()),
+        ("the checkpoint (-c)", alt.checkpoint.as_deref()),
+        ("the hold list (-h)", alt.hold_list.as_deref()),
+        ("the join (-j)", alt.join.as_deref()),
+        ("the files kept (-k)", alt.keep_files.as_deref()),
+        ("the umask (-W umask)", alt.umask.as_deref()),
+    ];
+    crate::submit::sizes::check_fields(alt.name.as_deref(), &alt.resources, &values)
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@
 use crate::access::{Caller, Role};
 use crate::error::CoreError;
 use crate::job::{Job, JobId};
+use crate::route::check_queue_limits;
 use crate::route::{self, Ask};
 use crate::state::State;
-use crate::submit::check_queue_limits;
 use crate::time::Time;
 
 impl State {

@@ -8,8 +8,8 @@
 use crate::access::Caller;
 use crate::error::CoreError;
 use crate::job::JobId;
+use crate::route::check_queue_limits;
 use crate::state::State;
-use crate::submit::check_queue_limits;
 use crate::time::Time;
 
 impl State {

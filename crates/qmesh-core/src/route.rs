@@ -20,7 +20,6 @@ use crate::error::CoreError;
 use crate::job::Job;
 use crate::queue::Queue;
 use crate::server::Config;
-use crate::submit::{check_queue_limits, effective};
 use crate::time::format_hms;
 
 /// What a job asks for, as routing reads it: `None` where it named nothing.
@@ -425,6 +424,58 @@ pub fn print_order(config: &Config) -> Vec<&Queue> {
         out.push(left.remove(ready.unwrap_or(0)));
     }
     out
+}
+
+/// The nodes and wall time a job gets in `queue`: what it asked for, else
+/// the queue's defaults, else the server's.
+pub(crate) fn effective(queue: &Queue, ask: Ask, config: &Config) -> (u32, u64) {
+    let nodes = ask.nodes.or(queue.default_nodes).unwrap_or(1);
+    let walltime = ask
+        .walltime
+        .or(queue.default_walltime)
+        .or(queue.max_walltime)
+        .unwrap_or(config.server.default_walltime);
+    (nodes, walltime)
+}
+
+/// Whether `queue` takes a job of `nodes` × `walltime`; `reach` is the
+/// number of nodes its node sets hold. The error gives the figures.
+pub(crate) fn check_queue_limits(
+    queue: &Queue,
+    nodes: u32,
+    walltime: u64,
+    reach: u32,
+) -> Result<(), CoreError> {
+    let name = || queue.name.clone();
+    if let Some(max) = queue.max_nodes.filter(|max| nodes > *max) {
+        return Err(CoreError::TooManyNodes {
+            queue: name(),
+            requested: nodes,
+            max,
+        });
+    }
+    if let Some(min) = queue.min_nodes.filter(|min| nodes < *min) {
+        return Err(CoreError::TooFewNodes {
+            queue: name(),
+            requested: nodes,
+            min,
+        });
+    }
+    if let Some(max) = queue.max_walltime.filter(|max| walltime > *max) {
+        return Err(CoreError::WalltimeTooLong {
+            queue: name(),
+            requested: format_hms(walltime),
+            max: format_hms(max),
+        });
+    }
+    if nodes > reach {
+        return Err(CoreError::ExceedsCapacity {
+            queue: name(),
+            requested: nodes,
+            capacity: reach,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

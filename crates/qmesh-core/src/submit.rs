@@ -13,10 +13,9 @@ use crate::job::{Holds, Job, JobId, JobState, Owner};
 use crate::node::NodeNeeds;
 use crate::queue::Queue;
 use crate::resources::ResourceRequest;
-use crate::route::{self, Ask};
+use crate::route::{self, Ask, check_queue_limits, effective};
 use crate::server::Config;
 use crate::time::Time;
-use crate::time::format_hms;
 
 /// A job as submitted, already in domain terms (the wire form is converted
 /// by qmesh-proto). `None` means "not given".
@@ -435,58 +434,6 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
         opts.start_dir = Some(dir);
     }
     Ok(opts)
-}
-
-/// The nodes and wall time a job gets in `queue`: what it asked for, else
-/// the queue's defaults, else the server's.
-pub(crate) fn effective(queue: &Queue, ask: Ask, config: &Config) -> (u32, u64) {
-    let nodes = ask.nodes.or(queue.default_nodes).unwrap_or(1);
-    let walltime = ask
-        .walltime
-        .or(queue.default_walltime)
-        .or(queue.max_walltime)
-        .unwrap_or(config.server.default_walltime);
-    (nodes, walltime)
-}
-
-/// Whether `queue` takes a job of `nodes` × `walltime`; `reach` is the
-/// number of nodes its node sets hold. The error gives the figures.
-pub(crate) fn check_queue_limits(
-    queue: &Queue,
-    nodes: u32,
-    walltime: u64,
-    reach: u32,
-) -> Result<(), CoreError> {
-    let name = || queue.name.clone();
-    if let Some(max) = queue.max_nodes.filter(|max| nodes > *max) {
-        return Err(CoreError::TooManyNodes {
-            queue: name(),
-            requested: nodes,
-            max,
-        });
-    }
-    if let Some(min) = queue.min_nodes.filter(|min| nodes < *min) {
-        return Err(CoreError::TooFewNodes {
-            queue: name(),
-            requested: nodes,
-            min,
-        });
-    }
-    if let Some(max) = queue.max_walltime.filter(|max| walltime > *max) {
-        return Err(CoreError::WalltimeTooLong {
-            queue: name(),
-            requested: format_hms(walltime),
-            max: format_hms(max),
-        });
-    }
-    if nodes > reach {
-        return Err(CoreError::ExceedsCapacity {
-            queue: name(),
-            requested: nodes,
-            capacity: reach,
-        });
-    }
-    Ok(())
 }
 
 pub(crate) fn check_name(name: &str) -> Result<(), CoreError> {

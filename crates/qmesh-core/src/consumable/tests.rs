@@ -146,7 +146,10 @@ set server resources_available.matlab = 4",
         out.contains("resources_available.matlab is accepted and kept"),
         "{out}"
     );
-    assert!(super::Consumables::of(&s).is_none(), "no flag q: no bound");
+    assert!(
+        super::Consumables::of(s.config(), s.active_jobs()).is_none(),
+        "no flag q: no bound"
+    );
     qmgr(
         &mut s,
         "set resource matlab flag = q
@@ -155,7 +158,7 @@ set server resources_available.matlab = 4",
     let server = &s.config().server;
     assert_eq!(server.resources_available["matlab"], "4");
     assert!(server.inert.is_empty(), "{:?}", server.inert);
-    assert!(super::Consumables::of(&s).is_some());
+    assert!(super::Consumables::of(s.config(), s.active_jobs()).is_some());
 }
 
 #[test]
@@ -173,11 +176,11 @@ fn a_job_waits_while_its_licences_are_in_use_and_starts_when_they_come_back() {
     let job = s.job(second).unwrap();
     assert_eq!(Scheduler.reason(&s, job), Reason::Consumable);
     assert_eq!(
-        super::describe(&s, job).unwrap(),
+        super::describe(s.config(), s.active_jobs(), job).unwrap(),
         "waits for matlab: 2 of 3 in use (resources_available.matlab = 3); it asks for 2"
     );
     assert_eq!(
-        super::assigned(&s),
+        super::assigned(s.config(), s.active_jobs()),
         vec![("matlab".to_string(), "2".to_string())]
     );
     // Nothing is reserved: a job asking what is left starts meanwhile.
@@ -190,7 +193,7 @@ fn a_job_waits_while_its_licences_are_in_use_and_starts_when_they_come_back() {
     end(&mut s, first, 5);
     assert_eq!(pass(&mut s, 6), vec![second]);
     assert_eq!(
-        super::assigned(&s),
+        super::assigned(s.config(), s.active_jobs()),
         vec![("matlab".to_string(), "3".to_string())]
     );
 }
@@ -215,7 +218,7 @@ fn a_queue_bounds_its_own_jobs_and_the_server_all() {
     let started = pass(&mut s, 1);
     assert_eq!(started, vec![c, d, a], "b would pass short's 1.5");
     assert_eq!(
-        super::describe(&s, s.job(b).unwrap()).unwrap(),
+        super::describe(s.config(), s.active_jobs(), s.job(b).unwrap()).unwrap(),
         "waits for lic: 1 of 1.5 in use in queue short (resources_available.lic = 1.5); \
          it asks for 1"
     );
@@ -230,7 +233,7 @@ fn a_queue_bounds_its_own_jobs_and_the_server_all() {
         "4 + 0.5 fits 5, and 1 more does not"
     );
     assert_eq!(
-        super::describe(&s, s.job(f).unwrap()).unwrap(),
+        super::describe(s.config(), s.active_jobs(), s.job(f).unwrap()).unwrap(),
         "waits for lic: 4.5 of 5 in use (resources_available.lic = 5); it asks for 1"
     );
 }
@@ -265,7 +268,7 @@ fn a_job_asking_more_than_there_is_is_refused_with_the_figures() {
     // Lowered after submission: the job waits and says why.
     let id = submit_in(&mut s, "batch", &[("matlab", "3")]).unwrap();
     qmgr(&mut s, "set queue batch resources_available.matlab = 2");
-    let why = super::describe(&s, s.job(id).unwrap()).unwrap();
+    let why = super::describe(s.config(), s.active_jobs(), s.job(id).unwrap()).unwrap();
     assert!(
         why.contains(
             "asks for 3 of matlab, more than resources_available.matlab = 2 in queue batch"
@@ -283,7 +286,7 @@ fn resources_without_a_bound_or_flag_q_bound_nothing() {
          create resource seats type = long\n\
          set server resources_available.seats = 1",
     );
-    assert!(super::Consumables::of(&s).is_none());
+    assert!(super::Consumables::of(s.config(), s.active_jobs()).is_none());
     let ids: Vec<JobId> = (0..3)
         .map(|_| submit_in(&mut s, "batch", &[("matlab", "9"), ("seats", "5")]).unwrap())
         .collect();
@@ -334,7 +337,7 @@ proptest! {
                     let job = s.job(entry.job).unwrap();
                     let asked: u32 = job.resource_list["matlab"].parse().unwrap();
                     prop_assert!(used + asked > bound);
-                    prop_assert!(super::describe(&s, job).is_some());
+                    prop_assert!(super::describe(s.config(), s.active_jobs(), job).is_some());
                 }
             }
         }

@@ -354,7 +354,9 @@ impl Scheduler {
             return reason;
         }
         // Counts what running jobs use: only where something is bounded.
-        if crate::consumable::Consumables::of(state).is_some_and(|c| c.shortfall(job).is_some()) {
+        if crate::consumable::Consumables::of(state.config(), state.active_jobs())
+            .is_some_and(|c| c.shortfall(job).is_some())
+        {
             return Reason::Consumable;
         }
         Reason::Resources

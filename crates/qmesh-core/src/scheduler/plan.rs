@@ -191,7 +191,7 @@ impl<'a> Planner<'a> {
             group_running: HashMap::new(),
             entity_running: crate::limits::RunCounts::default(),
             limits_on,
-            consumables: crate::consumable::Consumables::of(state),
+            consumables: crate::consumable::Consumables::of(state.config(), state.active_jobs()),
             hints: vec![BTreeMap::new(); sets.len()],
             reserved_any: false,
             closed: vec![Vec::new(); sets.len()],

@@ -72,31 +72,10 @@ pub fn check_job_ids(ids: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Why a qalter carries too much, or nothing: the limits of a submission
-/// (`-N`, values, resources), so that a job cannot grow past them later.
-pub fn check_alteration(alt: &crate::qalter::Alteration) -> Result<(), String> {
-    let values = [
-        ("the output path (-o)", alt.stdout_path.as_deref()),
-        ("the error path (-e)", alt.stderr_path.as_deref()),
-        ("the account (-A)", alt.account.as_deref()),
-        ("the project (-P)", alt.project.as_deref()),
-        ("the working directory", Some(alt.workdir.as_str())),
-        ("the mail list (-M)", alt.mail_users.as_deref()),
-        ("the mail points (-m)", alt.mail_points.as_deref()),
-        ("the shell (-S)", alt.shell.as_deref()),
-        ("the checkpoint (-c)", alt.checkpoint.as_deref()),
-        ("the hold list (-h)", alt.hold_list.as_deref()),
-        ("the join (-j)", alt.join.as_deref()),
-        ("the files kept (-k)", alt.keep_files.as_deref()),
-        ("the umask (-W umask)", alt.umask.as_deref()),
-    ];
-    check_fields(alt.name.as_deref(), &alt.resources, &values)
-}
-
 /// What a submission and an alteration share: the name (`-N`), the
 /// number of resources, and every value (resources' names and values
 /// among them) against its limit.
-fn check_fields(
+pub(crate) fn check_fields(
     name: Option<&str>,
     resources: &[(String, String)],
     values: &[(&str, Option<&str>)],
@@ -136,6 +115,7 @@ fn check_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qalter::check_alteration;
 
     fn payload(script: usize) -> JobPayload {
         JobPayload {

@@ -134,7 +134,8 @@ impl SchedulerTask {
         // A licence or other resource the server or queue bounds: which,
         // and how much is in use.
         if reason == Reason::Consumable
-            && let Some(why) = qmesh_core::consumable::describe(&self.state, job)
+            && let Some(why) =
+                qmesh_core::consumable::describe(self.state.config(), self.state.active_jobs(), job)
         {
             return why;
         }

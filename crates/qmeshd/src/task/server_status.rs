@@ -56,9 +56,10 @@ impl SchedulerTask {
             .iter()
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
-        reply.resources_assigned = qmesh_core::consumable::assigned(&self.state)
-            .into_iter()
-            .collect();
+        reply.resources_assigned =
+            qmesh_core::consumable::assigned(self.state.config(), self.state.active_jobs())
+                .into_iter()
+                .collect();
         reply
     }
 }
