@@ -102,7 +102,7 @@ pub fn run(pairs: usize) -> anyhow::Result<Report> {
         format!("allocate+free pairs per second, SDSC Table 3 request mix ({pairs} pairs each):\n");
     let mut rows = Vec::new();
     for (name, topology, nodes) in layouts() {
-        let mut allocator: Box<dyn Allocator> = match alloc::for_topology(&topology) {
+        let mut allocator: Box<dyn Allocator> = match topology.allocator() {
             Ok(Some(a)) => a,
             Ok(None) => Box::new(alloc::flat::Flat::new(nodes)),
             Err(e) => anyhow::bail!("{name}: {e}"),

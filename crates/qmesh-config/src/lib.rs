@@ -714,7 +714,7 @@ fn node_set(spec: &NodeSetSection) -> Result<NodeSet, String> {
     }
     // The allocator checks what it needs (a torus: all dimensions but one
     // powers of two; shapes that fit).
-    qmesh_core::alloc::for_topology(&topology)?;
+    topology.allocator()?;
     let count = match (&topology, spec.count, spec.nodes.len()) {
         (_, _, n) if n > 0 => n as u32,
         (Topology::Flat, Some(c), _) => c,

@@ -349,7 +349,7 @@ pub struct Job {
     pub exec_nodes: Vec<crate::node::NodeName>,
     /// How its node set's topology placed it: mesh blocks, a subtorus.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub placement: Vec<crate::alloc::Part>,
+    pub placement: Vec<qmesh_alloc::Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<JobExit>,
     #[serde(default, skip_serializing_if = "is_zero")]

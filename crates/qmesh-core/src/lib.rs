@@ -11,7 +11,6 @@
 pub mod access;
 pub mod account;
 pub mod acl;
-pub mod alloc;
 pub mod array;
 pub mod calendar;
 pub mod command_error;
@@ -49,6 +48,9 @@ pub mod site_resources;
 pub mod state;
 pub mod submit;
 pub mod time;
+
+/// The allocators, a crate of their own; reached as `qmesh_core::alloc` too.
+pub use qmesh_alloc as alloc;
 
 pub use access::{Caller, Role};
 pub use error::CoreError;

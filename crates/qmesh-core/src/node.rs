@@ -70,6 +70,47 @@ pub enum TorusConversion {
 }
 
 impl Topology {
+    /// The allocator of a node set's topology; `None` for a flat set, whose
+    /// nodes the scheduler counts without one (any n free nodes will do).
+    pub fn allocator(&self) -> Result<Option<Box<dyn qmesh_alloc::Allocator>>, String> {
+        match self {
+            Topology::Flat => Ok(None),
+            Topology::Torus {
+                dims,
+                partition,
+                conversion,
+            } => {
+                let partition = match partition {
+                    TorusPartition::Ep => qmesh_alloc::torus::Partition::Ep,
+                    TorusPartition::Nep => qmesh_alloc::torus::Partition::Nep,
+                };
+                let conversion = match conversion {
+                    TorusConversion::Merge => qmesh_alloc::torus::Conversion::Collapse,
+                    TorusConversion::Pair => qmesh_alloc::torus::Conversion::Pair,
+                };
+                let t = qmesh_alloc::torus::Torus::new(dims, partition, conversion)
+                    .map_err(|e| e.to_string())?;
+                Ok(Some(Box::new(t)))
+            }
+            Topology::Mesh2d {
+                width,
+                height,
+                contiguous,
+            } => Ok(Some(Box::new(qmesh_alloc::m2db::M2db::new(
+                *width,
+                *height,
+                *contiguous,
+            )))),
+            Topology::Torus3dShapes {
+                dims,
+                shapes: sizes,
+            } => {
+                let t = qmesh_alloc::shapes::Shapes::new(*dims, sizes.clone())?;
+                Ok(Some(Box::new(t)))
+            }
+        }
+    }
+
     /// How many nodes the topology has, if it fixes the number.
     pub fn size(&self) -> Option<u32> {
         match self {

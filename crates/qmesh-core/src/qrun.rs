@@ -23,7 +23,6 @@
 use std::collections::BTreeMap;
 
 use crate::access::{Caller, Role};
-use crate::alloc::{self, Part};
 use crate::command_error::CommandError;
 use crate::error::CoreError;
 use crate::job::{Job, JobId, JobState};
@@ -32,6 +31,7 @@ use crate::reason::Reason;
 use crate::scheduler::choose::{self, Candidate, Wants};
 use crate::state::State;
 use crate::time::Time;
+use qmesh_alloc::Part;
 
 /// Where qrun starts a job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -244,7 +244,7 @@ impl State {
             if set.topology == Topology::Flat {
                 continue;
             }
-            let Ok(Some(mut allocator)) = alloc::for_topology(&set.topology) else {
+            let Ok(Some(mut allocator)) = set.topology.allocator() else {
                 continue;
             };
             let from = base(s);

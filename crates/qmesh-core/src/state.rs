@@ -636,7 +636,7 @@ impl State {
         &mut self,
         id: JobId,
         nodes: &[usize],
-        parts: &[crate::alloc::Part],
+        parts: &[qmesh_alloc::Part],
         now: Time,
     ) -> Result<&Job, CoreError> {
         let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;

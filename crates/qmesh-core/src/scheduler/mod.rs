@@ -112,7 +112,7 @@ pub struct Start {
     pub nodes: Vec<usize>,
     /// How the topology placed them (mesh blocks, a subtorus); empty on a
     /// flat set.
-    pub parts: Vec<crate::alloc::Part>,
+    pub parts: Vec<qmesh_alloc::Part>,
 }
 
 /// What one pass decided.

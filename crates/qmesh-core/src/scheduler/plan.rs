@@ -36,13 +36,13 @@ use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
 use super::profile::{FOREVER, Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
-use crate::alloc::{self, Allocator, Part, Placement};
 use crate::job::{Job, JobId, JobState};
 use crate::node_resources::HostResource;
 use crate::periods;
 use crate::server::Backfill;
 use crate::state::{NodeBits, State};
 use crate::time::Time;
+use qmesh_alloc::{Allocator, Part, Placement};
 
 /// The planner's working state for one pass.
 pub(super) struct Planner<'a> {
@@ -1149,7 +1149,7 @@ fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>)
     }
     let mut allocators: Vec<Option<Box<dyn Allocator>>> = sets
         .iter()
-        .map(|set| alloc::for_topology(&set.topology).ok().flatten())
+        .map(|set| set.topology.allocator().ok().flatten())
         .collect();
     if allocators.iter().all(Option::is_none) {
         return (allocators, base);

@@ -71,7 +71,7 @@ pub(super) fn largest_jobs(sets: &[NodeSet]) -> Vec<u32> {
     sets.iter()
         .map(|set| {
             let all = set.nodes.len() as u32;
-            match crate::alloc::for_topology(&set.topology) {
+            match set.topology.allocator() {
                 Ok(Some(allocator)) => (1..=all)
                     .rev()
                     .find(|&n| allocator.size_for(n).is_some_and(|size| size <= all))

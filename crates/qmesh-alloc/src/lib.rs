@@ -1,10 +1,14 @@
-//! Choosing nodes for a job.
+//! Choosing nodes for a job within one node set: the papers' allocators.
 //!
-//! Here: the flat allocator, which treats every node of a set alike, with the
-//! SDSC selection rule across sets (seed 2.2): first the set with the fewest
-//! free nodes that holds the whole request (keeping big holes for big jobs),
-//! else spill across the sets in order. Topology-aware allocators (M2DB,
-//! subtori, T3D shapes) plug in per set later; they answer the same question.
+//! Each answers the same question through [`Allocator`]: place `n` nodes,
+//! free them again. [`flat::Flat`] treats every node alike; [`m2db`] is
+//! SDSC's M2DB on a 2-D mesh (the Paragon); [`torus`] gives power-of-two
+//! subtori of an N-D torus by Equal or Non-Equal Partition; [`shapes`] is
+//! EPCC's fixed shape per size on the T3D's 3-D torus.
+//!
+//! This crate knows nothing of jobs, queues or configuration: a node is an
+//! index into its set, and qmesh-core turns a set's topology into one of
+//! these (`Topology::allocator`). Same rule as the core: no I/O, no clock.
 
 pub mod flat;
 pub mod m2db;
@@ -104,50 +108,6 @@ pub trait Allocator: fmt::Debug + Send {
 
     /// A copy, for planning on a scratch state.
     fn boxed_clone(&self) -> Box<dyn Allocator>;
-}
-
-/// The allocator of a node set's topology; `None` for a flat set, whose
-/// nodes the scheduler counts without one (any n free nodes will do).
-pub fn for_topology(
-    topology: &crate::node::Topology,
-) -> Result<Option<Box<dyn Allocator>>, String> {
-    use crate::node::Topology;
-    match topology {
-        Topology::Flat => Ok(None),
-        Topology::Torus {
-            dims,
-            partition,
-            conversion,
-        } => {
-            use crate::node::{TorusConversion, TorusPartition};
-            let partition = match partition {
-                TorusPartition::Ep => torus::Partition::Ep,
-                TorusPartition::Nep => torus::Partition::Nep,
-            };
-            let conversion = match conversion {
-                TorusConversion::Merge => torus::Conversion::Collapse,
-                TorusConversion::Pair => torus::Conversion::Pair,
-            };
-            let t = torus::Torus::new(dims, partition, conversion).map_err(|e| e.to_string())?;
-            Ok(Some(Box::new(t)))
-        }
-        Topology::Mesh2d {
-            width,
-            height,
-            contiguous,
-        } => Ok(Some(Box::new(m2db::M2db::new(
-            *width,
-            *height,
-            *contiguous,
-        )))),
-        Topology::Torus3dShapes {
-            dims,
-            shapes: sizes,
-        } => {
-            let t = shapes::Shapes::new(*dims, sizes.clone())?;
-            Ok(Some(Box::new(t)))
-        }
-    }
 }
 
 /// Free nodes of one node set, as indices into `State::nodes`, in set order.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::alloc::check_allocator;
+use crate::check_allocator;
 use proptest::prelude::*;
 
 /// The EPCC 256-PE pool (seed: the MCN320 torus of 8×4×5 two-PE nodes, of

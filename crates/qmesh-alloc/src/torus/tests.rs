@@ -1,5 +1,5 @@
 use super::*;
-use crate::alloc::check_allocator;
+use crate::check_allocator;
 use proptest::prelude::*;
 
 const JLAB: [u32; 5] = [2, 2, 2, 6, 8];

@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::tree::{NONE, Rect, Tree};
-use crate::alloc::{Part, Placement};
+use crate::{Part, Placement};
 
 /// What a block of the buddy tree is now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

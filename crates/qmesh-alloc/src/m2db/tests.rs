@@ -2,7 +2,7 @@
 //! small meshes, and the promises every allocator keeps.
 
 use super::*;
-use crate::alloc::check_allocator;
+use crate::check_allocator;
 use proptest::prelude::*;
 
 fn r(x: u32, y: u32, w: u32, h: u32) -> Rect {
