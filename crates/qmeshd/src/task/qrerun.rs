@@ -14,7 +14,8 @@ use qmesh_core::{Caller, JobId};
 use qmesh_proto::v1;
 use tracing::{info, warn};
 
-use super::{Launch, SchedulerTask, persist};
+use super::{SchedulerTask, persist};
+use crate::dispatch::DispatchEvent;
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -61,9 +62,6 @@ impl SchedulerTask {
         );
         self.log_event(id, EventClass::Job, text);
         if force && !self.agents.contains_key(&host) {
-            if self.launches.get(&id) == Some(&Launch::Sent) {
-                self.mark_stale(&host, id);
-            }
             warn!(job = %id, host, "requeued without its agent's word (qrerun -W force)");
             let exit = JobExit {
                 code: None,
@@ -77,7 +75,12 @@ impl SchedulerTask {
                 max_rss: None,
                 vmem: None,
             };
-            self.finish(id, exit, now, None);
+            let event = DispatchEvent::EndWithoutAgent {
+                job: id,
+                host: host.clone(),
+                exit,
+            };
+            self.dispatch_at(event, now);
         } else {
             self.end_active(id, &host, &reason);
         }
