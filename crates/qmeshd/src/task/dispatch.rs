@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use chrono::Utc;
+use qmesh_core::JobId;
 use qmesh_core::state::Finished;
-use qmesh_core::{JobId, Time};
 use qmesh_proto::v1;
 use qmesh_store::Store;
 use tracing::{info, warn};
@@ -17,41 +17,46 @@ use super::{SchedulerTask, persist};
 use crate::dispatch::{DispatchEvent, Ended, Now, Order, ToAgent};
 use crate::event::AfterDurable;
 
+/// The time of an event, both clocks read once: the task's one reading
+/// for what dispatch does.
+pub(super) fn clock() -> Now {
+    Now {
+        wall: Utc::now(),
+        mono: Instant::now(),
+    }
+}
+
 impl SchedulerTask {
     /// Hands `event` to dispatch, now, and carries out its orders.
     pub(super) fn dispatch(&mut self, event: DispatchEvent) {
-        self.dispatch_at(event, Utc::now());
+        self.dispatch_at(event, clock());
     }
 
-    /// [`Self::dispatch`] at the wall time `wall` (read once by the caller).
-    pub(super) fn dispatch_at(&mut self, event: DispatchEvent, wall: Time) {
-        let now = Now {
-            wall,
-            mono: Instant::now(),
-        };
+    /// [`Self::dispatch`] at `now` (read once by the caller, [`clock`]).
+    pub(super) fn dispatch_at(&mut self, event: DispatchEvent, now: Now) {
         let orders = self.dispatch.on_event(&mut self.state, event, now);
         for order in orders {
-            self.carry_out(order, wall);
+            self.carry_out(order, now);
         }
     }
 
-    fn carry_out(&mut self, order: Order, wall: Time) {
+    fn carry_out(&mut self, order: Order, now: Now) {
         match order {
-            Order::Send { host, message } => self.send_to(&host, message, wall),
+            Order::Send { host, message } => self.send_to(&host, message, now),
             Order::Ended(ended) => self.ended(ended),
         }
     }
 
-    fn send_to(&mut self, host: &str, message: ToAgent, wall: Time) {
+    fn send_to(&mut self, host: &str, message: ToAgent, now: Now) {
         use v1::daemon_message::Kind;
         match message {
             ToAgent::Launch(id) => match self.launch_order(id, host) {
                 Ok(order) => {
                     if !self.send(host, Kind::Launch(order)) {
-                        self.dispatch_at(DispatchEvent::LaunchUndelivered { job: id }, wall);
+                        self.dispatch_at(DispatchEvent::LaunchUndelivered { job: id }, now);
                     }
                 }
-                Err(why) => self.dispatch_at(DispatchEvent::LaunchRefused { job: id, why }, wall),
+                Err(why) => self.dispatch_at(DispatchEvent::LaunchRefused { job: id, why }, now),
             },
             ToAgent::Join(id) => {
                 let Some(order) = self.join_order(host, id) else {

@@ -718,7 +718,8 @@ impl SchedulerTask {
 
     fn tick(&mut self) {
         self.try_recover();
-        let now = Instant::now();
+        let clock = dispatch::clock();
+        let (now, wall) = (clock.mono, clock.wall);
         let limit = Duration::from_secs(3 * u64::from(self.settings.heartbeat_secs));
         let silent: Vec<String> = self
             .agents
@@ -734,13 +735,13 @@ impl SchedulerTask {
             if let Some(link) = self.agents.remove(&host) {
                 self.sessions.remove(&link.session);
             }
-            self.dispatch(DispatchEvent::AgentGone { host });
+            self.dispatch_at(DispatchEvent::AgentGone { host }, clock);
             self.dirty = true;
         }
-        self.dispatch(DispatchEvent::Tick);
+        self.dispatch_at(DispatchEvent::Tick, clock);
         if now.duration_since(self.last_purge) >= Duration::from_secs(60) {
             self.last_purge = now;
-            let old = self.state.purge_history(Utc::now());
+            let old = self.state.purge_history(wall);
             if !old.is_empty() {
                 info!(jobs = old.len(), "finished jobs left the history");
                 if let Err(e) = self.store.remove_jobs(&old) {
@@ -748,7 +749,6 @@ impl SchedulerTask {
                 }
             }
         }
-        let wall = Utc::now();
         if self.next_begin.is_some_and(|t| t <= wall) {
             self.dirty = true;
             self.next_begin = self.next_begin_after(wall);

@@ -6,7 +6,6 @@
 //! (`hosts.rs`), killed when the agent comes back, and the job is not
 //! launched there again before that run's end is in.
 
-use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
@@ -50,8 +49,8 @@ impl SchedulerTask {
     }
 
     fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {
-        let now = Utc::now();
-        let (host, job) = self.state.rerun(id, caller, force, now)?;
+        let now = super::dispatch::clock();
+        let (host, job) = self.state.rerun(id, caller, force, now.wall)?;
         persist(self.store.as_ref(), job);
         let reason = job.comment.clone();
         info!(job = %id, user = %caller.user, host, force, "requeueing");
