@@ -93,11 +93,7 @@ impl SchedulerTask {
             "agent connected"
         );
 
-        let finished = hello
-            .finished
-            .iter()
-            .map(|report| end_report(report))
-            .collect();
+        let finished = hello.finished.iter().map(end_report).collect();
         self.dispatch(DispatchEvent::AgentConnected {
             host,
             running: hello.running.iter().map(|&id| JobId(id)).collect(),
