@@ -7,6 +7,7 @@
 //! hears "ready" only once every socket listens.
 
 mod args;
+mod dispatch;
 mod event;
 mod identity;
 mod joblog;

@@ -1,25 +1,18 @@
-//! The daemon's half of the agent sessions: hello and reconciliation,
-//! reports, departures.
+//! The daemon's half of the agent sessions: hello, reports, departures.
 //!
-//! Reconciliation when an agent says hello (after its own restart, the
-//! daemon's, or a broken connection), for each job the daemon believes runs
-//! on that host: the agent runs it → keep it (and kill it again if it was
-//! deleted meanwhile); the agent reports it finished → record the end; its
-//! launch never left → send it now; otherwise the agent does not know it →
-//! it is lost: requeued if rerunnable, else failed. Jobs the agent runs that
-//! the daemon does not place there are killed.
+//! A hello is checked here (the cluster key, the host's nodes) and the
+//! session recorded; what the agent still runs and has ended is then
+//! reconciled by [`crate::dispatch`] (its `agents.rs`).
 
-use std::collections::HashSet;
 use std::time::Instant;
 
-use chrono::Utc;
-use qmesh_core::job::{ExitCause, JobExit};
-use qmesh_core::{JobId, JobState};
+use qmesh_core::JobId;
 use qmesh_proto::{convert, v1};
 use tonic::Status;
 use tracing::{debug, info, warn};
 
-use super::{AgentLink, Launch, SchedulerTask};
+use super::{AgentLink, SchedulerTask};
+use crate::dispatch::{DispatchEvent, EndReport};
 use crate::event::{AgentOutbox, Reply};
 
 impl SchedulerTask {
@@ -87,8 +80,6 @@ impl SchedulerTask {
             self.sessions.remove(&old.session);
         }
         self.sessions.insert(session, host.clone());
-        self.away.remove(&host);
-        self.state.set_host_up(&host, true);
         if let Some(facts) = &hello.facts {
             self.state.set_host_facts(&host, host_facts(facts));
         }
@@ -102,65 +93,13 @@ impl SchedulerTask {
             "agent connected"
         );
 
-        let finished: HashSet<u64> = hello.finished.iter().map(|f| f.job).collect();
-        let running: HashSet<u64> = hello.running.iter().copied().collect();
-        // Old runs the agent no longer has (its spool was wiped) are over.
-        if let Some(stale) = self.stale.get_mut(&host) {
-            stale.retain(|id| running.contains(&id.0) || finished.contains(&id.0));
-        }
-        for report in &hello.finished {
-            self.job_finished(&host, report);
-        }
-        for id in self.state.jobs_on_host(&host) {
-            if finished.contains(&id.0) {
-                continue;
-            }
-            let exiting = self
-                .state
-                .job(id)
-                .is_some_and(|j| j.state == JobState::Exiting);
-            if running.contains(&id.0) {
-                if exiting {
-                    self.kill(&host, id, "deleted while its agent was away");
-                }
-                continue;
-            }
-            match self.launches.get(&id) {
-                Some(Launch::AwaitingDurable | Launch::Joining) => {}
-                Some(Launch::Ready) => self.launch(id),
-                _ if exiting => {
-                    self.finish_unlaunched(id, "job deleted; its agent no longer ran it");
-                }
-                _ => {
-                    let lost = JobExit {
-                        code: None,
-                        signal: None,
-                        cause: ExitCause::Lost,
-                        message: format!("the agent on {host} did not know it when it reconnected"),
-                        cput: None,
-                        max_rss: None,
-                        vmem: None,
-                    };
-                    warn!(job = %id, host, "job lost");
-                    self.finish(id, lost, Utc::now(), None);
-                }
-            }
-        }
-        let ours: HashSet<u64> = self
-            .state
-            .jobs_on_host(&host)
-            .iter()
-            .map(|id| id.0)
-            .collect();
-        for id in running.difference(&ours) {
-            warn!(
-                job = id,
-                host, "the agent runs a job the daemon does not place there; killing it"
-            );
-            self.mark_stale(&host, JobId(*id));
-            self.kill(&host, JobId(*id), "the daemon does not run this job here");
-        }
-        self.reconcile_joins(&host, &hello.joined);
+        let finished = hello.finished.iter().map(end_report).collect();
+        self.dispatch(DispatchEvent::AgentConnected {
+            host,
+            running: hello.running.iter().map(|&id| JobId(id)).collect(),
+            finished,
+            joined: hello.joined.iter().map(|&id| JobId(id)).collect(),
+        });
     }
 
     pub(super) fn agent_said(&mut self, session: u64, message: v1::agent_message::Kind) {
@@ -218,8 +157,16 @@ impl SchedulerTask {
                 self.mail(qmesh_core::JobId(s.job), crate::mail::MailEvent::Begin);
                 self.unpark(qmesh_core::JobId(s.job));
             }
-            v1::agent_message::Kind::Finished(f) => self.job_finished(&host, &f),
-            v1::agent_message::Kind::Joined(j) => self.joined(&host, &j),
+            v1::agent_message::Kind::Finished(f) => self.dispatch(DispatchEvent::JobEnd {
+                host,
+                report: end_report(&f),
+            }),
+            v1::agent_message::Kind::Joined(j) => self.dispatch(DispatchEvent::Joined {
+                host,
+                job: JobId(j.job),
+                ok: j.ok,
+                message: j.message,
+            }),
             v1::agent_message::Kind::Hello(_) => {
                 warn!(host, "a second hello in one session; ignored");
             }
@@ -232,7 +179,7 @@ impl SchedulerTask {
         };
         if self.agents.get(&host).is_some_and(|l| l.session == session) {
             self.agents.remove(&host);
-            self.state.set_host_up(&host, false);
+            self.dispatch(DispatchEvent::AgentGone { host: host.clone() });
             self.dirty = true;
             warn!(
                 host,
@@ -240,28 +187,15 @@ impl SchedulerTask {
             );
         }
     }
+}
 
-    fn job_finished(&mut self, host: &str, report: &v1::JobFinished) {
-        let id = JobId(report.job);
-        debug!(job = %id, host, "end report");
-        if self.stale_report(host, id) {
-            // The acknowledgement first: until it, the agent's spool holds
-            // the old run, and a launch of the same job would be ignored.
-            self.send(
-                host,
-                v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }),
-            );
-            self.launch_after_stale(id);
-            return;
-        }
-        let (exit, end) = convert::job_exit(report);
-        let exit = self.given_up_exit(id, exit);
-        self.finish(
-            id,
-            exit,
-            end.unwrap_or_else(Utc::now),
-            Some(host.to_string()),
-        );
+/// An agent's end report, in the daemon's terms.
+fn end_report(report: &v1::JobFinished) -> EndReport {
+    let (exit, end) = convert::job_exit(report);
+    EndReport {
+        job: JobId(report.job),
+        exit,
+        end,
     }
 }
 

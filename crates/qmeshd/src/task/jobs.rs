@@ -7,9 +7,9 @@ use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
 use qmesh_store::Store;
 use tonic::Status;
-use tracing::{info, warn};
+use tracing::info;
 
-use super::{Launch, SchedulerTask, persist};
+use super::{SchedulerTask, persist};
 use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 use crate::status;
@@ -512,29 +512,11 @@ impl SchedulerTask {
     /// Ends a job the state has just marked exiting: kills it, or if its
     /// launch has not gone out, ends it without one.
     pub(super) fn end_active(&mut self, id: JobId, host: &str, reason: &str) {
-        match self.launches.get(&id) {
-            // launch() sees it exiting and ends it without a launch.
-            Some(Launch::AwaitingDurable) => {}
-            Some(Launch::Ready) => {
-                self.finish_unlaunched(id, &format!("{reason} before it was launched"));
-            }
-            _ => self.kill(host, id, reason),
-        }
-    }
-
-    /// Tells an agent to kill a job; if it is away, the kill is sent again
-    /// when it reconnects (the job stays exiting until its end is reported).
-    pub(super) fn kill(&mut self, host: &str, id: JobId, reason: &str) {
-        let sent = self.send(
-            host,
-            v1::daemon_message::Kind::Kill(v1::KillJob {
-                job: id.0,
-                reason: reason.to_string(),
-            }),
-        );
-        if !sent {
-            warn!(job = %id, host, "agent not connected; the kill is sent when it reconnects");
-        }
+        self.dispatch(crate::dispatch::DispatchEvent::EndWanted {
+            job: id,
+            host: host.to_string(),
+            reason: reason.to_string(),
+        });
     }
 
     /// spwait: answers now if the job has finished, else when it does.

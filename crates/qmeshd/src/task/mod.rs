@@ -14,7 +14,7 @@ mod admin;
 mod agents;
 mod attach;
 mod batch;
-mod hosts;
+mod dispatch;
 mod joblog;
 mod jobs;
 mod period_end;
@@ -38,15 +38,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use qmesh_core::job::{Job, JobExit};
+use qmesh_core::job::Job;
 use qmesh_core::scheduler::Scheduler;
-use qmesh_core::state::Finished;
 use qmesh_core::{Caller, JobId, State, Time};
 use qmesh_proto::v1;
 use qmesh_store::Store;
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, info_span, warn};
 
+use crate::dispatch::{Dispatch, DispatchEvent};
 use crate::event::{AfterDurable, AgentOutbox, Event, Reply};
 use crate::identity::Peer;
 use plan::LastPlan;
@@ -69,19 +69,6 @@ pub struct TaskSettings {
     pub file_config: qmesh_core::Config,
     /// The store's directory, named when it cannot write.
     pub store_dir: std::path::PathBuf,
-}
-
-/// Where a job's launch order stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Launch {
-    /// Started in a pass; the start is not yet durable.
-    AwaitingDurable,
-    /// Durable, but its agent was not connected: send when it comes.
-    Ready,
-    /// Waiting for the other hosts of the job to join it (prologues).
-    Joining,
-    /// Sent to the agent.
-    Sent,
 }
 
 /// A connected agent.
@@ -128,22 +115,13 @@ pub struct SchedulerTask {
     settings: TaskSettings,
     /// The last pass's plan: why each pending job waits, when it starts.
     plan: LastPlan,
-    launches: HashMap<JobId, Launch>,
+    /// Launches, joins, stale runs, jobs given up, hosts away
+    /// (`crate::dispatch`).
+    dispatch: Dispatch,
     /// Callers waiting for a job to finish.
     waiters: HashMap<JobId, Vec<Reply<v1::JobInfo>>>,
     agents: HashMap<String, AgentLink>,
     sessions: HashMap<u64, String>,
-    /// Hosts holding active jobs whose agent is away, and since when.
-    away: HashMap<String, Instant>,
-    /// Jobs being ended from outside (a lost host they joined, a failed
-    /// prologue): killed where they were launched; the end report counts
-    /// as this cause and reason.
-    giving_up: HashMap<JobId, (qmesh_core::ExitCause, String)>,
-    /// Per host, jobs whose old run there has not confirmed its end.
-    stale: HashMap<String, HashSet<JobId>>,
-    /// Per job spanning hosts, the hosts that have not joined it yet; the
-    /// launch leaves when none is left.
-    awaiting_joins: HashMap<JobId, std::collections::BTreeSet<String>>,
     durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
     dirty: bool,
     passes: u64,
@@ -192,20 +170,17 @@ impl SchedulerTask {
         settings: TaskSettings,
         durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
     ) -> SchedulerTask {
+        let lost_after = settings.lost_after;
         SchedulerTask {
             state,
             store: Arc::new(turn_store::TurnStore::new(store)),
             scheduler: Scheduler,
             settings,
             plan: LastPlan::default(),
-            launches: HashMap::new(),
+            dispatch: Dispatch::new(lost_after),
             waiters: HashMap::new(),
             agents: HashMap::new(),
             sessions: HashMap::new(),
-            away: HashMap::new(),
-            giving_up: HashMap::new(),
-            stale: HashMap::new(),
-            awaiting_joins: HashMap::new(),
             durable_tx,
             dirty: true,
             passes: 0,
@@ -615,7 +590,7 @@ impl SchedulerTask {
         let id = job.id;
         info!(job = %job.id, nodes = %job.exec_nodes.join("+"), "starting");
         persist(self.store.as_ref(), job);
-        self.launches.insert(id, Launch::AwaitingDurable);
+        self.dispatch(DispatchEvent::Started { job: id });
         self.log_started(id, requestor);
         if self.state.has_dependents(id) {
             // A job waiting `after:` this one may start now.
@@ -649,7 +624,7 @@ impl SchedulerTask {
             match item {
                 AfterDurable::NotDurable { items, why } => self.not_durable(items, why),
                 AfterDurable::Resynced => self.resynced(),
-                AfterDurable::Launch(id) => self.launch(id),
+                AfterDurable::Launch(id) => self.dispatch(DispatchEvent::StartDurable { job: id }),
                 AfterDurable::Ack { host, job } => {
                     self.send(
                         &host,
@@ -660,180 +635,12 @@ impl SchedulerTask {
         }
     }
 
-    /// Sends a job's launch order to its agent, if it is connected.
-    fn launch(&mut self, id: JobId) {
-        let Some(job) = self.state.job(id) else {
-            self.launches.remove(&id);
-            return;
-        };
-        match job.state {
-            qmesh_core::JobState::Running => {}
-            qmesh_core::JobState::Exiting => {
-                // Deleted before its launch left: it never ran.
-                self.finish_unlaunched(id, "job deleted before it was launched");
-                return;
-            }
-            _ => {
-                self.launches.remove(&id);
-                return;
-            }
-        }
-        let host = self.state.job_host(job).unwrap_or_default().to_string();
-        if !self.agents.contains_key(&host) {
-            debug!(job = %id, host, "agent not connected; the launch waits for it");
-            self.launches.insert(id, Launch::Ready);
-            return;
-        }
-        if self.stale_on(&host, id) {
-            debug!(job = %id, host, "its old run there has not ended yet; the launch waits for it");
-            self.launches.insert(id, Launch::Ready);
-            return;
-        }
-        if self.joins_pending(id) {
-            self.launches.insert(id, Launch::Joining);
-            return;
-        }
-        let Some(job) = self.state.job(id) else {
-            return;
-        };
-        // A sub-job runs its array's script.
-        let payload = match self.store.payload(id.array_parent().unwrap_or(id)) {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                self.finish_failed(id, "its script is missing from the store");
-                return;
-            }
-            Err(e) => {
-                self.finish_failed(id, &format!("its script could not be read: {e}"));
-                return;
-            }
-        };
-        let mut order = qmesh_proto::convert::launch(
-            job,
-            payload,
-            self.state.server_name(),
-            self.state.config().server.kill_delay,
-        );
-        order.local_nodes = self.nodes_on(job, &host);
-        // On a shared node the agent holds the job to its CPUs there.
-        for (share, node) in order.shares.iter_mut().zip(&job.exec_nodes) {
-            share.shared = self.state.node_by_name(node).is_some_and(|n| n.slots > 1);
-        }
-        order.array_torque = self
-            .state
-            .array_of(id)
-            .is_some_and(|a| a.spec.style == qmesh_core::array::ArrayStyle::Torque);
-        order.shell = qmesh_core::job::options::shell_for(&job.options.shell, &host)
-            .unwrap_or_default()
-            .to_string();
-        if order.start_dir.is_empty() && self.settings.jobs.start_in_submit_dir {
-            order.start_dir = job.workdir.clone();
-        }
-        if self.send(&host, v1::daemon_message::Kind::Launch(order)) {
-            self.launches.insert(id, Launch::Sent);
-        } else {
-            self.launches.insert(id, Launch::Ready);
-        }
-    }
-
     /// Sends a message to a host's agent; false if it is not connected
     /// (or no longer keeps up, see [`AgentLink::deliver`]).
     fn send(&mut self, host: &str, kind: v1::daemon_message::Kind) -> bool {
         match self.agents.get_mut(host) {
             Some(link) => link.deliver(host, kind),
             None => false,
-        }
-    }
-
-    fn finish_failed(&mut self, id: JobId, message: &str) {
-        let exit = JobExit {
-            code: None,
-            signal: None,
-            cause: qmesh_core::ExitCause::LaunchFailed,
-            message: message.to_string(),
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        };
-        self.finish(id, exit, Utc::now(), None);
-    }
-
-    fn finish_unlaunched(&mut self, id: JobId, message: &str) {
-        let exit = JobExit {
-            code: None,
-            signal: None,
-            cause: qmesh_core::ExitCause::Deleted,
-            message: message.to_string(),
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        };
-        self.finish(id, exit, Utc::now(), None);
-    }
-
-    /// Records a job's end; once durable, `ack_host`'s agent is told.
-    fn finish(&mut self, id: JobId, exit: JobExit, end: Time, ack_host: Option<String>) {
-        let was_stopped = self.state.job(id).is_some_and(|j| j.period_stop.is_some());
-        let joined_hosts: Vec<String> = self
-            .state
-            .job(id)
-            .map(|job| self.state.job_hosts(job).into_iter().skip(1).collect())
-            .unwrap_or_default();
-        self.giving_up.remove(&id);
-        self.awaiting_joins.remove(&id);
-        // The run that ends, for the accounting log.
-        let run = self
-            .state
-            .job(id)
-            .filter(|j| j.state.is_active())
-            .map(|job| qmesh_core::joblog::EndedRun::of(job).ended(end.timestamp(), &exit));
-        match self.state.finish(id, exit, end) {
-            Ok((how, job)) => {
-                if !joined_hosts.is_empty() {
-                    let reason = job.comment.clone();
-                    self.send_leaves(id, &joined_hosts, &reason);
-                }
-                if let Some(run) = &run {
-                    self.log_ended(id, run, how);
-                }
-                let Some(job) = self.state.job(id) else {
-                    return;
-                };
-                info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
-                persist(self.store.as_ref(), job);
-                if how == Finished::Finished {
-                    self.mail(id, crate::mail::MailEvent::of_end(job));
-                }
-                let charged = match how {
-                    Finished::Finished => qmesh_core::account::charge_of(job).is_some(),
-                    // Requeued at a period's end: its run so far was charged.
-                    Finished::Requeued => job.account.is_some() && was_stopped,
-                };
-                if charged {
-                    self.persist_usage();
-                }
-                self.launches.remove(&id);
-                self.dirty = true;
-                self.job_done(id);
-                self.end_dependents(id, end);
-                self.settle_arrays(end);
-                if how == Finished::Finished {
-                    self.purge_if_asked(id);
-                }
-                if let Some(host) = ack_host {
-                    self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
-                }
-            }
-            Err(e) => {
-                // A repeated report (already recorded): acknowledge again.
-                debug!(job = %id, error = %e, "end report for a job that is not running");
-                if let Some(host) = ack_host {
-                    self.send(
-                        &host,
-                        v1::daemon_message::Kind::Ack(v1::AckFinished { job: id.0 }),
-                    );
-                }
-            }
         }
     }
 
@@ -911,7 +718,8 @@ impl SchedulerTask {
 
     fn tick(&mut self) {
         self.try_recover();
-        let now = Instant::now();
+        let clock = dispatch::clock();
+        let (now, wall) = (clock.mono, clock.wall);
         let limit = Duration::from_secs(3 * u64::from(self.settings.heartbeat_secs));
         let silent: Vec<String> = self
             .agents
@@ -927,13 +735,13 @@ impl SchedulerTask {
             if let Some(link) = self.agents.remove(&host) {
                 self.sessions.remove(&link.session);
             }
-            self.state.set_host_up(&host, false);
+            self.dispatch_at(DispatchEvent::AgentGone { host }, clock);
             self.dirty = true;
         }
-        self.give_up_lost_hosts();
+        self.dispatch_at(DispatchEvent::Tick, clock);
         if now.duration_since(self.last_purge) >= Duration::from_secs(60) {
             self.last_purge = now;
-            let old = self.state.purge_history(Utc::now());
+            let old = self.state.purge_history(wall);
             if !old.is_empty() {
                 info!(jobs = old.len(), "finished jobs left the history");
                 if let Err(e) = self.store.remove_jobs(&old) {
@@ -941,7 +749,6 @@ impl SchedulerTask {
                 }
             }
         }
-        let wall = Utc::now();
         if self.next_begin.is_some_and(|t| t <= wall) {
             self.dirty = true;
             self.next_begin = self.next_begin_after(wall);

@@ -14,7 +14,6 @@
 //!
 //! Each job on its own; the answer once the changes are durable.
 
-use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
@@ -23,7 +22,8 @@ use qmesh_proto::v1;
 use qmesh_store::Store;
 use tracing::{error, info, warn};
 
-use super::{Launch, SchedulerTask};
+use super::SchedulerTask;
+use crate::dispatch::DispatchEvent;
 use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 
@@ -149,9 +149,6 @@ impl SchedulerTask {
 
     /// Ends an exiting job now, as deleted; the run on `host` is stale.
     fn force_end(&mut self, id: JobId, host: &str, caller: &Caller) {
-        if self.launches.get(&id) == Some(&Launch::Sent) {
-            self.mark_stale(host, id);
-        }
         let why = format!(
             "deleted by {} with qdel -W force; the agent of host {host} did not confirm the end",
             caller.user
@@ -166,7 +163,11 @@ impl SchedulerTask {
             max_rss: None,
             vmem: None,
         };
-        self.finish(id, exit, Utc::now(), None);
+        self.dispatch(DispatchEvent::EndWithoutAgent {
+            job: id,
+            host: host.to_string(),
+            exit,
+        });
     }
 
     /// qdel -x on a finished job: gone from the state and the store.

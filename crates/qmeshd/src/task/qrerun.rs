@@ -6,7 +6,6 @@
 //! (`hosts.rs`), killed when the agent comes back, and the job is not
 //! launched there again before that run's end is in.
 
-use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
@@ -14,7 +13,8 @@ use qmesh_core::{Caller, JobId};
 use qmesh_proto::v1;
 use tracing::{info, warn};
 
-use super::{Launch, SchedulerTask, persist};
+use super::{SchedulerTask, persist};
+use crate::dispatch::DispatchEvent;
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -49,8 +49,8 @@ impl SchedulerTask {
     }
 
     fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {
-        let now = Utc::now();
-        let (host, job) = self.state.rerun(id, caller, force, now)?;
+        let now = super::dispatch::clock();
+        let (host, job) = self.state.rerun(id, caller, force, now.wall)?;
         persist(self.store.as_ref(), job);
         let reason = job.comment.clone();
         info!(job = %id, user = %caller.user, host, force, "requeueing");
@@ -61,9 +61,6 @@ impl SchedulerTask {
         );
         self.log_event(id, EventClass::Job, text);
         if force && !self.agents.contains_key(&host) {
-            if self.launches.get(&id) == Some(&Launch::Sent) {
-                self.mark_stale(&host, id);
-            }
             warn!(job = %id, host, "requeued without its agent's word (qrerun -W force)");
             let exit = JobExit {
                 code: None,
@@ -77,7 +74,12 @@ impl SchedulerTask {
                 max_rss: None,
                 vmem: None,
             };
-            self.finish(id, exit, now, None);
+            let event = DispatchEvent::EndWithoutAgent {
+                job: id,
+                host: host.clone(),
+                exit,
+            };
+            self.dispatch_at(event, now);
         } else {
             self.end_active(id, &host, &reason);
         }

@@ -14,7 +14,8 @@ use qmesh_proto::v1;
 use tonic::Status;
 use tracing::info;
 
-use super::{Launch, SchedulerTask};
+use super::SchedulerTask;
+use crate::dispatch::Launch;
 use crate::identity::Peer;
 use crate::status;
 
@@ -81,7 +82,7 @@ impl SchedulerTask {
         let job = signal_target(&self.state, id, None)?;
         let full = self.state.full_id(id);
         if matches!(
-            self.launches.get(&id),
+            self.dispatch.launch_of(id),
             Some(Launch::AwaitingDurable | Launch::Ready)
         ) {
             return Err(SignalError::Starting { id: full });
