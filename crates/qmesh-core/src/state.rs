@@ -15,7 +15,7 @@ use crate::access::Caller;
 use crate::account::Usage;
 use crate::error::CoreError;
 use crate::job::{ExitCause, Holds, Job, JobExit, JobId, JobState};
-use crate::node::{Node, NodeAttrs, NodeName, NodeNeeds, NodeSet};
+use crate::node::{Node, NodeName, NodeNeeds, NodeSet};
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
@@ -26,16 +26,21 @@ mod account;
 mod admit;
 mod alter;
 mod arrays;
+mod book;
 mod depend;
 mod hosts;
 pub mod limits;
+mod machine;
 mod node_resources;
 mod node_sets;
 mod occupancy;
 mod placeable;
 
 pub use arrays::Targets;
+pub use book::PendingView;
+use book::{JobBook, add_pending, pending_key, refresh_pending, remove_pending, requeue};
 pub use hosts::{HostFacts, overloaded};
+use machine::Machine;
 
 pub(crate) use occupancy::{NodeBits, Occupancy};
 
@@ -43,105 +48,10 @@ pub(crate) use occupancy::{NodeBits, Occupancy};
 pub struct State {
     server_name: String,
     config: Config,
-    /// The daemon file's node sets, then the config's (made with qmgr).
-    node_sets: Vec<NodeSet>,
-    /// How many of `node_sets` come from the daemon's file.
-    file_sets: usize,
-    nodes: Vec<Node>,
-    node_index: HashMap<String, usize>,
-    /// Per host, what its agent last reported (see `hosts.rs`).
-    host_facts: HashMap<String, HostFacts>,
-    /// Per node set, its attributes for scheduling: the file's or qmgr's,
-    /// with what its hosts report where those say nothing (`hosts.rs`).
-    effective: Vec<NodeAttrs>,
-    /// Per host, jobs started there since that report: the load does not
-    /// show them yet, and without them one pass would pile its jobs onto
-    /// the host that looked least busy.
-    started_since_load: HashMap<String, u32>,
-    /// Nodes usable (up and in service), per node set (kept by
-    /// `set_host_up` and `apply_node_marks`).
-    up_per_set: Vec<usize>,
-    /// Per node set, the largest job it can ever place (see
-    /// `node_sets::largest_jobs`).
-    largest_job: Vec<u32>,
-    /// The free nodes and what each job holds, kept for the pass.
-    occupancy: Occupancy,
-    /// Hosts whose agent is connected (kept by `set_host_up`): nodes
-    /// added on them later are up at once.
-    up_hosts: BTreeSet<String>,
-    /// Every job, history included. Hashed: a pass looks up each pending
-    /// job, and a B-tree search per job cost more than the pass itself.
-    jobs: HashMap<JobId, Job>,
-    /// Pending jobs by queue, in rank order (a job's rank is its id unless
-    /// the queue was reordered): a pass walks a queue without sorting and
-    /// stops when the nodes run out.
-    pending: BTreeMap<String, BTreeMap<PendingKey, PendingView>>,
-    active: BTreeSet<JobId>,
-    /// Jobs that named each job in `-W depend` and may still wait for it;
-    /// entries go when the named job ends ([`State::take_dependents`]).
-    dependents: HashMap<JobId, Vec<JobId>>,
-    next_id: u64,
-    /// Arrays finished since the daemon last asked ([`State::take_ended_arrays`]).
-    ended_arrays: Vec<JobId>,
-    /// Usage charged, and counters of what queued and running jobs ask
-    /// for (see `account`).
-    accounting: Accounting,
-}
-
-/// Where a pending job stands in its queue: its priority (`qsub -p`,
-/// higher first), then its rank, then its id. A change to any of them
-/// must take the job out under its old key first.
-type PendingKey = (i32, u64, JobId);
-
-fn pending_key(job: &Job) -> PendingKey {
-    (-job.priority, job.rank.unwrap_or(job.id.seq()), job.id)
-}
-
-/// What a scheduling pass reads of every pending job, kept beside its key.
-/// A pass walks these in order without touching the job records: with
-/// 100,000 jobs, one cache miss per record cost more than the pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PendingView {
-    pub id: JobId,
-    pub nodes: u32,
-    pub walltime: u64,
-    pub qtime: Time,
-    /// Queued: not held, waiting or in transit.
-    pub queued: bool,
-    /// Has dependencies or a start-after time to check.
-    pub conditional: bool,
-    /// Names an account (allocations, group limits, fair share apply).
-    pub has_account: bool,
-    /// Needs memory, CPUs or features of its nodes: not every set serves it.
-    pub has_needs: bool,
-    /// Names its nodes or hosts, asks for them packed, scattered or to
-    /// itself, or needs GPUs or other resources consumed per node: the
-    /// planner chooses its nodes one by one.
-    pub constrained: bool,
-    /// An array, or a sub-job with a record of its own: its array's
-    /// throttle applies.
-    pub array: bool,
-}
-
-impl PendingView {
-    fn of(job: &Job) -> PendingView {
-        PendingView {
-            id: job.id,
-            nodes: job.nodes,
-            walltime: job.walltime,
-            qtime: job.qtime,
-            queued: job.state == JobState::Queued,
-            conditional: !job.depend.is_empty() || job.start_after.is_some() || job.depend_on > 0,
-            has_account: job.account.is_some(),
-            has_needs: job.needs().any(),
-            constrained: job.consumes_on_nodes()
-                || job
-                    .layout
-                    .as_ref()
-                    .is_some_and(|l| l.constrains_placement()),
-            array: job.array.is_some() || job.id.array_parent().is_some(),
-        }
-    }
+    /// The jobs and the indexes over them (`book.rs`).
+    book: JobBook,
+    /// The nodes and what holds them (`machine.rs`).
+    machine: Machine,
 }
 
 /// What `delete` did.
@@ -197,26 +107,22 @@ impl State {
         accounting.configure(&config);
         accounting.tally.counting_entities = config.has_job_count_limits();
         let mut state = State {
-            accounting,
-            up_per_set: vec![0; node_sets.len()],
-            host_facts: HashMap::default(),
-            effective: node_sets.iter().map(|set| set.attrs.clone()).collect(),
-            started_since_load: HashMap::default(),
-            largest_job: node_sets::largest_jobs(&node_sets),
-            occupancy,
             server_name: server_name.into(),
             config,
-            file_sets,
-            node_sets,
-            nodes,
-            node_index,
-            up_hosts: BTreeSet::new(),
-            jobs: HashMap::default(),
-            pending: BTreeMap::new(),
-            active: BTreeSet::new(),
-            dependents: HashMap::default(),
-            next_id: 1,
-            ended_arrays: Vec::new(),
+            book: JobBook::new(accounting),
+            machine: Machine {
+                up_per_set: vec![0; node_sets.len()],
+                host_facts: HashMap::default(),
+                effective: node_sets.iter().map(|set| set.attrs.clone()).collect(),
+                started_since_load: HashMap::default(),
+                largest_job: node_sets::largest_jobs(&node_sets),
+                occupancy,
+                file_sets,
+                node_sets,
+                nodes,
+                node_index,
+                up_hosts: BTreeSet::new(),
+            },
         };
         state.apply_node_marks();
         Ok(state)
@@ -229,26 +135,26 @@ impl State {
         let mut arrays = Vec::new();
         for job in jobs {
             let id = job.id;
-            self.next_id = self.next_id.max(id.seq() + 1);
+            self.book.next_id = self.book.next_id.max(id.seq() + 1);
             if job.array.is_some() {
                 // Back in its queue once its sub-jobs are counted.
                 arrays.push(id);
             } else if job.state.is_pending() {
-                add_pending(&mut self.pending, &job);
+                add_pending(&mut self.book.pending, &job);
                 self.note_dependencies(&job);
-                self.accounting.tally.enter_pending(&job);
+                self.book.accounting.tally.enter_pending(&job);
             } else if job.state.is_active() {
-                self.active.insert(id);
-                self.accounting.tally.enter_active(&job);
+                self.book.active.insert(id);
+                self.book.accounting.tally.enter_active(&job);
                 for name in &job.exec_nodes {
-                    match self.node_index.get(&**name) {
+                    match self.machine.node_index.get(&**name) {
                         Some(&idx) => {
                             // A running job keeps its node, even past the
                             // node's slots (jobs_per_node lowered in the
                             // file, or a store that says two jobs hold an
                             // exclusive node): the node takes no new job
                             // until enough of them end.
-                            let node = &mut self.nodes[idx];
+                            let node = &mut self.machine.nodes[idx];
                             if node.jobs.contains(id) {
                                 continue;
                             }
@@ -274,11 +180,11 @@ impl State {
                     }
                 }
             }
-            self.jobs.insert(id, job);
+            self.book.jobs.insert(id, job);
         }
         self.restore_arrays(arrays);
-        self.next_id = self.next_id.max(next_id);
-        self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
+        self.book.next_id = self.book.next_id.max(next_id);
+        self.machine.occupancy = Occupancy::of(&self.machine.nodes, self.machine.node_sets.len());
         warnings
     }
 
@@ -304,12 +210,13 @@ impl State {
             warnings = dropped;
             warnings.extend(self.replace_node_sets(sets));
         }
-        self.accounting.configure(&config);
+        self.book.accounting.configure(&config);
         let counting = config.has_job_count_limits();
-        let jobs = &self.jobs;
+        let jobs = &self.book.jobs;
         let pending = jobs.values().filter(|j| j.state.is_pending());
         let active = jobs.values().filter(|j| j.state.is_active());
-        self.accounting
+        self.book
+            .accounting
             .tally
             .count_entities(counting, pending, active);
         let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
@@ -325,58 +232,64 @@ impl State {
 
     /// Usage charged and what queued and running jobs ask for.
     pub fn accounting(&self) -> &Accounting {
-        &self.accounting
+        &self.book.accounting
     }
 
     /// Puts back the usage loaded from the store.
     pub fn restore_usage(&mut self, usage: Usage) {
-        self.accounting.restore(usage);
+        self.book.accounting.restore(usage);
     }
 
     pub fn node_sets(&self) -> &[NodeSet] {
-        &self.node_sets
+        &self.machine.node_sets
     }
 
     pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+        &self.machine.nodes
     }
 
     pub fn node_by_name(&self, name: &str) -> Option<&Node> {
-        self.node_index.get(name).map(|&i| &self.nodes[i])
+        self.machine
+            .node_index
+            .get(name)
+            .map(|&i| &self.machine.nodes[i])
     }
 
     pub fn job(&self, id: JobId) -> Option<&Job> {
-        self.jobs.get(&id)
+        self.book.jobs.get(&id)
     }
 
     /// All jobs, history included, in id order.
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
-        let mut all: Vec<&Job> = self.jobs.values().collect();
+        let mut all: Vec<&Job> = self.book.jobs.values().collect();
         all.sort_unstable_by_key(|job| job.id);
         all.into_iter()
     }
 
     /// Jobs not yet started, in id order.
     pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.pending
+        self.book
+            .pending
             .values()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, _, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.book.jobs.get(id))
     }
 
     /// Pending jobs of one queue, in rank order: submission order unless
     /// the queue was reordered ([`State::reorder_queue`]).
     pub fn pending_in(&self, queue: &str) -> impl Iterator<Item = &Job> {
-        self.pending
+        self.book
+            .pending
             .get(queue)
             .into_iter()
             .flat_map(|queue| queue.keys())
-            .filter_map(|(_, _, id)| self.jobs.get(id))
+            .filter_map(|(_, _, id)| self.book.jobs.get(id))
     }
 
     /// What the scheduler reads of a queue's pending jobs, in rank order.
     pub fn pending_views(&self, queue: &str) -> impl Iterator<Item = &PendingView> {
-        self.pending
+        self.book
+            .pending
             .get(queue)
             .into_iter()
             .flat_map(|queue| queue.values())
@@ -384,21 +297,24 @@ impl State {
 
     /// How many jobs wait, in all queues.
     pub fn pending_count(&self) -> usize {
-        self.pending.values().map(BTreeMap::len).sum()
+        self.book.pending.values().map(BTreeMap::len).sum()
     }
 
     /// Running and exiting jobs, in id order.
     pub fn active_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.active.iter().filter_map(|id| self.jobs.get(id))
+        self.book
+            .active
+            .iter()
+            .filter_map(|id| self.book.jobs.get(id))
     }
 
     /// The id the next submission will get.
     pub fn next_id(&self) -> JobId {
-        JobId(self.next_id)
+        JobId(self.book.next_id)
     }
 
     pub fn full_id(&self, id: JobId) -> String {
-        match self.jobs.get(&id) {
+        match self.book.jobs.get(&id) {
             Some(job) => job.full_id(&self.server_name),
             None => id.full(&self.server_name),
         }
@@ -436,8 +352,8 @@ impl State {
                 .every_set()
                 .filter_map(|name| self.set_index(name))
                 .collect(),
-            None => (0..self.node_sets.len())
-                .filter(|&i| queue.uses_set(&self.node_sets[i].name))
+            None => (0..self.machine.node_sets.len())
+                .filter(|&i| queue.uses_set(&self.machine.node_sets[i].name))
                 .collect(),
         }
     }
@@ -461,7 +377,7 @@ impl State {
                 .iter()
                 .filter_map(|name| self.set_index(name))
                 .collect(),
-            None => (0..self.node_sets.len()).collect(),
+            None => (0..self.machine.node_sets.len()).collect(),
         }
     }
 
@@ -472,7 +388,7 @@ impl State {
     }
 
     pub fn set_index(&self, name: &str) -> Option<usize> {
-        self.node_sets.iter().position(|s| s.name == name)
+        self.machine.node_sets.iter().position(|s| s.name == name)
     }
 
     /// How many nodes of the queue's sets (in any period) serve `needs`,
@@ -487,10 +403,10 @@ impl State {
         // whole inside one: the reach is the larger of the two.
         let (mut flat, mut shaped) = (0u32, 0u32);
         for i in self.sets_ever(q) {
-            let set = &self.node_sets[i];
-            let attrs = &self.effective[i];
+            let set = &self.machine.node_sets[i];
+            let attrs = &self.machine.effective[i];
             let serves = attrs.satisfies(needs);
-            let largest = self.largest_job.get(i).copied().unwrap_or(0);
+            let largest = self.machine.largest_job.get(i).copied().unwrap_or(0);
             if serves {
                 if set.topology == crate::node::Topology::Flat {
                     flat += largest;
@@ -553,7 +469,7 @@ impl State {
         caller: &Caller,
         now: Time,
     ) -> Result<Job, CoreError> {
-        let id = JobId(self.next_id);
+        let id = JobId(self.book.next_id);
         let depend = self.dependencies_for(&submission.depend)?;
         let before = self.before_targets(&submission.depend)?;
         let mut submission = submission;
@@ -601,13 +517,13 @@ impl State {
     /// Queues a job made by [`State::prepare`].
     pub fn admit(&mut self, job: Job) -> &Job {
         let id = job.id;
-        self.next_id = self.next_id.max(id.seq() + 1);
+        self.book.next_id = self.book.next_id.max(id.seq() + 1);
         if job.state.is_pending() {
-            add_pending(&mut self.pending, &job);
+            add_pending(&mut self.book.pending, &job);
             self.note_dependencies(&job);
-            self.accounting.tally.enter_pending(&job);
+            self.book.accounting.tally.enter_pending(&job);
         }
-        self.jobs.entry(id).or_insert(job)
+        self.book.jobs.entry(id).or_insert(job)
     }
 
     /// Prepares and admits in one step (the simulator and tests).
@@ -621,7 +537,7 @@ impl State {
         let id = job.id;
         self.admit(job);
         self.link_before(id);
-        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
+        self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
     /// Starts a pending job on the given nodes (indices into [`State::nodes`]).
@@ -639,7 +555,7 @@ impl State {
         parts: &[qmesh_alloc::Part],
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if job.state != JobState::Queued {
             return Err(self.wrong_state(job, "start"));
         }
@@ -651,24 +567,31 @@ impl State {
         };
         if let Some(&busy) = nodes
             .iter()
-            .find(|&&i| self.nodes.get(i).is_none_or(|n| !n.is_free()))
+            .find(|&&i| self.machine.nodes.get(i).is_none_or(|n| !n.is_free()))
         {
             let name = self
+                .machine
                 .nodes
                 .get(busy)
                 .map_or_else(|| format!("#{busy}"), |n| n.name.to_string());
             return Err(CoreError::NoSuchNode { node: name });
         }
-        let names: Vec<NodeName> = nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
-        remove_pending(&mut self.pending, job);
+        let names: Vec<NodeName> = nodes
+            .iter()
+            .map(|&i| self.machine.nodes[i].name.clone())
+            .collect();
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        remove_pending(&mut self.book.pending, job);
         let sole = job.wants_sole_nodes();
-        self.occupancy.take(&mut self.nodes, id, nodes, sole);
-        self.accounting.tally.leave_pending(job);
-        self.accounting.tally.enter_active(job);
-        self.active.insert(id);
-        self.note_started_on(nodes);
+        self.machine
+            .occupancy
+            .take(&mut self.machine.nodes, id, nodes, sole);
+        self.book.accounting.tally.leave_pending(job);
+        self.book.accounting.tally.enter_active(job);
+        self.book.active.insert(id);
+        self.machine.note_started_on(nodes);
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -692,7 +615,7 @@ impl State {
             format!("job started on {} node(s)", nodes.len())
         };
         self.sub_job_changed(id, JobState::Queued, now);
-        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
+        self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
     /// Records the end of an active job and frees its nodes. A lost job
@@ -703,12 +626,12 @@ impl State {
         exit: JobExit,
         end: Time,
     ) -> Result<(Finished, &Job), CoreError> {
-        let before = self.jobs.get(&id).map(|j| j.state);
+        let before = self.book.jobs.get(&id).map(|j| j.state);
         let how = self.finish_job(id, exit, end)?.0;
         if let Some(before) = before {
             self.sub_job_changed(id, before, end);
         }
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         Ok((how, job))
     }
 
@@ -718,14 +641,15 @@ impl State {
         exit: JobExit,
         end: Time,
     ) -> Result<(Finished, &Job), CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !job.state.is_active() {
             return Err(self.wrong_state(job, "finish"));
         }
-        self.accounting.tally.leave_active(job);
-        self.release_nodes(id);
-        self.active.remove(&id);
+        self.book.accounting.tally.leave_active(job);
+        self.machine.release_nodes(id);
+        self.book.active.remove(&id);
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -734,12 +658,17 @@ impl State {
             if stop.requeue {
                 // The run so far is used: charged, as ANL charged wall-clock.
                 let half_life = self.config.server.fairshare_half_life;
-                self.accounting.charge_run(job, end, half_life);
+                self.book.accounting.charge_run(job, end, half_life);
                 let comment = format!(
                     "requeued at {}; it runs again when its queue can run it",
                     stop.what
                 );
-                requeue(job, comment, &mut self.pending, &mut self.accounting);
+                requeue(
+                    job,
+                    comment,
+                    &mut self.book.pending,
+                    &mut self.book.accounting,
+                );
                 return Ok((Finished::Requeued, job));
             }
             job.comment = format!("killed at {}", stop.what);
@@ -747,12 +676,17 @@ impl State {
             job.end_time = Some(end);
             job.exit = Some(exit);
             let half_life = self.config.server.fairshare_half_life;
-            self.accounting.charge(job, half_life);
+            self.book.accounting.charge(job, half_life);
             return Ok((Finished::Finished, job));
         }
         if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
             let comment = format!("requeued: {}", exit.describe(job.walltime));
-            requeue(job, comment, &mut self.pending, &mut self.accounting);
+            requeue(
+                job,
+                comment,
+                &mut self.book.pending,
+                &mut self.book.accounting,
+            );
             return Ok((Finished::Requeued, job));
         }
         job.comment = exit.describe(job.walltime);
@@ -760,7 +694,7 @@ impl State {
         job.end_time = Some(end);
         job.exit = Some(exit);
         let half_life = self.config.server.fairshare_half_life;
-        self.accounting.charge(job, half_life);
+        self.book.accounting.charge(job, half_life);
         Ok((Finished::Finished, job))
     }
 
@@ -781,16 +715,16 @@ impl State {
             }
             let all = a.tally.unstarted.clone();
             self.delete_unstarted(id, &all, caller, now)?;
-            if let Some(job) = self.jobs.get_mut(&id) {
+            if let Some(job) = self.book.jobs.get_mut(&id) {
                 job.comment = format!("job array deleted by {}", caller.user);
             }
-            let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+            let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
             return Ok((Deleted::Removed, job));
         }
         let before = job.state;
         let outcome = self.delete_job(id, caller, now)?.0;
         self.sub_job_changed(id, before, now);
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         Ok((outcome, job))
     }
 
@@ -809,14 +743,15 @@ impl State {
             _ => return Err(self.wrong_state(job, "delete")),
         };
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = now;
         match outcome {
             Deleted::Removed => {
-                remove_pending(&mut self.pending, job);
-                self.accounting.tally.leave_pending(job);
+                remove_pending(&mut self.book.pending, job);
+                self.book.accounting.tally.leave_pending(job);
                 job.state = JobState::Finished;
                 job.end_time = Some(now);
                 job.exit = Some(JobExit {
@@ -849,12 +784,13 @@ impl State {
         requeue: bool,
         now: Time,
     ) -> Result<(String, &Job), CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if job.state != JobState::Running {
             return Err(self.wrong_state(job, "end at its period's end"));
         }
         let host = self.job_host(job).unwrap_or_default().to_string();
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -877,14 +813,14 @@ impl State {
     /// `session_id`). Not a change that needs storing: a restarted daemon
     /// shows none until the job's next start.
     pub fn set_session(&mut self, id: JobId, pid: i32) {
-        if let Some(job) = self.jobs.get_mut(&id).filter(|j| j.state.is_active()) {
+        if let Some(job) = self.book.jobs.get_mut(&id).filter(|j| j.state.is_active()) {
             job.session_id = Some(pid);
         }
     }
 
     /// Says `text` in a job's comment (the daemon's own notes on it).
     pub fn set_comment(&mut self, id: JobId, text: &str) {
-        if let Some(job) = self.jobs.get_mut(&id) {
+        if let Some(job) = self.book.jobs.get_mut(&id) {
             job.comment = text.to_string();
         }
     }
@@ -892,6 +828,7 @@ impl State {
     /// What a running job has used so far, as its agent measured it.
     pub fn set_used_so_far(&mut self, id: JobId, used: crate::job::UsedSoFar) {
         if let Some(job) = self
+            .book
             .jobs
             .get_mut(&id)
             .filter(|j| j.state == JobState::Running)
@@ -931,6 +868,7 @@ impl State {
         };
         may_change(caller, holds, what)?;
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -940,7 +878,7 @@ impl State {
         job.state = job.pending_state();
         job.mtime = now;
         job.comment = format!("job held by {}", caller.user);
-        refresh_pending(&mut self.pending, job);
+        refresh_pending(&mut self.book.pending, job);
         Ok(job)
     }
 
@@ -967,6 +905,7 @@ impl State {
             });
         }
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -978,7 +917,7 @@ impl State {
         job.state = job.pending_state();
         job.mtime = now;
         job.comment = format!("job released by {}", caller.user);
-        refresh_pending(&mut self.pending, job);
+        refresh_pending(&mut self.book.pending, job);
         Ok(job)
     }
 
@@ -1009,6 +948,7 @@ impl State {
         };
         may_change(caller, holds, what)?;
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -1027,7 +967,7 @@ impl State {
         } else {
             format!("job released by {}", caller.user)
         };
-        refresh_pending(&mut self.pending, job);
+        refresh_pending(&mut self.book.pending, job);
         Ok(job)
     }
 
@@ -1040,23 +980,24 @@ impl State {
         comment: String,
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "move"));
         }
-        remove_pending(&mut self.pending, job);
+        remove_pending(&mut self.book.pending, job);
         // The per-queue counters follow the job to its new queue.
-        self.accounting.tally.leave_pending(job);
+        self.book.accounting.tally.leave_pending(job);
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.queue = queue.to_string();
-        self.accounting.tally.enter_pending(job);
+        self.book.accounting.tally.enter_pending(job);
         job.rank = None;
         job.mtime = now;
         job.comment = comment;
-        add_pending(&mut self.pending, job);
+        add_pending(&mut self.book.pending, job);
         Ok(job)
     }
 
@@ -1064,43 +1005,23 @@ impl State {
     /// Returns the names of the host's nodes.
     pub fn set_host_up(&mut self, host: &str, up: bool) -> Vec<String> {
         if up {
-            self.up_hosts.insert(host.to_string());
+            self.machine.up_hosts.insert(host.to_string());
         } else {
-            self.up_hosts.remove(host);
+            self.machine.up_hosts.remove(host);
         }
         let mut names = Vec::new();
-        self.change_host(host, |node| node.up = up);
-        for node in self.nodes.iter().filter(|n| n.host == host) {
+        self.machine.change_host(host, |node| node.up = up);
+        for node in self.machine.nodes.iter().filter(|n| n.host == host) {
             names.push(node.name.to_string());
         }
         names
-    }
-
-    /// Applies `change` to the nodes of `host`, keeping the usable counts
-    /// and the occupancy; whether any node became usable or unusable.
-    fn change_host(&mut self, host: &str, change: impl Fn(&mut Node)) -> bool {
-        let mut changed = false;
-        for node in self.nodes.iter_mut().filter(|n| n.host == host) {
-            let before = node.usable();
-            change(node);
-            match (before, node.usable()) {
-                (false, true) => self.up_per_set[node.set] += 1,
-                (true, false) => self.up_per_set[node.set] -= 1,
-                _ => continue,
-            }
-            changed = true;
-        }
-        if changed {
-            self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
-        }
-        changed
     }
 
     /// Nodes up in the node sets a queue may use (in any period).
     pub fn up_for_queue(&self, queue: &Queue) -> usize {
         self.sets_ever(queue)
             .iter()
-            .map(|&i| self.up_per_set[i])
+            .map(|&i| self.machine.up_per_set[i])
             .sum()
     }
 
@@ -1121,12 +1042,14 @@ impl State {
     /// Active jobs holding nodes on `host` that another host launched.
     pub fn jobs_joining_host(&self, host: &str) -> Vec<JobId> {
         let mut ids: Vec<JobId> = self
+            .machine
             .nodes
             .iter()
             .filter(|n| n.host == host)
             .flat_map(|n| n.jobs.iter())
             .filter(|&id| {
-                self.jobs
+                self.book
+                    .jobs
                     .get(&id)
                     .is_some_and(|job| self.job_host(job) != Some(host))
             })
@@ -1150,6 +1073,7 @@ impl State {
             i64::try_from(self.config.server.job_history_duration).unwrap_or(i64::MAX / 2),
         );
         let old: Vec<JobId> = self
+            .book
             .jobs
             .values()
             .filter(|j| j.state == JobState::Finished)
@@ -1158,7 +1082,7 @@ impl State {
             .map(|j| j.id)
             .collect();
         for id in &old {
-            self.jobs.remove(id);
+            self.book.jobs.remove(id);
         }
         old
     }
@@ -1166,12 +1090,13 @@ impl State {
     /// Drops one finished job (qdel -x); false if it is not finished.
     pub fn remove_finished(&mut self, id: JobId) -> bool {
         let finished = self
+            .book
             .jobs
             .get(&id)
             .is_some_and(|j| j.state == JobState::Finished)
             && !self.array_still_needs(id);
         if finished {
-            self.jobs.remove(&id);
+            self.book.jobs.remove(&id);
         }
         finished
     }
@@ -1180,22 +1105,18 @@ impl State {
     /// says it ran, and without it a restart would start it again.
     fn array_still_needs(&self, id: JobId) -> bool {
         id.array_parent()
-            .and_then(|a| self.jobs.get(&a))
+            .and_then(|a| self.book.jobs.get(&a))
             .is_some_and(|a| a.state != JobState::Finished)
-    }
-
-    fn release_nodes(&mut self, id: JobId) {
-        self.occupancy.give_back(&mut self.nodes, id);
     }
 
     /// What the pass reads of the nodes: which are free, who holds which.
     pub(crate) fn occupancy(&self) -> &Occupancy {
-        &self.occupancy
+        &self.machine.occupancy
     }
 
     /// Nodes up, per node set.
     pub(crate) fn up_per_set(&self) -> &[usize] {
-        &self.up_per_set
+        &self.machine.up_per_set
     }
 
     /// The job, if it exists and the caller may act on it.
@@ -1205,7 +1126,7 @@ impl State {
         caller: &Caller,
         action: &str,
     ) -> Result<&Job, CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !caller.may_act_on(job) {
             return Err(CoreError::NotYourJob {
                 id: self.full_id(id),
@@ -1234,21 +1155,30 @@ impl State {
     /// in `before*`), and waits for one fewer such job (`on:N`). False if
     /// it is not pending.
     pub(crate) fn add_dependency(&mut self, target: JobId, dep: crate::depend::Dependency) -> bool {
-        let Some(job) = self.jobs.get_mut(&target).filter(|j| j.state.is_pending()) else {
+        let Some(job) = self
+            .book
+            .jobs
+            .get_mut(&target)
+            .filter(|j| j.state.is_pending())
+        else {
             return false;
         };
         if !job.depend.contains(&dep) {
             job.depend.push(dep);
         }
         job.depend_on = job.depend_on.saturating_sub(1);
-        refresh_pending(&mut self.pending, job);
-        self.dependents.entry(dep.job).or_default().push(target);
+        refresh_pending(&mut self.book.pending, job);
+        self.book
+            .dependents
+            .entry(dep.job)
+            .or_default()
+            .push(target);
         true
     }
 
     /// [`State::note_dependencies`] for a job already in the map.
     fn note_dependencies_of(&mut self, id: JobId) {
-        if let Some(depend) = self.jobs.get(&id).map(|j| j.depend.clone()) {
+        if let Some(depend) = self.book.jobs.get(&id).map(|j| j.depend.clone()) {
             self.note_dependencies_on(id, &depend);
         }
     }
@@ -1263,11 +1193,12 @@ impl State {
         for dep in depend {
             // One that has ended already is never taken again.
             let ended = self
+                .book
                 .jobs
                 .get(&dep.job)
                 .is_some_and(|p| p.state == JobState::Finished);
             if !ended {
-                self.dependents.entry(dep.job).or_default().push(id);
+                self.book.dependents.entry(dep.job).or_default().push(id);
             }
         }
     }
@@ -1275,13 +1206,13 @@ impl State {
     /// Whether some pending job waits on `id` (its start may let an
     /// `after:` dependent start).
     pub fn has_dependents(&self, id: JobId) -> bool {
-        self.dependents.get(&id).is_some_and(|d| !d.is_empty())
+        self.book.dependents.get(&id).is_some_and(|d| !d.is_empty())
     }
 
     /// The jobs that named `id` in `-W depend`, forgotten here: called once
     /// `id` has ended.
     pub(crate) fn take_dependents(&mut self, id: JobId) -> Vec<JobId> {
-        self.dependents.remove(&id).unwrap_or_default()
+        self.book.dependents.remove(&id).unwrap_or_default()
     }
 
     /// Ends a job that never started (deleted by the server, not a user):
@@ -1293,7 +1224,7 @@ impl State {
         comment: String,
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !job.state.is_pending() {
             return Err(self.wrong_state(job, "end"));
         }
@@ -1303,15 +1234,15 @@ impl State {
             let all = a.tally.unstarted.clone();
             self.remove_unstarted(id, &all);
             self.settle_array(id, now);
-            if let Some(job) = self.jobs.get_mut(&id) {
+            if let Some(job) = self.book.jobs.get_mut(&id) {
                 job.comment = comment;
             }
-            return self.jobs.get(&id).ok_or_else(|| self.no_such(id));
+            return self.book.jobs.get(&id).ok_or_else(|| self.no_such(id));
         }
         let before = job.state;
         self.end_unstarted_job(id, exit, comment, now)?;
         self.sub_job_changed(id, before, now);
-        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
+        self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
     fn end_unstarted_job(
@@ -1321,10 +1252,11 @@ impl State {
         comment: String,
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let job = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
-        remove_pending(&mut self.pending, job);
-        self.accounting.tally.leave_pending(job);
+        let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        remove_pending(&mut self.book.pending, job);
+        self.book.accounting.tally.leave_pending(job);
         let job = self
+            .book
             .jobs
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
@@ -1346,7 +1278,7 @@ impl State {
     ) -> Vec<JobId> {
         let mut changed = Vec::new();
         for &(id, rank) in ranks {
-            let Some(job) = self.jobs.get_mut(&id) else {
+            let Some(job) = self.book.jobs.get_mut(&id) else {
                 continue;
             };
             if !job.state.is_pending() || job.queue != queue {
@@ -1359,7 +1291,7 @@ impl State {
                 continue;
             }
             job.mtime = now;
-            if let Some(set) = self.pending.get_mut(queue) {
+            if let Some(set) = self.book.pending.get_mut(queue) {
                 set.remove(&before);
                 set.insert(after, PendingView::of(job));
             }
@@ -1372,8 +1304,9 @@ impl State {
     /// debug builds.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_arrays()?;
-        for job in self.jobs.values() {
+        for job in self.book.jobs.values() {
             let view = self
+                .book
                 .pending
                 .get(&job.queue)
                 .and_then(|set| set.get(&pending_key(job)));
@@ -1383,23 +1316,26 @@ impl State {
             if view.is_some_and(|v| *v != PendingView::of(job)) {
                 return Err(format!("job {}: its pending view is stale", job.id));
             }
-            if job.state.is_active() != self.active.contains(&job.id) {
+            if job.state.is_active() != self.book.active.contains(&job.id) {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
             }
         }
-        if self.occupancy != Occupancy::of(&self.nodes, self.node_sets.len()) {
+        if self.machine.occupancy
+            != Occupancy::of(&self.machine.nodes, self.machine.node_sets.len())
+        {
             return Err("the free nodes or a job's held nodes are off".into());
         }
         let recounted = crate::account::Tally::recount(
             self.pending_jobs(),
             self.active_jobs(),
-            self.accounting.tally.counting_entities,
+            self.book.accounting.tally.counting_entities,
         );
-        if recounted != self.accounting.tally {
+        if recounted != self.book.accounting.tally {
             return Err("the per-user and per-group job counters are off".into());
         }
-        for (set, up) in self.up_per_set.iter().enumerate() {
+        for (set, up) in self.machine.up_per_set.iter().enumerate() {
             let counted = self
+                .machine
                 .nodes
                 .iter()
                 .filter(|n| n.set == set && n.usable())
@@ -1410,9 +1346,10 @@ impl State {
                 ));
             }
         }
-        for node in &self.nodes {
+        for node in &self.machine.nodes {
             for id in node.jobs.iter() {
                 let ok = self
+                    .book
                     .jobs
                     .get(&id)
                     .is_some_and(|j| j.state.is_active() && j.exec_nodes.contains(&node.name));
@@ -1425,36 +1362,6 @@ impl State {
             }
         }
         Ok(())
-    }
-}
-
-type Pending = BTreeMap<String, BTreeMap<PendingKey, PendingView>>;
-
-/// Puts a job that ran back in its queue, as if never started.
-fn requeue(job: &mut Job, comment: String, pending: &mut Pending, accounting: &mut Accounting) {
-    job.state = job.pending_state();
-    job.comment = comment;
-    job.stime = None;
-    job.exec_nodes.clear();
-    job.placement.clear();
-    add_pending(pending, job);
-    accounting.tally.enter_pending(job);
-}
-
-fn add_pending(pending: &mut Pending, job: &Job) {
-    pending
-        .entry(job.queue.clone())
-        .or_default()
-        .insert(pending_key(job), PendingView::of(job));
-}
-
-/// After a pending job's state changed (held, released).
-fn refresh_pending(pending: &mut Pending, job: &Job) {
-    if let Some(view) = pending
-        .get_mut(&job.queue)
-        .and_then(|set| set.get_mut(&pending_key(job)))
-    {
-        *view = PendingView::of(job);
     }
 }
 
@@ -1473,15 +1380,6 @@ fn may_change(
         what: what(),
         need: holds.role_needed().as_str().into(),
     })
-}
-
-fn remove_pending(pending: &mut Pending, job: &Job) {
-    if let Some(set) = pending.get_mut(&job.queue) {
-        set.remove(&pending_key(job));
-        if set.is_empty() {
-            pending.remove(&job.queue);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -19,22 +19,22 @@ impl State {
         check_accounts: bool,
     ) -> Result<&Job, CoreError> {
         let id = new.id;
-        let old = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let old = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         if !old.state.is_pending() {
             return Err(self.wrong_state(old, "alter"));
         }
-        remove_pending(&mut self.pending, old);
-        self.accounting.tally.leave_pending(old);
+        remove_pending(&mut self.book.pending, old);
+        self.book.accounting.tally.leave_pending(old);
         let mut new = new;
         if check_accounts && let Err(e) = self.check_accounts(&mut new) {
-            let old = &self.jobs[&id];
-            add_pending(&mut self.pending, old);
-            self.accounting.tally.enter_pending(old);
+            let old = &self.book.jobs[&id];
+            add_pending(&mut self.book.pending, old);
+            self.book.accounting.tally.enter_pending(old);
             return Err(e);
         }
-        add_pending(&mut self.pending, &new);
-        self.accounting.tally.enter_pending(&new);
-        self.jobs.insert(id, new);
+        add_pending(&mut self.book.pending, &new);
+        self.book.accounting.tally.enter_pending(&new);
+        self.book.jobs.insert(id, new);
         self.job_ref(id)
     }
 
@@ -42,7 +42,7 @@ impl State {
     /// nodes, wall time, queue and account.
     pub(crate) fn replace_active(&mut self, new: Job) -> Result<&Job, CoreError> {
         let id = new.id;
-        let old = self.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
+        let old = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
         debug_assert!(
             old.exec_nodes == new.exec_nodes
                 && old.walltime == new.walltime
@@ -52,11 +52,11 @@ impl State {
                 && old.state == new.state,
             "qalter changed what a running job's counters depend on"
         );
-        self.jobs.insert(id, new);
+        self.book.jobs.insert(id, new);
         self.job_ref(id)
     }
 
     fn job_ref(&self, id: JobId) -> Result<&Job, CoreError> {
-        self.jobs.get(&id).ok_or_else(|| self.no_such(id))
+        self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 }

@@ -41,7 +41,11 @@ impl State {
         position: u32,
         now: Time,
     ) -> Result<JobId, CoreError> {
-        let parent = self.jobs.get(&array).ok_or_else(|| self.no_such(array))?;
+        let parent = self
+            .book
+            .jobs
+            .get(&array)
+            .ok_or_else(|| self.no_such(array))?;
         let Some(spec) = parent.array.as_ref() else {
             return Err(self.wrong_state(parent, "take a sub-job of"));
         };
@@ -73,9 +77,9 @@ impl State {
             comment: String::new(),
             ..parent.clone()
         };
-        add_pending(&mut self.pending, &sub);
-        self.accounting.tally.enter_pending(&sub);
-        self.jobs.insert(id, sub);
+        add_pending(&mut self.book.pending, &sub);
+        self.book.accounting.tally.enter_pending(&sub);
+        self.book.jobs.insert(id, sub);
         if let Some(tally) = self.array_tally(array) {
             tally.unstarted.remove(position..position + 1);
             tally.live += 1;
@@ -89,6 +93,7 @@ impl State {
     /// starts an array by starting it).
     pub(crate) fn materialize_next(&mut self, array: JobId, now: Time) -> Result<JobId, CoreError> {
         let next = self
+            .book
             .jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
@@ -96,7 +101,11 @@ impl State {
         match next {
             Some(position) => self.materialize(array, position, now),
             None => {
-                let job = self.jobs.get(&array).ok_or_else(|| self.no_such(array))?;
+                let job = self
+                    .book
+                    .jobs
+                    .get(&array)
+                    .ok_or_else(|| self.no_such(array))?;
                 Err(self.wrong_state(job, "start"))
             }
         }
@@ -105,7 +114,7 @@ impl State {
     /// The array of a job: its own, or its sub-job's array's.
     pub fn array_of(&self, id: JobId) -> Option<&JobArray> {
         let array = id.array_parent().unwrap_or(id);
-        self.jobs.get(&array).and_then(|j| j.array.as_deref())
+        self.book.jobs.get(&array).and_then(|j| j.array.as_deref())
     }
 
     /// Whether the job's array already runs as many sub-jobs as its
@@ -115,7 +124,8 @@ impl State {
     }
 
     fn array_tally(&mut self, array: JobId) -> Option<&mut crate::array::ArrayTally> {
-        self.jobs
+        self.book
+            .jobs
             .get_mut(&array)
             .and_then(|j| j.array.as_mut())
             .map(|a| &mut a.tally)
@@ -127,7 +137,7 @@ impl State {
         let Some(array) = id.array_parent() else {
             return;
         };
-        let Some(sub) = self.jobs.get(&id) else {
+        let Some(sub) = self.book.jobs.get(&id) else {
             return;
         };
         let after = sub.state;
@@ -157,7 +167,7 @@ impl State {
     /// An array with no sub-job left to start leaves its queue (`Begun`),
     /// and finishes once the last has ended.
     pub(super) fn settle_array(&mut self, array: JobId, now: Time) {
-        let Some(job) = self.jobs.get(&array) else {
+        let Some(job) = self.book.jobs.get(&array) else {
             return;
         };
         let Some(a) = job.array.as_ref() else {
@@ -167,16 +177,16 @@ impl State {
             return;
         }
         if job.state.is_pending() {
-            remove_pending(&mut self.pending, job);
-            self.accounting.tally.leave_pending(job);
+            remove_pending(&mut self.book.pending, job);
+            self.book.accounting.tally.leave_pending(job);
         }
         let done = a.is_done();
-        let Some(job) = self.jobs.get_mut(&array) else {
+        let Some(job) = self.book.jobs.get_mut(&array) else {
             return;
         };
         if done && job.state != JobState::Finished {
             finish_array(job, now);
-            self.ended_arrays.push(array);
+            self.book.ended_arrays.push(array);
         } else if !done && job.state != JobState::Begun {
             job.state = JobState::Begun;
             job.mtime = now;
@@ -187,7 +197,7 @@ impl State {
     /// Arrays that finished since the last call: the caller stores them
     /// and resolves what depends on them.
     pub fn take_ended_arrays(&mut self) -> Vec<JobId> {
-        std::mem::take(&mut self.ended_arrays)
+        std::mem::take(&mut self.book.ended_arrays)
     }
 
     /// qdel of sub-jobs that have not started (a range of `array`, or all
@@ -208,7 +218,7 @@ impl State {
         if count == 0 {
             return Ok(0);
         }
-        if let Some(job) = self.jobs.get_mut(&array) {
+        if let Some(job) = self.book.jobs.get_mut(&array) {
             job.mtime = now;
             job.comment = format!(
                 "{count} sub-job(s) deleted by {} before they started",
@@ -222,7 +232,12 @@ impl State {
     /// Those of `positions` still left to start leave the array for good
     /// (recorded as deleted); how many. The caller settles the array.
     pub(super) fn remove_unstarted(&mut self, array: JobId, positions: &Positions) -> u32 {
-        let Some(a) = self.jobs.get_mut(&array).and_then(|j| j.array.as_mut()) else {
+        let Some(a) = self
+            .book
+            .jobs
+            .get_mut(&array)
+            .and_then(|j| j.array.as_mut())
+        else {
             return 0;
         };
         let gone = intersection(positions, &a.tally.unstarted);
@@ -239,6 +254,7 @@ impl State {
     /// The sub-jobs of `array` that have a record and have not finished.
     pub fn live_sub_jobs(&self, array: JobId) -> Vec<JobId> {
         let live = self
+            .book
             .jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
@@ -247,6 +263,7 @@ impl State {
             return Vec::new();
         }
         let mut ids: Vec<JobId> = self
+            .book
             .jobs
             .values()
             .filter(|j| j.id.array_parent() == Some(array) && j.state != JobState::Finished)
@@ -259,7 +276,7 @@ impl State {
     /// An array's sub-jobs, each with its index, in index order: those
     /// with a record, and those left to start (qstat -t).
     pub fn sub_jobs(&self, array: JobId) -> Vec<(u32, Option<&Job>)> {
-        let Some(a) = self.jobs.get(&array).and_then(|j| j.array.as_ref()) else {
+        let Some(a) = self.book.jobs.get(&array).and_then(|j| j.array.as_ref()) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -270,7 +287,7 @@ impl State {
             if a.removed.contains(&pos) {
                 continue;
             }
-            let record = self.jobs.get(&array.sub_job(index));
+            let record = self.book.jobs.get(&array.sub_job(index));
             if record.is_some() || a.tally.unstarted.contains(&pos) {
                 out.push((index, record));
             }
@@ -284,7 +301,7 @@ impl State {
     pub fn targets(&self, text: &str) -> Result<Targets, CoreError> {
         let (array, first, last) = match Named::parse(text, &self.server_name)? {
             Named::One(id) => {
-                if self.jobs.contains_key(&id) {
+                if self.book.jobs.contains_key(&id) {
                     return Ok(Targets {
                         jobs: vec![id],
                         unstarted: None,
@@ -301,6 +318,7 @@ impl State {
             id: format!("{array}[{first}-{last}].{}", self.server_name),
         };
         let a = self
+            .book
             .jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
@@ -314,7 +332,7 @@ impl State {
             }
             for pos in r.clone() {
                 let id = a.spec.index_at(pos).map(|i| array.sub_job(i));
-                if let Some(job) = id.and_then(|id| self.jobs.get(&id))
+                if let Some(job) = id.and_then(|id| self.book.jobs.get(&id))
                     && job.state != JobState::Finished
                 {
                     jobs.push(job.id);
@@ -348,7 +366,7 @@ impl State {
         if !self.is_unstarted_sub_job(id) {
             return None;
         }
-        let parent = self.jobs.get(&id.array_parent()?)?;
+        let parent = self.book.jobs.get(&id.array_parent()?)?;
         let index = id.array_index()?;
         Some(Job {
             id,
@@ -367,10 +385,11 @@ impl State {
         let Some(array) = id.array_parent() else {
             return Ok(());
         };
-        if self.jobs.contains_key(&id) {
+        if self.book.jobs.contains_key(&id) {
             return Ok(());
         }
         let position = self
+            .book
             .jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
@@ -384,7 +403,8 @@ impl State {
         let (Some(array), Some(index)) = (id.array_parent(), id.array_index()) else {
             return false;
         };
-        self.jobs
+        self.book
+            .jobs
             .get(&array)
             .and_then(|j| j.array.as_ref())
             .and_then(|a| {
@@ -398,11 +418,12 @@ impl State {
     /// Each array's tally agrees with its sub-jobs' records, and it waits
     /// in its queue exactly while it has sub-jobs left (for tests).
     pub(super) fn check_arrays(&self) -> Result<(), String> {
-        for job in self.jobs.values() {
+        for job in self.book.jobs.values() {
             let Some(a) = &job.array else {
                 continue;
             };
             let subs = self
+                .book
                 .jobs
                 .values()
                 .filter(|j| j.id.array_parent() == Some(job.id));
@@ -446,11 +467,12 @@ impl State {
     /// queues.
     pub(super) fn restore_arrays(&mut self, arrays: Vec<JobId>) {
         let mut seen: BTreeMap<JobId, Vec<SubSeen>> = BTreeMap::new();
-        for job in self.jobs.values() {
+        for job in self.book.jobs.values() {
             let (Some(array), Some(index)) = (job.id.array_parent(), job.id.array_index()) else {
                 continue;
             };
             let Some(position) = self
+                .book
                 .jobs
                 .get(&array)
                 .and_then(|p| p.array.as_ref())
@@ -470,7 +492,7 @@ impl State {
         }
         for id in arrays {
             let subs = seen.remove(&id).unwrap_or_default();
-            let Some(job) = self.jobs.get_mut(&id) else {
+            let Some(job) = self.book.jobs.get_mut(&id) else {
                 continue;
             };
             let Some(a) = job.array.as_mut() else {
@@ -497,8 +519,8 @@ impl State {
             }
             a.tally = tally;
             if job.state.is_pending() && !a.tally.unstarted.is_empty() {
-                add_pending(&mut self.pending, job);
-                self.accounting.tally.enter_pending(job);
+                add_pending(&mut self.book.pending, job);
+                self.book.accounting.tally.enter_pending(job);
                 self.note_dependencies_of(id);
             } else if job.state != JobState::Finished {
                 // Its last starts (or ends) were stored, not its new state:

@@ -38,19 +38,20 @@ impl State {
     /// (seed: four times); running jobs go on. Whether the host's nodes
     /// became usable or unusable.
     pub fn set_host_facts(&mut self, host: &str, facts: HostFacts) -> bool {
-        let resized = self.host_facts.get(host).is_none_or(|old| {
+        let resized = self.machine.host_facts.get(host).is_none_or(|old| {
             old.cpus != facts.cpus
                 || old.mem != facts.mem
                 || old.gpus != facts.gpus
                 || old.features != facts.features
         });
         let busy = overloaded(facts.load, facts.cpus, self.config.server.max_load_factor);
-        self.host_facts.insert(host.to_string(), facts);
-        self.started_since_load.remove(host);
+        self.machine.host_facts.insert(host.to_string(), facts);
+        self.machine.started_since_load.remove(host);
         if resized {
-            self.recompute_effective();
+            self.machine.recompute_effective();
         }
-        self.change_host(host, |node| node.overloaded = busy)
+        self.machine
+            .change_host(host, |node| node.overloaded = busy)
     }
 
     /// A host's load and CPUs, its memory and features as last reported.
@@ -58,47 +59,43 @@ impl State {
         let facts = HostFacts {
             load,
             cpus,
-            ..self.host_facts.get(host).cloned().unwrap_or_default()
+            ..self
+                .machine
+                .host_facts
+                .get(host)
+                .cloned()
+                .unwrap_or_default()
         };
         self.set_host_facts(host, facts)
     }
 
     /// The load and CPUs a host's agent last reported.
     pub fn host_load(&self, host: &str) -> Option<(f64, u32)> {
-        self.host_facts.get(host).map(|f| (f.load, f.cpus))
+        self.machine.host_facts.get(host).map(|f| (f.load, f.cpus))
     }
 
     /// What a host's agent last reported.
     pub fn host_facts(&self, host: &str) -> Option<&HostFacts> {
-        self.host_facts.get(host)
+        self.machine.host_facts.get(host)
     }
 
     /// Node set `set`'s attributes for scheduling (see the module
     /// comment); the configuration's are `node_sets()[set].attrs`.
     pub fn effective_attrs(&self, set: usize) -> &NodeAttrs {
-        &self.effective[set]
-    }
-
-    /// After the sets or a host's memory, CPUs or features changed.
-    pub(super) fn recompute_effective(&mut self) {
-        self.effective = self
-            .node_sets
-            .iter()
-            .map(|set| effective(set, &self.host_facts))
-            .collect();
+        &self.machine.effective[set]
     }
 
     /// The GPUs of node `i` that the jobs on it have not taken (its set's
     /// GPUs per node, less each job's).
     pub fn gpus_free(&self, i: usize) -> u32 {
-        let Some(node) = self.nodes.get(i) else {
+        let Some(node) = self.machine.nodes.get(i) else {
             return 0;
         };
-        let have = self.effective[node.set].gpus.unwrap_or(0);
+        let have = self.machine.effective[node.set].gpus.unwrap_or(0);
         let held: u32 = node
             .jobs
             .iter()
-            .filter_map(|id| self.jobs.get(&id))
+            .filter_map(|id| self.book.jobs.get(&id))
             .map(|job| job.gpus.unwrap_or(0))
             .sum();
         have.saturating_sub(held)
@@ -110,52 +107,13 @@ impl State {
     /// else its job slots. Among the nodes of shared sets with room for a
     /// job, the least busy (run queue over CPUs) takes it.
     pub fn run_queue(&self, i: usize) -> (f64, u32) {
-        let Some(node) = self.nodes.get(i) else {
-            return (f64::INFINITY, 1);
-        };
-        let reported = self.host_facts.get(&node.host);
-        let started = self
-            .started_since_load
-            .get(&node.host)
-            .copied()
-            .unwrap_or(0);
-        let load = reported.map_or(0.0, |f| f.load) + f64::from(started);
-        let cpus = reported
-            .map(|f| f.cpus)
-            .filter(|&c| c > 0)
-            .or(self.effective[node.set].cpus)
-            .unwrap_or(node.slots)
-            .max(1);
-        (load, cpus)
-    }
-
-    /// A job started on `nodes`: each of their hosts counts one more job
-    /// until its next load report. Only shared sets read the count, so
-    /// without one nothing is counted (the pass's hot path).
-    pub(super) fn note_started_on(&mut self, nodes: &[usize]) {
-        if self.node_sets.iter().all(|set| set.attrs.slots() == 1) {
-            return;
-        }
-        let mut hosts: Vec<&str> = nodes
-            .iter()
-            .filter_map(|&i| self.nodes.get(i))
-            .map(|n| n.host.as_str())
-            .collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        for host in hosts {
-            match self.started_since_load.get_mut(host) {
-                Some(count) => *count += 1,
-                None => {
-                    self.started_since_load.insert(host.to_string(), 1);
-                }
-            }
-        }
+        self.machine.run_queue(i)
     }
 
     /// After `max_load_factor` changed: every host judged again.
     pub(super) fn judge_loads(&mut self) {
         let hosts: Vec<(String, f64, u32)> = self
+            .machine
             .host_facts
             .iter()
             .map(|(h, f)| (h.clone(), f.load, f.cpus))
@@ -167,7 +125,7 @@ impl State {
 }
 
 /// `set`'s attributes with what its hosts reported filling the gaps.
-fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> NodeAttrs {
+pub(super) fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> NodeAttrs {
     let mut attrs = set.attrs.clone();
     let mut hosts: Vec<&str> = set.nodes.iter().map(|d| d.host.as_str()).collect();
     hosts.sort_unstable();

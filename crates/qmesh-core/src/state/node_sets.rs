@@ -88,25 +88,26 @@ impl State {
     /// what: a node out of service takes no job, and gives back none when
     /// its job ends.
     pub(super) fn apply_node_marks(&mut self) {
-        for node in &mut self.nodes {
+        for node in &mut self.machine.nodes {
             node.admin = self
                 .config
                 .node_marks
                 .get(&*node.name)
                 .map(|mark| mark.state);
         }
-        let mut usable = vec![0; self.node_sets.len()];
-        for node in self.nodes.iter().filter(|n| n.usable()) {
+        let mut usable = vec![0; self.machine.node_sets.len()];
+        for node in self.machine.nodes.iter().filter(|n| n.usable()) {
             usable[node.set] += 1;
         }
-        self.up_per_set = usable;
-        self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
+        self.machine.up_per_set = usable;
+        self.machine.occupancy =
+            super::Occupancy::of(&self.machine.nodes, self.machine.node_sets.len());
     }
 
     /// The node sets of the daemon's file: the first of
     /// [`State::node_sets`]. qmgr does not change them.
     pub fn file_sets(&self) -> &[NodeSet] {
-        &self.node_sets[..self.file_sets]
+        &self.machine.node_sets[..self.machine.file_sets]
     }
 
     /// Whether the set named comes from the daemon's file.
@@ -120,17 +121,17 @@ impl State {
     /// one that is gone is reported. On a bad list (which
     /// [`crate::server::merge_sets`] prevents) nothing changes.
     pub(super) fn replace_node_sets(&mut self, sets: Vec<NodeSet>) -> Vec<String> {
-        let was_up = |def: &crate::node::NodeDef| match self.node_index.get(&def.name) {
-            Some(&i) if self.nodes[i].host == def.host => self.nodes[i].up,
-            _ => self.up_hosts.contains(&def.host),
+        let was_up = |def: &crate::node::NodeDef| match self.machine.node_index.get(&def.name) {
+            Some(&i) if self.machine.nodes[i].host == def.host => self.machine.nodes[i].up,
+            _ => self.machine.up_hosts.contains(&def.host),
         };
         let (mut nodes, node_index) = match index_nodes(&sets, was_up) {
             Ok(built) => built,
             Err(e) => return vec![format!("the node sets were not changed: {e}")],
         };
         let mut warnings = Vec::new();
-        for id in &self.active {
-            let Some(job) = self.jobs.get(id) else {
+        for id in &self.book.active {
+            let Some(job) = self.book.jobs.get(id) else {
                 continue;
             };
             for name in &job.exec_nodes {
@@ -151,13 +152,14 @@ impl State {
         for node in nodes.iter().filter(|n| n.up) {
             up_per_set[node.set] += 1;
         }
-        self.node_sets = sets;
-        self.nodes = nodes;
-        self.node_index = node_index;
-        self.up_per_set = up_per_set;
-        self.largest_job = largest_jobs(&self.node_sets);
-        self.recompute_effective();
-        self.occupancy = super::Occupancy::of(&self.nodes, self.node_sets.len());
+        self.machine.node_sets = sets;
+        self.machine.nodes = nodes;
+        self.machine.node_index = node_index;
+        self.machine.up_per_set = up_per_set;
+        self.machine.largest_job = largest_jobs(&self.machine.node_sets);
+        self.machine.recompute_effective();
+        self.machine.occupancy =
+            super::Occupancy::of(&self.machine.nodes, self.machine.node_sets.len());
         warnings
     }
 }

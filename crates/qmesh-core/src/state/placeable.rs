@@ -28,11 +28,11 @@ impl State {
             .collect();
         let names: Vec<&str> = sets
             .iter()
-            .map(|&s| self.node_sets[s].name.as_str())
+            .map(|&s| self.machine.node_sets[s].name.as_str())
             .collect();
         let nodes: Vec<(&str, &str)> = sets
             .iter()
-            .flat_map(|&s| self.node_sets[s].nodes.iter())
+            .flat_map(|&s| self.machine.node_sets[s].nodes.iter())
             .map(|n| (n.name.as_str(), n.host.as_str()))
             .collect();
         let refuse = |message: String| Err(CoreError::Unplaceable { message });
