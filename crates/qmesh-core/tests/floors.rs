@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 /// Bottom up. Keep in step with the table in docs/ARCHITECTURE.md.
 const FLOORS: &[(&str, &[&str])] = &[
     (
-        "words",
-        &["error", "command_error", "ids", "time", "resources"],
+        "names",
+        &["ids", "error", "command_error", "time", "resources"],
     ),
-    ("papers' parts", &["calendar", "shutdown", "select"]),
+    ("time and windows", &["calendar", "shutdown", "select"]),
     (
         "things",
         &[
@@ -44,15 +44,15 @@ const FLOORS: &[(&str, &[&str])] = &[
         ],
     ),
     ("requests", &["route", "submit"]),
-    ("state", &["state"]),
+    ("the state", &["state"]),
     (
-        "policies",
+        "commands on the state",
         &[
-            "periods", "reorder", "qmove", "signal", "qalter", "qdel", "qorder", "qrerun", "joblog",
+            "qalter", "qmove", "qorder", "qrerun", "qdel", "signal", "reorder", "periods", "joblog",
         ],
     ),
     (
-        "passes and commands",
+        "passes and languages",
         &["scheduler", "qrun", "qmgr", "report"],
     ),
 ];
