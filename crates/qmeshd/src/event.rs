@@ -55,10 +55,13 @@ pub enum Event {
         token: String,
         reply: Reply<String>,
     },
+    /// qsub: the submission, its script and environment; the reply is
+    /// the job's full id.
     Submit {
         peer: Peer,
-        request: Box<v1::SubmitRequest>,
-        reply: Reply<v1::SubmitReply>,
+        submission: Box<qmesh_core::Submission>,
+        payload: qmesh_core::job::JobPayload,
+        reply: Reply<String>,
     },
     Status {
         /// Who asks: a user sees only their own jobs when the server's

@@ -2,7 +2,7 @@
 //! qrerun, qorder, qrun, tracejob, qalter, and the sp commands' plan, when
 //! and nodes.
 
-use qmesh_proto::v1;
+use qmesh_proto::{convert, v1};
 use qmesh_proto::v1::jobs_server::Jobs;
 use tonic::{Request, Response, Status};
 
@@ -76,15 +76,17 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::SubmitReply>, Status> {
         let arrived = std::time::Instant::now();
         let peer = self.link.identity.peer(&request)?;
-        let request = Box::new(request.into_inner());
+        let (submission, payload) = convert::submission(request.into_inner());
         let answer = self
             .link
             .ask(|reply| Event::Submit {
                 peer,
-                request,
+                submission: Box::new(submission),
+                payload,
                 reply,
             })
-            .await;
+            .await
+            .map(|job_id| v1::SubmitReply { job_id });
         if let Some(metrics) = &self.link.metrics {
             metrics
                 .submission_duration

@@ -19,11 +19,11 @@ impl SchedulerTask {
     pub(super) fn submit(
         &mut self,
         peer: &Peer,
-        request: v1::SubmitRequest,
-        reply: Reply<v1::SubmitReply>,
+        mut submission: qmesh_core::Submission,
+        payload: qmesh_core::job::JobPayload,
+        reply: Reply<String>,
     ) {
         let caller = self.caller(peer);
-        let (mut submission, payload) = convert::submission(request);
         if let Err(why) = qmesh_core::submit::sizes::check(&submission, &payload) {
             let _ = reply.send(Err(Status::invalid_argument(why)));
             return;
@@ -81,7 +81,7 @@ impl SchedulerTask {
             }
         }
         let done = format!("job {full} was queued");
-        self.answer_when_durable(v1::SubmitReply { job_id: full }, done, reply);
+        self.answer_when_durable(full, done, reply);
     }
 
     /// qstat: the jobs named by id, then those of the queues named (or all

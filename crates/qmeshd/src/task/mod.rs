@@ -382,9 +382,10 @@ impl SchedulerTask {
         match event {
             Event::Submit {
                 peer,
-                request,
+                submission,
+                payload,
                 reply,
-            } => self.submit(&peer, *request, reply),
+            } => self.submit(&peer, *submission, payload, reply),
             Event::Status {
                 peer,
                 request,
