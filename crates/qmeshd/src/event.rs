@@ -43,6 +43,23 @@ impl JobAction {
     }
 }
 
+/// One job's answer in a reply about several (qdel, qhold, qalter...):
+/// the id as the caller wrote it, and why it was refused if it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobOutcome {
+    pub job_id: String,
+    pub refused: Option<String>,
+}
+
+impl JobOutcome {
+    pub fn new<T, E: std::fmt::Display>(job_id: String, outcome: &Result<T, E>) -> JobOutcome {
+        JobOutcome {
+            job_id,
+            refused: outcome.as_ref().err().map(|e| e.to_string()),
+        }
+    }
+}
+
 pub enum Event {
     /// A metrics scrape: bring the state's gauges up to date, then answer.
     RefreshMetrics(oneshot::Sender<()>),
@@ -74,13 +91,14 @@ pub enum Event {
         peer: Peer,
         action: JobAction,
         ids: Vec<String>,
-        reply: Reply<v1::JobsReply>,
+        reply: Reply<Vec<JobOutcome>>,
     },
-    /// qsig: a signal for running jobs.
+    /// qsig: a signal (as qsig writes it) for running jobs.
     Signal {
         peer: Peer,
-        request: v1::SignalRequest,
-        reply: Reply<v1::JobsReply>,
+        signal: String,
+        ids: Vec<String>,
+        reply: Reply<Vec<JobOutcome>>,
     },
     Wait {
         job_id: String,
@@ -91,7 +109,7 @@ pub enum Event {
         peer: Peer,
         destination: String,
         ids: Vec<String>,
-        reply: Reply<v1::JobsReply>,
+        reply: Reply<Vec<JobOutcome>>,
     },
     Queues {
         request: v1::QueueStatusRequest,
@@ -145,26 +163,33 @@ pub enum Event {
     /// qdel, with its options (-W force, -x); sprelease goes by `Act`.
     Delete {
         peer: Peer,
-        request: v1::JobsRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        /// -W force: ended at once if the agent cannot confirm.
+        force: bool,
+        /// -x: the history goes too.
+        purge_history: bool,
+        reply: Reply<Vec<JobOutcome>>,
     },
-    /// qrerun: running jobs killed and queued again.
+    /// qrerun: running jobs killed and queued again (`force`: -W force).
     Rerun {
         peer: Peer,
-        request: v1::RerunRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        force: bool,
+        reply: Reply<Vec<JobOutcome>>,
     },
     /// qorder: two queued jobs exchange places.
     Order {
         peer: Peer,
-        request: v1::OrderRequest,
-        reply: Reply<v1::JobsReply>,
+        first: String,
+        second: String,
+        reply: Reply<Vec<JobOutcome>>,
     },
-    /// qrun: jobs started now, past policy.
+    /// qrun: jobs started now, past policy (`nodes`: -H, when given).
     Run {
         peer: Peer,
-        request: v1::RunRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        nodes: Option<String>,
+        reply: Reply<Vec<JobOutcome>>,
     },
     /// tracejob: a job's lines in the job logs.
     Trace {
@@ -175,8 +200,9 @@ pub enum Event {
     /// qalter: jobs' attributes changed, all or none per job.
     Alter {
         peer: Peer,
-        request: Box<v1::AlterRequest>,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        alteration: Box<qmesh_core::qalter::Alteration>,
+        reply: Reply<Vec<JobOutcome>>,
     },
 }
 

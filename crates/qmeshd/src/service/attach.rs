@@ -107,14 +107,12 @@ pub async fn caller(
             let _ = tx.send(Err(status)).await;
             if interactive && caller_gone {
                 info!(job = %job_id, user = %peer.user, "qsub -I went away; deleting its job");
-                let request = v1::JobsRequest {
-                    job_ids: vec![job_id],
-                    ..Default::default()
-                };
                 let _ = link
                     .ask(|reply| Event::Delete {
                         peer,
-                        request,
+                        ids: vec![job_id],
+                        force: false,
+                        purge_history: false,
                         reply,
                     })
                     .await;

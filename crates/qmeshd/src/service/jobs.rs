@@ -6,7 +6,7 @@ use qmesh_proto::{convert, v1};
 use qmesh_proto::v1::jobs_server::Jobs;
 use tonic::{Request, Response, Status};
 
-use super::Link;
+use super::{Link, reply};
 use crate::event::{Event, JobAction};
 
 pub struct JobsService {
@@ -36,7 +36,7 @@ impl JobsService {
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 }
 
@@ -120,19 +120,26 @@ impl Jobs for JobsService {
             return self.act(request, JobAction::DeleteRunning).await;
         }
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        check_ids(&request.job_ids)?;
-        if request.job_ids.is_empty() {
+        let v1::JobsRequest {
+            job_ids: ids,
+            force,
+            purge_history,
+            ..
+        } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
             return Err(Status::invalid_argument("name the jobs to delete"));
         }
         self.link
             .ask(|reply| Event::Delete {
                 peer,
-                request,
+                ids,
+                force,
+                purge_history,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn hold(
@@ -159,19 +166,23 @@ impl Jobs for JobsService {
         request: Request<v1::SignalRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        check_ids(&request.job_ids)?;
-        if request.job_ids.is_empty() {
+        let v1::SignalRequest {
+            job_ids: ids,
+            signal,
+        } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
             return Err(Status::invalid_argument("name the jobs to signal"));
         }
         self.link
             .ask(|reply| Event::Signal {
                 peer,
-                request,
+                signal,
+                ids,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn wait(
@@ -272,7 +283,7 @@ impl Jobs for JobsService {
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn nodes(
@@ -301,9 +312,12 @@ impl Jobs for JobsService {
         request: Request<v1::RerunRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        check_ids(&request.job_ids)?;
-        if request.job_ids.is_empty() {
+        let v1::RerunRequest {
+            job_ids: ids,
+            force,
+        } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
             return Err(Status::invalid_argument(
                 "name the jobs to rerun: qrerun ID...",
             ));
@@ -311,11 +325,12 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::Rerun {
                 peer,
-                request,
+                ids,
+                force,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn order(
@@ -323,8 +338,8 @@ impl Jobs for JobsService {
         request: Request<v1::OrderRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        if request.first.is_empty() || request.second.is_empty() {
+        let v1::OrderRequest { first, second } = request.into_inner();
+        if first.is_empty() || second.is_empty() {
             return Err(Status::invalid_argument(
                 "name the two jobs to exchange: qorder ID1 ID2",
             ));
@@ -332,11 +347,12 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::Order {
                 peer,
-                request,
+                first,
+                second,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn run(
@@ -344,21 +360,27 @@ impl Jobs for JobsService {
         request: Request<v1::RunRequest>,
     ) -> Result<Response<v1::JobsReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        check_ids(&request.job_ids)?;
-        if request.job_ids.is_empty() {
+        let v1::RunRequest {
+            job_ids: ids,
+            nodes,
+            ..
+        } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
             return Err(Status::invalid_argument(
                 "name the jobs to run: qrun [-H NODES] ID...",
             ));
         }
+        let nodes = (!nodes.trim().is_empty()).then_some(nodes);
         self.link
             .ask(|reply| Event::Run {
                 peer,
-                request,
+                ids,
+                nodes,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
     async fn trace(
@@ -394,13 +416,15 @@ impl Jobs for JobsService {
                 "name the jobs to alter: qalter OPTIONS ID...",
             ));
         }
+        let alteration = Box::new(convert::alteration(&request));
         self.link
             .ask(|reply| Event::Alter {
                 peer,
-                request: Box::new(request),
+                ids: request.job_ids,
+                alteration,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 }

@@ -7,6 +7,7 @@ mod admin;
 mod agent;
 mod attach;
 mod jobs;
+mod reply;
 
 pub use admin::AdminService;
 pub use agent::AgentService;

@@ -10,7 +10,7 @@ use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::{JobAction, Reply};
+use crate::event::{JobAction, JobOutcome, Reply};
 use crate::identity::Peer;
 use crate::status;
 
@@ -279,7 +279,7 @@ impl SchedulerTask {
         peer: &Peer,
         action: JobAction,
         ids: Vec<String>,
-        reply: Reply<v1::JobsReply>,
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
@@ -288,10 +288,10 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
             }
-            results.push(super::job_result(text, &outcome));
+            results.push(JobOutcome::new(text, &outcome));
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the change was made".to_string(),
             reply,
         );

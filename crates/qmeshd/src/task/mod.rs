@@ -401,10 +401,11 @@ impl SchedulerTask {
             } => self.act(&peer, action, ids, reply),
             Event::Signal {
                 peer,
-                request,
+                signal,
+                ids,
                 reply,
             } => {
-                let _ = reply.send(self.signal(&peer, request));
+                let _ = reply.send(self.signal(&peer, &signal, ids));
             }
             Event::Wait { job_id, reply } => self.wait(&job_id, reply),
             Event::Move {
@@ -460,24 +461,29 @@ impl SchedulerTask {
             Event::Shutdown(_) => {}
             Event::Delete {
                 peer,
-                request,
+                ids,
+                force,
+                purge_history,
                 reply,
-            } => self.delete(&peer, request, reply),
+            } => self.delete(&peer, ids, (force, purge_history), reply),
             Event::Rerun {
                 peer,
-                request,
+                ids,
+                force,
                 reply,
-            } => self.rerun(&peer, request, reply),
+            } => self.rerun(&peer, ids, force, reply),
             Event::Order {
                 peer,
-                request,
+                first,
+                second,
                 reply,
-            } => self.order(&peer, request, reply),
+            } => self.order(&peer, (&first, &second), reply),
             Event::Run {
                 peer,
-                request,
+                ids,
+                nodes,
                 reply,
-            } => self.run_now(&peer, request, reply),
+            } => self.run_now(&peer, ids, nodes.as_deref(), reply),
             Event::Trace {
                 peer,
                 request,
@@ -485,9 +491,10 @@ impl SchedulerTask {
             } => self.trace(&peer, request, reply),
             Event::Alter {
                 peer,
-                request,
+                ids,
+                alteration,
                 reply,
-            } => self.alter(&peer, *request, reply),
+            } => self.alter(&peer, ids, &alteration, reply),
             Event::RefreshMetrics(done) => {
                 self.refresh_metrics();
                 let _ = done.send(());
@@ -795,20 +802,6 @@ impl SchedulerTask {
                 ))
             }));
         }));
-    }
-}
-
-/// One job's answer in a reply about several: the id as written, and
-/// what went wrong if anything did.
-fn job_result<T, E: std::fmt::Display>(job_id: String, outcome: &Result<T, E>) -> v1::JobResult {
-    v1::JobResult {
-        job_id,
-        ok: outcome.is_ok(),
-        error: outcome
-            .as_ref()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default(),
     }
 }
 

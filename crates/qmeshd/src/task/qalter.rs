@@ -7,41 +7,39 @@
 use chrono::Utc;
 use qmesh_core::JobId;
 use qmesh_core::joblog::{EventClass, RecordType};
-use qmesh_proto::{convert, v1};
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::Reply;
+use crate::event::{JobOutcome, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {
     pub(super) fn alter(
         &mut self,
         peer: &Peer,
-        request: v1::AlterRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        alteration: &qmesh_core::qalter::Alteration,
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
-        let alteration = convert::alteration(&request);
-        let mut results = Vec::with_capacity(request.job_ids.len());
-        for text in request.job_ids {
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
             let now = Utc::now();
             // An array is altered as a whole (the sub-jobs it has yet to
             // start follow); a sub-job or a range, each alone.
             let ids = match self.expand_targets(&text, false, true) {
                 Ok(ids) => ids,
                 Err(e) => {
-                    results.push(v1::JobResult {
+                    results.push(JobOutcome {
                         job_id: text,
-                        ok: false,
-                        error: e.to_string(),
+                        refused: Some(e.to_string()),
                     });
                     continue;
                 }
             };
-            let mut error = String::new();
+            let mut refused = None;
             for id in ids {
-                match self.state.alter(id, &caller, &alteration, now) {
+                match self.state.alter(id, &caller, alteration, now) {
                     Ok((changes, job)) => {
                         persist(self.store.as_ref(), job);
                         let start_after = job.start_after;
@@ -53,20 +51,17 @@ impl SchedulerTask {
                     }
                     Err(e) => {
                         info!(job = %text, user = %caller.user, error = %e, "qalter refused");
-                        if error.is_empty() {
-                            error = e.to_string();
-                        }
+                        refused.get_or_insert_with(|| e.to_string());
                     }
                 }
             }
-            results.push(v1::JobResult {
+            results.push(JobOutcome {
                 job_id: text,
-                ok: error.is_empty(),
-                error,
+                refused,
             });
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the jobs were altered".to_string(),
             reply,
         );

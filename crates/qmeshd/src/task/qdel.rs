@@ -18,33 +18,33 @@ use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId, JobState};
-use qmesh_proto::v1;
 use qmesh_store::Store;
 use tracing::{error, info, warn};
 
 use super::SchedulerTask;
 use crate::dispatch::DispatchEvent;
-use crate::event::{JobAction, Reply};
+use crate::event::{JobAction, JobOutcome, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {
     pub(super) fn delete(
         &mut self,
         peer: &Peer,
-        request: v1::JobsRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        (force, purge): (bool, bool),
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
-        let mut results = Vec::with_capacity(request.job_ids.len());
-        for text in request.job_ids {
-            let outcome = self.delete_named(&text, &caller, request.force, request.purge_history);
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
+            let outcome = self.delete_named(&text, &caller, force, purge);
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "delete refused");
             }
-            results.push(super::job_result(text, &outcome));
+            results.push(JobOutcome::new(text, &outcome));
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the change was made".to_string(),
             reply,
         );

@@ -3,11 +3,10 @@
 //! (as qhold and qrls do).
 
 use chrono::Utc;
-use qmesh_proto::v1;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::Reply;
+use crate::event::{JobOutcome, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {
@@ -16,7 +15,7 @@ impl SchedulerTask {
         peer: &Peer,
         destination: &str,
         ids: Vec<String>,
-        reply: Reply<v1::JobsReply>,
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
         let now = Utc::now();
@@ -26,27 +25,26 @@ impl SchedulerTask {
                 .state
                 .parse_id(&text)
                 .and_then(|id| self.state.move_job(id, destination, &caller, now));
-            let error = match outcome {
+            let refused = match outcome {
                 Ok(job) => {
                     persist(self.store.as_ref(), job);
                     info!(job = %job.id, user = %caller.user, queue = %job.queue, comment = %job.comment, "moved");
                     let (id, text) = (job.id, job.comment.clone());
                     self.log_event(id, qmesh_core::joblog::EventClass::Job, text);
-                    String::new()
+                    None
                 }
                 Err(e) => {
                     info!(job = %text, user = %caller.user, destination, error = %e, "move refused");
-                    e.to_string()
+                    Some(e.to_string())
                 }
             };
-            results.push(v1::JobResult {
+            results.push(JobOutcome {
                 job_id: text,
-                ok: error.is_empty(),
-                error,
+                refused,
             });
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the jobs were moved".to_string(),
             reply,
         );

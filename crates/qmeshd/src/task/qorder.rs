@@ -4,11 +4,10 @@
 
 use chrono::Utc;
 use qmesh_core::joblog::EventClass;
-use qmesh_proto::v1;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::Reply;
+use crate::event::{JobOutcome, Reply};
 use crate::identity::Peer;
 use crate::status;
 
@@ -16,14 +15,14 @@ impl SchedulerTask {
     pub(super) fn order(
         &mut self,
         peer: &Peer,
-        request: v1::OrderRequest,
-        reply: Reply<v1::JobsReply>,
+        (first, second): (&str, &str),
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
         let outcome = self
             .state
-            .parse_id(&request.first)
-            .and_then(|a| Ok((a, self.state.parse_id(&request.second)?)))
+            .parse_id(first)
+            .and_then(|a| Ok((a, self.state.parse_id(second)?)))
             .and_then(|(a, b)| {
                 self.state
                     .order(a, b, &caller, Utc::now())
@@ -32,7 +31,7 @@ impl SchedulerTask {
         let (a, b, changed) = match outcome {
             Ok(done) => done,
             Err(e) => {
-                info!(first = %request.first, second = %request.second, user = %caller.user, error = %e, "qorder refused");
+                info!(first = %first, second = %second, user = %caller.user, error = %e, "qorder refused");
                 let _ = reply.send(Err(status::from_core(&e)));
                 return;
             }
@@ -52,13 +51,12 @@ impl SchedulerTask {
             );
             self.log_event(id, EventClass::Job, text);
         }
-        let results = vec![v1::JobResult {
+        let results = vec![JobOutcome {
             job_id: fa,
-            ok: true,
-            error: String::new(),
+            refused: None,
         }];
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the jobs were reordered".to_string(),
             reply,
         );

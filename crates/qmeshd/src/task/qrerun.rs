@@ -10,39 +10,39 @@ use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId};
-use qmesh_proto::v1;
 use tracing::{info, warn};
 
 use super::{SchedulerTask, persist};
 use crate::dispatch::DispatchEvent;
-use crate::event::Reply;
+use crate::event::{JobOutcome, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {
     pub(super) fn rerun(
         &mut self,
         peer: &Peer,
-        request: v1::RerunRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        force: bool,
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
-        let mut results = Vec::with_capacity(request.job_ids.len());
-        for text in request.job_ids {
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
             // An array or a range: each of its running sub-jobs.
             let outcome = self
                 .expand_targets(&text, true, false)
                 .map_err(CommandError::from)
                 .and_then(|ids| {
                     ids.into_iter()
-                        .try_for_each(|id| self.rerun_one(id, &caller, request.force))
+                        .try_for_each(|id| self.rerun_one(id, &caller, force))
                 });
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "rerun refused");
             }
-            results.push(super::job_result(text, &outcome));
+            results.push(JobOutcome::new(text, &outcome));
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the jobs are being requeued".to_string(),
             reply,
         );

@@ -6,41 +6,40 @@
 use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::{Caller, JobId};
-use qmesh_proto::v1;
 use tracing::info;
 
 use super::SchedulerTask;
-use crate::event::{AfterDurable, Reply};
+use crate::event::{AfterDurable, JobOutcome, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {
     pub(super) fn run_now(
         &mut self,
         peer: &Peer,
-        request: v1::RunRequest,
-        reply: Reply<v1::JobsReply>,
+        ids: Vec<String>,
+        spec: Option<&str>,
+        reply: Reply<Vec<JobOutcome>>,
     ) {
         let caller = self.caller(peer);
-        let spec = (!request.nodes.trim().is_empty()).then_some(request.nodes.as_str());
-        let mut results = Vec::with_capacity(request.job_ids.len());
+        let mut results = Vec::with_capacity(ids.len());
         let mut launches = Vec::new();
-        for text in &request.job_ids {
+        for text in ids {
             let outcome = self
                 .state
-                .parse_id(text)
+                .parse_id(&text)
                 .map_err(CommandError::from)
                 .and_then(|id| self.run_one(id, &caller, spec));
             match &outcome {
                 Ok(id) => launches.push(AfterDurable::Launch(*id)),
                 Err(e) => info!(job = %text, user = %caller.user, error = %e, "qrun refused"),
             }
-            results.push(super::job_result(text.clone(), &outcome));
+            results.push(JobOutcome::new(text, &outcome));
         }
         if !launches.is_empty() {
             self.when_durable(launches);
         }
         self.answer_when_durable(
-            v1::JobsReply { results },
+            results,
             "the jobs were started".to_string(),
             reply,
         );

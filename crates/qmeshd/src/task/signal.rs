@@ -16,6 +16,7 @@ use tracing::info;
 
 use super::SchedulerTask;
 use crate::dispatch::Launch;
+use crate::event::JobOutcome;
 use crate::identity::Peer;
 use crate::status;
 
@@ -39,13 +40,14 @@ impl SchedulerTask {
     pub(super) fn signal(
         &mut self,
         peer: &Peer,
-        request: v1::SignalRequest,
-    ) -> Result<v1::JobsReply, Status> {
-        let signal = parse_signal(&request.signal).map_err(|e| status::from_core(&e))?;
+        signal: &str,
+        ids: Vec<String>,
+    ) -> Result<Vec<JobOutcome>, Status> {
+        let signal = parse_signal(signal).map_err(|e| status::from_core(&e))?;
         let caller = self.caller(peer);
         let reason = format!("qsig by {}", caller.user);
-        let mut results = Vec::with_capacity(request.job_ids.len());
-        for text in request.job_ids {
+        let mut results = Vec::with_capacity(ids.len());
+        for text in ids {
             // An array or a range: each of its running sub-jobs.
             let outcome = self
                 .expand_targets(&text, true, false)
@@ -62,9 +64,9 @@ impl SchedulerTask {
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, signal, error = %e, "signal refused");
             }
-            results.push(super::job_result(text, &outcome));
+            results.push(JobOutcome::new(text, &outcome));
         }
-        Ok(v1::JobsReply { results })
+        Ok(results)
     }
 
     /// Sends `signal` (written as qsig accepts it: `SIGUSR1`, `USR1`, `10`)
