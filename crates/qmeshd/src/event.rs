@@ -60,6 +60,23 @@ impl JobOutcome {
     }
 }
 
+/// A job as it stood when the task answered, with what showing it needs
+/// (the server's name, the time).
+#[derive(Clone, Debug)]
+pub struct JobSnapshot {
+    pub job: Box<qmesh_core::Job>,
+    pub server: String,
+    pub at: qmesh_core::Time,
+}
+
+/// qstat -Q: each queue with its jobs by state and its capacity (nodes).
+#[derive(Debug)]
+pub struct QueueList {
+    pub queues: Vec<(qmesh_core::Queue, qmesh_core::state::StateCounts, u32)>,
+    pub server: String,
+    pub at: qmesh_core::Time,
+}
+
 pub enum Event {
     /// A metrics scrape: bring the state's gauges up to date, then answer.
     RefreshMetrics(oneshot::Sender<()>),
@@ -100,9 +117,10 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
+    /// spwait: the job once it has finished.
     Wait {
         job_id: String,
-        reply: Reply<v1::JobInfo>,
+        reply: Reply<JobSnapshot>,
     },
     /// qmove: jobs to another queue.
     Move {
@@ -111,9 +129,10 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
+    /// qstat -Q: the queues named, or all of them (`names` empty).
     Queues {
-        request: v1::QueueStatusRequest,
-        reply: Reply<v1::QueueStatusReply>,
+        names: Vec<String>,
+        reply: Reply<QueueList>,
     },
     /// qstat -B: the server's own status.
     ServerStatus {

@@ -193,18 +193,18 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::Wait { job_id, reply })
             .await
-            .map(Response::new)
+            .map(|snapshot| Response::new(reply::job(&snapshot)))
     }
 
     async fn queue_status(
         &self,
         request: Request<v1::QueueStatusRequest>,
     ) -> Result<Response<v1::QueueStatusReply>, Status> {
-        let request = request.into_inner();
+        let names = request.into_inner().names;
         self.link
-            .ask(|reply| Event::Queues { request, reply })
+            .ask(|reply| Event::Queues { names, reply })
             .await
-            .map(Response::new)
+            .map(|list| Response::new(reply::queues(list)))
     }
 
     async fn plan(

@@ -3,7 +3,9 @@
 
 use qmesh_proto::v1;
 
-use crate::event::JobOutcome;
+use qmesh_proto::convert;
+
+use crate::event::{JobOutcome, JobSnapshot, QueueList};
 
 /// A reply about several jobs: each id as written, and its refusal.
 pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {
@@ -16,4 +18,22 @@ pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {
         })
         .collect();
     v1::JobsReply { results }
+}
+
+/// spwait's answer: the finished job as qstat -f shows it.
+pub fn job(snapshot: &JobSnapshot) -> v1::JobInfo {
+    convert::job_info(&snapshot.job, &snapshot.server, None, snapshot.at)
+}
+
+/// qstat -Q.
+pub fn queues(list: QueueList) -> v1::QueueStatusReply {
+    v1::QueueStatusReply {
+        queues: list
+            .queues
+            .iter()
+            .map(|(queue, counts, capacity)| convert::queue_info(queue, *counts, *capacity))
+            .collect(),
+        server: list.server,
+        server_time: list.at.timestamp(),
+    }
 }

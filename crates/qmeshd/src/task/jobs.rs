@@ -10,7 +10,7 @@ use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::{JobAction, JobOutcome, Reply};
+use crate::event::{JobAction, JobOutcome, JobSnapshot, QueueList, Reply};
 use crate::identity::Peer;
 use crate::status;
 
@@ -520,7 +520,7 @@ impl SchedulerTask {
     }
 
     /// spwait: answers now if the job has finished, else when it does.
-    pub(super) fn wait(&mut self, text: &str, reply: Reply<v1::JobInfo>) {
+    pub(super) fn wait(&mut self, text: &str, reply: Reply<JobSnapshot>) {
         let id = match self.existing_job(text) {
             Ok(id) => id,
             Err(refused) => {
@@ -532,23 +532,28 @@ impl SchedulerTask {
             return;
         };
         if job.state == JobState::Finished {
-            let info = convert::job_info(job, self.state.server_name(), None, Utc::now());
-            let _ = reply.send(Ok(info));
+            let _ = reply.send(Ok(self.snapshot(job)));
         } else {
             self.waiters.entry(id).or_default().push(reply);
         }
     }
 
+    /// `job` as it stands now, for spwait's answer.
+    pub(super) fn snapshot(&self, job: &qmesh_core::Job) -> JobSnapshot {
+        JobSnapshot {
+            job: Box::new(job.clone()),
+            server: self.state.server_name().to_string(),
+            at: Utc::now(),
+        }
+    }
+
     /// qstat -Q.
-    pub(super) fn queues(
-        &self,
-        request: &v1::QueueStatusRequest,
-    ) -> Result<v1::QueueStatusReply, Status> {
+    pub(super) fn queues(&self, names: &[String]) -> Result<QueueList, Status> {
         let config = self.state.config();
-        let names: Vec<&str> = if request.names.is_empty() {
+        let names: Vec<&str> = if names.is_empty() {
             config.queues.keys().map(String::as_str).collect()
         } else {
-            request.names.iter().map(String::as_str).collect()
+            names.iter().map(String::as_str).collect()
         };
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
@@ -557,16 +562,16 @@ impl SchedulerTask {
                     queue: name.to_string(),
                 })
             })?;
-            queues.push(convert::queue_info(
-                queue,
+            queues.push((
+                queue.clone(),
                 self.state.counts(name),
                 self.state.capacity(name),
             ));
         }
-        Ok(v1::QueueStatusReply {
+        Ok(QueueList {
             queues,
             server: self.state.server_name().to_string(),
-            server_time: Utc::now().timestamp(),
+            at: Utc::now(),
         })
     }
 }

@@ -119,7 +119,7 @@ pub struct SchedulerTask {
     /// (`crate::dispatch`).
     dispatch: Dispatch,
     /// Callers waiting for a job to finish.
-    waiters: HashMap<JobId, Vec<Reply<v1::JobInfo>>>,
+    waiters: HashMap<JobId, Vec<Reply<crate::event::JobSnapshot>>>,
     agents: HashMap<String, AgentLink>,
     sessions: HashMap<u64, String>,
     durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
@@ -414,8 +414,8 @@ impl SchedulerTask {
                 ids,
                 reply,
             } => self.move_jobs(&peer, &destination, ids, reply),
-            Event::Queues { request, reply } => {
-                let _ = reply.send(self.queues(&request));
+            Event::Queues { names, reply } => {
+                let _ = reply.send(self.queues(&names));
             }
             Event::ServerStatus { reply } => {
                 let _ = reply.send(Ok(self.server_status()));
@@ -716,10 +716,9 @@ impl SchedulerTask {
             return;
         };
         if let Some(waiting) = self.waiters.remove(&id) {
-            let info =
-                qmesh_proto::convert::job_info(job, self.state.server_name(), None, Utc::now());
+            let snapshot = self.snapshot(job);
             for reply in waiting {
-                let _ = reply.send(Ok(info.clone()));
+                let _ = reply.send(Ok(snapshot.clone()));
             }
         }
     }
