@@ -2,7 +2,9 @@
 //! receive (a wire message becomes a domain value or a clear error) and
 //! converts on send; nothing else in the daemon touches message fields.
 
+use qmesh_core::account::AccountReport;
 use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
+use qmesh_core::joblog::{LineKind, LogLine};
 use qmesh_core::queue::Queue;
 use qmesh_core::scheduler::{Reason, SetFree, Status, WhatPair};
 use qmesh_core::state::StateCounts;
@@ -461,6 +463,36 @@ pub fn alteration(req: &v1::AlterRequest) -> qmesh_core::qalter::Alteration {
         shell: req.shell.clone(),
         umask: req.umask.clone(),
         run_count: req.run_count,
+    }
+}
+
+/// spusage: one account's report.
+pub fn account_usage(r: AccountReport) -> v1::AccountUsage {
+    v1::AccountUsage {
+        account: r.name,
+        allocation: r.allocation.map(|a| a as f64),
+        used: r.used,
+        committed: r.committed,
+        remaining: r.remaining,
+        shares: r.shares,
+        decayed_usage: r.decayed,
+        users: r.users,
+    }
+}
+
+/// tracejob: a line of the job logs (`A`: an accounting record, `S`: a
+/// server event).
+pub fn trace_line(line: LogLine) -> v1::TraceLine {
+    let (source, record_type, event_class) = match line.kind {
+        LineKind::Record(kind) => ("A", kind.code().to_string(), 0),
+        LineKind::Event(code) => ("S", String::new(), code),
+    };
+    v1::TraceLine {
+        date: line.date,
+        source: source.to_string(),
+        record_type,
+        event_class,
+        message: line.message,
     }
 }
 

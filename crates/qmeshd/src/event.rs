@@ -7,6 +7,7 @@ use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, Trace, UsageReport};
 use crate::identity::Peer;
 
 pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
@@ -41,40 +42,6 @@ impl JobAction {
             JobAction::Release(_) => "release",
         }
     }
-}
-
-/// One job's answer in a reply about several (qdel, qhold, qalter...):
-/// the id as the caller wrote it, and why it was refused if it was.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobOutcome {
-    pub job_id: String,
-    pub refused: Option<String>,
-}
-
-impl JobOutcome {
-    pub fn new<T, E: std::fmt::Display>(job_id: String, outcome: &Result<T, E>) -> JobOutcome {
-        JobOutcome {
-            job_id,
-            refused: outcome.as_ref().err().map(|e| e.to_string()),
-        }
-    }
-}
-
-/// A job as it stood when the task answered, with what showing it needs
-/// (the server's name, the time).
-#[derive(Clone, Debug)]
-pub struct JobSnapshot {
-    pub job: Box<qmesh_core::Job>,
-    pub server: String,
-    pub at: qmesh_core::Time,
-}
-
-/// qstat -Q: each queue with its jobs by state and its capacity (nodes).
-#[derive(Debug)]
-pub struct QueueList {
-    pub queues: Vec<(qmesh_core::Queue, qmesh_core::state::StateCounts, u32)>,
-    pub server: String,
-    pub at: qmesh_core::Time,
 }
 
 pub enum Event {
@@ -154,15 +121,21 @@ pub enum Event {
         request: v1::NodesRequest,
         reply: Reply<v1::NodesReply>,
     },
+    /// qmgr: a script, run whole or not at all; the reply is its output
+    /// and how many commands were applied.
     Qmgr {
         peer: Peer,
-        request: v1::QmgrRequest,
-        reply: Reply<v1::QmgrReply>,
+        script: String,
+        /// Where it came from, for its errors: "-c", "stdin", a file.
+        source: String,
+        check_only: bool,
+        reply: Reply<(String, u32)>,
     },
+    /// spusage: the accounts the caller may see (`all`: every one).
     Usage {
         peer: Peer,
-        request: v1::UsageRequest,
-        reply: Reply<v1::UsageReply>,
+        all: bool,
+        reply: Reply<UsageReport>,
     },
     AgentHello {
         session: u64,
@@ -213,8 +186,9 @@ pub enum Event {
     /// tracejob: a job's lines in the job logs.
     Trace {
         peer: Peer,
-        request: v1::TraceRequest,
-        reply: Reply<v1::TraceReply>,
+        job_id: String,
+        days: u32,
+        reply: Reply<Trace>,
     },
     /// qalter: jobs' attributes changed, all or none per job.
     Alter {

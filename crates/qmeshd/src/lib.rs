@@ -6,6 +6,7 @@
 //! any socket accepts, so a client never sees a half-loaded daemon; systemd
 //! hears "ready" only once every socket listens.
 
+mod answer;
 mod args;
 mod dispatch;
 mod event;

@@ -18,14 +18,20 @@ impl Admin for AdminService {
         request: Request<v1::QmgrRequest>,
     ) -> Result<Response<v1::QmgrReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
+        let v1::QmgrRequest {
+            script,
+            source,
+            check_only,
+        } = request.into_inner();
         self.link
             .ask(|reply| Event::Qmgr {
                 peer,
-                request,
+                script,
+                source,
+                check_only,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|(output, applied)| Response::new(v1::QmgrReply { output, applied }))
     }
 }

@@ -244,15 +244,11 @@ impl Jobs for JobsService {
         request: Request<v1::UsageRequest>,
     ) -> Result<Response<v1::UsageReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
+        let all = request.into_inner().all;
         self.link
-            .ask(|reply| Event::Usage {
-                peer,
-                request,
-                reply,
-            })
+            .ask(|reply| Event::Usage { peer, all, reply })
             .await
-            .map(Response::new)
+            .map(|report| Response::new(reply::usage(report)))
     }
 
     async fn r#move(
@@ -388,8 +384,8 @@ impl Jobs for JobsService {
         request: Request<v1::TraceRequest>,
     ) -> Result<Response<v1::TraceReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        if request.job_id.is_empty() {
+        let v1::TraceRequest { job_id, days } = request.into_inner();
+        if job_id.is_empty() {
             return Err(Status::invalid_argument(
                 "name the job to trace: tracejob ID",
             ));
@@ -397,11 +393,12 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::Trace {
                 peer,
-                request,
+                job_id,
+                days,
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|trace| Response::new(reply::trace(trace)))
     }
 
     async fn alter(

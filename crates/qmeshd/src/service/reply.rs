@@ -5,7 +5,7 @@ use qmesh_proto::v1;
 
 use qmesh_proto::convert;
 
-use crate::event::{JobOutcome, JobSnapshot, QueueList};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, Trace, UsageReport};
 
 /// A reply about several jobs: each id as written, and its refusal.
 pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {
@@ -35,5 +35,27 @@ pub fn queues(list: QueueList) -> v1::QueueStatusReply {
             .collect(),
         server: list.server,
         server_time: list.at.timestamp(),
+    }
+}
+
+/// spusage.
+pub fn usage(report: UsageReport) -> v1::UsageReply {
+    v1::UsageReply {
+        accounts: report
+            .accounts
+            .into_iter()
+            .map(convert::account_usage)
+            .collect(),
+        server: report.server,
+        server_time: report.at.timestamp(),
+    }
+}
+
+/// tracejob.
+pub fn trace(trace: Trace) -> v1::TraceReply {
+    v1::TraceReply {
+        job_id: trace.job_id,
+        lines: trace.lines.into_iter().map(convert::trace_line).collect(),
+        days: trace.days,
     }
 }

@@ -4,7 +4,6 @@
 use chrono::Utc;
 use qmesh_core::reorder::reorder_due;
 use qmesh_core::{Time, qmgr};
-use qmesh_proto::v1;
 use qmesh_store::Store;
 use tonic::Status;
 use tracing::{info, warn};
@@ -18,18 +17,18 @@ impl SchedulerTask {
     pub(super) fn qmgr(
         &mut self,
         peer: &Peer,
-        request: v1::QmgrRequest,
-        reply: Reply<v1::QmgrReply>,
+        (script, source, check_only): (&str, &str, bool),
+        reply: Reply<(String, u32)>,
     ) {
         let caller = self.caller(peer);
         let place = |e: qmgr::QmgrError| {
-            let text = match request.source.as_str() {
+            let text = match source {
                 "" | "-c" | "stdin" => e.to_string(),
                 file => format!("{file}, {e}"),
             };
             Status::invalid_argument(format!("{text}; nothing was changed"))
         };
-        let commands = match qmgr::parse_script(&request.script) {
+        let commands = match qmgr::parse_script(script) {
             Ok(c) => c,
             Err(e) => {
                 let _ = reply.send(Err(place(e)));
@@ -51,16 +50,12 @@ impl SchedulerTask {
                 return;
             }
         };
-        let answer = v1::QmgrReply {
-            output: outcome.output,
-            applied: if request.check_only {
-                0
-            } else {
-                outcome.applied
-            },
-        };
+        let answer = (
+            outcome.output,
+            if check_only { 0 } else { outcome.applied },
+        );
         let config_changed = outcome.applied > 0 && config != *self.state.config();
-        if request.check_only || (!config_changed && outcome.reorder.is_empty()) {
+        if check_only || (!config_changed && outcome.reorder.is_empty()) {
             let _ = reply.send(Ok(answer));
             return;
         }
@@ -76,13 +71,12 @@ impl SchedulerTask {
                 caller.user,
                 peer.host.as_deref().unwrap_or(self.state.server_name())
             );
-            let source = match request.source.as_str() {
+            let source = match source {
                 "" => "-c",
                 s => s,
             };
             let now = Utc::now();
-            for line in request
-                .script
+            for line in script
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty() && !l.starts_with('#'))

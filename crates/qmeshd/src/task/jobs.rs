@@ -10,7 +10,8 @@ use tonic::Status;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::{JobAction, JobOutcome, JobSnapshot, QueueList, Reply};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList};
+use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 use crate::status;
 

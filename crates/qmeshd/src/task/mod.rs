@@ -119,7 +119,7 @@ pub struct SchedulerTask {
     /// (`crate::dispatch`).
     dispatch: Dispatch,
     /// Callers waiting for a job to finish.
-    waiters: HashMap<JobId, Vec<Reply<crate::event::JobSnapshot>>>,
+    waiters: HashMap<JobId, Vec<Reply<crate::answer::JobSnapshot>>>,
     agents: HashMap<String, AgentLink>,
     sessions: HashMap<u64, String>,
     durable_tx: mpsc::UnboundedSender<Vec<AfterDurable>>,
@@ -437,18 +437,16 @@ impl SchedulerTask {
             }
             Event::Qmgr {
                 peer,
-                request,
+                script,
+                source,
+                check_only,
                 reply,
             } => {
-                self.qmgr(&peer, request, reply);
+                self.qmgr(&peer, (&script, &source, check_only), reply);
                 self.publish_host_gate();
             }
-            Event::Usage {
-                peer,
-                request,
-                reply,
-            } => {
-                let _ = reply.send(self.usage(&peer, &request));
+            Event::Usage { peer, all, reply } => {
+                let _ = reply.send(self.usage(&peer, all));
             }
             Event::AgentHello {
                 session,
@@ -486,9 +484,10 @@ impl SchedulerTask {
             } => self.run_now(&peer, ids, nodes.as_deref(), reply),
             Event::Trace {
                 peer,
-                request,
+                job_id,
+                days,
                 reply,
-            } => self.trace(&peer, request, reply),
+            } => self.trace(&peer, &job_id, days, reply),
             Event::Alter {
                 peer,
                 ids,

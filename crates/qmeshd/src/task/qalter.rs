@@ -10,7 +10,8 @@ use qmesh_core::joblog::{EventClass, RecordType};
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::{JobOutcome, Reply};
+use crate::answer::JobOutcome;
+use crate::event::Reply;
 use crate::identity::Peer;
 
 impl SchedulerTask {

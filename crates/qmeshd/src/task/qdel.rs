@@ -23,7 +23,8 @@ use tracing::{error, info, warn};
 
 use super::SchedulerTask;
 use crate::dispatch::DispatchEvent;
-use crate::event::{JobAction, JobOutcome, Reply};
+use crate::answer::JobOutcome;
+use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {

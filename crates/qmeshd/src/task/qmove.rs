@@ -6,7 +6,8 @@ use chrono::Utc;
 use tracing::info;
 
 use super::{SchedulerTask, persist};
-use crate::event::{JobOutcome, Reply};
+use crate::answer::JobOutcome;
+use crate::event::Reply;
 use crate::identity::Peer;
 
 impl SchedulerTask {

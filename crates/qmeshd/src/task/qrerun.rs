@@ -14,7 +14,8 @@ use tracing::{info, warn};
 
 use super::{SchedulerTask, persist};
 use crate::dispatch::DispatchEvent;
-use crate::event::{JobOutcome, Reply};
+use crate::answer::JobOutcome;
+use crate::event::Reply;
 use crate::identity::Peer;
 
 impl SchedulerTask {

@@ -9,7 +9,8 @@ use qmesh_core::{Caller, JobId};
 use tracing::info;
 
 use super::SchedulerTask;
-use crate::event::{AfterDurable, JobOutcome, Reply};
+use crate::answer::JobOutcome;
+use crate::event::{AfterDurable, Reply};
 use crate::identity::Peer;
 
 impl SchedulerTask {

@@ -16,7 +16,7 @@ use tracing::info;
 
 use super::SchedulerTask;
 use crate::dispatch::Launch;
-use crate::event::JobOutcome;
+use crate::answer::JobOutcome;
 use crate::identity::Peer;
 use crate::status;
 

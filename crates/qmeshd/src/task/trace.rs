@@ -15,10 +15,10 @@ use std::time::Duration;
 use chrono::{Local, NaiveDate, NaiveDateTime};
 use qmesh_core::joblog::{self, LineKind, LogLine};
 use qmesh_core::{CoreError, Role};
-use qmesh_proto::v1;
 use tonic::Status;
 
 use super::SchedulerTask;
+use crate::answer::Trace;
 use crate::event::Reply;
 use crate::identity::Peer;
 use crate::status;
@@ -31,11 +31,12 @@ impl SchedulerTask {
     pub(super) fn trace(
         &mut self,
         peer: &Peer,
-        request: v1::TraceRequest,
-        reply: Reply<v1::TraceReply>,
+        job_id: &str,
+        days: u32,
+        reply: Reply<Trace>,
     ) {
         let caller = self.caller(peer);
-        let id = match self.state.parse_id(&request.job_id) {
+        let id = match self.state.parse_id(job_id) {
             Ok(id) => id,
             Err(e) => {
                 let _ = reply.send(Err(status::from_core(&e)));
@@ -65,7 +66,7 @@ impl SchedulerTask {
             )));
             return;
         };
-        let days = request.days.clamp(1, MAX_DAYS);
+        let days = days.clamp(1, MAX_DAYS);
         // Accounting records reach the log's writer once their turn is
         // durable: ask for its flush from the store's writer, after them.
         let records = self.joblog.records();
@@ -87,9 +88,9 @@ impl SchedulerTask {
                             "job {full} belongs to another user; only its owner, an operator or a manager may trace it"
                         )))
                     }
-                    _ => Ok(v1::TraceReply {
+                    _ => Ok(Trace {
                         job_id: full.clone(),
-                        lines: lines.into_iter().map(trace_line).collect(),
+                        lines,
                         days,
                     }),
                 }
@@ -151,20 +152,6 @@ fn owned_by(lines: &[LogLine], user: &str) -> bool {
     lines
         .iter()
         .any(|l| matches!(l.kind, LineKind::Record(_)) && l.message.split(' ').any(|k| k == key))
-}
-
-fn trace_line(line: LogLine) -> v1::TraceLine {
-    let (source, record_type, event_class) = match line.kind {
-        LineKind::Record(kind) => ("A", kind.code().to_string(), 0),
-        LineKind::Event(code) => ("S", String::new(), code),
-    };
-    v1::TraceLine {
-        date: line.date,
-        source: source.to_string(),
-        record_type,
-        event_class,
-        message: line.message,
-    }
 }
 
 #[cfg(test)]

@@ -10,11 +10,11 @@ use std::collections::BTreeSet;
 use chrono::Utc;
 use qmesh_core::account::group_of;
 use qmesh_core::{CoreError, Role};
-use qmesh_proto::v1;
 use tonic::Status;
 use tracing::error;
 
 use super::SchedulerTask;
+use crate::answer::UsageReport;
 use crate::identity::Peer;
 use crate::status;
 
@@ -22,10 +22,10 @@ impl SchedulerTask {
     pub(super) fn usage(
         &self,
         peer: &Peer,
-        request: &v1::UsageRequest,
-    ) -> Result<v1::UsageReply, Status> {
+        all: bool,
+    ) -> Result<UsageReport, Status> {
         let caller = self.caller(peer);
-        let groups: Vec<String> = if request.all {
+        let groups: Vec<String> = if all {
             if caller.role < Role::Operator {
                 return Err(status::from_core(&CoreError::PermissionDenied {
                     what: format!(
@@ -57,24 +57,12 @@ impl SchedulerTask {
         let now = Utc::now();
         let accounts = groups
             .iter()
-            .map(|group| {
-                let r = self.state.account_report(group, now);
-                v1::AccountUsage {
-                    account: r.name,
-                    allocation: r.allocation.map(|a| a as f64),
-                    used: r.used,
-                    committed: r.committed,
-                    remaining: r.remaining,
-                    shares: r.shares,
-                    decayed_usage: r.decayed,
-                    users: r.users,
-                }
-            })
+            .map(|group| self.state.account_report(group, now))
             .collect();
-        Ok(v1::UsageReply {
+        Ok(UsageReport {
             accounts,
             server: self.state.server_name().to_string(),
-            server_time: now.timestamp(),
+            at: now,
         })
     }
 

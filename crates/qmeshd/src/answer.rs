@@ -1,0 +1,58 @@
+//! What the scheduler task answers, in the daemon's terms: core types and
+//! the few structs that gather them. The services make the wire's replies
+//! of them (`crate::service::reply`).
+
+use qmesh_core::account::AccountReport;
+use qmesh_core::joblog::LogLine;
+use qmesh_core::state::StateCounts;
+use qmesh_core::{Job, Queue, Time};
+
+/// One job's answer in a reply about several (qdel, qhold, qalter...):
+/// the id as the caller wrote it, and why it was refused if it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobOutcome {
+    pub job_id: String,
+    pub refused: Option<String>,
+}
+
+impl JobOutcome {
+    pub fn new<T, E: std::fmt::Display>(job_id: String, outcome: &Result<T, E>) -> JobOutcome {
+        JobOutcome {
+            job_id,
+            refused: outcome.as_ref().err().map(|e| e.to_string()),
+        }
+    }
+}
+
+/// A job as it stood when the task answered, with what showing it needs
+/// (the server's name, the time).
+#[derive(Clone, Debug)]
+pub struct JobSnapshot {
+    pub job: Box<Job>,
+    pub server: String,
+    pub at: Time,
+}
+
+/// qstat -Q: each queue with its jobs by state and its capacity (nodes).
+#[derive(Debug)]
+pub struct QueueList {
+    pub queues: Vec<(Queue, StateCounts, u32)>,
+    pub server: String,
+    pub at: Time,
+}
+
+/// spusage: the accounts' reports.
+#[derive(Debug)]
+pub struct UsageReport {
+    pub accounts: Vec<AccountReport>,
+    pub server: String,
+    pub at: Time,
+}
+
+/// tracejob: the job's lines in the logs of the last `days` days.
+#[derive(Debug)]
+pub struct Trace {
+    pub job_id: String,
+    pub lines: Vec<LogLine>,
+    pub days: u32,
+}
