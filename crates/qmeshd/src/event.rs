@@ -44,6 +44,32 @@ impl JobAction {
     }
 }
 
+/// qstat's question. Its answer stays the wire's `StatusReply`, built by
+/// the task as it walks the jobs: each pending job's line needs the plan's
+/// reason, explanation and estimate, and a copy of every job for the
+/// service to convert would cost a 100,000-job listing more.
+#[derive(Debug, Default)]
+pub struct StatusQuery {
+    /// Jobs named by id: listed first, whatever the filters.
+    pub job_ids: Vec<String>,
+    /// Queues named: their jobs, after those named by id.
+    pub queues: Vec<String>,
+    /// -u: only these users' jobs (`user@host` already made `user`).
+    pub users: Vec<String>,
+    /// -i, -r, -H: only jobs whose state letter is one of these.
+    pub states: String,
+    /// -x: finished jobs too.
+    pub include_finished: bool,
+    /// Ids and queues that cannot be listed are named, not refused.
+    pub report_refused: bool,
+    /// -t: an array's sub-jobs after it.
+    pub expand_arrays: bool,
+    /// -J: arrays only.
+    pub arrays_only: bool,
+    /// qstat's plain table: the brief line of each job.
+    pub brief: bool,
+}
+
 pub enum Event {
     /// A metrics scrape: bring the state's gauges up to date, then answer.
     RefreshMetrics(oneshot::Sender<()>),
@@ -68,7 +94,7 @@ pub enum Event {
         /// Who asks: a user sees only their own jobs when the server's
         /// query_other_jobs is false.
         peer: Peer,
-        request: v1::StatusRequest,
+        query: Box<StatusQuery>,
         reply: Reply<v1::StatusReply>,
     },
     Act {
@@ -113,12 +139,14 @@ pub enum Event {
     /// spwhen: one job's expected start.
     When {
         peer: Peer,
-        request: v1::WhenRequest,
+        job_id: String,
         reply: Reply<v1::WhenReply>,
     },
-    /// getjid: nodes and the jobs holding them.
+    /// getjid: nodes and the jobs holding them: those named (all when
+    /// none is), of `host` only when it is not empty.
     Nodes {
-        request: v1::NodesRequest,
+        names: Vec<String>,
+        host: String,
         reply: Reply<v1::NodesReply>,
     },
     /// qmgr: a script, run whole or not at all; the reply is its output

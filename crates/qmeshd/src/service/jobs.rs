@@ -7,7 +7,7 @@ use qmesh_proto::v1::jobs_server::Jobs;
 use tonic::{Request, Response, Status};
 
 use super::{Link, reply};
-use crate::event::{Event, JobAction};
+use crate::event::{Event, JobAction, StatusQuery};
 
 pub struct JobsService {
     pub link: Link,
@@ -48,6 +48,16 @@ fn hold_list(text: &str) -> Result<Option<qmesh_core::Holds>, Status> {
     qmesh_core::Holds::parse_list(text)
         .map(Some)
         .map_err(Status::invalid_argument)
+}
+
+/// qstat -u: the users named (`user@host` as `user`); empty for all.
+fn user_names(user: &str, users: &[String]) -> Vec<String> {
+    std::iter::once(user)
+        .chain(users.iter().map(String::as_str))
+        .map(|u| u.split_once('@').map_or(u, |(name, _)| name).trim())
+        .filter(|u| !u.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Refuses a request naming more job ids than one may carry
@@ -102,12 +112,19 @@ impl Jobs for JobsService {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
         check_ids(&request.job_ids)?;
+        let query = Box::new(StatusQuery {
+            users: user_names(&request.user, &request.users),
+            job_ids: request.job_ids,
+            queues: request.queues,
+            states: request.states,
+            include_finished: request.include_finished,
+            report_refused: request.report_refused,
+            expand_arrays: request.expand_arrays,
+            arrays_only: request.arrays_only,
+            brief: request.brief,
+        });
         self.link
-            .ask(|reply| Event::Status {
-                peer,
-                request,
-                reply,
-            })
+            .ask(|reply| Event::Status { peer, query, reply })
             .await
             .map(Response::new)
     }
@@ -223,8 +240,8 @@ impl Jobs for JobsService {
         request: Request<v1::WhenRequest>,
     ) -> Result<Response<v1::WhenReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
-        let request = request.into_inner();
-        if request.job_id.is_empty() {
+        let job_id = request.into_inner().job_id;
+        if job_id.is_empty() {
             return Err(Status::invalid_argument(
                 "name the job whose start to foresee",
             ));
@@ -232,7 +249,7 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::When {
                 peer,
-                request,
+                job_id,
                 reply,
             })
             .await
@@ -286,9 +303,9 @@ impl Jobs for JobsService {
         &self,
         request: Request<v1::NodesRequest>,
     ) -> Result<Response<v1::NodesReply>, Status> {
-        let request = request.into_inner();
+        let v1::NodesRequest { names, host } = request.into_inner();
         self.link
-            .ask(|reply| Event::Nodes { request, reply })
+            .ask(|reply| Event::Nodes { names, host, reply })
             .await
             .map(Response::new)
     }

@@ -11,7 +11,7 @@ use tracing::info;
 
 use super::{SchedulerTask, persist};
 use crate::answer::{JobOutcome, JobSnapshot, QueueList};
-use crate::event::{JobAction, Reply};
+use crate::event::{JobAction, Reply, StatusQuery};
 use crate::identity::Peer;
 use crate::status;
 
@@ -92,7 +92,7 @@ impl SchedulerTask {
     pub(super) fn status(
         &self,
         peer: &Peer,
-        request: &v1::StatusRequest,
+        request: &StatusQuery,
     ) -> Result<v1::StatusReply, Status> {
         let caller = self.caller(peer);
         let now = Utc::now();
@@ -174,7 +174,7 @@ impl SchedulerTask {
             }
         }
         reply.jobs = named;
-        let users = user_names(&request.user, &request.users);
+        let users: Vec<&str> = request.users.iter().map(String::as_str).collect();
         // Sub-jobs come after their array, with -t only.
         let listed = |job: &&qmesh_core::Job| {
             job.id.array_parent().is_none()
@@ -588,13 +588,4 @@ fn refusal_status(refusal: &v1::StatusRefusal) -> Status {
             Status::failed_precondition(&refusal.message)
         }
     }
-}
-
-/// qstat -u: the users named (`user@host` as `user`); empty for all.
-fn user_names<'a>(user: &'a str, users: &'a [String]) -> Vec<&'a str> {
-    std::iter::once(user)
-        .chain(users.iter().map(String::as_str))
-        .map(|u| u.split_once('@').map_or(u, |(name, _)| name).trim())
-        .filter(|u| !u.is_empty())
-        .collect()
 }

@@ -386,12 +386,8 @@ impl SchedulerTask {
                 payload,
                 reply,
             } => self.submit(&peer, *submission, payload, reply),
-            Event::Status {
-                peer,
-                request,
-                reply,
-            } => {
-                let _ = reply.send(self.status(&peer, &request));
+            Event::Status { peer, query, reply } => {
+                let _ = reply.send(self.status(&peer, &query));
             }
             Event::Act {
                 peer,
@@ -426,14 +422,14 @@ impl SchedulerTask {
             }
             Event::When {
                 peer,
-                request,
+                job_id,
                 reply,
             } => {
                 let caller = self.caller(&peer);
-                let _ = reply.send(self.when(&caller, &request));
+                let _ = reply.send(self.when(&caller, &job_id));
             }
-            Event::Nodes { request, reply } => {
-                let _ = reply.send(self.nodes(&request));
+            Event::Nodes { names, host, reply } => {
+                let _ = reply.send(self.nodes(&names, &host));
             }
             Event::Qmgr {
                 peer,

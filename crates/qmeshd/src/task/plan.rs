@@ -265,12 +265,12 @@ impl SchedulerTask {
     pub(super) fn when(
         &self,
         caller: &qmesh_core::Caller,
-        request: &v1::WhenRequest,
+        job_id: &str,
     ) -> Result<v1::WhenReply, RpcStatus> {
         let now = Utc::now();
         let state = &self.state;
         let id = state
-            .parse_id(&request.job_id)
+            .parse_id(job_id)
             .map_err(|e| status::from_core(&e))?;
         // A sub-job left to start starts when its array's next does (or
         // later): its array's answer.
@@ -336,7 +336,7 @@ impl SchedulerTask {
     }
 
     /// getjid: nodes (by name, or of one host) and the jobs holding them.
-    pub(super) fn nodes(&self, request: &v1::NodesRequest) -> Result<v1::NodesReply, RpcStatus> {
+    pub(super) fn nodes(&self, names: &[String], host: &str) -> Result<v1::NodesReply, RpcStatus> {
         let state = &self.state;
         let server = state.server_name();
         let info = |node: &qmesh_core::node::Node| {
@@ -374,8 +374,8 @@ impl SchedulerTask {
             }
         };
         let host_ok =
-            |node: &qmesh_core::node::Node| request.host.is_empty() || node.host == request.host;
-        let nodes = if request.names.is_empty() {
+            |node: &qmesh_core::node::Node| host.is_empty() || node.host == host;
+        let nodes = if names.is_empty() {
             state
                 .nodes()
                 .iter()
@@ -383,8 +383,8 @@ impl SchedulerTask {
                 .map(info)
                 .collect()
         } else {
-            let mut nodes = Vec::with_capacity(request.names.len());
-            for name in &request.names {
+            let mut nodes = Vec::with_capacity(names.len());
+            for name in names {
                 let node = state.node_by_name(name).ok_or_else(|| {
                     status::from_core(&CoreError::NoSuchNode { node: name.clone() })
                 })?;
