@@ -5,7 +5,7 @@
 use qmesh_core::account::AccountReport;
 use qmesh_core::joblog::LogLine;
 use qmesh_core::state::StateCounts;
-use qmesh_core::{Job, Queue, Time};
+use qmesh_core::{Job, Queue, ServerAttrs, Time};
 
 /// One job's answer in a reply about several (qdel, qhold, qalter...):
 /// the id as the caller wrote it, and why it was refused if it was.
@@ -55,4 +55,22 @@ pub struct Trace {
     pub job_id: String,
     pub lines: Vec<LogLine>,
     pub days: u32,
+}
+
+/// qstat -B: the server's attributes and what it holds now.
+#[derive(Debug)]
+pub struct ServerReport {
+    pub server: String,
+    pub at: Time,
+    pub attrs: ServerAttrs,
+    pub default_queue: String,
+    /// The jobs of every queue, by state.
+    pub counts: StateCounts,
+    pub finished: u32,
+    pub nodes_total: u32,
+    /// Nodes that hold a job.
+    pub nodes_assigned: u32,
+    /// `resources_assigned.NAME`: what the running jobs hold of each
+    /// resource the server bounds.
+    pub resources_assigned: Vec<(String, String)>,
 }

@@ -7,7 +7,7 @@ use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
-use crate::answer::{JobOutcome, JobSnapshot, QueueList, Trace, UsageReport};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport};
 use crate::identity::Peer;
 
 pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
@@ -129,7 +129,7 @@ pub enum Event {
     },
     /// qstat -B: the server's own status.
     ServerStatus {
-        reply: Reply<v1::ServerStatusReply>,
+        reply: Reply<ServerReport>,
     },
     /// spq, spfree, spwhat: the last pass's plan.
     Plan {

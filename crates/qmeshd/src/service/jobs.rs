@@ -317,7 +317,7 @@ impl Jobs for JobsService {
         self.link
             .ask(|reply| Event::ServerStatus { reply })
             .await
-            .map(Response::new)
+            .map(|report| Response::new(reply::server_status(report)))
     }
 
     async fn rerun(

@@ -5,7 +5,7 @@ use qmesh_proto::v1;
 
 use qmesh_proto::convert;
 
-use crate::answer::{JobOutcome, JobSnapshot, QueueList, Trace, UsageReport};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport};
 
 /// A reply about several jobs: each id as written, and its refusal.
 pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {
@@ -58,4 +58,47 @@ pub fn trace(trace: Trace) -> v1::TraceReply {
         lines: trace.lines.into_iter().map(convert::trace_line).collect(),
         days: trace.days,
     }
+}
+
+/// qstat -B.
+pub fn server_status(report: ServerReport) -> v1::ServerStatusReply {
+    let attrs = report.attrs;
+    let counts = report.counts;
+    v1::ServerStatusReply {
+        server: report.server,
+        server_time: report.at.timestamp(),
+        server_state: if attrs.scheduling { "Active" } else { "Idle" }.to_string(),
+        server_host: host_name(),
+        scheduling: attrs.scheduling,
+        total_jobs: counts.total(),
+        transit: counts.transit,
+        queued: counts.queued,
+        held: counts.held,
+        waiting: counts.waiting,
+        running: counts.running,
+        exiting: counts.exiting,
+        finished: report.finished,
+        default_queue: report.default_queue,
+        scheduler_iteration: attrs.scheduler_iteration,
+        job_history_duration: attrs.job_history_duration,
+        default_walltime: attrs.default_walltime,
+        nodes_assigned: report.nodes_assigned,
+        nodes_total: report.nodes_total,
+        managers: attrs.managers,
+        operators: attrs.operators,
+        max_user_run: attrs.max_user_run,
+        max_group_run: attrs.max_group_run,
+        max_user_queued: attrs.max_user_queued,
+        max_group_queued: attrs.max_group_queued,
+        version: format!("qmesh-{}", env!("CARGO_PKG_VERSION")),
+        resources_available: attrs.resources_available.into_iter().collect(),
+        resources_assigned: report.resources_assigned.into_iter().collect(),
+    }
+}
+
+/// This host's name, as PBS's `server_host`; empty if it cannot be read.
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
