@@ -5,6 +5,7 @@
 use qmesh_core::account::AccountReport;
 use qmesh_core::joblog::LogLine;
 use qmesh_core::state::StateCounts;
+use qmesh_core::scheduler::{Reason, Status};
 use qmesh_core::{Job, Queue, ServerAttrs, Time};
 
 /// One job's answer in a reply about several (qdel, qhold, qalter...):
@@ -73,4 +74,20 @@ pub struct ServerReport {
     /// `resources_assigned.NAME`: what the running jobs hold of each
     /// resource the server bounds.
     pub resources_assigned: Vec<(String, String)>,
+}
+
+/// spwhen: when a job is expected to start, and why not sooner.
+#[derive(Debug)]
+pub struct When {
+    pub job: Box<Job>,
+    pub server: String,
+    /// A pending job's place in the plan: its status, the plan's reason,
+    /// its priority; `None` for a running job.
+    pub place: Option<(Status, Option<Reason>, f64)>,
+    /// The expected start (a running job's start).
+    pub start: Option<Time>,
+    /// Why a pending job waits; `None` for a running job.
+    pub reason: Option<Reason>,
+    pub explanation: String,
+    pub at: Time,
 }

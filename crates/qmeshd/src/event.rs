@@ -7,7 +7,9 @@ use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
-use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport};
+use crate::answer::{
+    JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When,
+};
 use crate::identity::Peer;
 
 pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
@@ -140,7 +142,7 @@ pub enum Event {
     When {
         peer: Peer,
         job_id: String,
-        reply: Reply<v1::WhenReply>,
+        reply: Reply<When>,
     },
     /// getjid: nodes and the jobs holding them: those named (all when
     /// none is), of `host` only when it is not empty.

@@ -253,7 +253,7 @@ impl Jobs for JobsService {
                 reply,
             })
             .await
-            .map(Response::new)
+            .map(|when| Response::new(reply::when(when)))
     }
 
     async fn usage(

@@ -5,7 +5,9 @@ use qmesh_proto::v1;
 
 use qmesh_proto::convert;
 
-use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport};
+use crate::answer::{
+    JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When,
+};
 
 /// A reply about several jobs: each id as written, and its refusal.
 pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {
@@ -101,4 +103,30 @@ fn host_name() -> String {
     nix::unistd::gethostname()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// spwhen: the job's line as spq shows it (a pending job's with the
+/// expected start found), and the start, reason and explanation.
+pub fn when(when: When) -> v1::WhenReply {
+    let entry = match when.place {
+        Some((status, reason, priority)) => convert::plan_entry(
+            &when.job,
+            &when.server,
+            Some(status),
+            reason,
+            when.start,
+            priority,
+        ),
+        None => convert::plan_entry(&when.job, &when.server, None, None, None, 0.0),
+    };
+    v1::WhenReply {
+        job: Some(entry),
+        expected_start: convert::unix(when.start),
+        reason: when
+            .reason
+            .map(|r| r.as_str().to_string())
+            .unwrap_or_default(),
+        explanation: when.explanation,
+        server_time: when.at.timestamp(),
+    }
 }

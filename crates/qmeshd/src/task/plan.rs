@@ -16,6 +16,7 @@ use qmesh_proto::{convert, v1};
 use tonic::Status as RpcStatus;
 
 use super::SchedulerTask;
+use crate::answer::When;
 use crate::status;
 
 /// The last pass's plan and when it ran.
@@ -266,7 +267,7 @@ impl SchedulerTask {
         &self,
         caller: &qmesh_core::Caller,
         job_id: &str,
-    ) -> Result<v1::WhenReply, RpcStatus> {
+    ) -> Result<When, RpcStatus> {
         let now = Utc::now();
         let state = &self.state;
         let id = state
@@ -295,16 +296,18 @@ impl SchedulerTask {
             )));
         }
         if job.state.is_active() {
-            return Ok(v1::WhenReply {
-                job: Some(self.running_entry(job)),
-                expected_start: convert::unix(job.stime),
-                reason: String::new(),
+            return Ok(When {
+                job: Box::new(job.clone()),
+                server: state.server_name().to_string(),
+                place: None,
+                start: job.stime,
+                reason: None,
                 explanation: format!("job {full} is {}", job.state),
-                server_time: now.timestamp(),
+                at: now,
             });
         }
-        let mut entry = self.pending_entry(job);
-        let (start, reason) = match self.place(job) {
+        let place = self.place(job);
+        let (start, reason) = match place {
             Place {
                 expected_start: Some(start),
                 reason,
@@ -318,11 +321,12 @@ impl SchedulerTask {
                 (when.start, when.reason)
             }
         };
-        entry.expected_start = convert::unix(start);
-        Ok(v1::WhenReply {
-            job: Some(entry),
-            expected_start: convert::unix(start),
-            reason: reason.as_str().to_string(),
+        Ok(When {
+            job: Box::new(job.clone()),
+            server: state.server_name().to_string(),
+            place: Some((place.status, place.reason, place.priority)),
+            start,
+            reason: Some(reason),
             explanation: match &job.array {
                 Some(a) => format!(
                     "job array, {}; its next sub-job: {}",
@@ -331,7 +335,7 @@ impl SchedulerTask {
                 ),
                 None => self.explain(job, reason, now),
             },
-            server_time: now.timestamp(),
+            at: now,
         })
     }
 
