@@ -1,6 +1,7 @@
 //! The gRPC services. Each handler identifies the caller, turns the request
-//! into an event for the scheduler task and awaits its answer; no handler
-//! touches the state. Pueue's layout: `jobs.rs` here mirrors
+//! into an event for the scheduler task (in the core's and the daemon's
+//! terms, `crate::event`) and awaits its answer, which `reply.rs` makes the
+//! wire's reply; no handler touches the state. Pueue's layout: `jobs.rs` here mirrors
 //! `task/jobs.rs`, `admin.rs` mirrors `task/admin.rs`.
 
 mod admin;
