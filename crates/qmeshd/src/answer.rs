@@ -4,8 +4,8 @@
 
 use qmesh_core::account::AccountReport;
 use qmesh_core::joblog::LogLine;
-use qmesh_core::state::StateCounts;
 use qmesh_core::scheduler::{Reason, Status};
+use qmesh_core::state::StateCounts;
 use qmesh_core::{Job, Queue, ServerAttrs, Time};
 
 /// One job's answer in a reply about several (qdel, qhold, qalter...):

@@ -7,9 +7,7 @@ use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
-use crate::answer::{
-    JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When,
-};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When};
 use crate::identity::Peer;
 
 pub type Reply<T> = oneshot::Sender<Result<T, Status>>;

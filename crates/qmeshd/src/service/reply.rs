@@ -5,9 +5,7 @@ use qmesh_proto::v1;
 
 use qmesh_proto::convert;
 
-use crate::answer::{
-    JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When,
-};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When};
 
 /// A reply about several jobs: each id as written, and its refusal.
 pub fn jobs(outcomes: Vec<JobOutcome>) -> v1::JobsReply {

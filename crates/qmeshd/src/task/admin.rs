@@ -50,10 +50,7 @@ impl SchedulerTask {
                 return;
             }
         };
-        let answer = (
-            outcome.output,
-            if check_only { 0 } else { outcome.applied },
-        );
+        let answer = (outcome.output, if check_only { 0 } else { outcome.applied });
         let config_changed = outcome.applied > 0 && config != *self.state.config();
         if check_only || (!config_changed && outcome.reorder.is_empty()) {
             let _ = reply.send(Ok(answer));

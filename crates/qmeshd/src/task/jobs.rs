@@ -291,11 +291,7 @@ impl SchedulerTask {
             }
             results.push(JobOutcome::new(text, &outcome));
         }
-        self.answer_when_durable(
-            results,
-            "the change was made".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the change was made".to_string(), reply);
     }
 
     /// One id of qdel, qhold, qrls or sprelease: a job, an array, a

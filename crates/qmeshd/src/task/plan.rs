@@ -270,9 +270,7 @@ impl SchedulerTask {
     ) -> Result<When, RpcStatus> {
         let now = Utc::now();
         let state = &self.state;
-        let id = state
-            .parse_id(job_id)
-            .map_err(|e| status::from_core(&e))?;
+        let id = state.parse_id(job_id).map_err(|e| status::from_core(&e))?;
         // A sub-job left to start starts when its array's next does (or
         // later): its array's answer.
         let id = match id.array_parent() {
@@ -377,8 +375,7 @@ impl SchedulerTask {
                     .unwrap_or_default(),
             }
         };
-        let host_ok =
-            |node: &qmesh_core::node::Node| host.is_empty() || node.host == host;
+        let host_ok = |node: &qmesh_core::node::Node| host.is_empty() || node.host == host;
         let nodes = if names.is_empty() {
             state
                 .nodes()

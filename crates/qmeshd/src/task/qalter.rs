@@ -61,11 +61,7 @@ impl SchedulerTask {
                 refused,
             });
         }
-        self.answer_when_durable(
-            results,
-            "the jobs were altered".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the jobs were altered".to_string(), reply);
     }
 
     /// PBS's `a` record (what changed) and "Job Modified at request of".

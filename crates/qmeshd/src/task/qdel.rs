@@ -22,8 +22,8 @@ use qmesh_store::Store;
 use tracing::{error, info, warn};
 
 use super::SchedulerTask;
-use crate::dispatch::DispatchEvent;
 use crate::answer::JobOutcome;
+use crate::dispatch::DispatchEvent;
 use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 
@@ -44,11 +44,7 @@ impl SchedulerTask {
             }
             results.push(JobOutcome::new(text, &outcome));
         }
-        self.answer_when_durable(
-            results,
-            "the change was made".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the change was made".to_string(), reply);
     }
 
     /// One id of qdel: a job, an array (its sub-jobs too), a sub-job or a

@@ -44,10 +44,6 @@ impl SchedulerTask {
                 refused,
             });
         }
-        self.answer_when_durable(
-            results,
-            "the jobs were moved".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the jobs were moved".to_string(), reply);
     }
 }

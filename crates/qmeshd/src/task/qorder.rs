@@ -56,10 +56,6 @@ impl SchedulerTask {
             job_id: fa,
             refused: None,
         }];
-        self.answer_when_durable(
-            results,
-            "the jobs were reordered".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the jobs were reordered".to_string(), reply);
     }
 }

@@ -13,8 +13,8 @@ use qmesh_core::{Caller, JobId};
 use tracing::{info, warn};
 
 use super::{SchedulerTask, persist};
-use crate::dispatch::DispatchEvent;
 use crate::answer::JobOutcome;
+use crate::dispatch::DispatchEvent;
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -42,11 +42,7 @@ impl SchedulerTask {
             }
             results.push(JobOutcome::new(text, &outcome));
         }
-        self.answer_when_durable(
-            results,
-            "the jobs are being requeued".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the jobs are being requeued".to_string(), reply);
     }
 
     fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {

@@ -39,11 +39,7 @@ impl SchedulerTask {
         if !launches.is_empty() {
             self.when_durable(launches);
         }
-        self.answer_when_durable(
-            results,
-            "the jobs were started".to_string(),
-            reply,
-        );
+        self.answer_when_durable(results, "the jobs were started".to_string(), reply);
     }
 
     fn run_one(

@@ -15,8 +15,8 @@ use tonic::Status;
 use tracing::info;
 
 use super::SchedulerTask;
-use crate::dispatch::Launch;
 use crate::answer::JobOutcome;
+use crate::dispatch::Launch;
 use crate::identity::Peer;
 use crate::status;
 

@@ -28,13 +28,7 @@ use crate::status;
 const MAX_DAYS: u32 = 366;
 
 impl SchedulerTask {
-    pub(super) fn trace(
-        &mut self,
-        peer: &Peer,
-        job_id: &str,
-        days: u32,
-        reply: Reply<Trace>,
-    ) {
+    pub(super) fn trace(&mut self, peer: &Peer, job_id: &str, days: u32, reply: Reply<Trace>) {
         let caller = self.caller(peer);
         let id = match self.state.parse_id(job_id) {
             Ok(id) => id,

@@ -19,11 +19,7 @@ use crate::identity::Peer;
 use crate::status;
 
 impl SchedulerTask {
-    pub(super) fn usage(
-        &self,
-        peer: &Peer,
-        all: bool,
-    ) -> Result<UsageReport, Status> {
+    pub(super) fn usage(&self, peer: &Peer, all: bool) -> Result<UsageReport, Status> {
         let caller = self.caller(peer);
         let groups: Vec<String> = if all {
             if caller.role < Role::Operator {
