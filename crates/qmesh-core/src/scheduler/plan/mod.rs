@@ -34,6 +34,8 @@
 //! and why it waits if not; [`place`] starts it now or asks for a
 //! reservation, which [`reserve`] finds; [`shared`] picks nodes one by one
 //! on shared sets and for jobs that name them.
+//!
+//! [`Profile`]: super::profile::Profile
 
 mod gate;
 mod place;
@@ -208,6 +210,8 @@ impl<'a> Planner<'a> {
     }
 
     /// One job: the gate, then if it lets the job through, placement.
+    /// (Inlined, with both: the loop over 100,000 jobs stays one function.)
+    #[inline(always)]
     fn plan_job(&mut self, ranked: &Ranked, starts: &mut Vec<Start>) -> Entry {
         match self.gate(ranked) {
             Ok(admitted) => self.place(ranked, &admitted, starts),
