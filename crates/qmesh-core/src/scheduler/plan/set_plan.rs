@@ -297,3 +297,122 @@ fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>)
     }
     (allocators, base)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{Topology, TorusConversion, TorusPartition};
+    use qmesh_alloc::flat::Flat;
+
+    /// A set of `up` nodes all free at time 0, `slots` jobs per node.
+    fn set(up: usize, slots: usize, allocator: Option<Box<dyn Allocator>>) -> SetPlan {
+        SetPlan {
+            profile: Profile::new(0, (up * slots) as i64),
+            free: up * slots,
+            up,
+            slots,
+            nodes: 0..up,
+            allocator,
+            releases: Vec::new(),
+            placed: Vec::new(),
+            hints: BTreeMap::new(),
+            closed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_flat_set_counts_nodes_and_a_torus_rounds_up() {
+        assert_eq!(set(8, 1, None).size_for(5), Some(5));
+        let torus = Topology::Torus {
+            dims: vec![2, 2, 2],
+            partition: TorusPartition::Nep,
+            conversion: TorusConversion::Merge,
+        };
+        let on_torus = set(8, 1, torus.allocator().unwrap());
+        assert!(on_torus.shaped() && !on_torus.shared());
+        assert_eq!(on_torus.size_for(3), Some(4), "a torus gives powers of two");
+        assert_eq!(on_torus.size_for(9), None, "more than the set holds");
+    }
+
+    #[test]
+    fn taking_nodes_leaves_the_profile_short_until_they_come_back() {
+        let mut s = set(10, 1, None);
+        s.take(0, 100, 4);
+        assert_eq!(s.free, 6);
+        assert_eq!(s.profile.at(50), 6);
+        assert_eq!(s.profile.at(100), 10);
+    }
+
+    #[test]
+    fn a_closedown_takes_every_slot_of_the_nodes_up_for_its_time() {
+        let mut s = set(4, 2, None);
+        assert!(s.shared());
+        s.close(10, 20, Reason::Shutdown);
+        assert_eq!(s.profile.at(5), 8);
+        assert_eq!(s.profile.min_over(10, 20), 0);
+        assert_eq!(s.profile.at(20), 8);
+        assert_eq!(s.closed.len(), 1);
+        assert_eq!(s.closed[0].reason, Reason::Shutdown);
+    }
+
+    #[test]
+    fn a_hint_is_the_latest_start_of_a_job_no_larger_and_no_longer() {
+        let mut s = set(16, 1, None);
+        assert_eq!(s.hint(4, 100), Secs::MIN, "nothing reserved yet");
+        s.remember(4, 100, 50);
+        s.remember(8, 200, 70);
+        assert_eq!(s.hint(4, 100), 50);
+        assert_eq!(s.hint(8, 200), 70);
+        assert_eq!(s.hint(8, 150), 50, "the 8-node reservation was longer");
+        assert_eq!(s.hint(2, 50), Secs::MIN, "both were larger");
+    }
+
+    #[test]
+    fn a_start_keeps_off_the_nodes_of_a_reservation_it_would_overlap() {
+        let mut s = set(8, 1, Some(Box::new(Flat::new(8))));
+        s.placed.push(Reservation {
+            start: 10,
+            end: 20,
+            set: 0,
+            size: 4,
+            nodes: Some(vec![0, 1, 2, 3]),
+        });
+        // Running across the reservation: only the other four nodes.
+        let Fit::Yes(placed) = s.allocate_clear_of_reservations(0, 4, 15, false) else {
+            panic!("four nodes are clear of the reservation");
+        };
+        assert!(placed.nodes.iter().all(|n| *n >= 4), "{:?}", placed.nodes);
+        // The free nodes left are the reserved ones: in the way until 20.
+        assert!(matches!(
+            s.allocate_clear_of_reservations(0, 2, 15, false),
+            Fit::InTheWay
+        ));
+        // Ending before the reservation begins, a job may use them.
+        assert!(matches!(
+            s.allocate_clear_of_reservations(0, 2, 10, false),
+            Fit::Yes(_)
+        ));
+    }
+
+    #[test]
+    fn placed_over_finds_the_reservations_a_window_overlaps() {
+        let window = |start, end, nodes: Option<Vec<u32>>| Reservation {
+            start,
+            end,
+            set: 0,
+            size: 1,
+            nodes,
+        };
+        let placed = [
+            window(0, 10, Some(vec![1])),
+            window(10, 20, Some(vec![2])),
+            window(5, 15, None),
+        ];
+        let over: Vec<&Vec<u32>> = placed_over(&placed, 10, 12).collect();
+        assert_eq!(
+            over,
+            [&vec![2]],
+            "[0, 10) ended; a counted window has no nodes"
+        );
+    }
+}
