@@ -269,3 +269,41 @@ fn what_the_configuration_says_wins_over_the_reports() {
         "none says 128"
     );
 }
+
+/// Flat sets `s8`, `s3` and `s5` (by their sizes), alike, under one queue.
+fn three_flat_sets() -> State {
+    let set = |size: usize| NodeSet {
+        name: format!("s{size}"),
+        topology: Topology::Flat,
+        nodes: (0..size)
+            .map(|i| NodeDef {
+                name: format!("n{size}-{i}"),
+                host: "h".into(),
+            })
+            .collect(),
+        attrs: NodeAttrs::default(),
+    };
+    let mut config = Config::default();
+    config.queues.insert("batch".into(), Queue::open("batch"));
+    let mut state = State::new("srv", config, vec![set(8), set(3), set(5)]).unwrap();
+    state.set_host_up("h", true);
+    state
+}
+
+#[test]
+fn a_job_takes_the_fullest_set_that_holds_it_and_spreads_when_none_does() {
+    // SDSC's rule: the set with the fewest free nodes that holds the whole
+    // job, keeping big holes for big jobs; else the flat sets in order.
+    let mut s = three_flat_sets();
+    let three = submit(&mut s, 3, &[]).unwrap();
+    let four = submit(&mut s, 4, &[]).unwrap();
+    let nine = submit(&mut s, 9, &[]).unwrap();
+    let plan = Scheduler.pass(&s, t(0));
+    assert_eq!(sets_of(&s, &plan, three), ["s3"]);
+    assert_eq!(sets_of(&s, &plan, four), ["s5"]);
+    assert_eq!(
+        sets_of(&s, &plan, nine),
+        ["s8", "s5"],
+        "eight, then the one left"
+    );
+}
