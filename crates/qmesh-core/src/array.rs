@@ -183,7 +183,7 @@ impl ArraySpec {
     }
 
     /// The default output file of a sub-job, to be completed by
-    /// [`ArraySpec::sub_path`]: `NAME.o12.^array_index^` (PBS Pro) or
+    /// [`sub_path`]: `NAME.o12.^array_index^` (PBS Pro) or
     /// `NAME.o12-^array_index^` (Torque).
     pub fn default_file(&self, name: &str, kind: char, id: JobId) -> String {
         let sep = match self.style {

@@ -3,7 +3,7 @@
 //! and rerunnable (`qsub -r y`, the default) unless forced (`-W force`).
 //!
 //! The job goes the way of a job requeued at its queue's period end: it
-//! is marked exiting with a [`PeriodStop`] that requeues it, its agent is
+//! is marked exiting with a [`PeriodStop`](crate::job::PeriodStop) that requeues it, its agent is
 //! told to kill it, and when the end is in, [`State::finish`] frees its
 //! nodes and queues it again (its run charged, `run_count` kept, so the
 //! next start counts one more).

@@ -7,7 +7,7 @@
 //! flags, which say where it is consumed (`n`, `f` and `h`: per host; `q`:
 //! per queue and server) and who may see it (`r`: users may read it, not
 //! ask for it; `i`: invisible to users). Definitions are configuration,
-//! kept in [`Config::resources`] and printed by `print server` before the
+//! kept in [`Config::resources`](crate::server::Config::resources) and printed by `print server` before the
 //! queues whose `resources_max.*` name them. The checks of queue limits
 //! (`resource_limits.rs`) and of `qsub -l NAME=VALUE` read the types here.
 

@@ -20,7 +20,9 @@ mod shutdown;
 
 pub use attrs::parse_bool;
 pub use calendar::import_holidays_commands;
-pub use parse::{Action, Assignment, Command, Op, QmgrError, parse_script};
+pub use parse::{
+    Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, QmgrError, parse_script,
+};
 pub use print::{print_server, print_server_over};
 pub use shutdown::ShutdownAction;
 
