@@ -90,11 +90,13 @@ pub(super) enum Fit {
 impl SetPlan {
     /// A set with a topology: its allocator places jobs, counting is not
     /// enough.
+    #[inline]
     pub fn shaped(&self) -> bool {
         self.allocator.is_some()
     }
 
     /// A shared set (`jobs_per_node` over 1): its profile counts slots.
+    #[inline]
     pub fn shared(&self) -> bool {
         self.slots > 1
     }
@@ -102,6 +104,7 @@ impl SetPlan {
     /// How much of the profile a request for `n` nodes takes here: `n`, or
     /// more where the topology rounds up (a torus: a power of two); `None`
     /// if the topology can never place it.
+    #[inline]
     pub fn size_for(&self, n: u32) -> Option<i64> {
         match &self.allocator {
             Some(a) => a.size_for(n).map(i64::from),
@@ -110,6 +113,7 @@ impl SetPlan {
     }
 
     /// Takes `k` of its free nodes (or slots) now, until `end`.
+    #[inline]
     pub fn take(&mut self, now: Secs, end: Secs, k: usize) {
         self.free = self.free.saturating_sub(k);
         self.profile.add(now, end, -(k as i64));
@@ -124,6 +128,7 @@ impl SetPlan {
 
     /// The latest start of a reservation made here for a job no larger and
     /// no longer: the earliest one of `n` nodes for `wall` could start.
+    #[inline]
     pub fn hint(&self, n: i64, wall: Secs) -> Secs {
         self.hints
             .range(..=n)
@@ -133,6 +138,7 @@ impl SetPlan {
     }
 
     /// Remembers a reservation's start for the next search (`hint`).
+    #[inline]
     pub fn remember(&mut self, n: i64, wall: Secs, start: Secs) {
         self.hints.entry(n).or_default().insert(wall, start);
     }
