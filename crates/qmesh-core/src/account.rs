@@ -9,7 +9,10 @@
 //! node-hours charged are state ([`Usage`], stored as one record by the
 //! daemon); what queued and running jobs ask for is kept as counters
 //! ([`Tally`]) updated where jobs enter and leave the pending and active
-//! sets, so a submission's checks cost a few lookups, not a scan.
+//! sets, so a submission's checks cost a few lookups, not a scan. What the
+//! state does with them (charging, fair share, admission) is in
+//! `state/account.rs` and `state/admit.rs`; what the configuration says (a
+//! job's account, its run caps) in `server/accounts.rs`.
 
 mod tally;
 mod usage;

@@ -14,7 +14,7 @@
 //! held, waiting, running. Groups are Unix groups (the job's owner's
 //! group); both styles may be set together, and every limit that applies
 //! is enforced. The counters are kept by [`crate::account::Tally`]
-//! (`limits/count.rs`); the checks are in `limits/check.rs`.
+//! (`limits/count.rs`); the checks, which need the state, are in `state/limits.rs`.
 
 mod count;
 

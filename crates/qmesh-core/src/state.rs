@@ -1,8 +1,10 @@
-//! The scheduler's whole world: configuration, nodes and jobs, and the rules
-//! by which a job moves between states.
+//! The scheduler's whole world: configuration, the machine (nodes, what is
+//! up and free: `state/machine.rs`), the job book (jobs and their indexes:
+//! `state/book.rs`), and the rules by which a job moves between states.
 //!
-//! Every change goes through a method here, so the invariants hold in one
-//! place: a job is in `pending` (under its queue) exactly when its state is pending, in
+//! Every change goes through a method of the state (here and in `state/`;
+//! the commands above it reach the fields only through those), so the
+//! invariants hold in one place: a job is in `pending` (under its queue) exactly when its state is pending, in
 //! `active` exactly when it is running or exiting, and a node names a job
 //! exactly when that job is active and lists the node. The methods return
 //! the changed job so the caller (the daemon, the simulator) can persist it.
