@@ -124,6 +124,16 @@ fn exited(code: i32) -> JobExit {
     }
 }
 
+/// A host's answer to a join: joined, or its prologue failed (`message`).
+fn joined(host: &str, job: JobId, ok: bool, message: &str) -> DispatchEvent {
+    DispatchEvent::Joined {
+        host: host.into(),
+        job,
+        ok,
+        message: message.into(),
+    }
+}
+
 fn send(host: &str, message: ToAgent) -> (String, ToAgent) {
     (host.to_string(), message)
 }
@@ -248,24 +258,8 @@ fn a_failed_prologue_kills_the_job_and_its_end_counts_as_a_failed_launch() {
     b.connect(0, "a");
     b.connect(0, "b");
     let (id, _) = b.start_job(2);
-    b.at(
-        2,
-        DispatchEvent::Joined {
-            host: "b".into(),
-            job: id,
-            ok: true,
-            message: String::new(),
-        },
-    );
-    let orders = b.at(
-        3,
-        DispatchEvent::Joined {
-            host: "b".into(),
-            job: id,
-            ok: false,
-            message: "exit 1".into(),
-        },
-    );
+    b.at(2, joined("b", id, true, ""));
+    let orders = b.at(3, joined("b", id, false, "exit 1"));
     let why = "the prologue on b failed: exit 1".to_string();
     assert_eq!(
         sends(&orders),
@@ -293,15 +287,7 @@ fn a_host_away_beyond_the_grace_gives_up_its_jobs_with_the_cause() {
     b.connect(0, "a");
     b.connect(0, "b");
     let (id, _) = b.start_job(2);
-    b.at(
-        2,
-        DispatchEvent::Joined {
-            host: "b".into(),
-            job: id,
-            ok: true,
-            message: String::new(),
-        },
-    );
+    b.at(2, joined("b", id, true, ""));
     assert!(
         b.at(10, DispatchEvent::AgentGone { host: "b".into() })
             .is_empty()
