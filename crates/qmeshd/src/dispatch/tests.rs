@@ -218,14 +218,11 @@ fn a_job_across_hosts_waits_for_every_join_and_its_end_leaves_them() {
         [send("b", ToAgent::Join(id)), send("c", ToAgent::Join(id))]
     );
     assert_eq!(b.d.launch_of(id), Some(Launch::Joining));
-    let joined = |host: &str| DispatchEvent::Joined {
-        host: host.into(),
-        job: id,
-        ok: true,
-        message: String::new(),
-    };
-    assert!(b.at(2, joined("b")).is_empty(), "c has not joined yet");
-    let orders = b.at(3, joined("c"));
+    assert!(
+        b.at(2, joined("b", id, true, "")).is_empty(),
+        "c has not joined yet"
+    );
+    let orders = b.at(3, joined("c", id, true, ""));
     assert_eq!(sends(&orders), [send("a", ToAgent::Launch(id))]);
     assert_eq!(b.d.launch_of(id), Some(Launch::Sent));
 
