@@ -228,6 +228,9 @@ fn an_interactive_job_ends_at_its_wall_clock_and_frees_its_node() {
         "a job killed at its wall clock is no success"
     );
     let id = d.ok("qselect", &["-x", "-N", "short"]).trim().to_string();
+    // qsub ends with the shell's stream; the end's report may still be on
+    // its way from the agent.
+    d.wait_job(&id);
     let job = d.job_json(&id);
     assert_eq!(job["job_state"], "F", "{job}");
     let comment = job["comment"].as_str().unwrap_or_default();

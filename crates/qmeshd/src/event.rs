@@ -5,17 +5,19 @@
 use qmesh_core::JobId;
 use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
-use tonic::Status;
 
 use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When};
+use crate::error::TaskError;
 use crate::identity::Peer;
 
-pub type Reply<T> = oneshot::Sender<Result<T, Status>>;
+/// Where the task's answer goes: the answer, or why not (the service
+/// makes it a gRPC status, `crate::status`).
+pub type Reply<T> = oneshot::Sender<Result<T, TaskError>>;
 
 /// What a session's stream to its agent carries: at most
-/// [`AGENT_OUTBOX`] messages the agent has not read yet (see
-/// `task::AgentLink::deliver`).
-pub type AgentOutbox = mpsc::Sender<Result<v1::DaemonMessage, Status>>;
+/// [`AGENT_OUTBOX`] messages the agent has not read yet (see the task's
+/// agent links, `AgentLink::deliver`).
+pub type AgentOutbox = mpsc::Sender<v1::DaemonMessage>;
 
 /// Messages a session may hold for its agent. A pass sends a host at most
 /// a launch per node and an acknowledgement per ended job; an agent this

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use qmesh_proto::v1;
 use qmesh_proto::v1::agent_server::Agent;
-use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
@@ -88,6 +88,8 @@ impl Agent for AgentService {
             }
             let _ = events.send(Event::AgentGone { session }).await;
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(outgoing))))
+        Ok(Response::new(Box::pin(
+            ReceiverStream::new(outgoing).map(Ok),
+        )))
     }
 }

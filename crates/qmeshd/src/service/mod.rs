@@ -61,6 +61,6 @@ impl Link {
             _ => None,
         };
         self.events.send(event).await.map_err(|_| shutting_down())?;
-        rx.await.map_err(|_| shutting_down())?
+        Ok(rx.await.map_err(|_| shutting_down())??)
     }
 }

@@ -1,17 +1,16 @@
 //! The daemon's half of qmgr: parse the whole script, run it against a copy
 //! of the configuration, and keep the copy only if every command succeeded.
 
-use chrono::Utc;
+use qmesh_core::qmgr;
 use qmesh_core::reorder::reorder_due;
-use qmesh_core::{Time, qmgr};
 use qmesh_store::Store;
-use tonic::Status;
 use tracing::{info, warn};
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
+use crate::dispatch::Now;
+use crate::error::TaskError;
 use crate::event::Reply;
 use crate::identity::Peer;
-use crate::status;
 
 impl SchedulerTask {
     pub(super) fn qmgr(
@@ -19,6 +18,7 @@ impl SchedulerTask {
         peer: &Peer,
         (script, source, check_only): (&str, &str, bool),
         reply: Reply<(String, u32)>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let place = |e: qmgr::QmgrError| {
@@ -26,7 +26,7 @@ impl SchedulerTask {
                 "" | "-c" | "stdin" => e.to_string(),
                 file => format!("{file}, {e}"),
             };
-            Status::invalid_argument(format!("{text}; nothing was changed"))
+            TaskError::Invalid(format!("{text}; nothing was changed"))
         };
         let commands = match qmgr::parse_script(script) {
             Ok(c) => c,
@@ -57,8 +57,8 @@ impl SchedulerTask {
             return;
         }
         if config_changed {
-            if let Err(e) = self.store.put_config(&config) {
-                let _ = reply.send(Err(status::from_store(&e, "the configuration")));
+            if let Err(e) = self.durability.store().put_config(&config) {
+                let _ = reply.send(Err(TaskError::not_stored(&e, "the configuration")));
                 return;
             }
             info!(user = %caller.user, commands = outcome.applied, "configuration changed by qmgr");
@@ -72,20 +72,19 @@ impl SchedulerTask {
                 "" => "-c",
                 s => s,
             };
-            let now = Utc::now();
             for line in script
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty() && !l.starts_with('#'))
             {
-                self.joblog.audit(now, &who, source, line);
+                self.logs.writer().audit(now.wall, &who, source, line);
             }
             for warning in self.state.set_config(config) {
                 warn!("{warning}");
             }
         }
         for queue in &outcome.reorder {
-            self.reorder_jobs(queue, &caller.user);
+            self.reorder_jobs(queue, &caller.user, now);
         }
         self.answer_when_durable(answer, "the configuration changed".to_string(), reply);
     }
@@ -94,12 +93,12 @@ impl SchedulerTask {
 impl SchedulerTask {
     /// Reorders a queue's pending jobs in group cascade order (EPCC) and
     /// stores the jobs that moved; `by` says who or what asked.
-    pub(super) fn reorder_jobs(&mut self, queue: &str, by: &str) {
-        match self.state.reorder_queue(queue, Utc::now()) {
+    pub(super) fn reorder_jobs(&mut self, queue: &str, by: &str, now: Now) {
+        match self.state.reorder_queue(queue, now.wall) {
             Ok(changed) => {
                 for id in &changed {
                     if let Some(job) = self.state.job(*id) {
-                        persist(self.store.as_ref(), job);
+                        self.durability.persist(job);
                     }
                 }
                 info!(
@@ -108,7 +107,7 @@ impl SchedulerTask {
                     by,
                     "queue reordered in group cascade order"
                 );
-                self.dirty = true;
+                self.pacing.mark_dirty();
             }
             Err(e) => warn!(queue, by, error = %e, "could not reorder the queue"),
         }
@@ -116,19 +115,19 @@ impl SchedulerTask {
 
     /// Reorders the queues whose `reorder_times` (in the calendar's time
     /// zone) passed since the last look.
-    pub(super) fn reorder_on_time(&mut self, now: Time) {
-        let offset = self.state.config().calendar.offset_at(now);
-        let last = std::mem::replace(&mut self.last_reorder_check, now);
+    pub(super) fn reorder_on_time(&mut self, now: Now) {
+        let offset = self.state.config().calendar.offset_at(now.wall);
+        let last = self.pacing.reorder_checked(now.wall);
         let due: Vec<String> = self
             .state
             .config()
             .queues
             .values()
-            .filter(|q| reorder_due(&q.reorder_times, last, now, offset))
+            .filter(|q| reorder_due(&q.reorder_times, last, now.wall, offset))
             .map(|q| q.name.clone())
             .collect();
         for queue in due {
-            self.reorder_jobs(&queue, "reorder_times");
+            self.reorder_jobs(&queue, "reorder_times", now);
         }
     }
 }

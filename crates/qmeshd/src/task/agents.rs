@@ -4,15 +4,13 @@
 //! session recorded; what the agent still runs and has ended is then
 //! reconciled by [`crate::dispatch`] (its `agents.rs`).
 
-use std::time::Instant;
-
 use qmesh_core::JobId;
 use qmesh_proto::{convert, v1};
-use tonic::Status;
 use tracing::{debug, info, warn};
 
-use super::{AgentLink, SchedulerTask};
-use crate::dispatch::{DispatchEvent, EndReport};
+use super::SchedulerTask;
+use crate::dispatch::{DispatchEvent, EndReport, Now};
+use crate::error::TaskError;
 use crate::event::{AgentOutbox, Reply};
 
 impl SchedulerTask {
@@ -22,13 +20,14 @@ impl SchedulerTask {
         hello: v1::AgentHello,
         outbox: AgentOutbox,
         reply: Reply<()>,
+        now: Now,
     ) {
         let host = hello.host.clone();
         if let Some(key) = &self.settings.cluster_key
             && hello.cluster_key != *key
         {
             warn!(host, "agent refused: wrong cluster key");
-            let _ = reply.send(Err(Status::unauthenticated(format!(
+            let _ = reply.send(Err(TaskError::Unauthenticated(format!(
                 "the agent for host \"{host}\" presented a wrong cluster key; check its --cluster-key-file"
             ))));
             return;
@@ -42,7 +41,7 @@ impl SchedulerTask {
             .collect();
         if configured.is_empty() {
             warn!(host, "agent refused: no nodes for its host");
-            let _ = reply.send(Err(Status::failed_precondition(format!(
+            let _ = reply.send(Err(TaskError::NotNow(format!(
                 "host \"{host}\" has no nodes in the daemon's node sets; add it to a node_set or start the agent with --host NAME"
             ))));
             return;
@@ -64,26 +63,19 @@ impl SchedulerTask {
                 server: self.state.server_name().to_string(),
             })),
         };
-        if outbox.try_send(Ok(welcome)).is_err() {
-            let _ = reply.send(Err(Status::unavailable("the session closed during hello")));
+        if outbox.try_send(welcome).is_err() {
+            let _ = reply.send(Err(TaskError::Unavailable(
+                "the session closed during hello".into(),
+            )));
             return;
         }
-        if let Some(old) = self.agents.insert(
-            host.clone(),
-            AgentLink {
-                session,
-                outbox,
-                last_seen: Instant::now(),
-            },
-        ) {
+        if self.links.connect(&host, session, outbox, now.mono) {
             info!(host, "a new session replaces the agent's old one");
-            self.sessions.remove(&old.session);
         }
-        self.sessions.insert(session, host.clone());
         if let Some(facts) = &hello.facts {
             self.state.set_host_facts(&host, host_facts(facts));
         }
-        self.dirty = true;
+        self.pacing.mark_dirty();
         let _ = reply.send(Ok(()));
         info!(
             host,
@@ -94,27 +86,25 @@ impl SchedulerTask {
         );
 
         let finished = hello.finished.iter().map(end_report).collect();
-        self.dispatch(DispatchEvent::AgentConnected {
+        let connected = DispatchEvent::AgentConnected {
             host,
             running: hello.running.iter().map(|&id| JobId(id)).collect(),
             finished,
             joined: hello.joined.iter().map(|&id| JobId(id)).collect(),
-        });
+        };
+        self.dispatch_at(connected, now);
     }
 
-    pub(super) fn agent_said(&mut self, session: u64, message: v1::agent_message::Kind) {
-        let Some(host) = self.sessions.get(&session).cloned() else {
+    pub(super) fn agent_said(&mut self, session: u64, message: v1::agent_message::Kind, now: Now) {
+        let Some(host) = self.links.heard_from(session, now.mono) else {
             debug!(session, "message from a replaced session; ignored");
             return;
         };
-        if let Some(link) = self.agents.get_mut(&host) {
-            link.last_seen = Instant::now();
-        }
         match message {
             v1::agent_message::Kind::Heartbeat(beat) => {
                 // Shown by qstat -f (resources_used); kept in memory only.
                 for used in &beat.jobs {
-                    let id = qmesh_core::JobId(used.job);
+                    let id = JobId(used.job);
                     let launched_here = self
                         .state
                         .job(id)
@@ -147,45 +137,45 @@ impl SchedulerTask {
                         busy,
                         "host load crossed the limit"
                     );
-                    self.dirty = true;
+                    self.pacing.mark_dirty();
                 }
             }
             v1::agent_message::Kind::Started(s) => {
                 debug!(job = s.job, pid = s.pid, host, "job process started");
                 // Shown by qstat (session_id); kept in memory only.
-                self.state.set_session(qmesh_core::JobId(s.job), s.pid);
-                self.mail(qmesh_core::JobId(s.job), crate::mail::MailEvent::Begin);
-                self.unpark(qmesh_core::JobId(s.job));
+                self.state.set_session(JobId(s.job), s.pid);
+                self.mail(JobId(s.job), crate::mail::MailEvent::Begin, now);
+                self.unpark(JobId(s.job));
             }
-            v1::agent_message::Kind::Finished(f) => self.dispatch(DispatchEvent::JobEnd {
-                host,
-                report: end_report(&f),
-            }),
-            v1::agent_message::Kind::Joined(j) => self.dispatch(DispatchEvent::Joined {
-                host,
-                job: JobId(j.job),
-                ok: j.ok,
-                message: j.message,
-            }),
+            v1::agent_message::Kind::Finished(f) => {
+                let report = end_report(&f);
+                self.dispatch_at(DispatchEvent::JobEnd { host, report }, now);
+            }
+            v1::agent_message::Kind::Joined(j) => {
+                let joined = DispatchEvent::Joined {
+                    host,
+                    job: JobId(j.job),
+                    ok: j.ok,
+                    message: j.message,
+                };
+                self.dispatch_at(joined, now);
+            }
             v1::agent_message::Kind::Hello(_) => {
                 warn!(host, "a second hello in one session; ignored");
             }
         }
     }
 
-    pub(super) fn agent_gone(&mut self, session: u64) {
-        let Some(host) = self.sessions.remove(&session) else {
+    pub(super) fn agent_gone(&mut self, session: u64, now: Now) {
+        let Some(host) = self.links.session_ended(session) else {
             return;
         };
-        if self.agents.get(&host).is_some_and(|l| l.session == session) {
-            self.agents.remove(&host);
-            self.dispatch(DispatchEvent::AgentGone { host: host.clone() });
-            self.dirty = true;
-            warn!(
-                host,
-                "agent disconnected; its nodes are down until it reconnects"
-            );
-        }
+        self.dispatch_at(DispatchEvent::AgentGone { host: host.clone() }, now);
+        self.pacing.mark_dirty();
+        warn!(
+            host,
+            "agent disconnected; its nodes are down until it reconnects"
+        );
     }
 }
 

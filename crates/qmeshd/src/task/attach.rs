@@ -10,19 +10,13 @@
 
 use qmesh_core::{JobId, JobState};
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::info;
 
 use super::SchedulerTask;
+use super::links::Parked;
+use crate::error::TaskError;
 use crate::event::Reply;
 use crate::identity::Peer;
-
-/// An attach to an interactive job waiting for it to start.
-pub(super) struct Parked {
-    open: v1::TaskOpen,
-    token: String,
-    reply: Reply<String>,
-}
 
 impl SchedulerTask {
     pub(super) fn open_task(
@@ -45,7 +39,7 @@ impl SchedulerTask {
         };
         let full = self.state.full_id(id);
         if !caller.may_act_on(job) {
-            let _ = reply.send(Err(Status::permission_denied(format!(
+            let _ = reply.send(Err(TaskError::Denied(format!(
                 "job {full} belongs to {}; only its owner, an operator or a manager may run \
                  processes in it",
                 job.owner.user
@@ -53,7 +47,7 @@ impl SchedulerTask {
             return;
         }
         if open.interactive && !job.options.interactive {
-            let _ = reply.send(Err(Status::failed_precondition(format!(
+            let _ = reply.send(Err(TaskError::NotNow(format!(
                 "job {full} is a batch job, not an interactive one (qsub -I); \
                  use pbsdsh inside it to run commands on its nodes"
             ))));
@@ -63,20 +57,17 @@ impl SchedulerTask {
             JobState::Running => {}
             state if open.interactive && state.is_pending() => {
                 info!(job = %full, "qsub -I waits for the job to start");
-                self.parked
-                    .entry(id)
-                    .or_default()
-                    .push(Parked { open, token, reply });
+                self.links.park(id, Parked { open, token, reply });
                 return;
             }
             JobState::Finished | JobState::Exiting => {
-                let _ = reply.send(Err(Status::failed_precondition(format!(
+                let _ = reply.send(Err(TaskError::NotNow(format!(
                     "job {full} has ended; see qstat -x -f {full}"
                 ))));
                 return;
             }
             _ => {
-                let _ = reply.send(Err(Status::failed_precondition(format!(
+                let _ = reply.send(Err(TaskError::NotNow(format!(
                     "job {full} is not running; pbsdsh runs commands in a running job \
                      (see qstat {full})"
                 ))));
@@ -93,9 +84,9 @@ impl SchedulerTask {
         id: JobId,
         open: &v1::TaskOpen,
         token: &str,
-    ) -> Result<String, Status> {
+    ) -> Result<String, TaskError> {
         let Some(job) = self.state.job(id) else {
-            return Err(Status::not_found("the job is gone"));
+            return Err(TaskError::NotFound("the job is gone".into()));
         };
         let full = self.state.full_id(id);
         let index = if open.interactive {
@@ -104,7 +95,7 @@ impl SchedulerTask {
             open.node_index as usize
         };
         let Some(node) = job.exec_nodes.get(index).map(|n| n.to_string()) else {
-            return Err(Status::invalid_argument(format!(
+            return Err(TaskError::Invalid(format!(
                 "job {full} has {} nodes (0 to {}); there is no node {index}",
                 job.exec_nodes.len(),
                 job.exec_nodes.len().saturating_sub(1)
@@ -113,7 +104,7 @@ impl SchedulerTask {
         let host = match self.state.node_by_name(&node) {
             Some(n) => n.host.to_string(),
             None => {
-                return Err(Status::internal(format!(
+                return Err(TaskError::Internal(format!(
                     "node {node} of job {full} is not known"
                 )));
             }
@@ -129,21 +120,18 @@ impl SchedulerTask {
             gid: job.owner.gid,
             group: job.owner.group.clone(),
             node_index: index as u32,
-            task_number: 0,
+            task_number: self.links.next_task_number(id),
             node: node.clone(),
             all_nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
             workdir: job.workdir.clone(),
             env: open.env.clone(),
             window: open.window,
         };
-        let counter = self.task_numbers.entry(id).or_insert(1);
-        *counter += 1;
-        let order = v1::StartTask {
-            task_number: *counter,
-            ..order
-        };
-        if !self.send(&host, v1::daemon_message::Kind::Task(order)) {
-            return Err(Status::unavailable(format!(
+        if !self
+            .links
+            .send(&host, v1::daemon_message::Kind::Task(order))
+        {
+            return Err(TaskError::Unavailable(format!(
                 "the agent of host {host} (node {node} of job {full}) is not connected; \
                  try again when pbsnodes shows it up"
             )));
@@ -154,10 +142,7 @@ impl SchedulerTask {
 
     /// The job runs: what waited to attach to it goes on.
     pub(super) fn unpark(&mut self, id: JobId) {
-        let Some(parked) = self.parked.remove(&id) else {
-            return;
-        };
-        for p in parked {
+        for p in self.links.unpark(id) {
             let result = self.start_task(id, &p.open, &p.token);
             let _ = p.reply.send(result);
         }
@@ -165,10 +150,11 @@ impl SchedulerTask {
 
     /// The job ended before it ran: those waiting hear why.
     pub(super) fn unpark_ended(&mut self, id: JobId) {
-        self.task_numbers.remove(&id);
-        let Some(parked) = self.parked.remove(&id) else {
+        self.links.job_ended(id);
+        let parked = self.links.unpark(id);
+        if parked.is_empty() {
             return;
-        };
+        }
         let full = self.state.full_id(id);
         let comment = self
             .state
@@ -176,7 +162,7 @@ impl SchedulerTask {
             .map(|j| j.comment.clone())
             .unwrap_or_default();
         for p in parked {
-            let _ = p.reply.send(Err(Status::failed_precondition(format!(
+            let _ = p.reply.send(Err(TaskError::NotNow(format!(
                 "job {full} ended before it started: {comment}"
             ))));
         }

@@ -1,38 +1,21 @@
 //! The task's edge of [`crate::dispatch`]: events go in with the time
-//! read once, and the orders that come out are carried out here, where
-//! the sockets, the store and the logs are. Daemon messages become wire
-//! messages only here (a launch order needs the job's script from the
-//! store; a join, the job's share of each host).
+//! of the event being handled, and the orders that come out are carried
+//! out here, where the sockets, the store and the logs are. Daemon
+//! messages become wire messages only here (a launch order needs the
+//! job's script from the store; a join, the job's share of each host).
 
-use std::time::Instant;
-
-use chrono::Utc;
 use qmesh_core::JobId;
 use qmesh_core::state::Finished;
 use qmesh_proto::v1;
 use qmesh_store::Store;
 use tracing::{info, warn};
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::dispatch::{DispatchEvent, Ended, Now, Order, ToAgent};
 use crate::event::AfterDurable;
 
-/// The time of an event, both clocks read once: the task's one reading
-/// for what dispatch does.
-pub(super) fn clock() -> Now {
-    Now {
-        wall: Utc::now(),
-        mono: Instant::now(),
-    }
-}
-
 impl SchedulerTask {
-    /// Hands `event` to dispatch, now, and carries out its orders.
-    pub(super) fn dispatch(&mut self, event: DispatchEvent) {
-        self.dispatch_at(event, clock());
-    }
-
-    /// [`Self::dispatch`] at `now` (read once by the caller, [`clock`]).
+    /// Hands `event` to dispatch at `now` and carries out its orders.
     pub(super) fn dispatch_at(&mut self, event: DispatchEvent, now: Now) {
         let orders = self.dispatch.on_event(&mut self.state, event, now);
         for order in orders {
@@ -43,7 +26,7 @@ impl SchedulerTask {
     fn carry_out(&mut self, order: Order, now: Now) {
         match order {
             Order::Send { host, message } => self.send_to(&host, message, now),
-            Order::Ended(ended) => self.ended(ended),
+            Order::Ended(ended) => self.ended(ended, now),
         }
     }
 
@@ -52,7 +35,7 @@ impl SchedulerTask {
         match message {
             ToAgent::Launch(id) => match self.launch_order(id, host) {
                 Ok(order) => {
-                    if !self.send(host, Kind::Launch(order)) {
+                    if !self.links.send(host, Kind::Launch(order)) {
                         self.dispatch_at(DispatchEvent::LaunchUndelivered { job: id }, now);
                     }
                 }
@@ -62,20 +45,25 @@ impl SchedulerTask {
                 let Some(order) = self.join_order(host, id) else {
                     return;
                 };
-                if !self.send(host, Kind::Join(order)) {
+                if !self.links.send(host, Kind::Join(order)) {
                     info!(job = %id, host, "agent not connected; the join is sent when it says hello");
                 }
             }
             ToAgent::Leave { job, reason } => {
-                self.send(host, Kind::Leave(v1::LeaveJob { job: job.0, reason }));
+                self.links
+                    .send(host, Kind::Leave(v1::LeaveJob { job: job.0, reason }));
             }
             ToAgent::Kill { job, reason } => {
-                if !self.send(host, Kind::Kill(v1::KillJob { job: job.0, reason })) {
+                if !self
+                    .links
+                    .send(host, Kind::Kill(v1::KillJob { job: job.0, reason }))
+                {
                     warn!(job = %job, host, "agent not connected; the kill is sent when it reconnects");
                 }
             }
             ToAgent::Ack(job) => {
-                self.send(host, Kind::Ack(v1::AckFinished { job: job.0 }));
+                self.links
+                    .send(host, Kind::Ack(v1::AckFinished { job: job.0 }));
             }
         }
     }
@@ -87,7 +75,11 @@ impl SchedulerTask {
             return Err("the job is gone".into());
         };
         // A sub-job runs its array's script.
-        let payload = match self.store.payload(id.array_parent().unwrap_or(id)) {
+        let payload = match self
+            .durability
+            .store()
+            .payload(id.array_parent().unwrap_or(id))
+        {
             Ok(Some(p)) => p,
             Ok(None) => return Err("its script is missing from the store".into()),
             Err(e) => return Err(format!("its script could not be read: {e}")),
@@ -171,7 +163,7 @@ impl SchedulerTask {
     /// A job's end, recorded in the state by dispatch: stored, logged,
     /// mailed; its waiters and dependents answered; its agent told once
     /// the end is durable.
-    fn ended(&mut self, ended: Ended) {
+    fn ended(&mut self, ended: Ended, now: Now) {
         let Ended {
             job: id,
             how,
@@ -181,15 +173,15 @@ impl SchedulerTask {
             ack,
         } = ended;
         if let Some(run) = &run {
-            self.log_ended(id, run, how);
+            self.logs.ended(&self.state, id, (run, how), now.wall);
         }
         let Some(job) = self.state.job(id) else {
             return;
         };
         info!(job = %id, outcome = ?how, comment = %job.comment, "job ended");
-        persist(self.store.as_ref(), job);
+        self.durability.persist(job);
         if how == Finished::Finished {
-            self.mail(id, crate::mail::MailEvent::of_end(job));
+            self.mail(id, crate::mail::MailEvent::of_end(job), now);
         }
         let charged = match how {
             Finished::Finished => qmesh_core::account::charge_of(job).is_some(),
@@ -199,15 +191,17 @@ impl SchedulerTask {
         if charged {
             self.persist_usage();
         }
-        self.dirty = true;
-        self.job_done(id);
-        self.end_dependents(id, end);
-        self.settle_arrays(end);
+        self.pacing.mark_dirty();
+        self.job_done(id, now);
+        // What depended on it is resolved as of the end itself.
+        self.end_dependents(id, end, now);
+        self.settle_arrays_at(end, now);
         if how == Finished::Finished {
             self.purge_if_asked(id);
         }
         if let Some(host) = ack {
-            self.when_durable(vec![AfterDurable::Ack { host, job: id }]);
+            self.durability
+                .when_durable(vec![AfterDurable::Ack { host, job: id }]);
         }
     }
 }

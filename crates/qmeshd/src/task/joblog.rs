@@ -1,47 +1,72 @@
 //! What the scheduler task writes in PBS's job logs (see `crate::joblog`
 //! for how they are written): an accounting record at each step of a job
-//! (queued, started, ended, requeued, deleted, aborted, held, released)
-//! and a server event in PBS's words, which tracejob shows beside the
-//! records. None waits for the disk.
+//! (queued, started, ended, requeued, deleted, aborted, held, released,
+//! altered) and a server event in PBS's words, which tracejob shows beside
+//! the records. None waits for the disk.
 //!
 //! An accounting record is written with the change it records, never
 //! before and never lost: the records of a turn of the task wait in
-//! `pending_records`, numbered; at the end of the turn they go to the
-//! store in the same write as the turn's changes (`turn_store.rs`), so
-//! the store's batch holds both or neither, and once that batch is
-//! durable they go to the log's writer. The store keeps them (its outbox)
-//! until the log's writer has written and flushed them; the task then
-//! tells the store to forget them, in a later turn's write. A start after
-//! a crash appends the kept records the log lacks
-//! (`crate::joblog::recover_outbox`). So a record in the log is of a
-//! change in the store, and a change in the store has its record in the
-//! log, or in the store on its way there.
+//! [`JobLogs`], numbered; at the end of the turn they go to the store in
+//! the same write as the turn's changes (`turn_store.rs`), so the store's
+//! batch holds both or neither, and once that batch is durable they go to
+//! the log's writer. The store keeps them (its outbox) until the log's
+//! writer has written and flushed them; the task then tells the store to
+//! forget them, in a later turn's write. A start after a crash appends the
+//! kept records the log lacks (`crate::joblog::recover_outbox`). So a
+//! record in the log is of a change in the store, and a change in the
+//! store has its record in the log, or in the store on its way there.
 
-use chrono::Utc;
-use qmesh_core::JobId;
 use qmesh_core::joblog::{self, EndedRun, EventClass, RecordType};
 use qmesh_core::state::Finished;
-use qmesh_store::Change;
+use qmesh_core::{JobId, State, Time};
+use qmesh_store::{Change, StoreError};
 
-use crate::joblog::Kept;
-
-use super::SchedulerTask;
+use super::turn_store::TurnStore;
+use crate::joblog::{JobLog, Kept};
 
 /// An accounting record waiting for the changes it records to be durable.
-pub(super) struct PendingRecord {
+struct PendingRecord {
     seq: u64,
-    at: qmesh_core::Time,
+    at: Time,
     kind: RecordType,
     id: String,
     text: String,
 }
 
-impl SchedulerTask {
+/// PBS's job logs as the task writes them: the log's writer, and the
+/// store's outbox of the records on their way there.
+pub(super) struct JobLogs {
+    log: JobLog,
+    /// This turn's records, written at its end.
+    pending: Vec<PendingRecord>,
+    /// The next record's number in the store's outbox.
+    next_seq: u64,
+    /// The outbox is known written up to here (the store was told).
+    confirmed: u64,
+}
+
+impl JobLogs {
+    /// Writes to `log`, numbering records from `next_seq` on (above every
+    /// record the store still keeps).
+    pub(super) fn new(log: JobLog, next_seq: u64) -> JobLogs {
+        JobLogs {
+            log,
+            pending: Vec::new(),
+            next_seq: next_seq.max(1),
+            confirmed: 0,
+        }
+    }
+
+    /// The log's writer (for tracejob's files and qmgr's audit lines).
+    pub(super) fn writer(&self) -> &JobLog {
+        &self.log
+    }
+
     /// Queues an accounting record for the end of this turn.
-    pub(super) fn record(&self, at: qmesh_core::Time, kind: RecordType, id: &str, text: String) {
-        let seq = self.next_record_seq.get();
-        self.next_record_seq.set(seq + 1);
-        self.pending_records.borrow_mut().push(PendingRecord {
+    fn record(&mut self, at: Time, kind: RecordType, id: &str, text: String) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.pending.push(PendingRecord {
             seq,
             at,
             kind,
@@ -50,24 +75,28 @@ impl SchedulerTask {
         });
     }
 
-    /// Ends the turn: its changes and records go to the store as one
-    /// write (with word that the log has the records up to where its
-    /// writer has confirmed), and the records to the log once durable.
-    pub(super) fn end_turn(&mut self) {
-        let records = std::mem::take(&mut *self.pending_records.borrow_mut());
-        let watch = Some(self.failure_watch());
-        if !self.joblog.writes_records() {
-            self.store.end_turn_watched(Vec::new(), None, watch);
+    /// Ends the turn: its changes and records go to `store` as one write
+    /// (with word that the log has the records up to where its writer has
+    /// confirmed), and the records to the log once durable; `watch` hears
+    /// if the turn could not be made durable.
+    pub(super) fn end_turn(
+        &mut self,
+        store: &TurnStore,
+        watch: Box<dyn FnOnce(StoreError) + Send>,
+    ) {
+        let records = std::mem::take(&mut self.pending);
+        if !self.log.writes_records() {
+            store.end_turn_watched(Vec::new(), None, Some(watch));
             return;
         }
         let mut extra = Vec::new();
-        let confirmed = self.joblog.confirmed();
-        if confirmed > self.confirmed_records {
+        let confirmed = self.log.confirmed();
+        if confirmed > self.confirmed {
             extra.push(Change::OutboxWritten(confirmed));
-            self.confirmed_records = confirmed;
+            self.confirmed = confirmed;
         }
         if records.is_empty() {
-            self.store.end_turn_watched(extra, None, watch);
+            store.end_turn_watched(extra, None, Some(watch));
             return;
         }
         let mut kept = Vec::with_capacity(records.len());
@@ -81,7 +110,7 @@ impl SchedulerTask {
             }
         }
         extra.push(Change::Outbox(kept));
-        let sender = self.joblog.records();
+        let sender = self.log.records();
         let done: qmesh_store::OnDurable = Box::new(move |result| match result {
             Ok(()) => {
                 for r in records {
@@ -96,18 +125,26 @@ impl SchedulerTask {
                 "accounting records not written: the changes they record are not durable"
             ),
         });
-        self.store.end_turn_watched(extra, Some(done), watch);
+        store.end_turn_watched(extra, Some(done), Some(watch));
+    }
+
+    /// At exit: waits for the log's writer (5 s at most) and, if it wrote
+    /// more than the store was told, says so in a last write (returned to
+    /// the caller to make durable).
+    pub(super) fn close(&mut self) -> Option<Change> {
+        self.log.close(std::time::Duration::from_secs(5));
+        let confirmed = self.log.confirmed();
+        (confirmed > self.confirmed).then_some(Change::OutboxWritten(confirmed))
     }
 
     /// `Q`, and "Job Queued at request of ...".
-    pub(super) fn log_queued(&self, id: JobId, requestor: &str) {
-        let Some(job) = self.state.job(id) else {
+    pub(super) fn queued(&mut self, state: &State, id: JobId, requestor: &str, now: Time) {
+        let Some(job) = state.job(id) else {
             return;
         };
-        let server = self.state.server_name();
+        let server = state.server_name();
         let full = job.full_id(server);
-        let now = Utc::now();
-        self.joblog.event(
+        self.log.event(
             now,
             EventClass::Job,
             &full,
@@ -127,14 +164,13 @@ impl SchedulerTask {
     }
 
     /// `S`, and "Job Run at request of ... on exec_vnode ...".
-    pub(super) fn log_started(&self, id: JobId, requestor: &str) {
-        let Some(job) = self.state.job(id) else {
+    pub(super) fn started(&mut self, state: &State, id: JobId, requestor: &str, now: Time) {
+        let Some(job) = state.job(id) else {
             return;
         };
-        let server = self.state.server_name();
+        let server = state.server_name();
         let full = job.full_id(server);
-        let now = Utc::now();
-        self.joblog.event(
+        self.log.event(
             now,
             EventClass::Job,
             &full,
@@ -154,18 +190,23 @@ impl SchedulerTask {
     /// `E` (or `R` when the job is queued again), with the run that
     /// ended; the usage as a job_usage event and the outcome as a job
     /// event.
-    pub(super) fn log_ended(&self, id: JobId, run: &EndedRun, how: Finished) {
-        let Some(job) = self.state.job(id) else {
+    pub(super) fn ended(
+        &mut self,
+        state: &State,
+        id: JobId,
+        (run, how): (&EndedRun, Finished),
+        now: Time,
+    ) {
+        let Some(job) = state.job(id) else {
             return;
         };
-        let server = self.state.server_name();
+        let server = state.server_name();
         let full = job.full_id(server);
-        let now = Utc::now();
         let kind = match how {
             Finished::Finished => RecordType::Ended,
             Finished::Requeued => RecordType::Rerun,
         };
-        self.joblog.event(
+        self.log.event(
             now,
             EventClass::JobUsage,
             &full,
@@ -175,17 +216,16 @@ impl SchedulerTask {
                 qmesh_core::time::format_hms(run.end.saturating_sub(run.start).max(0) as u64)
             ),
         );
-        self.joblog
+        self.log
             .event(now, EventClass::Job, &full, job.comment.clone());
         self.record(now, kind, &full, joblog::ended(job, server, run));
     }
 
     /// `D`, and "Job deleted at request of ...".
-    pub(super) fn log_deleted(&self, id: JobId, requestor: &str) {
-        let server = self.state.server_name();
-        let full = self.state.full_id(id);
-        let now = Utc::now();
-        self.joblog.event(
+    pub(super) fn deleted(&mut self, state: &State, id: JobId, requestor: &str, now: Time) {
+        let server = state.server_name();
+        let full = state.full_id(id);
+        self.log.event(
             now,
             EventClass::Job,
             &full,
@@ -201,39 +241,55 @@ impl SchedulerTask {
 
     /// `H` (a hold set) or `RL` (holds released) of `holds` (PBS's
     /// letters), with the event line `text`.
-    pub(super) fn log_hold_change(
-        &self,
-        id: JobId,
-        kind: RecordType,
+    pub(super) fn hold_changed(
+        &mut self,
+        state: &State,
+        (id, kind): (JobId, RecordType),
         (requestor, holds): (&str, &str),
         text: String,
+        now: Time,
     ) {
-        let server = self.state.server_name();
-        let full = self.state.full_id(id);
-        let now = Utc::now();
-        self.joblog.event(now, EventClass::Job, &full, text);
+        let full = state.full_id(id);
+        self.log.event(now, EventClass::Job, &full, text);
         self.record(
             now,
             kind,
             &full,
-            joblog::hold_changed(requestor, server, holds),
+            joblog::hold_changed(requestor, state.server_name(), holds),
         );
+    }
+
+    /// `a` (what changed), and "Job Modified at request of ...".
+    pub(super) fn altered(
+        &mut self,
+        state: &State,
+        id: JobId,
+        (user, changes): (&str, &[String]),
+        now: Time,
+    ) {
+        let full = state.full_id(id);
+        let text = format!("Job Modified at request of {user}@{}", state.server_name());
+        self.log.event(now, EventClass::Job, &full, text);
+        self.record(now, RecordType::Altered, &full, changes.join(" "));
     }
 
     /// `A`: the server ended the job on its own (a dependency that can
     /// never be met); `why` in words.
-    pub(super) fn log_aborted(&self, id: JobId, why: &str) {
-        let full = self.state.full_id(id);
-        let now = Utc::now();
-        self.joblog
-            .event(now, EventClass::Job, &full, why.to_string());
+    pub(super) fn aborted(&mut self, state: &State, id: JobId, why: &str, now: Time) {
+        let full = state.full_id(id);
+        self.log.event(now, EventClass::Job, &full, why.to_string());
         self.record(now, RecordType::Aborted, &full, why.to_string());
     }
 
     /// A server event about a job, no record: holds, moves, signals,
     /// reorders.
-    pub(super) fn log_event(&self, id: JobId, class: EventClass, text: String) {
-        let full = self.state.full_id(id);
-        self.joblog.event(Utc::now(), class, &full, text);
+    pub(super) fn event(
+        &self,
+        state: &State,
+        (id, class): (JobId, EventClass),
+        text: String,
+        now: Time,
+    ) {
+        self.log.event(now, class, &state.full_id(id), text);
     }
 }

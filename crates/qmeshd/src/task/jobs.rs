@@ -1,19 +1,18 @@
 //! The daemon's half of qsub, qstat, qdel, qhold, qrls and qstat -Q.
 
-use chrono::Utc;
 use qmesh_core::joblog::{EventClass, RecordType};
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
 use qmesh_proto::{convert, v1};
 use qmesh_store::Store;
-use tonic::Status;
 use tracing::info;
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::answer::{JobOutcome, JobSnapshot, QueueList};
+use crate::dispatch::Now;
+use crate::error::TaskError;
 use crate::event::{JobAction, Reply, StatusQuery};
 use crate::identity::Peer;
-use crate::status;
 
 impl SchedulerTask {
     /// qsub: validated, stored, queued; answered once durable.
@@ -23,10 +22,11 @@ impl SchedulerTask {
         mut submission: qmesh_core::Submission,
         payload: qmesh_core::job::JobPayload,
         reply: Reply<String>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         if let Err(why) = qmesh_core::submit::sizes::check(&submission, &payload) {
-            let _ = reply.send(Err(Status::invalid_argument(why)));
+            let _ = reply.send(Err(TaskError::Invalid(why)));
             return;
         }
         // From another host, the host is the one its agent vouches for
@@ -40,7 +40,7 @@ impl SchedulerTask {
             match crate::identity::member_group(&caller.user, caller.gid, wanted) {
                 Ok(group) => submission.egroup = Some(group),
                 Err(message) => {
-                    let _ = reply.send(Err(Status::permission_denied(message)));
+                    let _ = reply.send(Err(TaskError::Denied(message)));
                     return;
                 }
             }
@@ -55,30 +55,30 @@ impl SchedulerTask {
                     .into(),
             );
         }
-        let job = match self.state.prepare(submission, &caller, Utc::now()) {
+        let job = match self.state.prepare(submission, &caller, now.wall) {
             Ok(job) => job,
             Err(e) => {
-                let _ = reply.send(Err(status::from_core(&e)));
+                let _ = reply.send(Err(e.into()));
                 return;
             }
         };
         let full = job.full_id(self.state.server_name());
-        if let Err(e) = self.store.put_new_job(&job, &payload) {
-            let _ = reply.send(Err(status::from_store(&e, &format!("job {full}"))));
+        if let Err(e) = self.durability.store().put_new_job(&job, &payload) {
+            let _ = reply.send(Err(TaskError::not_stored(&e, &format!("job {full}"))));
             return;
         }
         info!(job = %full, user = %job.owner.user, queue = %job.queue, nodes = job.nodes, "queued");
         if let Some(at) = job.start_after {
-            self.wake_at(at);
+            self.pacing.wake_at(at);
         }
         let id = job.id;
         self.state.admit(job);
-        self.log_queued(id, &caller.user);
+        self.logs.queued(&self.state, id, &caller.user, now.wall);
         // Jobs it named in before* now wait for it: stored in the same
         // group commit as the job.
         for target in self.state.link_before(id) {
             if let Some(job) = self.state.job(target) {
-                super::persist(&*self.store, job);
+                self.durability.persist(job);
             }
         }
         let done = format!("job {full} was queued");
@@ -93,22 +93,26 @@ impl SchedulerTask {
         &self,
         peer: &Peer,
         request: &StatusQuery,
-    ) -> Result<v1::StatusReply, Status> {
+        now: Now,
+    ) -> Result<v1::StatusReply, TaskError> {
         let caller = self.caller(peer);
-        let now = Utc::now();
+        let now = now.wall;
         let server = self.state.server_name();
         let info = |job: &qmesh_core::Job| {
             if request.brief {
-                let reason = job.state.is_pending().then(|| self.pending_reason(job));
+                let reason = job
+                    .state
+                    .is_pending()
+                    .then(|| self.pending_reason(job, now));
                 return convert::job_brief(job, server, reason.map(|r| r.as_str()), now);
             }
             if !job.state.is_pending() {
                 return convert::job_info(job, server, None, now);
             }
-            let r = self.pending_reason(job);
+            let r = self.pending_reason(job, now);
             let why = self.explain(job, r, now);
             let mut info = convert::job_info(job, server, Some((r.as_str(), &why)), now);
-            let (start, priority) = self.expected_start(job);
+            let (start, priority) = self.expected_start(job, now);
             info.expected_start = convert::unix(start);
             info.priority = priority;
             info
@@ -142,7 +146,7 @@ impl SchedulerTask {
             }
             match self.named_job(text, request.include_finished) {
                 Ok(job) if !self.may_see(&caller, job) => {
-                    return Err(Status::permission_denied(format!(
+                    return Err(TaskError::Denied(format!(
                         "Unauthorized Request: job {} belongs to {}, and the server shows users \
                          only their own jobs (query_other_jobs = False)",
                         self.state.full_id(job.id),
@@ -281,11 +285,12 @@ impl SchedulerTask {
         action: JobAction,
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
-            let outcome = self.act_named(action, &text, &caller);
+            let outcome = self.act_named(action, &text, &caller, now);
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, action = action.verb(), error = %e, "refused");
             }
@@ -297,14 +302,20 @@ impl SchedulerTask {
     /// One id of qdel, qhold, qrls or sprelease: a job, an array, a
     /// sub-job or a range of them (`12[5-9]`), each acted on; the first
     /// refusal is the answer.
-    fn act_named(&mut self, action: JobAction, text: &str, caller: &Caller) -> Result<(), String> {
+    fn act_named(
+        &mut self,
+        action: JobAction,
+        text: &str,
+        caller: &Caller,
+        now: Now,
+    ) -> Result<(), String> {
         let targets = self.state.targets(text).map_err(|e| e.to_string())?;
         let mut first_error = None;
         let mut ids = targets.jobs;
         if let Some((array, positions)) = targets.unstarted {
             match action {
                 JobAction::Delete => {
-                    self.delete_unstarted(array, &positions, caller)
+                    self.delete_unstarted(array, &positions, caller, now)
                         .map_err(|e| e.to_string())?;
                 }
                 JobAction::DeleteRunning => {
@@ -315,10 +326,9 @@ impl SchedulerTask {
                 }
                 JobAction::Hold(_) | JobAction::Release(_) => {
                     // Held or released alone: each gets its own record.
-                    let now = Utc::now();
                     for id in self.state.sub_ids(array, &positions) {
                         self.state
-                            .sub_job_record(id, now)
+                            .sub_job_record(id, now.wall)
                             .map_err(|e| e.to_string())?;
                         ids.push(id);
                     }
@@ -330,7 +340,10 @@ impl SchedulerTask {
                 JobAction::DeleteRunning => self.not_running(id).map_or(Ok(id), Err),
                 _ => Ok(id),
             }
-            .and_then(|id| self.act_on(action, id, caller).map_err(|e| e.to_string()));
+            .and_then(|id| {
+                self.act_on(action, id, caller, now)
+                    .map_err(|e| e.to_string())
+            });
             if let Err(e) = outcome {
                 first_error.get_or_insert(e);
             }
@@ -346,8 +359,8 @@ impl SchedulerTask {
     pub(super) fn expand_targets(
         &mut self,
         text: &str,
-        members: bool,
-        materialize: bool,
+        (members, materialize): (bool, bool),
+        now: Now,
     ) -> Result<Vec<JobId>, CoreError> {
         let targets = self.state.targets(text)?;
         let several = targets.jobs.len() > 1 || targets.unstarted.is_some();
@@ -370,9 +383,8 @@ impl SchedulerTask {
             }
         }
         if let Some((array, positions)) = targets.unstarted.filter(|_| materialize) {
-            let now = Utc::now();
             for id in self.state.sub_ids(array, &positions) {
-                self.state.sub_job_record(id, now)?;
+                self.state.sub_job_record(id, now.wall)?;
                 ids.push(id);
             }
         }
@@ -390,11 +402,13 @@ impl SchedulerTask {
         array: JobId,
         positions: &qmesh_core::array::Positions,
         caller: &Caller,
+        now: Now,
     ) -> Result<(), CoreError> {
-        let now = Utc::now();
-        let count = self.state.delete_unstarted(array, positions, caller, now)?;
+        let count = self
+            .state
+            .delete_unstarted(array, positions, caller, now.wall)?;
         if let Some(job) = self.state.job(array) {
-            persist(self.store.as_ref(), job);
+            self.durability.persist(job);
             info!(job = %array, user = %caller.user, count, "sub-jobs deleted before they started");
         }
         let text = format!(
@@ -402,8 +416,9 @@ impl SchedulerTask {
             caller.user,
             self.state.server_name()
         );
-        self.log_event(array, EventClass::Job, text);
-        self.dirty = true;
+        self.logs
+            .event(&self.state, (array, EventClass::Job), text, now.wall);
+        self.pacing.mark_dirty();
         Ok(())
     }
 
@@ -412,8 +427,8 @@ impl SchedulerTask {
         action: JobAction,
         id: JobId,
         caller: &Caller,
+        now: Now,
     ) -> Result<(), CoreError> {
-        let now = Utc::now();
         // An array: its sub-jobs with records of their own follow it (held,
         // released, deleted); those already being killed are left to end.
         let members: Vec<JobId> = self
@@ -430,7 +445,7 @@ impl SchedulerTask {
             .collect();
         let had_members = !members.is_empty();
         for sub in members {
-            self.act_on(action, sub, caller)?;
+            self.act_on(action, sub, caller, now)?;
         }
         let begun = self
             .state
@@ -442,22 +457,28 @@ impl SchedulerTask {
         }
         match action {
             JobAction::Hold(holds) => {
-                let job = self.state.hold_types(id, caller, holds, now)?;
-                persist(self.store.as_ref(), job);
+                let job = self.state.hold_types(id, caller, holds, now.wall)?;
+                self.durability.persist(job);
                 let text = format!(
                     "Holds {} set at request of {}@{}",
                     holds.types(),
                     caller.user,
                     self.state.server_name()
                 );
-                self.log_hold_change(id, RecordType::Held, (&caller.user, &holds.types()), text);
+                self.logs.hold_changed(
+                    &self.state,
+                    (id, RecordType::Held),
+                    (&caller.user, &holds.types()),
+                    text,
+                    now.wall,
+                );
             }
             JobAction::Release(holds) => {
                 let job = match holds {
-                    Some(holds) => self.state.release_types(id, caller, holds, now)?,
-                    None => self.state.release(id, caller, now)?,
+                    Some(holds) => self.state.release_types(id, caller, holds, now.wall)?,
+                    None => self.state.release(id, caller, now.wall)?,
                 };
-                persist(self.store.as_ref(), job);
+                self.durability.persist(job);
                 let text = match holds {
                     Some(holds) => format!(
                         "Holds {} released at request of {}@{}",
@@ -472,19 +493,25 @@ impl SchedulerTask {
                     ),
                 };
                 let released = holds.map_or_else(|| "u".to_string(), |h| h.types());
-                self.log_hold_change(id, RecordType::Released, (&caller.user, &released), text);
+                self.logs.hold_changed(
+                    &self.state,
+                    (id, RecordType::Released),
+                    (&caller.user, &released),
+                    text,
+                    now.wall,
+                );
             }
             JobAction::Delete | JobAction::DeleteRunning => {
-                let (outcome, job) = self.state.delete(id, caller, now)?;
-                persist(self.store.as_ref(), job);
+                let (outcome, job) = self.state.delete(id, caller, now.wall)?;
+                self.durability.persist(job);
                 info!(job = %id, user = %caller.user, "deleted");
-                self.log_deleted(id, &caller.user);
-                self.job_done(id);
+                self.logs.deleted(&self.state, id, &caller.user, now.wall);
+                self.job_done(id, now);
                 if outcome == Deleted::Removed {
-                    self.end_dependents(id, now);
+                    self.end_dependents(id, now.wall, now);
                 }
                 if let Deleted::Kill { host } = outcome {
-                    self.end_active(id, &host, &format!("deleted by {}", caller.user));
+                    self.end_active(id, &host, &format!("deleted by {}", caller.user), now);
                 }
             }
         }
@@ -508,16 +535,17 @@ impl SchedulerTask {
 
     /// Ends a job the state has just marked exiting: kills it, or if its
     /// launch has not gone out, ends it without one.
-    pub(super) fn end_active(&mut self, id: JobId, host: &str, reason: &str) {
-        self.dispatch(crate::dispatch::DispatchEvent::EndWanted {
+    pub(super) fn end_active(&mut self, id: JobId, host: &str, reason: &str, now: Now) {
+        let event = crate::dispatch::DispatchEvent::EndWanted {
             job: id,
             host: host.to_string(),
             reason: reason.to_string(),
-        });
+        };
+        self.dispatch_at(event, now);
     }
 
     /// spwait: answers now if the job has finished, else when it does.
-    pub(super) fn wait(&mut self, text: &str, reply: Reply<JobSnapshot>) {
+    pub(super) fn wait(&mut self, text: &str, reply: Reply<JobSnapshot>, now: Now) {
         let id = match self.existing_job(text) {
             Ok(id) => id,
             Err(refused) => {
@@ -529,23 +557,14 @@ impl SchedulerTask {
             return;
         };
         if job.state == JobState::Finished {
-            let _ = reply.send(Ok(self.snapshot(job)));
+            let _ = reply.send(Ok(self.snapshot(job, now)));
         } else {
             self.waiters.entry(id).or_default().push(reply);
         }
     }
 
-    /// `job` as it stands now, for spwait's answer.
-    pub(super) fn snapshot(&self, job: &qmesh_core::Job) -> JobSnapshot {
-        JobSnapshot {
-            job: Box::new(job.clone()),
-            server: self.state.server_name().to_string(),
-            at: Utc::now(),
-        }
-    }
-
     /// qstat -Q.
-    pub(super) fn queues(&self, names: &[String]) -> Result<QueueList, Status> {
+    pub(super) fn queues(&self, names: &[String], now: Now) -> Result<QueueList, TaskError> {
         let config = self.state.config();
         let names: Vec<&str> = if names.is_empty() {
             config.queues.keys().map(String::as_str).collect()
@@ -554,10 +573,8 @@ impl SchedulerTask {
         };
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
-            let queue = config.queue(name).ok_or_else(|| {
-                status::from_core(&CoreError::NoSuchQueue {
-                    queue: name.to_string(),
-                })
+            let queue = config.queue(name).ok_or_else(|| CoreError::NoSuchQueue {
+                queue: name.to_string(),
             })?;
             queues.push((
                 queue.clone(),
@@ -568,20 +585,21 @@ impl SchedulerTask {
         Ok(QueueList {
             queues,
             server: self.state.server_name().to_string(),
-            at: Utc::now(),
+            at: now.wall,
         })
     }
 }
 
 /// The error a refusal becomes when the caller did not ask for refusals.
-fn refusal_status(refusal: &v1::StatusRefusal) -> Status {
+fn refusal_status(refusal: &v1::StatusRefusal) -> TaskError {
+    let message = refusal.message.clone();
     match refusal.reason() {
         v1::StatusRefusalReason::UnknownJob | v1::StatusRefusalReason::UnknownQueue => {
-            Status::not_found(&refusal.message)
+            TaskError::NotFound(message)
         }
-        v1::StatusRefusalReason::BadId => Status::invalid_argument(&refusal.message),
+        v1::StatusRefusalReason::BadId => TaskError::Invalid(message),
         v1::StatusRefusalReason::Finished | v1::StatusRefusalReason::Unspecified => {
-            Status::failed_precondition(&refusal.message)
+            TaskError::NotNow(message)
         }
     }
 }

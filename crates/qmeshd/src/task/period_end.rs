@@ -16,7 +16,8 @@ use qmesh_core::periods::{self, QueueWindow};
 use qmesh_core::{JobId, JobState, Time};
 use tracing::{info, warn};
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
+use crate::dispatch::Now;
 
 /// When a running job was warned that its period ends. Dropped when the
 /// job is no longer due (ended, or its period was extended), so a later
@@ -39,7 +40,9 @@ struct Due {
 impl SchedulerTask {
     /// Warns and ends the running jobs whose queue's period is ending.
     /// Called every second; costs nothing when no queue ends jobs.
-    pub(super) fn enforce_period_ends(&mut self, now: Time) {
+    pub(super) fn enforce_period_ends(&mut self, now: Now) {
+        let clock = now;
+        let now = now.wall;
         let config = self.state.config();
         if !config.queues.values().any(|q| q.period_end.ends_jobs()) {
             self.warned.clear();
@@ -86,11 +89,12 @@ impl SchedulerTask {
         let running: Vec<JobId> = due.iter().map(|d| d.id).collect();
         self.warned.retain(|id, _| running.contains(id));
         for d in due {
-            self.period_end_of(d, now);
+            self.period_end_of(d, clock);
         }
     }
 
-    fn period_end_of(&mut self, d: Due, now: Time) {
+    fn period_end_of(&mut self, d: Due, clock: Now) {
+        let now = clock.wall;
         let mut end_at = d.cut;
         if let Some((lead, signal)) = &d.warning {
             match self.warned.get(&d.id) {
@@ -102,7 +106,7 @@ impl SchedulerTask {
                         if d.requeue { "requeued" } else { "killed" },
                         (d.cut.max(now) + *lead - now).num_seconds()
                     );
-                    match self.signal_job(d.id, signal, &reason) {
+                    match self.signal_job(d.id, signal, &reason, now) {
                         Ok(_) => {
                             self.warned.insert(d.id, Warned { at: now });
                             end_at = end_at.max(now + *lead);
@@ -123,11 +127,13 @@ impl SchedulerTask {
         match self.state.stop_for_period(d.id, &d.what, d.requeue, now) {
             Ok((host, job)) => {
                 info!(job = %d.id, at = %d.what, requeue = d.requeue, "ending a job at its period's end");
-                persist(self.store.as_ref(), job);
+                self.durability.persist(job);
                 let reason = job.comment.clone();
-                self.log_event(d.id, qmesh_core::joblog::EventClass::Job, reason.clone());
-                self.end_active(d.id, &host, &reason);
-                self.dirty = true;
+                let class = qmesh_core::joblog::EventClass::Job;
+                self.logs
+                    .event(&self.state, (d.id, class), reason.clone(), now);
+                self.end_active(d.id, &host, &reason, clock);
+                self.pacing.mark_dirty();
             }
             Err(e) => warn!(job = %d.id, error = %e, "could not end the job at its period's end"),
         }

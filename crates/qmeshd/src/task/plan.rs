@@ -8,16 +8,15 @@
 
 use std::collections::HashMap;
 
-use chrono::Utc;
 use qmesh_core::job::Job;
 use qmesh_core::scheduler::{Entry, Plan, Reason, Status};
 use qmesh_core::{CoreError, JobId, JobState, Time, route};
 use qmesh_proto::{convert, v1};
-use tonic::Status as RpcStatus;
 
 use super::SchedulerTask;
 use crate::answer::When;
-use crate::status;
+use crate::dispatch::Now;
+use crate::error::TaskError;
 
 /// The last pass's plan and when it ran.
 #[derive(Debug, Default)]
@@ -76,8 +75,9 @@ struct Place {
 }
 
 impl SchedulerTask {
-    /// Where a pending job stands after the last pass.
-    fn place(&self, job: &Job) -> Place {
+    /// Where a pending job stands after the last pass (at `now`, if the
+    /// pass said nothing fresh of it).
+    fn place(&self, job: &Job, now: Time) -> Place {
         match self.plan.fresh_entry(job) {
             // Startable but still pending: its start could not be applied.
             Some(e) if e.status != Status::Startable => Place {
@@ -87,7 +87,7 @@ impl SchedulerTask {
                 priority: e.priority,
             },
             _ => {
-                let reason = self.scheduler.reason_at(&self.state, job, Utc::now());
+                let reason = self.scheduler.reason_at(&self.state, job, now);
                 Place {
                     status: status_without_plan(job, reason),
                     reason: Some(reason),
@@ -99,10 +99,10 @@ impl SchedulerTask {
     }
 
     /// Why a pending job waits (qstat's reason and comment).
-    pub(super) fn pending_reason(&self, job: &Job) -> Reason {
-        self.place(job)
+    pub(super) fn pending_reason(&self, job: &Job, now: Time) -> Reason {
+        self.place(job, now)
             .reason
-            .unwrap_or_else(|| self.scheduler.reason_at(&self.state, job, Utc::now()))
+            .unwrap_or_else(|| self.scheduler.reason_at(&self.state, job, now))
     }
 
     /// A sentence for why a pending job waits: the reason's, or for a
@@ -167,13 +167,13 @@ impl SchedulerTask {
     }
 
     /// qstat's expected start and priority of a pending job.
-    pub(super) fn expected_start(&self, job: &Job) -> (Option<Time>, f64) {
-        let place = self.place(job);
+    pub(super) fn expected_start(&self, job: &Job, now: Time) -> (Option<Time>, f64) {
+        let place = self.place(job, now);
         (place.expected_start, place.priority)
     }
 
-    fn pending_entry(&self, job: &Job) -> v1::PlanEntry {
-        let place = self.place(job);
+    fn pending_entry(&self, job: &Job, now: Time) -> v1::PlanEntry {
+        let place = self.place(job, now);
         convert::plan_entry(
             job,
             self.state.server_name(),
@@ -192,7 +192,8 @@ impl SchedulerTask {
     /// order (then those the pass has not seen), free nodes, what fits.
     /// With query_other_jobs false, a user sees only their own jobs (PBS);
     /// the free nodes stay the machine's.
-    pub(super) fn plan_reply(&self, caller: &qmesh_core::Caller) -> v1::PlanReply {
+    pub(super) fn plan_reply(&self, caller: &qmesh_core::Caller, now: Now) -> v1::PlanReply {
+        let now = now.wall;
         let state = &self.state;
         let seen = |job: &&Job| self.may_see(caller, job);
         let mut active: Vec<&Job> = state.active_jobs().filter(seen).collect();
@@ -206,12 +207,12 @@ impl SchedulerTask {
                 .filter(|j| j.state.is_pending())
                 .filter(seen)
             {
-                queued.push(self.pending_entry(job));
+                queued.push(self.pending_entry(job, now));
             }
         }
         for job in state.pending_jobs().filter(seen) {
             if !self.plan.index.contains_key(&job.id) {
-                queued.push(self.pending_entry(job));
+                queued.push(self.pending_entry(job, now));
             }
         }
 
@@ -250,7 +251,7 @@ impl SchedulerTask {
         let server = &state.config().server;
         v1::PlanReply {
             server: state.server_name().to_string(),
-            server_time: Utc::now().timestamp(),
+            server_time: now.timestamp(),
             plan_time: convert::unix(self.plan.time),
             job_order: server.job_order.as_str().to_string(),
             backfill: server.backfill.as_str().to_string(),
@@ -267,10 +268,11 @@ impl SchedulerTask {
         &self,
         caller: &qmesh_core::Caller,
         job_id: &str,
-    ) -> Result<When, RpcStatus> {
-        let now = Utc::now();
+        now: Now,
+    ) -> Result<When, TaskError> {
+        let now = now.wall;
         let state = &self.state;
-        let id = state.parse_id(job_id).map_err(|e| status::from_core(&e))?;
+        let id = state.parse_id(job_id)?;
         // A sub-job left to start starts when its array's next does (or
         // later): its array's answer.
         let id = match id.array_parent() {
@@ -280,16 +282,16 @@ impl SchedulerTask {
         let full = state.full_id(id);
         let job = state
             .job(id)
-            .ok_or_else(|| status::from_core(&CoreError::NoSuchJob { id: full.clone() }))?;
+            .ok_or_else(|| CoreError::NoSuchJob { id: full.clone() })?;
         if !self.may_see(caller, job) {
-            return Err(RpcStatus::permission_denied(format!(
+            return Err(TaskError::Denied(format!(
                 "Unauthorized Request: job {full} belongs to {}, and the server shows users \
                  only their own jobs (query_other_jobs = False)",
                 job.owner.user
             )));
         }
         if job.state == JobState::Finished {
-            return Err(RpcStatus::failed_precondition(format!(
+            return Err(TaskError::NotNow(format!(
                 "job {full} has finished; qstat -x -f {full} shows how it ended"
             )));
         }
@@ -304,7 +306,7 @@ impl SchedulerTask {
                 at: now,
             });
         }
-        let place = self.place(job);
+        let place = self.place(job, now);
         let (start, reason) = match place {
             Place {
                 expected_start: Some(start),
@@ -338,7 +340,7 @@ impl SchedulerTask {
     }
 
     /// getjid: nodes (by name, or of one host) and the jobs holding them.
-    pub(super) fn nodes(&self, names: &[String], host: &str) -> Result<v1::NodesReply, RpcStatus> {
+    pub(super) fn nodes(&self, names: &[String], host: &str) -> Result<v1::NodesReply, TaskError> {
         let state = &self.state;
         let server = state.server_name();
         let info = |node: &qmesh_core::node::Node| {
@@ -386,9 +388,9 @@ impl SchedulerTask {
         } else {
             let mut nodes = Vec::with_capacity(names.len());
             for name in names {
-                let node = state.node_by_name(name).ok_or_else(|| {
-                    status::from_core(&CoreError::NoSuchNode { node: name.clone() })
-                })?;
+                let node = state
+                    .node_by_name(name)
+                    .ok_or_else(|| CoreError::NoSuchNode { node: name.clone() })?;
                 if host_ok(node) {
                     nodes.push(info(node));
                 }

@@ -4,13 +4,11 @@
 //! changed), and answered once durable. A changed `-a` time wakes a pass
 //! then; any change may change the plan.
 
-use chrono::Utc;
-use qmesh_core::JobId;
-use qmesh_core::joblog::{EventClass, RecordType};
 use tracing::info;
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::answer::JobOutcome;
+use crate::dispatch::Now;
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -21,14 +19,14 @@ impl SchedulerTask {
         ids: Vec<String>,
         alteration: &qmesh_core::qalter::Alteration,
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
-            let now = Utc::now();
             // An array is altered as a whole (the sub-jobs it has yet to
             // start follow); a sub-job or a range, each alone.
-            let ids = match self.expand_targets(&text, false, true) {
+            let ids = match self.expand_targets(&text, (false, true), now) {
                 Ok(ids) => ids,
                 Err(e) => {
                     results.push(JobOutcome {
@@ -40,14 +38,15 @@ impl SchedulerTask {
             };
             let mut refused = None;
             for id in ids {
-                match self.state.alter(id, &caller, alteration, now) {
+                match self.state.alter(id, &caller, alteration, now.wall) {
                     Ok((changes, job)) => {
-                        persist(self.store.as_ref(), job);
+                        self.durability.persist(job);
                         let start_after = job.start_after;
                         info!(job = %id, user = %caller.user, changes = %changes.join(" "), "altered");
-                        self.log_altered(id, &caller.user, &changes);
-                        if let Some(at) = start_after.filter(|t| *t > now) {
-                            self.wake_at(at);
+                        self.logs
+                            .altered(&self.state, id, (&caller.user, &changes), now.wall);
+                        if let Some(at) = start_after.filter(|t| *t > now.wall) {
+                            self.pacing.wake_at(at);
                         }
                     }
                     Err(e) => {
@@ -62,18 +61,5 @@ impl SchedulerTask {
             });
         }
         self.answer_when_durable(results, "the jobs were altered".to_string(), reply);
-    }
-
-    /// PBS's `a` record (what changed) and "Job Modified at request of".
-    fn log_altered(&self, id: JobId, user: &str, changes: &[String]) {
-        let server = self.state.server_name();
-        let full = self.state.full_id(id);
-        let now = Utc::now();
-        self.log_event(
-            id,
-            EventClass::Job,
-            format!("Job Modified at request of {user}@{server}"),
-        );
-        self.record(now, RecordType::Altered, &full, changes.join(" "));
     }
 }

@@ -23,7 +23,7 @@ use tracing::{error, info, warn};
 
 use super::SchedulerTask;
 use crate::answer::JobOutcome;
-use crate::dispatch::DispatchEvent;
+use crate::dispatch::{DispatchEvent, Now};
 use crate::event::{JobAction, Reply};
 use crate::identity::Peer;
 
@@ -34,11 +34,12 @@ impl SchedulerTask {
         ids: Vec<String>,
         (force, purge): (bool, bool),
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
-            let outcome = self.delete_named(&text, &caller, force, purge);
+            let outcome = self.delete_named(&text, &caller, (force, purge), now);
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "delete refused");
             }
@@ -53,8 +54,8 @@ impl SchedulerTask {
         &mut self,
         text: &str,
         caller: &Caller,
-        force: bool,
-        purge: bool,
+        (force, purge): (bool, bool),
+        now: Now,
     ) -> Result<(), CommandError> {
         let targets = if purge {
             // -x: a finished job is named by its id alone.
@@ -69,7 +70,7 @@ impl SchedulerTask {
             self.state.targets(text)?
         };
         if let Some((array, positions)) = &targets.unstarted {
-            self.delete_unstarted(*array, positions, caller)?;
+            self.delete_unstarted(*array, positions, caller, now)?;
         }
         let mut first_error = None;
         for id in targets.jobs {
@@ -80,12 +81,12 @@ impl SchedulerTask {
                     if exiting && !force {
                         continue;
                     }
-                    if let Err(e) = self.delete_one(sub, caller, force, purge) {
+                    if let Err(e) = self.delete_one(sub, caller, (force, purge), now) {
                         first_error.get_or_insert(e);
                     }
                 }
             }
-            if let Err(e) = self.delete_one(id, caller, force, purge) {
+            if let Err(e) = self.delete_one(id, caller, (force, purge), now) {
                 first_error.get_or_insert(e);
             }
         }
@@ -96,8 +97,8 @@ impl SchedulerTask {
         &mut self,
         id: JobId,
         caller: &Caller,
-        force: bool,
-        purge: bool,
+        (force, purge): (bool, bool),
+        now: Now,
     ) -> Result<(), CommandError> {
         let (state, host) = match self.state.job(id) {
             Some(job) => (
@@ -107,10 +108,10 @@ impl SchedulerTask {
             None => (JobState::Finished, String::new()),
         };
         if purge && state == JobState::Finished {
-            return self.forget(id, caller);
+            return self.forget(id, caller, now);
         }
         let was_exiting = state == JobState::Exiting;
-        let away = state.is_active() && !self.agents.contains_key(&host);
+        let away = state.is_active() && !self.links.is_connected(&host);
         if force && state.is_active() && (was_exiting || away) {
             if let Some(job) = self.state.job(id)
                 && !caller.may_act_on(job)
@@ -123,18 +124,18 @@ impl SchedulerTask {
                 .into());
             }
             if was_exiting {
-                self.log_deleted(id, &caller.user);
+                self.logs.deleted(&self.state, id, &caller.user, now.wall);
             } else {
                 // Exiting now (logged D), its kill waiting for the agent.
-                self.act_on(JobAction::Delete, id, caller)?;
+                self.act_on(JobAction::Delete, id, caller, now)?;
             }
-            self.force_end(id, &host, caller);
+            self.force_end(id, &host, caller, now);
         } else {
-            self.act_on(JobAction::Delete, id, caller)?;
+            self.act_on(JobAction::Delete, id, caller, now)?;
         }
         if purge {
             match self.state.job(id).map(|j| j.state) {
-                Some(JobState::Finished) => self.forget(id, caller)?,
+                Some(JobState::Finished) => self.forget(id, caller, now)?,
                 Some(_) => {
                     self.purge_on_end.insert(id);
                 }
@@ -145,7 +146,7 @@ impl SchedulerTask {
     }
 
     /// Ends an exiting job now, as deleted; the run on `host` is stale.
-    fn force_end(&mut self, id: JobId, host: &str, caller: &Caller) {
+    fn force_end(&mut self, id: JobId, host: &str, caller: &Caller, now: Now) {
         let why = format!(
             "deleted by {} with qdel -W force; the agent of host {host} did not confirm the end",
             caller.user
@@ -160,17 +161,18 @@ impl SchedulerTask {
             max_rss: None,
             vmem: None,
         };
-        self.dispatch(DispatchEvent::EndWithoutAgent {
+        let event = DispatchEvent::EndWithoutAgent {
             job: id,
             host: host.to_string(),
             exit,
-        });
+        };
+        self.dispatch_at(event, now);
     }
 
     /// qdel -x on a finished job: gone from the state and the store.
-    fn forget(&mut self, id: JobId, caller: &Caller) -> Result<(), CommandError> {
+    fn forget(&mut self, id: JobId, caller: &Caller, now: Now) -> Result<(), CommandError> {
         self.state.forget(id, caller)?;
-        if let Err(e) = self.store.remove_jobs(&[id]) {
+        if let Err(e) = self.durability.store().remove_jobs(&[id]) {
             error!(job = %id, error = %e, "could not remove the job's history from the store");
         }
         info!(job = %id, user = %caller.user, "history deleted");
@@ -179,14 +181,15 @@ impl SchedulerTask {
             caller.user,
             self.state.server_name()
         );
-        self.log_event(id, EventClass::Job, text);
+        self.logs
+            .event(&self.state, (id, EventClass::Job), text, now.wall);
         Ok(())
     }
 
     /// After a job finished: its history goes if qdel -x asked.
     pub(super) fn purge_if_asked(&mut self, id: JobId) {
         if self.purge_on_end.remove(&id) && self.state.remove_finished(id) {
-            if let Err(e) = self.store.remove_jobs(&[id]) {
+            if let Err(e) = self.durability.store().remove_jobs(&[id]) {
                 error!(job = %id, error = %e, "could not remove the job's history from the store");
             }
             info!(job = %id, "history deleted (qdel -x)");

@@ -2,11 +2,11 @@
 //! rules, each change stored, and the answer sent once they are durable
 //! (as qhold and qrls do).
 
-use chrono::Utc;
 use tracing::info;
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::answer::JobOutcome;
+use crate::dispatch::Now;
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -17,21 +17,22 @@ impl SchedulerTask {
         destination: &str,
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
-        let now = Utc::now();
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
             let outcome = self
                 .state
                 .parse_id(&text)
-                .and_then(|id| self.state.move_job(id, destination, &caller, now));
+                .and_then(|id| self.state.move_job(id, destination, &caller, now.wall));
             let refused = match outcome {
                 Ok(job) => {
-                    persist(self.store.as_ref(), job);
+                    self.durability.persist(job);
                     info!(job = %job.id, user = %caller.user, queue = %job.queue, comment = %job.comment, "moved");
                     let (id, text) = (job.id, job.comment.clone());
-                    self.log_event(id, qmesh_core::joblog::EventClass::Job, text);
+                    let class = qmesh_core::joblog::EventClass::Job;
+                    self.logs.event(&self.state, (id, class), text, now.wall);
                     None
                 }
                 Err(e) => {

@@ -2,15 +2,14 @@
 //! core's rule (`State::order`), both are stored, and the answer goes once
 //! that is durable. The next pass reads the new order.
 
-use chrono::Utc;
 use qmesh_core::joblog::EventClass;
 use tracing::info;
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::answer::JobOutcome;
+use crate::dispatch::Now;
 use crate::event::Reply;
 use crate::identity::Peer;
-use crate::status;
 
 impl SchedulerTask {
     pub(super) fn order(
@@ -18,6 +17,7 @@ impl SchedulerTask {
         peer: &Peer,
         (first, second): (&str, &str),
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let outcome = self
@@ -26,20 +26,20 @@ impl SchedulerTask {
             .and_then(|a| Ok((a, self.state.parse_id(second)?)))
             .and_then(|(a, b)| {
                 self.state
-                    .order(a, b, &caller, Utc::now())
+                    .order(a, b, &caller, now.wall)
                     .map(|changed| (a, b, changed))
             });
         let (a, b, changed) = match outcome {
             Ok(done) => done,
             Err(e) => {
                 info!(first = %first, second = %second, user = %caller.user, error = %e, "qorder refused");
-                let _ = reply.send(Err(status::from_core(&e)));
+                let _ = reply.send(Err(e.into()));
                 return;
             }
         };
         for id in changed {
             if let Some(job) = self.state.job(id) {
-                persist(self.store.as_ref(), job);
+                self.durability.persist(job);
             }
         }
         let (fa, fb) = (self.state.full_id(a), self.state.full_id(b));
@@ -50,7 +50,8 @@ impl SchedulerTask {
                 "Job exchanged places with {other} at request of {}@{server}",
                 caller.user
             );
-            self.log_event(id, EventClass::Job, text);
+            self.logs
+                .event(&self.state, (id, EventClass::Job), text, now.wall);
         }
         let results = vec![JobOutcome {
             job_id: fa,

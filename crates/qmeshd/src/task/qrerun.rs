@@ -12,9 +12,9 @@ use qmesh_core::joblog::EventClass;
 use qmesh_core::{Caller, JobId};
 use tracing::{info, warn};
 
-use super::{SchedulerTask, persist};
+use super::SchedulerTask;
 use crate::answer::JobOutcome;
-use crate::dispatch::DispatchEvent;
+use crate::dispatch::{DispatchEvent, Now};
 use crate::event::Reply;
 use crate::identity::Peer;
 
@@ -25,17 +25,18 @@ impl SchedulerTask {
         ids: Vec<String>,
         force: bool,
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
             // An array or a range: each of its running sub-jobs.
             let outcome = self
-                .expand_targets(&text, true, false)
+                .expand_targets(&text, (true, false), now)
                 .map_err(CommandError::from)
                 .and_then(|ids| {
                     ids.into_iter()
-                        .try_for_each(|id| self.rerun_one(id, &caller, force))
+                        .try_for_each(|id| self.rerun_one(id, &caller, force, now))
                 });
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "rerun refused");
@@ -45,10 +46,15 @@ impl SchedulerTask {
         self.answer_when_durable(results, "the jobs are being requeued".to_string(), reply);
     }
 
-    fn rerun_one(&mut self, id: JobId, caller: &Caller, force: bool) -> Result<(), CommandError> {
-        let now = super::dispatch::clock();
+    fn rerun_one(
+        &mut self,
+        id: JobId,
+        caller: &Caller,
+        force: bool,
+        now: Now,
+    ) -> Result<(), CommandError> {
         let (host, job) = self.state.rerun(id, caller, force, now.wall)?;
-        persist(self.store.as_ref(), job);
+        self.durability.persist(job);
         let reason = job.comment.clone();
         info!(job = %id, user = %caller.user, host, force, "requeueing");
         let text = format!(
@@ -56,8 +62,9 @@ impl SchedulerTask {
             caller.user,
             self.state.server_name()
         );
-        self.log_event(id, EventClass::Job, text);
-        if force && !self.agents.contains_key(&host) {
+        self.logs
+            .event(&self.state, (id, EventClass::Job), text, now.wall);
+        if force && !self.links.is_connected(&host) {
             warn!(job = %id, host, "requeued without its agent's word (qrerun -W force)");
             let exit = JobExit {
                 code: None,
@@ -78,7 +85,7 @@ impl SchedulerTask {
             };
             self.dispatch_at(event, now);
         } else {
-            self.end_active(id, &host, &reason);
+            self.end_active(id, &host, &reason, now);
         }
         Ok(())
     }

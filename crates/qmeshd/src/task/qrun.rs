@@ -3,13 +3,13 @@
 //! (`start_job`: stored, then launched once durable). The answer goes once
 //! the start is durable, so a job qrun reported started survives a crash.
 
-use chrono::Utc;
 use qmesh_core::command_error::CommandError;
 use qmesh_core::{Caller, JobId};
 use tracing::info;
 
 use super::SchedulerTask;
 use crate::answer::JobOutcome;
+use crate::dispatch::Now;
 use crate::event::{AfterDurable, Reply};
 use crate::identity::Peer;
 
@@ -20,6 +20,7 @@ impl SchedulerTask {
         ids: Vec<String>,
         spec: Option<&str>,
         reply: Reply<Vec<JobOutcome>>,
+        now: Now,
     ) {
         let caller = self.caller(peer);
         let mut results = Vec::with_capacity(ids.len());
@@ -29,7 +30,7 @@ impl SchedulerTask {
                 .state
                 .parse_id(&text)
                 .map_err(CommandError::from)
-                .and_then(|id| self.run_one(id, &caller, spec));
+                .and_then(|id| self.run_one(id, &caller, spec, now));
             match &outcome {
                 Ok(id) => launches.push(AfterDurable::Launch(*id)),
                 Err(e) => info!(job = %text, user = %caller.user, error = %e, "qrun refused"),
@@ -37,7 +38,7 @@ impl SchedulerTask {
             results.push(JobOutcome::new(text, &outcome));
         }
         if !launches.is_empty() {
-            self.when_durable(launches);
+            self.durability.when_durable(launches);
         }
         self.answer_when_durable(results, "the jobs were started".to_string(), reply);
     }
@@ -47,14 +48,14 @@ impl SchedulerTask {
         id: JobId,
         caller: &Caller,
         spec: Option<&str>,
+        now: Now,
     ) -> Result<JobId, CommandError> {
-        let now = Utc::now();
         if self.state.is_unstarted_sub_job(id) {
             // One sub-job of an array, run alone.
-            self.state.sub_job_record(id, now)?;
+            self.state.sub_job_record(id, now.wall)?;
         }
-        let on = self.state.qrun_nodes(id, caller, spec, now)?;
+        let on = self.state.qrun_nodes(id, caller, spec, now.wall)?;
         info!(job = %id, user = %caller.user, "run at once (qrun)");
-        Ok(self.start_job(id, &on.nodes, &on.parts, now, &caller.user)?)
+        Ok(self.start_job(id, (&on.nodes, &on.parts), &caller.user, now)?)
     }
 }

@@ -16,60 +16,31 @@
 //! daemon takes changes, sends the launches and acknowledgements it held
 //! back, and says so. A restart of qmeshd works as well: it loads the
 //! last durable state and the agents report again the ends they kept.
+//!
+//! Why the daemon is read-only and what it held back are kept by the
+//! task's durability part (`durability.rs`); this file is what read-only
+//! mode does to requests and how the state is written back.
 
-use std::time::{Duration, Instant};
-
-use qmesh_store::{Change, Store, StoreError};
-use tracing::{error, info, warn};
+use qmesh_store::{Change, Store};
+use tracing::{info, warn};
 
 use super::SchedulerTask;
-use crate::event::{AfterDurable, Event};
-
-/// How often a read-only daemon tries its store again.
-const RETRY: Duration = Duration::from_secs(2);
+use crate::dispatch::Now;
+use crate::event::Event;
 
 impl SchedulerTask {
-    /// What a turn tells the task if its writes could not be made durable.
-    pub(super) fn failure_watch(&self) -> Box<dyn FnOnce(StoreError) + Send> {
-        let tx = self.durable_tx.clone();
-        Box::new(move |e| {
-            let _ = tx.send(vec![AfterDurable::NotDurable {
-                items: Vec::new(),
-                why: e.to_string(),
-            }]);
-        })
-    }
-
-    /// Enters read-only mode (once) and keeps `items` back.
-    pub(super) fn not_durable(&mut self, items: Vec<AfterDurable>, why: String) {
-        if self.read_only.is_none() {
-            error!(
-                store = %self.settings.store_dir.display(),
-                error = %why,
-                "the store cannot write: qmeshd refuses changes and starts no job until it can write again (it tries every few seconds); running jobs go on and their ends wait in the agents' spools"
-            );
-            self.read_only = Some(why);
-        }
-        for item in items {
-            match item {
-                AfterDurable::NotDurable { items, why } => self.not_durable(items, why),
-                other => self.held_back.push(other),
-            }
-        }
-    }
-
-    /// In read-only mode, at most every [`RETRY`]: reopens the store and
+    /// In read-only mode, at most every few seconds: reopens the store and
     /// writes the whole state back.
-    pub(super) fn try_recover(&mut self) {
-        if self.read_only.is_none() || self.last_recovery.is_some_and(|at| at.elapsed() < RETRY) {
+    pub(super) fn try_recover(&mut self, now: Now) {
+        if !self.durability.recovery_due(now.mono) {
             return;
         }
-        self.last_recovery = Some(Instant::now());
-        if let Err(e) = self.store.reopen() {
+        let store = self.durability.store();
+        if let Err(e) = store.reopen() {
             tracing::debug!(error = %e, "the store does not open again yet");
             return;
         }
-        self.drop_unconfirmed_submissions();
+        self.drop_unconfirmed_submissions(now);
         let mut changes = Vec::new();
         for job in self.state.jobs() {
             match Change::job(job) {
@@ -81,25 +52,23 @@ impl SchedulerTask {
         }
         changes.extend(Change::config(self.state.config()).ok());
         changes.extend(Change::usage(self.state.accounting().usage()).ok());
-        let tx = self.durable_tx.clone();
-        let done: qmesh_store::OnDurable = Box::new(move |result| {
-            if result.is_ok() {
-                let _ = tx.send(vec![AfterDurable::Resynced]);
-            }
-        });
-        self.store
-            .end_turn_watched(changes, Some(done), Some(self.failure_watch()));
+        let done = self.durability.resync_watch();
+        let watch = self.durability.failure_watch();
+        self.durability
+            .store()
+            .end_turn_watched(changes, Some(done), Some(watch));
     }
 
     /// A job whose submission met the full disk was answered "not
     /// confirmed", and its script never reached the store: it ends now,
     /// before the state is written back, rather than fail at its launch.
-    fn drop_unconfirmed_submissions(&mut self) {
+    fn drop_unconfirmed_submissions(&mut self, now: Now) {
+        let store = self.durability.store();
         let unconfirmed: Vec<qmesh_core::JobId> = self
             .state
             .jobs()
             .filter(|job| job.state.is_pending() && job.id.array_parent().is_none())
-            .filter(|job| matches!(self.store.payload(job.id), Ok(None)))
+            .filter(|job| matches!(store.payload(job.id), Ok(None)))
             .map(|job| job.id)
             .collect();
         let daemon = qmesh_core::access::Caller {
@@ -109,9 +78,8 @@ impl SchedulerTask {
             group: "root".into(),
             role: qmesh_core::access::Role::Manager,
         };
-        let now = chrono::Utc::now();
         for id in unconfirmed {
-            if self.state.delete(id, &daemon, now).is_ok() {
+            if self.state.delete(id, &daemon, now.wall).is_ok() {
                 let comment = "its submission met a full disk and was not confirmed \
                                (qsub said so); it will not run: submit it again";
                 self.state.set_comment(id, comment);
@@ -121,41 +89,31 @@ impl SchedulerTask {
     }
 
     /// The whole state is durable again.
-    pub(super) fn resynced(&mut self) {
-        if self.read_only.take().is_none() {
+    pub(super) fn resynced(&mut self, now: Now) {
+        let Some(held) = self.durability.resynced() else {
             return;
-        }
+        };
         info!(
             jobs = self.state.jobs().count(),
             "the store writes again and holds the whole state: changes are taken again"
         );
-        let held = std::mem::take(&mut self.held_back);
-        self.after_durable(held);
-        self.dirty = true;
-    }
-
-    /// Why changes are refused now, as a client is told it.
-    fn refusal(&self) -> Option<tonic::Status> {
-        let why = self.read_only.as_ref()?;
-        Some(tonic::Status::unavailable(format!(
-            "qmeshd cannot write its store in {} ({why}); it refuses changes until the disk works again (it tries every few seconds); running jobs go on",
-            self.settings.store_dir.display()
-        )))
+        self.after_durable(held, now);
+        self.pacing.mark_dirty();
     }
 
     /// In read-only mode, answers a change with the refusal; gives back
     /// every other event.
     pub(super) fn refuse_if_read_only(&self, event: Event) -> Option<Event> {
-        let Some(status) = self.refusal() else {
+        let Some(refusal) = self.durability.refusal() else {
             return Some(event);
         };
         match event {
             Event::Submit { reply, .. } => {
-                let _ = reply.send(Err(status));
+                let _ = reply.send(Err(refusal));
                 None
             }
             Event::OpenTask { reply, .. } => {
-                let _ = reply.send(Err(status));
+                let _ = reply.send(Err(refusal));
                 None
             }
             Event::Act { reply, .. }
@@ -165,7 +123,7 @@ impl SchedulerTask {
             | Event::Order { reply, .. }
             | Event::Run { reply, .. }
             | Event::Alter { reply, .. } => {
-                let _ = reply.send(Err(status));
+                let _ = reply.send(Err(refusal));
                 None
             }
             other => Some(other),

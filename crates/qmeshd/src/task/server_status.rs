@@ -4,16 +4,16 @@
 //! `resources_assigned.NAME`). The service shows the report
 //! (`crate::service::reply::server_status`).
 
-use chrono::Utc;
 use qmesh_core::JobState;
 use qmesh_core::state::StateCounts;
 
 use super::SchedulerTask;
 use crate::answer::ServerReport;
+use crate::dispatch::Now;
 
 impl SchedulerTask {
     /// qstat -B.
-    pub(super) fn server_status(&self) -> ServerReport {
+    pub(super) fn server_status(&self, now: Now) -> ServerReport {
         let config = self.state.config();
         let mut counts = StateCounts::default();
         for queue in config.queues.keys() {
@@ -28,7 +28,7 @@ impl SchedulerTask {
         let nodes = self.state.nodes();
         ServerReport {
             server: self.state.server_name().to_string(),
-            at: Utc::now(),
+            at: now.wall,
             attrs: config.server.clone(),
             default_queue: config.default_queue().unwrap_or_default().to_string(),
             counts,

@@ -9,16 +9,15 @@
 //! signal being kept for later, when it might arrive after its moment.
 
 use qmesh_core::signal::{parse_signal, signal_target};
-use qmesh_core::{CoreError, JobId};
+use qmesh_core::{CoreError, JobId, Time};
 use qmesh_proto::v1;
-use tonic::Status;
 use tracing::info;
 
 use super::SchedulerTask;
 use crate::answer::JobOutcome;
-use crate::dispatch::Launch;
+use crate::dispatch::{Launch, Now};
+use crate::error::TaskError;
 use crate::identity::Peer;
-use crate::status;
 
 /// Why a signal was not sent.
 #[derive(Debug, thiserror::Error)]
@@ -42,22 +41,23 @@ impl SchedulerTask {
         peer: &Peer,
         signal: &str,
         ids: Vec<String>,
-    ) -> Result<Vec<JobOutcome>, Status> {
-        let signal = parse_signal(signal).map_err(|e| status::from_core(&e))?;
+        now: Now,
+    ) -> Result<Vec<JobOutcome>, TaskError> {
+        let signal = parse_signal(signal)?;
         let caller = self.caller(peer);
         let reason = format!("qsig by {}", caller.user);
         let mut results = Vec::with_capacity(ids.len());
         for text in ids {
             // An array or a range: each of its running sub-jobs.
             let outcome = self
-                .expand_targets(&text, true, false)
+                .expand_targets(&text, (true, false), now)
                 .map_err(SignalError::from)
                 .and_then(|ids| {
                     let mut last =
                         Err(SignalError::from(CoreError::NoSuchJob { id: text.clone() }));
                     for id in ids {
                         signal_target(&self.state, id, Some(&caller))?;
-                        last = Ok(self.signal_job(id, signal, &reason)?);
+                        last = Ok(self.signal_job(id, signal, &reason, now.wall)?);
                     }
                     last
                 });
@@ -73,12 +73,13 @@ impl SchedulerTask {
     /// to the running job `id`, on the server's authority; `reason` goes to
     /// the logs of the daemon, the agent and the shepherd. Returns the
     /// signal's canonical name. For the scheduler: the warning before a
-    /// period ends.
+    /// period ends. `now` is for the server's log.
     pub(crate) fn signal_job(
         &mut self,
         id: JobId,
         signal: &str,
         reason: &str,
+        now: Time,
     ) -> Result<&'static str, SignalError> {
         let signal = parse_signal(signal)?;
         let job = signal_target(&self.state, id, None)?;
@@ -97,18 +98,20 @@ impl SchedulerTask {
             signal: signal.to_string(),
             reason: reason.to_string(),
         };
-        if !self.send(&host, v1::daemon_message::Kind::Signal(order.clone())) {
+        if !self
+            .links
+            .send(&host, v1::daemon_message::Kind::Signal(order.clone()))
+        {
             return Err(SignalError::AgentAway { id: full, host });
         }
         for other in &others {
-            self.send(other, v1::daemon_message::Kind::Signal(order.clone()));
+            self.links
+                .send(other, v1::daemon_message::Kind::Signal(order.clone()));
         }
         info!(job = %full, signal, host, reason, "signal sent to the job's agent");
-        self.log_event(
-            id,
-            qmesh_core::joblog::EventClass::Job,
-            format!("Signal {signal} sent: {reason}"),
-        );
+        let text = format!("Signal {signal} sent: {reason}");
+        let class = qmesh_core::joblog::EventClass::Job;
+        self.logs.event(&self.state, (id, class), text, now);
         Ok(signal)
     }
 }

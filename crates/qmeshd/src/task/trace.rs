@@ -8,32 +8,39 @@
 //! request, so a trace right after a job ended finds its `E` record; the
 //! task never waits for the disk.
 
-use qmesh_store::Store;
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::{Local, NaiveDate, NaiveDateTime};
 use qmesh_core::joblog::{self, LineKind, LogLine};
 use qmesh_core::{CoreError, Role};
-use tonic::Status;
+use qmesh_store::Store;
 
 use super::SchedulerTask;
 use crate::answer::Trace;
+use crate::dispatch::Now;
+use crate::error::TaskError;
 use crate::event::Reply;
 use crate::identity::Peer;
-use crate::status;
 
 /// Days tracejob may look back (PBS has no limit; a year of files is
 /// already a lot to read for one job).
 const MAX_DAYS: u32 = 366;
 
 impl SchedulerTask {
-    pub(super) fn trace(&mut self, peer: &Peer, job_id: &str, days: u32, reply: Reply<Trace>) {
+    pub(super) fn trace(
+        &mut self,
+        peer: &Peer,
+        job_id: &str,
+        days: u32,
+        reply: Reply<Trace>,
+        now: Now,
+    ) {
         let caller = self.caller(peer);
         let id = match self.state.parse_id(job_id) {
             Ok(id) => id,
             Err(e) => {
-                let _ = reply.send(Err(status::from_core(&e)));
+                let _ = reply.send(Err(e.into()));
                 return;
             }
         };
@@ -49,36 +56,37 @@ impl SchedulerTask {
                     owner: job.owner.user.clone(),
                     action: "trace".into(),
                 };
-                let _ = reply.send(Err(status::from_core(&e)));
+                let _ = reply.send(Err(e.into()));
                 return;
             }
             None => Some(caller.user.clone()),
         };
-        let Some((accounting, events)) = self.joblog.dirs() else {
-            let _ = reply.send(Err(Status::unavailable(
-                "this daemon writes no job logs; tracejob has nothing to read",
+        let Some((accounting, events)) = self.logs.writer().dirs() else {
+            let _ = reply.send(Err(TaskError::Unavailable(
+                "this daemon writes no job logs; tracejob has nothing to read".into(),
             )));
             return;
         };
         let days = days.clamp(1, MAX_DAYS);
         // Accounting records reach the log's writer once their turn is
         // durable: ask for its flush from the store's writer, after them.
-        let records = self.joblog.records();
+        let records = self.logs.writer().records();
         let (marker_tx, marker) = std::sync::mpsc::channel();
-        self.store.on_durable(Box::new(move |_| {
+        self.durability.store().on_durable(Box::new(move |_| {
             let _ = marker_tx.send(records.flushed());
         }));
-        tokio::task::spawn_blocking(move || {
+        let today = now.wall.with_timezone(&Local).date_naive();
+        // Read on a thread of its own: the task never waits for the disk.
+        let reader = move || {
             // Lines queued before the request are on disk (or the writer
             // is stuck: read what there is).
             if let Ok(flushed) = marker.recv_timeout(Duration::from_secs(10)) {
                 let _ = flushed.recv_timeout(Duration::from_secs(10));
             }
-            let today = Local::now().date_naive();
             let answer = read_trace(&accounting, &events, &full, days, today).and_then(|lines| {
                 match &only_for {
                     Some(user) if !lines.is_empty() && !owned_by(&lines, user) => {
-                        Err(Status::permission_denied(format!(
+                        Err(TaskError::Denied(format!(
                             "job {full} belongs to another user; only its owner, an operator or a manager may trace it"
                         )))
                     }
@@ -90,7 +98,13 @@ impl SchedulerTask {
                 }
             });
             let _ = reply.send(answer);
-        });
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("qmeshd-trace".into())
+            .spawn(reader)
+        {
+            tracing::error!(error = %e, "could not start a thread to read the job logs");
+        }
     }
 }
 
@@ -103,7 +117,7 @@ fn read_trace(
     id: &str,
     days: u32,
     today: NaiveDate,
-) -> Result<Vec<LogLine>, Status> {
+) -> Result<Vec<LogLine>, TaskError> {
     let mut found: Vec<(NaiveDateTime, u8, usize, LogLine)> = Vec::new();
     let mut seq = 0usize;
     for back in (0..days).rev() {
@@ -124,7 +138,7 @@ fn read_trace(
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
-                    return Err(Status::unavailable(format!(
+                    return Err(TaskError::Unavailable(format!(
                         "cannot read the job log {}: {e}",
                         path.display()
                     )));

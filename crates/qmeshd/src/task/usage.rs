@@ -4,32 +4,32 @@
 //! A user sees the accounts whose users list names them and those their own
 //! jobs charge; `all` is for operators and managers.
 
-use qmesh_store::Store;
 use std::collections::BTreeSet;
 
-use chrono::Utc;
 use qmesh_core::account::group_of;
 use qmesh_core::{CoreError, Role};
-use tonic::Status;
+use qmesh_store::Store;
 use tracing::error;
 
 use super::SchedulerTask;
 use crate::answer::UsageReport;
+use crate::dispatch::Now;
+use crate::error::TaskError;
 use crate::identity::Peer;
-use crate::status;
 
 impl SchedulerTask {
-    pub(super) fn usage(&self, peer: &Peer, all: bool) -> Result<UsageReport, Status> {
+    pub(super) fn usage(&self, peer: &Peer, all: bool, now: Now) -> Result<UsageReport, TaskError> {
         let caller = self.caller(peer);
         let groups: Vec<String> = if all {
             if caller.role < Role::Operator {
-                return Err(status::from_core(&CoreError::PermissionDenied {
+                return Err(CoreError::PermissionDenied {
                     what: format!(
                         "{} asking for every account's usage (spusage --all)",
                         caller.user
                     ),
                     need: "operator".into(),
-                }));
+                }
+                .into());
             }
             self.state.account_groups()
         } else {
@@ -50,7 +50,7 @@ impl SchedulerTask {
             }
             mine.into_iter().collect()
         };
-        let now = Utc::now();
+        let now = now.wall;
         let accounts = groups
             .iter()
             .map(|group| self.state.account_report(group, now))
@@ -64,7 +64,8 @@ impl SchedulerTask {
 
     /// Writes the usage map after a charge; a failure is logged here.
     pub(super) fn persist_usage(&self) {
-        if let Err(e) = self.store.put_usage(self.state.accounting().usage()) {
+        let usage = self.state.accounting().usage();
+        if let Err(e) = self.durability.store().put_usage(usage) {
             error!(error = %e, "could not store the usage charged to the accounts");
         }
     }

@@ -1,0 +1,158 @@
+//! The steps of a daemon's life that `crate::run` names, in order: the
+//! state loaded before anything listens (`load.rs`), the scheduler task
+//! started over it (here), the sockets bound and served (`serve.rs`), and
+//! at the end the shutdown (here).
+//!
+//! The order matters: a client never sees a half-loaded daemon, and
+//! systemd hears "ready" only once every socket listens.
+
+pub mod load;
+pub mod serve;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use qmesh_store::Store;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+use crate::{Settings, event, identity, joblog, metrics, service, task};
+use load::{Dirs, Loaded};
+
+/// The Prometheus endpoint's listener and metrics, when it is configured
+/// (`[daemon] metrics_listen`); the store reports its flushes to it.
+pub async fn bind_metrics(
+    settings: &Settings,
+    store: &qmesh_store::SledStore,
+) -> anyhow::Result<Option<(tokio::net::TcpListener, Arc<metrics::Metrics>)>> {
+    let Some(addr) = &settings.metrics_listen else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("serve metrics on {addr} ([daemon] metrics_listen)"))?;
+    let metrics = Arc::new(metrics::Metrics::new());
+    let flushes = metrics.clone();
+    store.observe_flushes(Box::new(move |took, _changes| {
+        flushes.flush_duration.observe(took.as_secs_f64());
+    }));
+    Ok(Some((listener, metrics)))
+}
+
+/// The running scheduler task and the way the services reach it.
+pub struct Running {
+    pub link: service::Link,
+    pub task: JoinHandle<()>,
+}
+
+/// Starts the scheduler task over the loaded state: it writes the job
+/// logs under the state directory, publishes which hosts may relay
+/// commands, and keeps `metrics` up to date. Returns the services' link.
+pub fn start_task(
+    loaded: Loaded,
+    dirs: &Dirs,
+    settings: &Settings,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> anyhow::Result<Running> {
+    let uid = nix::unistd::getuid().as_raw();
+    let cluster_key = match &settings.cluster_key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("read the cluster key {}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    // Commands relayed by other hosts' agents are believed only with the
+    // cluster key or over TLS with client certificates.
+    let relay_trust = identity::RelayTrust {
+        key: cluster_key.clone(),
+        client_certificates: settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
+    };
+    let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
+    let (events_tx, events_rx) = mpsc::channel(4096);
+    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
+    let job_log = joblog::JobLog::open(&dirs.state, &loaded.server_name)
+        .with_context(|| format!("open the job logs under {}", dirs.state.display()))?;
+    let settings = task::TaskSettings {
+        heartbeat_secs: settings.heartbeat_secs,
+        lost_after: Duration::from_secs(settings.lost_after_secs.into()),
+        pass_interval: Duration::from_millis(settings.pass_interval_ms),
+        daemon_uid: uid,
+        cluster_key,
+        jobs: settings.jobs.clone(),
+        file_config: settings.initial.clone(),
+        store_dir: dirs.store.clone(),
+    };
+    let store = loaded.store as Arc<dyn Store>;
+    let now = task::read_clock();
+    let mut scheduler = task::SchedulerTask::new(loaded.state, store, settings, durable_tx, now)
+        .with_job_log(job_log, loaded.next_record)
+        .with_host_gate(gate_tx);
+    if let Some(m) = &metrics {
+        scheduler = scheduler.with_metrics(m.clone());
+    }
+    let task = tokio::spawn(scheduler.run(events_rx, durable_rx));
+    let link = service::Link {
+        events: events_tx,
+        identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
+        rendezvous: Arc::default(),
+        metrics,
+    };
+    Ok(Running { link, task })
+}
+
+/// Tells systemd the daemon is ready (every socket listens).
+pub fn notify_ready() {
+    if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
+        warn!(error = %e, "could not tell systemd we are ready");
+    }
+}
+
+/// Stops serving, lets the task make the store durable and write out the
+/// job logs, and waits (with deadlines) for the servers and the local
+/// agent; the sockets' files go.
+pub async fn shut_down(
+    running: Running,
+    servers: Vec<serve::Served>,
+    local_agent: Option<JoinHandle<()>>,
+    stop: watch::Sender<bool>,
+    sockets: [std::path::PathBuf; 2],
+) {
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
+    let _ = stop.send(true);
+    let (done_tx, done_rx) = oneshot::channel();
+    if running
+        .link
+        .events
+        .send(event::Event::Shutdown(done_tx))
+        .await
+        .is_ok()
+    {
+        let _ = done_rx.await;
+    }
+    let _ = running.task.await;
+    for server in servers {
+        if tokio::time::timeout(Duration::from_secs(3), server)
+            .await
+            .is_err()
+        {
+            warn!("a server did not close within 3 s; leaving it");
+        }
+    }
+    if let Some(local) = local_agent {
+        let _ = tokio::time::timeout(Duration::from_secs(10), local).await;
+    }
+    for socket in sockets {
+        let _ = std::fs::remove_file(&socket);
+    }
+}
+
+/// Whether the daemon serves `Args`' and the file's TLS with client
+/// certificates (logged when the agents' port opens).
+pub fn client_certificates(settings: &Settings) -> bool {
+    settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some())
+}

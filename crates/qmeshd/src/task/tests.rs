@@ -1,0 +1,441 @@
+//! The scheduler task in memory: events in with the time passed in by
+//! hand, answers read from their channels, messages to agents read from
+//! the outboxes a test gives them. No runtime, no socket: the store is a
+//! real sled store in a temporary directory, whose writer thread says
+//! when a turn is durable.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qmesh_core::job::JobPayload;
+use qmesh_core::node::NodeAttrs;
+use qmesh_core::{Config, JobState, NodeDef, NodeSet, Queue, State, Submission, Topology};
+use qmesh_proto::v1;
+use qmesh_store::{SledStore, Store};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{SchedulerTask, TaskSettings};
+use crate::dispatch::Now;
+use crate::error::TaskError;
+use crate::event::{AfterDurable, Event, Reply, StatusQuery};
+use crate::identity::Peer;
+
+/// A machine of one node per host (each node named as its host), one
+/// queue `batch`, a task over it, and the time it started.
+struct Bench {
+    task: SchedulerTask,
+    after: mpsc::UnboundedReceiver<Vec<AfterDurable>>,
+    store: Arc<SledStore>,
+    t0: Now,
+    dir: tempfile::TempDir,
+}
+
+fn settings(dir: &std::path::Path) -> TaskSettings {
+    TaskSettings {
+        heartbeat_secs: 10,
+        lost_after: Duration::from_secs(300),
+        pass_interval: Duration::from_millis(20),
+        daemon_uid: 0,
+        cluster_key: None,
+        jobs: qmesh_config::JobSettings::default(),
+        file_config: Config::default(),
+        store_dir: dir.join("store"),
+    }
+}
+
+fn machine(hosts: &[&str]) -> State {
+    let mut config = Config::default();
+    config.queues.insert("batch".into(), Queue::open("batch"));
+    let set = NodeSet {
+        name: "flat".into(),
+        topology: Topology::Flat,
+        nodes: hosts
+            .iter()
+            .map(|h| NodeDef {
+                name: h.to_string(),
+                host: h.to_string(),
+            })
+            .collect(),
+        attrs: NodeAttrs::default(),
+    };
+    State::new("srv", config, vec![set]).expect("a valid machine")
+}
+
+fn alice() -> Peer {
+    Peer {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        group: "users".into(),
+        host: None,
+    }
+}
+
+fn job(nodes: u32) -> (Box<Submission>, JobPayload) {
+    let submission = Submission {
+        script_name: "job.sh".into(),
+        workdir: "/tmp".into(),
+        resources: vec![("nodes".into(), nodes.to_string())],
+        ..Submission::default()
+    };
+    let payload = JobPayload {
+        script: b"#!/bin/sh\ntrue\n".to_vec(),
+        env: Vec::new(),
+    };
+    (Box::new(submission), payload)
+}
+
+impl Bench {
+    fn new(hosts: &[&str]) -> Bench {
+        Bench::with(hosts, |_| {})
+    }
+
+    fn with(hosts: &[&str], adjust: impl FnOnce(&mut TaskSettings)) -> Bench {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = Arc::new(SledStore::open(&dir.path().join("store")).expect("a store"));
+        let (tx, after) = mpsc::unbounded_channel();
+        let t0 = Now {
+            wall: chrono::DateTime::from_timestamp(1_767_225_600, 0).expect("a time"),
+            mono: Instant::now(),
+        };
+        let mut settings = settings(dir.path());
+        adjust(&mut settings);
+        let task = SchedulerTask::new(
+            machine(hosts),
+            store.clone() as Arc<dyn Store>,
+            settings,
+            tx,
+            t0,
+        );
+        Bench {
+            task,
+            after,
+            store,
+            t0,
+            dir,
+        }
+    }
+
+    /// `secs` seconds after the start.
+    fn at(&self, secs: u64) -> Now {
+        Now {
+            wall: self.t0.wall + chrono::Duration::seconds(secs as i64),
+            mono: self.t0.mono + Duration::from_secs(secs),
+        }
+    }
+
+    /// Hands `event` to the task at `secs` and ends the turn.
+    fn handle(&mut self, event: Event, secs: u64) {
+        self.task.handle(event, self.at(secs));
+        self.task.end_turn();
+    }
+
+    /// Waits for the store, then gives the task back what waited for it
+    /// (launches, acknowledgements), until nothing more waits.
+    fn settle(&mut self, secs: u64) {
+        loop {
+            self.store.sync().expect("the store syncs");
+            let Ok(after) = self.after.try_recv() else {
+                return;
+            };
+            self.task.after_durable(after, self.at(secs));
+            self.task.end_turn();
+        }
+    }
+
+    /// Asks the task (the event `make` builds) at `secs`; its answer once
+    /// what it changed is durable.
+    fn ask<T>(&mut self, secs: u64, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, TaskError> {
+        let (tx, mut rx) = oneshot::channel();
+        self.handle(make(tx), secs);
+        self.settle(secs);
+        rx.try_recv().expect("answered once durable")
+    }
+
+    fn submit(&mut self, secs: u64, nodes: u32) -> Result<String, TaskError> {
+        let (submission, payload) = job(nodes);
+        self.ask(secs, |reply| Event::Submit {
+            peer: alice(),
+            submission,
+            payload,
+            reply,
+        })
+    }
+
+    /// `host`'s agent says hello (running nothing); what the daemon sends
+    /// it, welcome first.
+    fn connect(
+        &mut self,
+        secs: u64,
+        host: &str,
+        session: u64,
+    ) -> mpsc::Receiver<v1::DaemonMessage> {
+        let (outbox, inbox) = mpsc::channel(64);
+        let hello = v1::AgentHello {
+            host: host.into(),
+            ..Default::default()
+        };
+        self.ask(secs, |reply| Event::AgentHello {
+            session,
+            hello,
+            outbox,
+            reply,
+        })
+        .expect("the agent is welcome");
+        inbox
+    }
+
+    /// A pass at `secs`, and what waited for its starts.
+    fn pass(&mut self, secs: u64) {
+        self.task.schedule(self.at(secs));
+        self.task.end_turn();
+        self.settle(secs);
+    }
+
+    fn status(&mut self, secs: u64) -> v1::StatusReply {
+        self.ask(secs, |reply| Event::Status {
+            peer: alice(),
+            query: Box::default(),
+            reply,
+        })
+        .expect("qstat answers")
+    }
+}
+
+/// The kinds of the messages waiting in an agent's inbox.
+fn kinds(inbox: &mut mpsc::Receiver<v1::DaemonMessage>) -> Vec<v1::daemon_message::Kind> {
+    std::iter::from_fn(|| inbox.try_recv().ok())
+        .filter_map(|m| m.kind)
+        .collect()
+}
+
+#[test]
+fn a_submission_is_answered_once_durable_and_stamped_with_the_events_time() {
+    let mut b = Bench::new(&["n1"]);
+    let (submission, payload) = job(1);
+    let (tx, mut rx) = oneshot::channel();
+    b.task.handle(
+        Event::Submit {
+            peer: alice(),
+            submission,
+            payload,
+            reply: tx,
+        },
+        b.at(5),
+    );
+    assert!(
+        matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)),
+        "no answer before the turn is durable"
+    );
+    b.task.end_turn();
+    b.settle(5);
+    assert_eq!(rx.try_recv().expect("answered").expect("queued"), "1.srv");
+    let stored = b.store.load().expect("the store loads");
+    assert_eq!(stored.jobs.len(), 1, "what was acknowledged is on disk");
+    assert_eq!(
+        stored.jobs[0].qtime,
+        b.at(5).wall,
+        "the event's time, read once"
+    );
+    let listing = b.status(7);
+    assert_eq!(listing.server_time, b.at(7).wall.timestamp());
+    assert_eq!(listing.jobs.len(), 1);
+}
+
+#[test]
+fn a_launch_leaves_only_once_its_start_is_durable() {
+    let mut b = Bench::new(&["n1"]);
+    let mut inbox = b.connect(0, "n1", 1);
+    assert!(matches!(
+        kinds(&mut inbox).as_slice(),
+        [v1::daemon_message::Kind::Welcome(_)]
+    ));
+    b.submit(1, 1).expect("queued");
+    b.task.schedule(b.at(2));
+    b.task.end_turn();
+    assert!(kinds(&mut inbox).is_empty(), "the start is not durable yet");
+    b.settle(2);
+    match kinds(&mut inbox).as_slice() {
+        [v1::daemon_message::Kind::Launch(launch)] => {
+            assert_eq!(launch.job_id, "1.srv");
+            assert_eq!(launch.script, b"#!/bin/sh\ntrue\n");
+        }
+        other => panic!("expected one launch, got {other:?}"),
+    }
+    let job = &b.store.load().expect("loads").jobs[0];
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(job.stime, Some(b.at(2).wall));
+}
+
+#[test]
+fn spwait_is_answered_when_the_agent_reports_the_end_and_the_end_is_acknowledged() {
+    let mut b = Bench::new(&["n1"]);
+    let mut inbox = b.connect(0, "n1", 1);
+    b.submit(1, 1).expect("queued");
+    b.pass(2);
+    kinds(&mut inbox);
+    let (tx, mut waiting) = oneshot::channel();
+    b.handle(
+        Event::Wait {
+            job_id: "1".into(),
+            reply: tx,
+        },
+        3,
+    );
+    assert!(waiting.try_recv().is_err(), "the job still runs");
+    let finished = v1::JobFinished {
+        job: 1,
+        exit_code: Some(0),
+        cause: v1::FinishCause::Exited as i32,
+        start_time: b.at(2).wall.timestamp(),
+        end_time: b.at(4).wall.timestamp(),
+        ..Default::default()
+    };
+    b.handle(
+        Event::AgentSaid {
+            session: 1,
+            message: v1::agent_message::Kind::Finished(finished),
+        },
+        4,
+    );
+    let snapshot = waiting.try_recv().expect("answered").expect("the job");
+    assert_eq!(snapshot.job.state, JobState::Finished);
+    assert_eq!(snapshot.at, b.at(4).wall);
+    assert!(
+        kinds(&mut inbox).is_empty(),
+        "no ack before the end is durable"
+    );
+    b.settle(4);
+    assert!(matches!(
+        kinds(&mut inbox).as_slice(),
+        [v1::daemon_message::Kind::Ack(v1::AckFinished { job: 1 })]
+    ));
+}
+
+#[test]
+fn a_signal_for_a_job_whose_agent_is_away_says_to_try_again() {
+    let mut b = Bench::new(&["n1"]);
+    let mut inbox = b.connect(0, "n1", 1);
+    b.submit(1, 1).expect("queued");
+    b.pass(2);
+    assert_eq!(kinds(&mut inbox).len(), 2, "welcome and launch");
+    b.handle(Event::AgentGone { session: 1 }, 3);
+    let outcomes = b
+        .ask(4, |reply| Event::Signal {
+            peer: alice(),
+            signal: "USR1".into(),
+            ids: vec!["1".into()],
+            reply,
+        })
+        .expect("qsig answers per job");
+    let refused = outcomes[0].refused.as_deref().expect("refused");
+    assert!(
+        refused.contains("whose agent is not connected") && refused.contains("try again"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn an_agent_with_a_wrong_cluster_key_is_refused_and_gets_no_session() {
+    let mut b = Bench::with(&["n1"], |s| s.cluster_key = Some("right".into()));
+    let (outbox, mut inbox) = mpsc::channel(4);
+    let hello = v1::AgentHello {
+        host: "n1".into(),
+        cluster_key: "wrong".into(),
+        ..Default::default()
+    };
+    let answer = b.ask(0, |reply| Event::AgentHello {
+        session: 1,
+        hello,
+        outbox,
+        reply,
+    });
+    assert!(
+        matches!(&answer, Err(TaskError::Unauthenticated(m)) if m.contains("--cluster-key-file")),
+        "{answer:?}"
+    );
+    assert!(inbox.try_recv().is_err(), "no welcome");
+    assert!(!b.task.links.is_connected("n1"));
+}
+
+#[test]
+fn a_read_only_daemon_refuses_changes_naming_its_store_and_still_answers_queries() {
+    let mut b = Bench::new(&["n1"]);
+    b.submit(0, 1).expect("queued");
+    b.task.after_durable(
+        vec![AfterDurable::NotDurable {
+            items: Vec::new(),
+            why: "disk full".into(),
+        }],
+        b.at(1),
+    );
+    let refused = b.submit(2, 1).expect_err("refused");
+    let store = b.dir.path().join("store");
+    assert!(
+        matches!(&refused, TaskError::Unavailable(m)
+            if m.contains("disk full") && m.contains(&store.display().to_string())),
+        "{refused}"
+    );
+    assert_eq!(b.status(3).jobs.len(), 1, "queries go on");
+    // No pass starts a job while the store cannot write.
+    b.connect(4, "n1", 1);
+    b.pass(5);
+    assert_eq!(b.status(6).jobs[0].state_letter, "Q");
+}
+
+#[test]
+fn a_change_makes_a_pass_due_and_a_pass_makes_the_state_clean() {
+    let mut b = Bench::new(&["n1"]);
+    b.pass(0);
+    assert_eq!(b.task.pacing.pass_due_at(), None);
+    b.status(1);
+    assert_eq!(b.task.pacing.pass_due_at(), None, "a query changes nothing");
+    b.submit(2, 1).expect("queued");
+    assert!(b.task.pacing.pass_due_at().is_some());
+}
+
+#[test]
+fn qdel_of_a_queued_job_is_stored_and_what_waits_on_it_is_answered() {
+    let mut b = Bench::new(&["n1"]);
+    b.submit(0, 1).expect("queued");
+    let (tx, mut waiting) = oneshot::channel();
+    b.handle(
+        Event::Wait {
+            job_id: "1".into(),
+            reply: tx,
+        },
+        1,
+    );
+    let outcomes = b
+        .ask(2, |reply| Event::Delete {
+            peer: alice(),
+            ids: vec!["1".into()],
+            force: false,
+            purge_history: false,
+            reply,
+        })
+        .expect("qdel answers");
+    assert_eq!(outcomes[0].refused, None);
+    let job = waiting.try_recv().expect("answered").expect("the job").job;
+    assert_eq!(job.state, JobState::Finished);
+    let stored = &b.store.load().expect("loads").jobs[0];
+    assert_eq!(stored.state, JobState::Finished);
+    assert_eq!(stored.end_time, Some(b.at(2).wall));
+}
+
+#[test]
+fn qstat_names_a_job_it_cannot_list_with_a_refusal_of_its_own() {
+    let mut b = Bench::new(&["n1"]);
+    let answer = b.ask(0, |reply| Event::Status {
+        peer: alice(),
+        query: Box::new(StatusQuery {
+            job_ids: vec!["9".into()],
+            ..StatusQuery::default()
+        }),
+        reply,
+    });
+    assert!(
+        matches!(&answer, Err(TaskError::NotFound(m)) if m.contains("9.srv")),
+        "{answer:?}"
+    );
+}
