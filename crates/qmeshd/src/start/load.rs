@@ -13,7 +13,9 @@ use qmesh_core::{Config, State};
 use qmesh_store::{SledStore, Store};
 use tracing::{info, warn};
 
-use crate::{Args, Settings, joblog, paths, task};
+use crate::args::Args;
+use crate::{joblog, paths, task};
+use qmesh_config::Settings;
 
 /// The state directory, held for the daemon's life.
 pub struct Dirs {

@@ -18,8 +18,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::{Settings, event, identity, joblog, metrics, service, task};
+use crate::{event, identity, joblog, metrics, service, task};
 use load::{Dirs, Loaded};
+use qmesh_config::Settings;
 
 /// The Prometheus endpoint's listener and metrics, when it is configured
 /// (`[daemon] metrics_listen`); the store reports its flushes to it.

@@ -19,7 +19,9 @@ use tonic::transport::Server;
 use tracing::{info, warn};
 
 use super::load::Dirs;
-use crate::{Args, Settings, event, local_agent, metrics, paths, service, tls};
+use crate::args::Args;
+use crate::{event, local_agent, metrics, paths, service, tls};
+use qmesh_config::Settings;
 
 /// The largest request a command may send: a submission's largest script
 /// and environment (`qmesh_core::submit::sizes`) with room to spare, so

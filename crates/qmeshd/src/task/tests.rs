@@ -439,3 +439,126 @@ fn qstat_names_a_job_it_cannot_list_with_a_refusal_of_its_own() {
         "{answer:?}"
     );
 }
+
+#[test]
+fn a_change_and_its_accounting_record_reach_the_store_in_one_write() {
+    let mut b = Bench::new(&["n1"]);
+    let log = crate::joblog::JobLog::open(b.dir.path(), "srv").expect("the job logs");
+    b.task = b.task.with_job_log(log, 7);
+    b.submit(3, 1).expect("queued");
+    let stored = b.store.load().expect("loads");
+    assert_eq!(stored.jobs.len(), 1);
+    let records: Vec<crate::joblog::Kept> = stored
+        .outbox
+        .iter()
+        .map(|(_, bytes)| qmesh_store::decode("outbox", bytes).expect("a record"))
+        .collect();
+    assert_eq!(
+        stored
+            .outbox
+            .iter()
+            .map(|(seq, _)| *seq)
+            .collect::<Vec<_>>(),
+        [7],
+        "numbered from where the store's outbox left off"
+    );
+    assert_eq!(
+        (records[0].kind.as_str(), records[0].id.as_str()),
+        ("Q", "1.srv")
+    );
+    assert_eq!(records[0].at, b.at(3).wall, "at the event's time");
+}
+
+#[test]
+fn qmgr_changes_the_configuration_all_or_nothing() {
+    let mut b = Bench::new(&["n1"]);
+    let root = Peer {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        group: "root".into(),
+        host: None,
+    };
+    let qmgr = |script: &str| {
+        let (script, peer) = (script.to_string(), root.clone());
+        move |reply| Event::Qmgr {
+            peer,
+            script,
+            source: "-c".into(),
+            check_only: false,
+            reply,
+        }
+    };
+    let refused = b
+        .ask(1, qmgr("create queue q2\nset queue nosuch priority = 5"))
+        .expect_err("the second command fails");
+    assert!(
+        matches!(&refused, TaskError::Invalid(m) if m.ends_with("nothing was changed")),
+        "{refused}"
+    );
+    assert!(b.task.state.config().queue("q2").is_none(), "not even q2");
+    let (_, applied) = b
+        .ask(2, qmgr("create queue q2\nset queue q2 priority = 5"))
+        .expect("applied");
+    assert_eq!(applied, 2);
+    let stored = b.store.load().expect("loads").config.expect("a config");
+    assert_eq!(stored.queue("q2").map(|q| q.priority), Some(5), "durable");
+    let alice_tries = b.ask(3, |reply| Event::Qmgr {
+        peer: alice(),
+        script: "delete queue q2".into(),
+        source: "-c".into(),
+        check_only: false,
+        reply,
+    });
+    assert!(
+        alice_tries.is_err(),
+        "only managers change the configuration"
+    );
+    assert!(b.task.state.config().queue("q2").is_some());
+}
+
+#[test]
+fn qalter_of_a_start_after_time_wakes_a_pass_at_that_time() {
+    let mut b = Bench::new(&["n1"]);
+    b.submit(0, 1).expect("queued");
+    b.pass(1);
+    let later = b.at(100).wall;
+    let alteration = qmesh_core::qalter::Alteration {
+        start_after: Some(later),
+        workdir: "/tmp".into(),
+        ..Default::default()
+    };
+    let outcomes = b
+        .ask(2, |reply| Event::Alter {
+            peer: alice(),
+            ids: vec!["1".into()],
+            alteration: Box::new(alteration),
+            reply,
+        })
+        .expect("qalter answers");
+    assert_eq!(outcomes[0].refused, None);
+    assert!(!b.task.pacing.begin_time_came(b.at(99).wall));
+    assert!(b.task.pacing.begin_time_came(later));
+}
+
+#[test]
+fn an_agent_silent_for_three_heartbeats_is_taken_for_away_and_its_nodes_go_down() {
+    let mut b = Bench::new(&["n1", "n2"]);
+    let _n1 = b.connect(0, "n1", 1);
+    let _n2 = b.connect(0, "n2", 2);
+    b.handle(
+        Event::AgentSaid {
+            session: 2,
+            message: v1::agent_message::Kind::Heartbeat(v1::Heartbeat::default()),
+        },
+        20,
+    );
+    b.task.tick(b.at(31));
+    assert!(
+        !b.task.links.is_connected("n1"),
+        "three 10 s heartbeats missed"
+    );
+    assert!(b.task.links.is_connected("n2"), "heard from at 20 s");
+    let up: Vec<bool> = b.task.state.nodes().iter().map(|n| n.up).collect();
+    assert_eq!(up, [false, true]);
+}
