@@ -2,9 +2,14 @@
 //!
 //! Options come from two places, the script's directives and the command
 //! line, and both are read by the one clap parser below so they cannot
-//! disagree. Scalar options from the command line win; resource requests
-//! and variables accumulate, directives first, so the server (which takes
-//! the last value of a resource) lets the command line win there too.
+//! disagree. Each source is laid over the ones before it by clap itself
+//! (`update_from_arg_matches`: what a source gives replaces, what it does
+//! not give stays), directives in order, then the command line: so the
+//! command line wins, and a later directive over an earlier one. That is
+//! why the flags are `Option<bool>`: a source without `-h` must not clear
+//! an earlier `-h`. Resource requests and variables accumulate, directives
+//! first, so the server (which takes the last value of a resource) lets
+//! the command line win there too.
 //!
 //! The server checks what qsub sends. qsub checks only what it can say more
 //! clearly itself, before connecting: a missing script file, a directive it
@@ -15,7 +20,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use qmesh_proto::{EnvVar, Resource, SubmitRequest};
 
 use crate::client::{self, CliError};
@@ -57,8 +62,13 @@ pub struct Args {
     #[arg(short = 'j', value_name = "oe|eo|n", value_parser = ["oe", "eo", "n"])]
     pub join: Option<String>,
     /// Submit the job with a user hold (release it with qrls).
-    #[arg(short = 'h')]
-    pub hold: bool,
+    #[arg(
+        short = 'h',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "hold"
+    )]
+    pub hold: Option<bool>,
     /// Account to charge.
     #[arg(short = 'A', value_name = "ACCOUNT")]
     pub account: Option<String>,
@@ -66,14 +76,24 @@ pub struct Args {
     #[arg(short = 'v', value_name = "VAR[=VAL][,...]")]
     pub vars: Vec<String>,
     /// Pass qsub's whole environment to the job.
-    #[arg(short = 'V')]
-    pub all_env: bool,
+    #[arg(
+        short = 'V',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "all_env"
+    )]
+    pub all_env: Option<bool>,
     /// Whether the job may be rerun after a node failure (default: yes).
     #[arg(short = 'r', value_name = "y|n", value_parser = ["y", "n"])]
     pub rerunnable: Option<String>,
     /// Do not print the job id.
-    #[arg(short = 'z')]
-    pub quiet: bool,
+    #[arg(
+        short = 'z',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "quiet"
+    )]
+    pub quiet: Option<bool>,
     /// Not to start before this local time: [[[[CC]YY]MM]DD]hhmm[.SS]; a time
     /// of day already past means tomorrow (PBS).
     #[arg(short = 'a', value_name = "DATE_TIME")]
@@ -109,18 +129,25 @@ pub struct Args {
     /// The user the job runs as: must be you (qmesh runs a job as its submitter).
     #[arg(short = 'u', value_name = "USER_LIST")]
     pub user_list: Option<String>,
-    /// The directory the job starts in (Torque; default: your home directory, as PBS).
-    #[arg(short = 'd', value_name = "PATH")]
+    /// The directory the job starts in (Torque's -d, and -w the same; default: your home directory, as PBS).
+    #[arg(short = 'd', visible_short_alias = 'w', value_name = "PATH")]
     pub start_dir: Option<String>,
-    /// The directory the job starts in (Torque's -w, the same as -d).
-    #[arg(short = 'w', value_name = "PATH")]
-    pub start_dir_w: Option<String>,
     /// Accepted: PBS Pro's foreground qsub, Torque's fault-tolerant job; qmesh's qsub always returns once the job is stored.
-    #[arg(short = 'f')]
-    pub foreground: bool,
+    #[arg(
+        short = 'f',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "foreground"
+    )]
+    pub foreground: Option<bool>,
     /// Torque: the job's nodes to itself (as -l naccesspolicy=singlejob).
-    #[arg(short = 'n')]
-    pub node_exclusive: bool,
+    #[arg(
+        short = 'n',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "node_exclusive"
+    )]
+    pub node_exclusive: Option<bool>,
     /// A job array (PBS Pro): -J X-Y[:STEP][%N], at most N running at once;
     /// each sub-job sees PBS_ARRAY_INDEX and writes NAME.oSEQ.INDEX.
     #[arg(short = 'J', value_name = "RANGE")]
@@ -132,11 +159,21 @@ pub struct Args {
     /// An interactive job: wait for it to start, then get a shell on its
     /// first node as yourself, on this terminal (Ctrl-D or exit ends the
     /// job). A script given is read for its directives only.
-    #[arg(short = 'I')]
-    pub interactive: bool,
+    #[arg(
+        short = 'I',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "interactive"
+    )]
+    pub interactive: Option<bool>,
     /// X11 forwarding for interactive jobs: not supported.
-    #[arg(short = 'X')]
-    pub x11: bool,
+    #[arg(
+        short = 'X',
+        num_args = 0,
+        default_missing_value = "true",
+        overrides_with = "x11"
+    )]
+    pub x11: Option<bool>,
     /// Print help.
     #[arg(long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
@@ -145,44 +182,32 @@ pub struct Args {
     pub script: Option<PathBuf>,
 }
 
-impl Args {
-    /// These options laid over `base`: ours win where given.
-    fn over(self, base: Args) -> Args {
-        Args {
-            queue: self.queue.or(base.queue),
-            resources: Vec::new(),
-            name: self.name.or(base.name),
-            stdout: self.stdout.or(base.stdout),
-            stderr: self.stderr.or(base.stderr),
-            join: self.join.or(base.join),
-            hold: self.hold || base.hold,
-            account: self.account.or(base.account),
-            vars: Vec::new(),
-            all_env: self.all_env || base.all_env,
-            rerunnable: self.rerunnable.or(base.rerunnable),
-            quiet: self.quiet || base.quiet,
-            start_after: self.start_after.or(base.start_after),
-            attributes: Vec::new(),
-            shell: self.shell.or(base.shell),
-            mail_points: self.mail_points.or(base.mail_points),
-            mail_users: self.mail_users.or(base.mail_users),
-            priority: self.priority.or(base.priority),
-            project: self.project.or(base.project),
-            keep: self.keep.or(base.keep),
-            checkpoint: self.checkpoint.or(base.checkpoint),
-            prefix: self.prefix.or(base.prefix),
-            user_list: self.user_list.or(base.user_list),
-            start_dir: self.start_dir.or(self.start_dir_w).or(base.start_dir),
-            start_dir_w: None,
-            foreground: self.foreground || base.foreground,
-            node_exclusive: self.node_exclusive || base.node_exclusive,
-            array_j: self.array_j.or(base.array_j),
-            array_t: self.array_t.or(base.array_t),
-            interactive: self.interactive || base.interactive,
-            x11: self.x11 || base.x11,
-            help: None,
-            script: self.script.or(base.script),
-        }
+/// Whether a flag was given (by any source).
+fn on(flag: Option<bool>) -> bool {
+    flag == Some(true)
+}
+
+/// One source of qsub's options (the command line, or one directive) as
+/// clap read it: the options, and which of them it gave, to lay over the
+/// sources before it.
+#[derive(Debug)]
+pub struct Source {
+    pub args: Args,
+    given: clap::ArgMatches,
+}
+
+impl Source {
+    /// Reads `words` (after the NQS forms are rewritten).
+    pub fn parse(words: impl IntoIterator<Item = String>) -> Result<Source, clap::Error> {
+        let given = Args::command()
+            .try_get_matches_from(std::iter::once("qsub".to_string()).chain(words))?;
+        let args = Args::from_arg_matches(&given)?;
+        Ok(Source { args, given })
+    }
+
+    /// Lays this source's options over `base`: what it gives wins.
+    fn over(&self, base: &mut Args) -> Result<(), clap::Error> {
+        base.update_from_arg_matches(&self.given)
     }
 }
 
@@ -215,15 +240,15 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let args = match Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words)) {
-        Ok(args) => args,
+    let cli = match Source::parse(words) {
+        Ok(cli) => cli,
         Err(err) => err.exit(),
     };
-    if command.is_some() && args.script.is_some() {
+    if command.is_some() && cli.args.script.is_some() {
         eprintln!("qsub: give a script or -- and a program, not both");
         return ExitCode::from(2);
     }
-    match run(args, command) {
+    match run(cli, command) {
         Ok(code) => code,
         Err(err) => client::fail("qsub", &err),
     }
@@ -246,18 +271,20 @@ fn command_script(command: &[String]) -> (Vec<u8>, String) {
     )
 }
 
-fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
+fn run(cli: Source, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
     let (script, script_name) = match &command {
         Some(command) => command_script(command),
         // qsub -I reads no script from its standard input: that is the
         // terminal the shell will have.
-        None if cli.interactive && cli.script.is_none() => (Vec::new(), "STDIN".to_string()),
-        None => read_script(cli.script.as_deref())?,
+        None if on(cli.args.interactive) && cli.args.script.is_none() => {
+            (Vec::new(), "STDIN".to_string())
+        }
+        None => read_script(cli.args.script.as_deref())?,
     };
     let lookup = |name: &str| std::env::var(name).ok();
-    let gathered = gather(cli, &script, &lookup).map_err(CliError::Msg)?;
+    let gathered = gather(&cli, &script, &lookup).map_err(CliError::Msg)?;
     let mut env = pbs_o_vars(&lookup);
-    if gathered.opts.all_env {
+    if on(gathered.opts.all_env) {
         env.extend(
             std::env::vars_os()
                 .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?))),
@@ -284,7 +311,7 @@ fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
         stderr_path: text(opts.stderr.map(|p| without_host(&p))),
         join_output: opts.join.as_deref() == Some("oe"),
         join_to_error: opts.join.as_deref() == Some("eo"),
-        hold: opts.hold,
+        hold: on(opts.hold),
         account: text(opts.account),
         env: dedup_env(env),
         workdir: workdir()?,
@@ -305,16 +332,16 @@ fn run(cli: Args, command: Option<Vec<String>>) -> Result<ExitCode, CliError> {
         user_list: text(opts.user_list),
         array_option: if opts.array_j.is_some() { "J" } else { "t" }.to_string(),
         array: text(opts.array_j.or(opts.array_t)),
-        interactive: opts.interactive,
+        interactive: on(opts.interactive),
     };
-    if opts.interactive {
+    if on(opts.interactive) {
         return interactive(request);
     }
     let job_id = client::block_on(async {
         let mut jobs = client::jobs().await?;
         Ok(jobs.submit(request).await?.into_inner().job_id)
     })?;
-    if !opts.quiet {
+    if !on(opts.quiet) {
         crate::output::emit(&JobId(job_id.clone()), false)
             .map_err(|e| CliError::msg(format!("cannot write the job id: {e}")))?;
     }
@@ -455,7 +482,7 @@ struct Gathered {
 /// The directive prefix is `-C`'s (from the command line: PBS ignores a
 /// `-C` in the script), else `PBS_DPREFIX`, else `#PBS` with NQS's too.
 fn gather(
-    cli: Args,
+    cli: &Source,
     script: &[u8],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Gathered, String> {
@@ -463,7 +490,7 @@ fn gather(
     let mut resources = Vec::new();
     let mut vars = Vec::new();
     let mut w = w_attrs::WAttrs::default();
-    let prefix = cli.prefix.clone().or_else(|| lookup("PBS_DPREFIX"));
+    let prefix = cli.args.prefix.clone().or_else(|| lookup("PBS_DPREFIX"));
     let found = match prefix.as_deref() {
         Some("") => Vec::new(),
         Some(p) => directives::scan_with(script, &[p]).map_err(|e| e.to_string())?,
@@ -472,29 +499,36 @@ fn gather(
     for directive in found {
         let fail = |message: String| directive.error(message).to_string();
         let words = rewrite_nqs(&directive.words).map_err(fail)?;
-        let opts = Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words))
-            .map_err(|e| fail(describe_clap_error(&e)))?;
+        let source = Source::parse(words).map_err(|e| fail(describe_clap_error(&e)))?;
+        let opts = &source.args;
         if let Some(script) = &opts.script {
             return Err(fail(format!(
                 "a directive cannot name a script (\"{}\")",
                 script.display()
             )));
         }
-        refuse_unsupported(&opts).map_err(fail)?;
+        refuse_unsupported(opts).map_err(fail)?;
         resources.extend(parse_resources(&opts.resources).map_err(fail)?);
         vars.extend(parse_vars(&opts.vars, lookup).map_err(fail)?);
         w = w.then(w_attrs::parse(&opts.attributes).map_err(fail)?);
-        let opts = Args {
-            prefix: None,
-            ..opts
-        };
-        merged = opts.over(merged);
+        source
+            .over(&mut merged)
+            .map_err(|e| fail(describe_clap_error(&e)))?;
     }
-    resources.extend(parse_resources(&cli.resources)?);
-    vars.extend(parse_vars(&cli.vars, lookup)?);
-    w = w.then(w_attrs::parse(&cli.attributes)?);
-    let opts = cli.over(merged);
-    if opts.node_exclusive {
+    resources.extend(parse_resources(&cli.args.resources)?);
+    vars.extend(parse_vars(&cli.args.vars, lookup)?);
+    w = w.then(w_attrs::parse(&cli.args.attributes)?);
+    cli.over(&mut merged).map_err(|e| describe_clap_error(&e))?;
+    // The lists were taken above, source by source; PBS ignores -C in a
+    // script (the prefix was the command line's, or the environment's).
+    let opts = Args {
+        resources: Vec::new(),
+        vars: Vec::new(),
+        attributes: Vec::new(),
+        prefix: cli.args.prefix.clone(),
+        ..merged
+    };
+    if on(opts.node_exclusive) {
         resources.push(Resource {
             name: "naccesspolicy".into(),
             value: "singlejob".into(),
@@ -515,7 +549,8 @@ fn gather(
 /// (`fuzz/`), which reach the directives' parsers from outside the crate.
 #[doc(hidden)]
 pub fn check_directives(script: &[u8]) -> Result<usize, String> {
-    gather(Args::default(), script, &|_| None).map(|g| g.resources.len())
+    let nothing = Source::parse(Vec::new()).map_err(|e| describe_clap_error(&e))?;
+    gather(&nothing, script, &|_| None).map(|g| g.resources.len())
 }
 
 /// Options qmesh cannot honour without running the job wrongly.
@@ -525,14 +560,14 @@ fn refuse_unsupported(opts: &Args) -> Result<(), String> {
             "-J {j} and -t {t}: give one of them (-J is PBS Pro's form, -t Torque's)"
         ));
     }
-    if opts.x11 {
+    if on(opts.x11) {
         return Err(
             "-X: qmesh does not forward X11; run the graphical program through ssh -X to the \
              job's node (qstat -f shows exec_host) or in a VNC session"
                 .into(),
         );
     }
-    if opts.interactive && (opts.array_j.is_some() || opts.array_t.is_some()) {
+    if on(opts.interactive) && (opts.array_j.is_some() || opts.array_t.is_some()) {
         return Err(
             "-I and a job array (-J, -t) cannot go together: an array has no one terminal".into(),
         );
@@ -735,9 +770,8 @@ mod tests {
         line.split_whitespace().map(String::from).collect()
     }
 
-    fn cli(line: &str) -> Args {
-        let argv = rewrite_nqs(&words(line)).unwrap();
-        Args::try_parse_from(std::iter::once("qsub".to_string()).chain(argv)).unwrap()
+    fn cli(line: &str) -> Source {
+        Source::parse(rewrite_nqs(&words(line)).unwrap()).unwrap()
     }
 
     fn no_env(_: &str) -> Option<String> {
@@ -768,7 +802,7 @@ mod tests {
 
     #[test]
     fn resources_keep_order_and_split_commas() {
-        let args = cli("-l nodes=4,walltime=1:00:00 -lP 8 -l mem=1gb");
+        let args = cli("-l nodes=4,walltime=1:00:00 -lP 8 -l mem=1gb").args;
         let list = parse_resources(&args.resources).unwrap();
         assert_eq!(
             res(&list),
@@ -792,10 +826,10 @@ mod tests {
     #[test]
     fn directives_then_command_line() {
         let script = b"#!/bin/bash\n#PBS -N fromscript -q slow\n#QSUB -l nodes=2,walltime=10:00\n#@$-lT 20:00\n#@$\n#PBS -N ignored\necho hi\n";
-        let got = gather(cli("-q fast -l nodes=4 -h"), script, &no_env).unwrap();
+        let got = gather(&cli("-q fast -l nodes=4 -h"), script, &no_env).unwrap();
         assert_eq!(got.opts.name.as_deref(), Some("fromscript"));
         assert_eq!(got.opts.queue.as_deref(), Some("fast"));
-        assert!(got.opts.hold);
+        assert_eq!(got.opts.hold, Some(true));
         assert_eq!(
             res(&got.resources),
             vec![
@@ -810,22 +844,43 @@ mod tests {
     #[test]
     fn later_directives_win_over_earlier_ones() {
         let script = b"#PBS -N a\n#PBS -N b -r n\n";
-        let got = gather(cli(""), script, &no_env).unwrap();
+        let got = gather(&cli(""), script, &no_env).unwrap();
         assert_eq!(got.opts.name.as_deref(), Some("b"));
         assert_eq!(got.opts.rerunnable.as_deref(), Some("n"));
     }
 
     #[test]
+    fn a_later_source_without_a_flag_keeps_it_and_one_with_a_value_replaces_it() {
+        let script = b"#PBS -h -V -d /from/script\n#PBS -N b\n#PBS -C XX\n";
+        let got = gather(&cli("-w /from/cli -z"), script, &no_env).unwrap();
+        assert_eq!(
+            got.opts.hold,
+            Some(true),
+            "not cleared by the later -N line"
+        );
+        assert_eq!(got.opts.all_env, Some(true));
+        assert_eq!(got.opts.quiet, Some(true), "the command line's flag");
+        assert_eq!(got.opts.interactive, None);
+        assert_eq!(got.opts.name.as_deref(), Some("b"));
+        assert_eq!(
+            got.opts.start_dir.as_deref(),
+            Some("/from/cli"),
+            "-w is -d, and the command line wins"
+        );
+        assert_eq!(got.opts.prefix, None, "PBS ignores -C in a script");
+    }
+
+    #[test]
     fn directives_stop_at_the_first_command() {
         let script = b"#PBS -N a\n\n# note\ncd /tmp\n#PBS -N b\n";
-        let got = gather(cli(""), script, &no_env).unwrap();
+        let got = gather(&cli(""), script, &no_env).unwrap();
         assert_eq!(got.opts.name.as_deref(), Some("a"));
     }
 
     #[test]
     fn quoted_directive_values() {
         let script = b"#PBS -v \"GREETING=hello world\" -o '/tmp/my out'\n";
-        let got = gather(cli(""), script, &no_env).unwrap();
+        let got = gather(&cli(""), script, &no_env).unwrap();
         assert_eq!(got.vars, vec![("GREETING".into(), "hello world".into())]);
         assert_eq!(got.opts.stdout.as_deref(), Some("/tmp/my out"));
     }
@@ -833,19 +888,19 @@ mod tests {
     #[test]
     fn a_bad_directive_names_its_line() {
         let script = b"#!/bin/sh\n# job\n#PBS -Z\n";
-        let err = gather(cli(""), script, &no_env).unwrap_err();
+        let err = gather(&cli(""), script, &no_env).unwrap_err();
         assert_eq!(
             err,
             "script line 3: unknown option \"-Z\" in directive \"#PBS -Z\""
         );
-        let err = gather(cli(""), b"#PBS -r maybe\n", &no_env).unwrap_err();
+        let err = gather(&cli(""), b"#PBS -r maybe\n", &no_env).unwrap_err();
         assert!(
             err.starts_with("script line 1: invalid value 'maybe'"),
             "{err}"
         );
-        let err = gather(cli(""), b"#PBS -l walltime=1:99\n", &no_env).unwrap_err();
+        let err = gather(&cli(""), b"#PBS -l walltime=1:99\n", &no_env).unwrap_err();
         assert!(err.starts_with("script line 1: bad wall time"), "{err}");
-        let err = gather(cli(""), b"#PBS other.sh\n", &no_env).unwrap_err();
+        let err = gather(&cli(""), b"#PBS other.sh\n", &no_env).unwrap_err();
         assert!(err.contains("cannot name a script"), "{err}");
     }
 
@@ -913,14 +968,14 @@ mod tests {
 
     #[test]
     fn glued_pbs_resources_parse_too() {
-        let args = cli("-lnodes=4 -lwalltime=1:00:00");
+        let args = cli("-lnodes=4 -lwalltime=1:00:00").args;
         let list = parse_resources(&args.resources).unwrap();
         assert_eq!(res(&list), vec![("nodes", "4"), ("walltime", "1:00:00")]);
     }
 
     #[test]
     fn unknown_long_options_are_named_too() {
-        let err = gather(cli(""), b"#PBS --frobnicate\n", &no_env).unwrap_err();
+        let err = gather(&cli(""), b"#PBS --frobnicate\n", &no_env).unwrap_err();
         assert_eq!(
             err,
             "script line 1: unknown option \"--frobnicate\" in directive \"#PBS --frobnicate\""
@@ -930,17 +985,17 @@ mod tests {
     #[test]
     fn start_conditions_come_from_directives_and_the_command_line() {
         let script = b"#PBS -W depend=afterok:3:5.srv,afterany:4 -a 2230\n";
-        let got = gather(cli("-W depend=afternotok:6"), script, &no_env).unwrap();
+        let got = gather(&cli("-W depend=afternotok:6"), script, &no_env).unwrap();
         assert_eq!(
             got.w.depend,
             vec!["afterok:3:5.srv,afterany:4", "afternotok:6"]
         );
         assert_eq!(got.opts.start_after.as_deref(), Some("2230"));
-        let got = gather(cli("-a 0100"), script, &no_env).unwrap();
+        let got = gather(&cli("-a 0100"), script, &no_env).unwrap();
         assert_eq!(got.opts.start_after.as_deref(), Some("0100"));
-        let got = gather(cli(""), b"#PBS -W umask=022\n", &no_env).unwrap();
+        let got = gather(&cli(""), b"#PBS -W umask=022\n", &no_env).unwrap();
         assert_eq!(got.w.umask.as_deref(), Some("022"));
-        let err = gather(cli(""), b"#PBS -W stagein=a@h:b\n", &no_env).unwrap_err();
+        let err = gather(&cli(""), b"#PBS -W stagein=a@h:b\n", &no_env).unwrap_err();
         assert!(err.starts_with("script line 1: -W stagein"), "{err}");
     }
 
@@ -956,23 +1011,23 @@ mod tests {
 
     #[test]
     fn torques_dash_n_asks_for_the_nodes_alone() {
-        let got = gather(cli(""), b"#PBS -n\n#PBS -l nodes=1\n", &no_env).unwrap();
+        let got = gather(&cli(""), b"#PBS -n\n#PBS -l nodes=1\n", &no_env).unwrap();
         assert!(
             res(&got.resources).contains(&("naccesspolicy", "singlejob")),
             "{:?}",
             got.resources
         );
-        let got = gather(cli(""), b"#!/bin/sh\n#PBS -t 1-5%2\n", &no_env).unwrap();
+        let got = gather(&cli(""), b"#!/bin/sh\n#PBS -t 1-5%2\n", &no_env).unwrap();
         assert_eq!(got.opts.array_t.as_deref(), Some("1-5%2"));
-        let got = gather(cli("-J 0-9"), b"#!/bin/sh\n#PBS -J 1-5\n", &no_env).unwrap();
+        let got = gather(&cli("-J 0-9"), b"#!/bin/sh\n#PBS -J 1-5\n", &no_env).unwrap();
         assert_eq!(got.opts.array_j.as_deref(), Some("0-9"));
-        let err = gather(cli("-J 0-9"), b"#PBS -t 1-5\n", &no_env).unwrap_err();
+        let err = gather(&cli("-J 0-9"), b"#PBS -t 1-5\n", &no_env).unwrap_err();
         assert!(err.contains("give one of them"), "{err}");
     }
 
     #[test]
     fn hold_is_dash_h_and_help_is_long_only() {
-        assert!(cli("-h").hold);
+        assert_eq!(cli("-h").args.hold, Some(true));
         let err = Args::try_parse_from(["qsub", "--help"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
     }
