@@ -5,10 +5,9 @@
 //! An account is a group: `c1-prod` charges `c1`, so names with `-` are
 //! refused here with that explanation.
 
-use super::Outcome;
 use super::attrs::{parse_count, scalar_only, update_list};
-use super::parse::{Action, Assignment};
 use super::print::quoted;
+use super::vocab::{Action, Assignment, Outcome};
 use crate::account::{Account, valid_account_name};
 use crate::server::Config;
 use crate::state::State;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::inert::{self, Object};
-use super::parse::Op;
+use super::vocab::Op;
 use super::{pbs_attrs, resource};
 use crate::queue::{PeriodEnd, Queue, QueueType};
 use crate::server::{Backfill, JobOrder, ServerAttrs};

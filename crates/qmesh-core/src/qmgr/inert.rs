@@ -205,7 +205,7 @@ pub fn set(
     on: Object,
     whose: &str,
     name: &str,
-    op: super::parse::Op,
+    op: super::vocab::Op,
     value: &str,
     warnings: &mut Vec<String>,
 ) -> Option<Result<(), String>> {
@@ -213,7 +213,7 @@ pub fn set(
     let (matches, why) = lookup(&name, on)?;
     let value = value.trim();
     if let Some(same) = matches
-        && op == super::parse::Op::Assign
+        && op == super::vocab::Op::Assign
         && super::attrs::parse_bool(&name, value).ok() == super::attrs::parse_bool(&name, same).ok()
     {
         kept.remove(&name);

@@ -17,14 +17,16 @@ mod pbs_attrs;
 mod print;
 mod resource;
 mod shutdown;
+mod vocab;
 
 pub use attrs::parse_bool;
 pub use calendar::import_holidays_commands;
-pub use parse::{
-    Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, QmgrError, parse_script,
-};
+pub use parse::parse_script;
 pub use print::{print_server, print_server_over};
-pub use shutdown::ShutdownAction;
+pub use vocab::{
+    Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, Outcome, QmgrError,
+    ShutdownAction,
+};
 
 /// Sets one queue attribute as qmgr would (`period_end = kill`), for
 /// configuration read from elsewhere (the daemon's file).
@@ -56,20 +58,6 @@ use crate::access::{Caller, Role};
 use crate::queue::{Queue, valid_queue_name};
 use crate::server::Config;
 use crate::state::State;
-
-/// What running a script produced.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
-    /// The text of list, print and help commands.
-    pub output: String,
-    /// How many commands changed the configuration.
-    pub applied: u32,
-    /// The script asked to quit (interactive use).
-    pub quit: bool,
-    /// Queues to reorder in group cascade order once the script has
-    /// succeeded ([`State::reorder_queue`]); the output already says so.
-    pub reorder: Vec<String>,
-}
 
 /// Runs parsed commands against `config` (a working copy: on error the
 /// caller discards it). `state` gives the node sets and the jobs that list

@@ -5,10 +5,9 @@
 //! `delete node_group short`, `list node_group [NAMES]`. Node sets are in
 //! `node_set.rs`. Only managers change groups.
 
-use super::Outcome;
 use super::attrs::update_list;
-use super::parse::{Action, Assignment};
 use super::print::quoted;
+use super::vocab::{Action, Assignment, Outcome};
 use crate::node_group::NodeGroup;
 use crate::server::Config;
 

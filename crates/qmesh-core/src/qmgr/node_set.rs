@@ -12,10 +12,9 @@
 //! and no change takes a node from under a running job. Only managers
 //! change node sets.
 
-use super::Outcome;
 use super::attrs::update_list;
-use super::parse::{Action, Assignment, Op};
 use super::print::quoted;
+use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::node::{NodeAttrs, NodeDef, NodeSet, Topology};
 use crate::resources::{check_feature, format_size, parse_size};
 use crate::server::Config;
