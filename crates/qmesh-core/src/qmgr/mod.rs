@@ -17,12 +17,13 @@ mod pbs_attrs;
 mod print;
 mod resource;
 mod shutdown;
+mod values;
 mod vocab;
 
-pub use attrs::parse_bool;
 pub use calendar::import_holidays_commands;
 pub use parse::parse_script;
 pub use print::{print_server, print_server_over};
+pub use values::parse_bool;
 pub use vocab::{
     Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, Outcome, QmgrError,
     ShutdownAction,

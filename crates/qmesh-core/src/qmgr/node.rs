@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use super::print::quoted;
+use super::values::quoted;
 use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::node::{AdminState, NodeMark};
 use crate::server::Config;

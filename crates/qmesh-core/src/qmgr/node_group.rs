@@ -5,8 +5,7 @@
 //! `delete node_group short`, `list node_group [NAMES]`. Node sets are in
 //! `node_set.rs`. Only managers change groups.
 
-use super::attrs::update_list;
-use super::print::quoted;
+use super::values::{quoted, update_list};
 use super::vocab::{Action, Assignment, Outcome};
 use crate::node_group::NodeGroup;
 use crate::server::Config;

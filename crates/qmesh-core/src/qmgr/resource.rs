@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::attrs::scalar_only;
+use super::values::scalar_only;
 use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::server::Config;
 use crate::site_resources::{ResourceDef, ResourceType, built_in, check_name, parse_flags};

@@ -10,8 +10,7 @@
 
 use chrono_tz::Tz;
 
-use super::attrs::{canonical, scalar_only, update_list};
-use super::print::quoted;
+use super::values::{canonical, quoted, scalar_only, update_list};
 use super::vocab::{Assignment, Op, Outcome, ShutdownAction};
 use crate::server::Config;
 use crate::shutdown::{Shutdown, format_local, format_rfc3339, parse_time, valid_shutdown_name};
