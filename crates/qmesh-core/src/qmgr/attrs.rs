@@ -1,4 +1,8 @@
-//! The attributes qmgr knows, how their values are read and written.
+//! The queue's and the server's attributes: qmgr's table of their own
+//! (`priority`, `resources_max.nodes`, `job_order`, ...), how each is read
+//! and written, and the way a name written in a command finds its table:
+//! its own here, `resources_*.NAME` in `resource.rs`, PBS's limits and
+//! access lists in `pbs_attrs.rs`, those kept without effect in `inert.rs`.
 //!
 //! Names follow PBS (`resources_max.nodes`); the short names of the issue
 //! and of NQS habit (`max_nodes`) are accepted as aliases. Printing always
@@ -104,6 +108,28 @@ fn unknown(name: &str, object: &str, table: &[(&str, &[&str])], pbs: &[&str]) ->
             "server"
         }
     )
+}
+
+/// Sets one queue attribute as qmgr would (`period_end = kill`), for
+/// configuration read from elsewhere (the daemon's file).
+pub fn set_queue_attr(queue: &mut Queue, name: &str, value: &str) -> Result<(), String> {
+    let resources = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut ctx = Ctx {
+        resources: &resources,
+        warnings: &mut warnings,
+    };
+    set_queue_named(queue, name, Op::Assign, value, &mut ctx)
+}
+
+/// Sets one server attribute as qmgr would (`job_order = priority_aging`),
+/// for configuration read from elsewhere (the daemon's file).
+pub fn set_server_attr(server: &mut ServerAttrs, name: &str, value: &str) -> Result<(), String> {
+    let mut warnings = Vec::new();
+    if let Some(result) = pbs_attrs::set_server(server, name, Op::Assign, value, &mut warnings) {
+        return result;
+    }
+    set_server(server, name, Op::Assign, value)
 }
 
 /// Sets a queue attribute as written: aliases, `priority.PERIOD`,

@@ -1,4 +1,4 @@
-//! qmgr's node groups and node sets:
+//! qmgr's node groups:
 //! `create node_group short sets = "s1,s2"`,
 //! `set node_group short sets.prime = "s3,s1,s2"` (the sets while the
 //! calendar's `prime` period is on), `unset node_group short sets.prime`,
