@@ -163,8 +163,9 @@ pub struct QmgrError {
 }
 
 /// The longest script one request may carry, in bytes: `print server`
-/// of a large site is far below it, and it is refused here, in these
-/// words, before the Admin service's 4 MiB message limit is reached.
+/// of a large site is far below it, and `parse_script` refuses a longer
+/// one in its own words, before the Admin service's 4 MiB message limit
+/// is reached.
 pub const MAX_SCRIPT_BYTES: usize = 1 << 20;
 /// The most commands in one script: each runs on the configuration's
 /// copy while the scheduler waits.
