@@ -5,10 +5,8 @@
 //! An account is a group: `c1-prod` charges `c1`, so names with `-` are
 //! refused here with that explanation.
 
-use super::Outcome;
-use super::attrs::{parse_count, scalar_only, update_list};
-use super::parse::{Action, Assignment};
-use super::print::quoted;
+use super::values::{canonical, parse_count, quoted, scalar_only, update_list};
+use super::vocab::{Action, Assignment, Outcome};
 use crate::account::{Account, valid_account_name};
 use crate::server::Config;
 use crate::state::State;
@@ -41,7 +39,7 @@ fn parse_hours(name: &str, value: &str) -> Result<u64, String> {
 }
 
 fn set(account: &mut Account, a: &Assignment) -> Result<(), String> {
-    let name = super::attrs::canonical(ACCOUNT_ATTRS, &a.name, "an account")?;
+    let name = canonical(ACCOUNT_ATTRS, &a.name, "an account")?;
     if name != "users" {
         scalar_only(name, a.op)?;
     }
@@ -59,7 +57,7 @@ fn set(account: &mut Account, a: &Assignment) -> Result<(), String> {
 }
 
 fn unset(account: &mut Account, attr: &str) -> Result<(), String> {
-    let name = super::attrs::canonical(ACCOUNT_ATTRS, attr, "an account")?;
+    let name = canonical(ACCOUNT_ATTRS, attr, "an account")?;
     let fresh = Account::new(&account.name);
     match name {
         "allocation" => account.allocation = None,

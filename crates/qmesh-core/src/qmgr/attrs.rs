@@ -1,4 +1,8 @@
-//! The attributes qmgr knows, how their values are read and written.
+//! The queue's and the server's attributes: qmgr's table of their own
+//! (`priority`, `resources_max.nodes`, `job_order`, ...), how each is read
+//! and written, and the way a name written in a command finds its table:
+//! its own here, `resources_*.NAME` in `resource.rs`, PBS's limits and
+//! access lists in `pbs_attrs.rs`, those kept without effect in `inert.rs`.
 //!
 //! Names follow PBS (`resources_max.nodes`); the short names of the issue
 //! and of NQS habit (`max_nodes`) are accepted as aliases. Printing always
@@ -7,7 +11,10 @@
 use std::collections::BTreeMap;
 
 use super::inert::{self, Object};
-use super::parse::Op;
+use super::values::{
+    canonical, list_items, parse_bool, parse_count, scalar_only, show_bool, update_list,
+};
+use super::vocab::Op;
 use super::{pbs_attrs, resource};
 use crate::queue::{PeriodEnd, Queue, QueueType};
 use crate::server::{Backfill, JobOrder, ServerAttrs};
@@ -66,102 +73,8 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("max_group_node_hours", &[]),
 ];
 
-/// The canonical name of an attribute, or a message listing the known ones.
-pub fn canonical(
-    table: &[(&'static str, &[&str])],
-    name: &str,
-    object: &str,
-) -> Result<&'static str, String> {
-    let lower = name.to_ascii_lowercase();
-    table
-        .iter()
-        .find(|(canon, aliases)| *canon == lower || aliases.contains(&lower.as_str()))
-        .map(|(canon, _)| *canon)
-        .ok_or_else(|| {
-            let known: Vec<&str> = table.iter().map(|(c, _)| *c).collect();
-            format!(
-                "unknown attribute \"{name}\" for {object}; known: {}",
-                known.join(", ")
-            )
-        })
-}
-
-pub use crate::resources::parse_bool;
-
-pub(super) fn show_bool(b: bool) -> String {
-    if b { "True" } else { "False" }.to_string()
-}
-
-pub(super) fn parse_count(name: &str, value: &str) -> Result<u32, String> {
-    match value.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "\"{value}\" is not a value for {name}; write a whole number of nodes, at least 1"
-        )),
-    }
-}
-
 fn parse_secs(name: &str, value: &str) -> Result<u64, String> {
     parse_duration(value).map_err(|e| format!("{name}: {e}"))
-}
-
-fn list_items(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-/// Applies `op value` to a list attribute.
-pub(super) fn update_list(
-    list: &mut Vec<String>,
-    name: &str,
-    op: Op,
-    value: &str,
-) -> Result<(), String> {
-    apply_to_list(list, name, op, list_items(value))
-}
-
-/// Applies `op` with `items` to a list attribute: `=` replaces it, `+=`
-/// adds what is missing, `-=` removes each item and says which is absent.
-pub(super) fn apply_to_list(
-    list: &mut Vec<String>,
-    name: &str,
-    op: Op,
-    items: Vec<String>,
-) -> Result<(), String> {
-    match op {
-        Op::Assign => *list = items,
-        Op::Add => {
-            for item in items {
-                if !list.contains(&item) {
-                    list.push(item);
-                }
-            }
-        }
-        Op::Remove => {
-            for item in items {
-                let before = list.len();
-                list.retain(|x| *x != item);
-                if list.len() == before {
-                    return Err(format!("\"{item}\" is not in {name}"));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn scalar_only(name: &str, op: Op) -> Result<(), String> {
-    if op == Op::Assign {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} works on lists; {name} takes a single value: use =",
-            op.as_str()
-        ))
-    }
 }
 
 /// `priority.NIGHT`: the period a per-period priority names, if it is one.
@@ -195,6 +108,28 @@ fn unknown(name: &str, object: &str, table: &[(&str, &[&str])], pbs: &[&str]) ->
             "server"
         }
     )
+}
+
+/// Sets one queue attribute as qmgr would (`period_end = kill`), for
+/// configuration read from elsewhere (the daemon's file).
+pub fn set_queue_attr(queue: &mut Queue, name: &str, value: &str) -> Result<(), String> {
+    let resources = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut ctx = Ctx {
+        resources: &resources,
+        warnings: &mut warnings,
+    };
+    set_queue_named(queue, name, Op::Assign, value, &mut ctx)
+}
+
+/// Sets one server attribute as qmgr would (`job_order = priority_aging`),
+/// for configuration read from elsewhere (the daemon's file).
+pub fn set_server_attr(server: &mut ServerAttrs, name: &str, value: &str) -> Result<(), String> {
+    let mut warnings = Vec::new();
+    if let Some(result) = pbs_attrs::set_server(server, name, Op::Assign, value, &mut warnings) {
+        return result;
+    }
+    set_server(server, name, Op::Assign, value)
 }
 
 /// Sets a queue attribute as written: aliases, `priority.PERIOD`,

@@ -13,9 +13,8 @@
 //! span use `,`: `Sat,Sun`). Only managers change the calendar; a change
 //! that leaves a queue or node group naming a missing period is refused.
 
-use super::Outcome;
-use super::parse::{Action, Assignment, Op};
-use super::print::quoted;
+use super::values::quoted;
+use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::calendar::{Calendar, Holiday, Period, Span, check_name};
 use crate::server::Config;
 

@@ -8,6 +8,9 @@
 //!
 //! Read-only attributes (`total_jobs`, `resources_assigned.*`) are refused.
 
+use super::values::{parse_bool, update_list};
+use super::vocab::Op;
+
 /// Which object an attribute belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Object {
@@ -205,7 +208,7 @@ pub fn set(
     on: Object,
     whose: &str,
     name: &str,
-    op: super::parse::Op,
+    op: Op,
     value: &str,
     warnings: &mut Vec<String>,
 ) -> Option<Result<(), String>> {
@@ -213,8 +216,8 @@ pub fn set(
     let (matches, why) = lookup(&name, on)?;
     let value = value.trim();
     if let Some(same) = matches
-        && op == super::parse::Op::Assign
-        && super::attrs::parse_bool(&name, value).ok() == super::attrs::parse_bool(&name, same).ok()
+        && op == Op::Assign
+        && parse_bool(&name, value).ok() == parse_bool(&name, same).ok()
     {
         kept.remove(&name);
         return Some(Ok(()));
@@ -223,7 +226,7 @@ pub fn set(
         .get(&name)
         .map(|v| v.split(',').map(str::to_string).collect())
         .unwrap_or_default();
-    if let Err(e) = super::attrs::update_list(&mut items, &name, op, value) {
+    if let Err(e) = update_list(&mut items, &name, op, value) {
         return Some(Err(e));
     }
     if items.is_empty() {

@@ -9,9 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use super::Outcome;
-use super::parse::{Action, Assignment, Op};
-use super::print::quoted;
+use super::values::quoted;
+use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::node::{AdminState, NodeMark};
 use crate::server::Config;
 use crate::state::State;

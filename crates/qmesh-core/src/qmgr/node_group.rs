@@ -1,14 +1,12 @@
-//! qmgr's node groups and node sets:
+//! qmgr's node groups:
 //! `create node_group short sets = "s1,s2"`,
 //! `set node_group short sets.prime = "s3,s1,s2"` (the sets while the
 //! calendar's `prime` period is on), `unset node_group short sets.prime`,
 //! `delete node_group short`, `list node_group [NAMES]`. Node sets are in
 //! `node_set.rs`. Only managers change groups.
 
-use super::Outcome;
-use super::attrs::update_list;
-use super::parse::{Action, Assignment};
-use super::print::quoted;
+use super::values::{quoted, update_list};
+use super::vocab::{Action, Assignment, Outcome};
 use crate::node_group::NodeGroup;
 use crate::server::Config;
 

@@ -12,10 +12,8 @@
 //! and no change takes a node from under a running job. Only managers
 //! change node sets.
 
-use super::Outcome;
-use super::attrs::update_list;
-use super::parse::{Action, Assignment, Op};
-use super::print::quoted;
+use super::values::{parse_count, quoted, scalar_only, update_list};
+use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::node::{NodeAttrs, NodeDef, NodeSet, Topology};
 use crate::resources::{check_feature, format_size, parse_size};
 use crate::server::Config;
@@ -188,7 +186,7 @@ fn set_attr(
     a: &Assignment,
     resources: &BTreeMap<String, ResourceDef>,
 ) -> Result<bool, String> {
-    let scalar = || super::attrs::scalar_only(&a.name, a.op);
+    let scalar = || scalar_only(&a.name, a.op);
     if let Some(name) = super::resource::available_attr(&a.name) {
         scalar()?;
         let def = resources.get(name).ok_or_else(|| {
@@ -228,11 +226,11 @@ fn set_attr(
         }
         "ncpus" | "cpus" => {
             scalar()?;
-            attrs.cpus = Some(super::attrs::parse_count(&a.name, &a.value)?);
+            attrs.cpus = Some(parse_count(&a.name, &a.value)?);
         }
         "jobs_per_node" => {
             scalar()?;
-            attrs.jobs_per_node = Some(super::attrs::parse_count(&a.name, &a.value)?);
+            attrs.jobs_per_node = Some(parse_count(&a.name, &a.value)?);
         }
         "features" | "feature" => {
             let mut features = attrs.features.clone();
@@ -255,7 +253,7 @@ fn unknown_attr(name: &str) -> String {
 fn host_of(assigns: &[Assignment]) -> Result<Option<&str>, String> {
     let mut host = None;
     for a in assigns.iter().filter(|a| a.name == "host") {
-        super::attrs::scalar_only("host", a.op)?;
+        scalar_only("host", a.op)?;
         host = Some(a.value.as_str());
     }
     Ok(host)
@@ -277,7 +275,7 @@ fn create(
         match a.name.as_str() {
             "host" => {}
             "nodes" => {
-                super::attrs::scalar_only("nodes", a.op)?;
+                scalar_only("nodes", a.op)?;
                 set.nodes = parse_nodes(&a.value, host)?;
             }
             "topology" => set.topology = topology(&a.value)?,

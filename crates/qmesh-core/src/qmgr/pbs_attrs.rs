@@ -13,8 +13,8 @@
 //! The meaning is in `limits.rs` and `acl.rs`; this file reads and writes
 //! the values. Numbers take `+=` and `-=` as PBS's do (`max_running += 2`).
 
-use super::attrs::{apply_to_list, parse_bool, scalar_only, show_bool};
-use super::parse::Op;
+use super::values::{apply_to_list, parse_bool, scalar_only, show_bool};
+use super::vocab::Op;
 use crate::acl::{check_entry, entries};
 use crate::limits::{JobLimits, LimitSet};
 use crate::queue::Queue;

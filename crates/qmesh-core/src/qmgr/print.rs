@@ -10,18 +10,10 @@
 //! makes and the configuration dropped ([`print_server_over`]).
 
 use super::attrs;
+use super::values::quoted;
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::state::State;
-
-/// Quotes values that hold spaces or commas, as PBS does.
-pub(super) fn quoted(value: &str) -> String {
-    if value.is_empty() || value.contains([' ', ',', '#', '\t']) {
-        format!("\"{value}\"")
-    } else {
-        value.to_string()
-    }
-}
 
 fn state_count(state: &State, queue: &str) -> (u32, String) {
     let c = state.counts(queue);

@@ -14,9 +14,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Outcome;
-use super::attrs::scalar_only;
-use super::parse::{Action, Assignment, Op};
+use super::values::scalar_only;
+use super::vocab::{Action, Assignment, Op, Outcome};
 use crate::server::Config;
 use crate::site_resources::{ResourceDef, ResourceType, built_in, check_name, parse_flags};
 

@@ -10,37 +10,12 @@
 
 use chrono_tz::Tz;
 
-use super::Outcome;
-use super::attrs::{canonical, scalar_only, update_list};
-use super::parse::{Assignment, Op};
-use super::print::quoted;
+use super::values::{canonical, quoted, scalar_only, update_list};
+use super::vocab::{Assignment, Op, Outcome, ShutdownAction};
 use crate::server::Config;
 use crate::shutdown::{Shutdown, format_local, format_rfc3339, parse_time, valid_shutdown_name};
 use crate::state::State;
 use crate::time::format_hms;
-
-/// A command on shutdown windows; the names it acts on first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ShutdownAction {
-    Create(Vec<String>, Vec<Assignment>),
-    Delete(Vec<String>),
-    Set(Vec<String>, Vec<Assignment>),
-    Unset(Vec<String>, Vec<String>),
-    /// Empty: every window.
-    List(Vec<String>),
-}
-
-impl ShutdownAction {
-    /// Whether applying it can change the configuration.
-    pub fn changes(&self) -> bool {
-        !matches!(self, ShutdownAction::List(_))
-    }
-
-    /// Whether only managers may do it (creating and deleting).
-    pub fn needs_manager(&self) -> bool {
-        matches!(self, ShutdownAction::Create(..) | ShutdownAction::Delete(_))
-    }
-}
 
 /// Shutdown attributes in the order list and print show them.
 pub const SHUTDOWN_ATTRS: &[(&str, &[&str])] = &[
