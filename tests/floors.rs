@@ -117,6 +117,33 @@ const QMESH_CORE_QMGR: House = House {
     ],
 };
 
+const QMESHD: House = House {
+    name: "qmeshd",
+    src: "crates/qmeshd/src",
+    scope: "crate",
+    floors: &[
+        (
+            "parts",
+            &[
+                "args",
+                "paths",
+                "error",
+                "answer",
+                "dispatch",
+                "identity",
+                "joblog",
+                "mail",
+                "metrics",
+                "local_agent",
+                "tls",
+            ],
+        ),
+        ("the task's contract", &["event", "status"]),
+        ("the task and the services", &["task", "service"]),
+        ("the daemon's life", &["start"]),
+    ],
+};
+
 #[test]
 fn qmesh_core() {
     check(&QMESH_CORE);
@@ -125,6 +152,11 @@ fn qmesh_core() {
 #[test]
 fn qmesh_core_qmgr() {
     check(&QMESH_CORE_QMGR);
+}
+
+#[test]
+fn qmeshd() {
+    check(&QMESHD);
 }
 
 /// Reads the house's crate and panics naming everything that breaks its
