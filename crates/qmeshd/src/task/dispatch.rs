@@ -62,8 +62,7 @@ impl SchedulerTask {
                 }
             }
             ToAgent::Ack(job) => {
-                self.links
-                    .send(host, Kind::Ack(v1::AckFinished { job: job.0 }));
+                self.links.ack(host, job);
             }
         }
     }

@@ -154,6 +154,15 @@ impl AgentLinks {
         }
     }
 
+    /// Tells `host`'s agent that `job`'s end is recorded: it may forget
+    /// the job (a lost acknowledgement is sent again after its next hello).
+    pub(super) fn ack(&mut self, host: &str, job: JobId) -> bool {
+        self.send(
+            host,
+            v1::daemon_message::Kind::Ack(v1::AckFinished { job: job.0 }),
+        )
+    }
+
     /// Keeps an attach until `job` starts.
     pub(super) fn park(&mut self, job: JobId, parked: Parked) {
         self.parked.entry(job).or_default().push(parked);

@@ -449,12 +449,7 @@ impl SchedulerTask {
                     now,
                 ),
                 AfterDurable::Ack { host, job } => {
-                    self.links.send(
-                        &host,
-                        qmesh_proto::v1::daemon_message::Kind::Ack(qmesh_proto::v1::AckFinished {
-                            job: job.0,
-                        }),
-                    );
+                    self.links.ack(&host, job);
                 }
             }
         }
