@@ -96,12 +96,14 @@ fn default_dir() -> PathBuf {
 
 /// The jobs that ended in the chosen days' files, and how many files.
 fn read_log(args: &Args, dir: &std::path::Path) -> Result<(Vec<Ended>, usize), CliError> {
-    let days = qmesh_sim::to_swf::day_files(dir, args.from, args.to).map_err(|e| {
+    let listed = std::fs::read_dir(dir).map_err(|e| {
         CliError::msg(format!(
             "cannot read the accounting directory {}: {e}; give --dir (qmeshd writes STATE/server_priv/accounting)",
             dir.display()
         ))
     })?;
+    let days =
+        qmesh_core::joblog::day_files(listed.flatten().map(|e| e.path()), args.from, args.to);
     let mut jobs = Vec::new();
     for (_, path) in &days {
         let text = std::fs::read_to_string(path)
