@@ -3,7 +3,7 @@
 //! slowdown, by queue, user, group, account, request size, run time, node
 //! set, day, month or calendar period (`qmesh_core::report` does the
 //! figures); the seeds' own tables (`--tables sdsc|anl|epcc`); charts
-//! (`--plot`, the simulator's). Read on the daemon's host, from its state
+//! (`--plot`, drawn by `qmesh_charts`). Read on the daemon's host, from its state
 //! directory, as PBS's accounting tools read `server_priv/accounting`;
 //! `--dir` names another (a copy, another PBS server's log, a replay's).
 
