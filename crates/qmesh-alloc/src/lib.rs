@@ -1,16 +1,17 @@
 //! Choosing nodes for a job within one node set: the papers' allocators.
 //!
 //! Each answers the same question through [`Allocator`]: place `n` nodes,
-//! free them again. [`flat::Flat`] treats every node alike; [`m2db`] is
-//! SDSC's M2DB on a 2-D mesh (the Paragon); [`torus`] gives power-of-two
-//! subtori of an N-D torus by Equal or Non-Equal Partition; [`shapes`] is
-//! EPCC's fixed shape per size on the T3D's 3-D torus.
+//! free them again. [`m2db`] is SDSC's M2DB on a 2-D mesh (the Paragon);
+//! [`torus`] gives power-of-two subtori of an N-D torus by Equal or
+//! Non-Equal Partition; [`shapes`] is EPCC's fixed shape per size on the
+//! T3D's 3-D torus. A set without topology (a cluster, the ANL SP's
+//! switch) has no allocator: any `n` free nodes will do, and the
+//! scheduler counts them.
 //!
 //! This crate knows nothing of jobs, queues or configuration: a node is an
 //! index into its set, and qmesh-core turns a set's topology into one of
 //! these (`Topology::allocator`). Same rule as the core: no I/O, no clock.
 
-pub mod flat;
 pub mod m2db;
 pub mod shapes;
 pub mod torus;

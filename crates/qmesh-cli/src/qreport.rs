@@ -3,7 +3,7 @@
 //! slowdown, by queue, user, group, account, request size, run time, node
 //! set, day, month or calendar period (`qmesh_core::report` does the
 //! figures); the seeds' own tables (`--tables sdsc|anl|epcc`); charts
-//! (`--plot`, the simulator's). Read on the daemon's host, from its state
+//! (`--plot`, drawn by `qmesh_charts`). Read on the daemon's host, from its state
 //! directory, as PBS's accounting tools read `server_priv/accounting`;
 //! `--dir` names another (a copy, another PBS server's log, a replay's).
 
@@ -96,12 +96,14 @@ fn default_dir() -> PathBuf {
 
 /// The jobs that ended in the chosen days' files, and how many files.
 fn read_log(args: &Args, dir: &std::path::Path) -> Result<(Vec<Ended>, usize), CliError> {
-    let days = qmesh_sim::to_swf::day_files(dir, args.from, args.to).map_err(|e| {
+    let listed = std::fs::read_dir(dir).map_err(|e| {
         CliError::msg(format!(
             "cannot read the accounting directory {}: {e}; give --dir (qmeshd writes STATE/server_priv/accounting)",
             dir.display()
         ))
     })?;
+    let days =
+        qmesh_core::joblog::day_files(listed.flatten().map(|e| e.path()), args.from, args.to);
     let mut jobs = Vec::new();
     for (_, path) in &days {
         let text = std::fs::read_to_string(path)

@@ -183,6 +183,24 @@ pub fn file_day(name: &str) -> Option<chrono::NaiveDate> {
     chrono::NaiveDate::parse_from_str(name, "%Y%m%d").ok()
 }
 
+/// Of a log directory's files, as the caller listed them (the core reads
+/// no directory), those named for a day from `from` to `to` (both
+/// included; every day when not given), in day order. The daemon, qreport
+/// and the simulator read their logs' days through it.
+pub fn day_files(
+    paths: impl IntoIterator<Item = std::path::PathBuf>,
+    from: Option<chrono::NaiveDate>,
+    to: Option<chrono::NaiveDate>,
+) -> Vec<(chrono::NaiveDate, std::path::PathBuf)> {
+    let mut days: Vec<(chrono::NaiveDate, std::path::PathBuf)> = paths
+        .into_iter()
+        .filter_map(|path| Some((file_day(path.file_name()?.to_str()?)?, path)))
+        .filter(|(day, _)| from.is_none_or(|f| *day >= f) && to.is_none_or(|t| *day <= t))
+        .collect();
+    days.sort();
+    days
+}
+
 /// One accounting line (without its newline). A newline in `text` would
 /// split the record: it is written as a space.
 pub fn accounting_line(at: NaiveDateTime, kind: RecordType, id: &str, text: &str) -> String {
@@ -473,6 +491,29 @@ mod tests {
             .unwrap()
             .and_hms_opt(5, 6, 7)
             .unwrap()
+    }
+
+    #[test]
+    fn day_files_keeps_the_days_asked_for_in_day_order() {
+        let listed = [
+            "logs/20260305",
+            "logs/notes.txt",
+            "logs/20260303",
+            "logs/20260304",
+        ]
+        .map(std::path::PathBuf::from);
+        let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+        let days: Vec<_> = day_files(listed.clone(), None, None)
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
+        assert_eq!(days, [day(3), day(4), day(5)], "other names left out");
+        let some = day_files(listed, Some(day(4)), Some(day(4)));
+        assert_eq!(
+            some,
+            [(day(4), std::path::PathBuf::from("logs/20260304"))],
+            "both ends included"
+        );
     }
 
     #[test]

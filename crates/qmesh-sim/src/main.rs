@@ -467,7 +467,7 @@ fn run_sweep(
                     .join("x")
             ),
         };
-        for file in qmesh_sim::plot::figures(&points, prefix, &title).map_err(anyhow::Error::msg)? {
+        for file in qmesh_sim::plot::figures(&points, prefix, &title)? {
             if bar {
                 eprintln!("wrote {file}");
             }

@@ -48,19 +48,8 @@ pub fn day_files(
     from: Option<NaiveDate>,
     to: Option<NaiveDate>,
 ) -> std::io::Result<Vec<(NaiveDate, std::path::PathBuf)>> {
-    let mut days: Vec<(NaiveDate, std::path::PathBuf)> = std::fs::read_dir(dir)?
-        .flatten()
-        .filter_map(|entry| {
-            let path = entry.path();
-            Some((
-                qmesh_core::joblog::file_day(path.file_name()?.to_str()?)?,
-                path,
-            ))
-        })
-        .filter(|(day, _)| from.is_none_or(|f| *day >= f) && to.is_none_or(|t| *day <= t))
-        .collect();
-    days.sort();
-    Ok(days)
+    let listed = std::fs::read_dir(dir)?.flatten().map(|entry| entry.path());
+    Ok(qmesh_core::joblog::day_files(listed, from, to))
 }
 
 /// The SWF text of the accounting files in `dir` named for the days from

@@ -152,15 +152,8 @@ where
 
 /// A log directory's day files, in day order.
 fn day_files(dir: &Path) -> io::Result<Vec<(NaiveDate, PathBuf)>> {
-    let mut days: Vec<(NaiveDate, PathBuf)> = std::fs::read_dir(dir)?
-        .flatten()
-        .filter_map(|e| {
-            let path = e.path();
-            Some((joblog::file_day(path.file_name()?.to_str()?)?, path))
-        })
-        .collect();
-    days.sort();
-    Ok(days)
+    let listed = std::fs::read_dir(dir)?.flatten().map(|e| e.path());
+    Ok(joblog::day_files(listed, None, None))
 }
 
 /// An accounting record as the store keeps it (its outbox) from the

@@ -1,11 +1,10 @@
-//! qreport's charts, drawn by the simulator's plotting code
-//! (`qmesh_sim::plot::chart`): utilization day by day, and the wait by
-//! request size.
+//! qreport's charts, drawn by `qmesh_charts` as the simulator's sweeps
+//! are: utilization day by day, and the wait by request size.
 
 use std::path::Path;
 
+use qmesh_charts::{YAxis, chart};
 use qmesh_core::report::{By, Context, Ended, report};
-use qmesh_sim::plot::{YAxis, chart};
 
 use crate::client::CliError;
 
@@ -50,7 +49,7 @@ pub fn figures(
         "utilization",
         YAxis::Fraction,
     )
-    .map_err(CliError::msg)?;
+    .map_err(|e| CliError::msg(e.to_string()))?;
     let sizes = report(jobs, By::Size, machine);
     let at = |key: &str| {
         let top: f64 = key
@@ -88,7 +87,7 @@ pub fn figures(
             "wait (hours)",
             YAxis::Linear,
         )
-        .map_err(CliError::msg)?,
+        .map_err(|e| CliError::msg(e.to_string()))?,
     );
     Ok(written)
 }

@@ -308,7 +308,6 @@ fn allocators_of(state: &State) -> (Vec<Option<Box<dyn Allocator>>>, Vec<usize>)
 mod tests {
     use super::*;
     use crate::node::{Topology, TorusConversion, TorusPartition};
-    use qmesh_alloc::flat::Flat;
 
     /// A set of `up` nodes all free at time 0, `slots` jobs per node.
     fn set(up: usize, slots: usize, allocator: Option<Box<dyn Allocator>>) -> SetPlan {
@@ -375,7 +374,13 @@ mod tests {
 
     #[test]
     fn a_start_keeps_off_the_nodes_of_a_reservation_it_would_overlap() {
-        let mut s = set(8, 1, Some(Box::new(Flat::new(8))));
+        // A row of eight nodes, M2DB's mesh one node high: any count fits.
+        let row = Topology::Mesh2d {
+            width: 8,
+            height: 1,
+            contiguous: false,
+        };
+        let mut s = set(8, 1, row.allocator().unwrap());
         s.placed.push(Reservation {
             start: 10,
             end: 20,
