@@ -174,12 +174,15 @@ impl Daemon {
         self.child = Some(child);
         let mut buf = [0u8; 256];
         loop {
-            let n = listener.recv(&mut buf).unwrap_or_else(|e| {
-                panic!(
+            let n = match listener.recv(&mut buf) {
+                Ok(n) => n,
+                // A signal to the test process is no answer: wait on.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => panic!(
                     "qmeshd did not say READY within 60 s ({e}); its log:\n{}",
                     self.log()
-                )
-            });
+                ),
+            };
             if String::from_utf8_lossy(&buf[..n])
                 .lines()
                 .any(|l| l == "READY=1")
