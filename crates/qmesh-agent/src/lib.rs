@@ -48,6 +48,7 @@ pub mod lock;
 pub mod plan;
 pub mod procfs;
 pub mod pty_bridge;
+pub mod record;
 pub mod relay;
 pub mod session;
 pub mod shepherd;

@@ -314,7 +314,7 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(8);
         let mut reported: HashSet<u64> = [1].into_iter().collect();
         let done =
-            |job| Event::Finished(crate::spool::JobResult::launch_failed(job, "x".into(), 0));
+            |job| Event::Finished(crate::record::JobResult::launch_failed(job, "x".into(), 0));
         // Already in the Hello: neither its start nor its finish again.
         forward(
             Event::Started {

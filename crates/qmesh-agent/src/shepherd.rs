@@ -27,9 +27,10 @@ use tracing::{debug, error, info, warn};
 
 use crate::cgroup::job::JobCgroup;
 use crate::plan::{LaunchError, Plan};
-use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec, NODE_FILE,
+use crate::record::{
+    Cause, JOB_PID_FILE, JobResult, KILL_REASON_FILE, Launch, NODE_FILE, RESULT_VERSION,
 };
+use crate::spool::JobDir;
 use crate::{exec, hooks, limits, plan, signals, tmpdir};
 
 mod contain;
@@ -170,11 +171,11 @@ fn disk_full(e: &crate::error::AgentError) -> bool {
 }
 
 fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
-    let spec = match dir.read_launch() {
-        Ok(spec) => spec,
+    let launch = match dir.read_launch() {
+        Ok(launch) => launch,
         Err(e) => return JobResult::launch_failed(dir.seq, e.to_string(), now()),
     };
-    let plan = match plan::plan(&spec, dir) {
+    let plan = match plan::plan(&launch, dir) {
         Ok(plan) => plan,
         Err(e) => {
             warn!("job not started: {e}");
@@ -184,17 +185,17 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     for name in &plan.dropped_env {
         warn!(variable = %name, "job variable dropped: a process environment cannot hold it");
     }
-    if let Some(prologue) = &spec.prologue {
-        match run_hook("prologue", prologue, &spec, dir, Orders::Kill) {
+    if let Some(prologue) = &launch.added.prologue {
+        match run_hook("prologue", prologue, &launch, dir, Orders::Kill) {
             HookEnd::Done => {}
             HookEnd::Failed(why) => {
                 warn!("job not started: {why}");
                 return JobResult::launch_failed(dir.seq, why, now());
             }
-            HookEnd::Killed => return killed_before_start(dir, &spec),
+            HookEnd::Killed => return killed_before_start(dir, &launch),
         }
     }
-    let (mut contained, uncontained) = match contain::contain(&spec) {
+    let (mut contained, uncontained) = match contain::contain(&launch) {
         Ok(contained) => (contained, None),
         Err(why) => {
             warn!("{why}");
@@ -220,7 +221,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
             if let Some(c) = &contained {
                 let _ = c.cgroup.remove(Duration::from_secs(5));
             }
-            epilogue(&spec, dir, &mut result);
+            epilogue(&launch, dir, &mut result);
             remove_tmpdir(&plan);
             return result;
         }
@@ -234,20 +235,20 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     let mut watch = Watch {
         dir: dir.clone(),
         job: Pid::from_raw(pid),
-        grace: spec.kill_grace,
+        grace: launch.order.kill_grace,
         kill: None,
         escalated: false,
         cgroup: contained.as_ref().map(|c| c.cgroup.clone()),
-        cpu_limit: spec.limits.job_cpu_secs,
+        cpu_limit: launch.limits().job_cpu_secs,
     };
-    let ended = watch.run(set, spec.walltime);
+    let ended = watch.run(set, launch.order.walltime);
     cleanup(watch.job, set, watch.cgroup.as_ref());
     let (cput, max_rss) = limits::job_used(before, limits::children_used());
-    let mut result = result(dir, &spec, &watch, ended, start);
+    let mut result = result(dir, &launch, &watch, ended, start);
     result.cput = cput;
     result.max_rss = max_rss;
     if let Some(c) = &contained {
-        contain::settle(c, &spec.host, &mut result);
+        contain::settle(c, &launch.added.host, &mut result);
     }
     if let Some(why) = uncontained {
         if !result.message.is_empty() {
@@ -257,9 +258,9 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     }
     info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause, "job ended");
     let limits = killed_line::Limits {
-        walltime: spec.walltime,
+        walltime: launch.order.walltime,
         mem: contained.as_ref().and_then(|c| c.allowance.mem),
-        cput: spec.limits.job_cpu_secs,
+        cput: launch.limits().job_cpu_secs,
     };
     if result.cause == Cause::CpuTime {
         let why = format!(
@@ -284,7 +285,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     if let Some(line) = killed_line::line(&result, &limits) {
         killed_line::append(&plan, &line);
     }
-    epilogue(&spec, dir, &mut result);
+    epilogue(&launch, dir, &mut result);
     remove_tmpdir(&plan);
     result
 }
@@ -332,11 +333,11 @@ enum HookEnd {
 
 /// Runs the site's epilogue, if any, once the job is over; a failure is
 /// added to the result's message (the job's comment), its exit kept.
-fn epilogue(spec: &LaunchSpec, dir: &JobDir, result: &mut JobResult) {
-    let Some(program) = &spec.epilogue else {
+fn epilogue(launch: &Launch, dir: &JobDir, result: &mut JobResult) {
+    let Some(program) = &launch.added.epilogue else {
         return;
     };
-    if let HookEnd::Failed(why) = run_hook("epilogue", program, spec, dir, Orders::Wait) {
+    if let HookEnd::Failed(why) = run_hook("epilogue", program, launch, dir, Orders::Wait) {
         warn!("{why}");
         if !result.message.is_empty() {
             result.message.push_str("; ");
@@ -351,23 +352,13 @@ fn epilogue(spec: &LaunchSpec, dir: &JobDir, result: &mut JobResult) {
 /// the job's directory (a file, so that a talkative hook cannot fill a
 /// pipe nobody reads); the first line goes into a failure. Signal
 /// requests for the job (the doorbell) stay pending until the job runs.
-fn run_hook(
-    what: &str,
-    program: &Path,
-    spec: &LaunchSpec,
-    dir: &JobDir,
-    orders: Orders,
-) -> HookEnd {
-    let nodes = if spec.local_nodes.is_empty() {
-        &spec.nodes
-    } else {
-        &spec.local_nodes
-    };
+fn run_hook(what: &str, program: &Path, launch: &Launch, dir: &JobDir, orders: Orders) -> HookEnd {
+    let order = &launch.order;
     let job = hooks::HookJob {
-        job_id: &spec.job_id,
-        user: &spec.user,
-        group: &spec.group,
-        nodes,
+        job_id: &order.job_id,
+        user: &order.user,
+        group: &order.group,
+        nodes: launch.local_nodes(),
     };
     let err_path = dir.file(&format!("{what}.err"));
     let stderr = match std::fs::File::create(&err_path) {
@@ -453,7 +444,7 @@ fn run_hook(
 }
 
 /// The result of a job killed before it started (during its prologue).
-fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
+fn killed_before_start(dir: &JobDir, launch: &Launch) -> JobResult {
     let reason = std::fs::read_to_string(dir.file(KILL_REASON_FILE)).unwrap_or_default();
     let mut message = reason.trim().to_string();
     if !message.is_empty() {
@@ -461,8 +452,8 @@ fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
     }
     message.push_str("killed during the prologue, before the job started");
     JobResult {
-        version: FORMAT_VERSION,
-        job: spec.job,
+        version: RESULT_VERSION,
+        job: launch.order.job,
         exit_code: None,
         signal: None,
         cause: Cause::Killed,
@@ -726,7 +717,7 @@ fn cleanup(job: Pid, set: &SigSet, cgroup: Option<&JobCgroup>) {
     }
 }
 
-fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i64) -> JobResult {
+fn result(dir: &JobDir, launch: &Launch, watch: &Watch, ended: Ended, start: i64) -> JobResult {
     let (exit_code, signal) = match ended {
         Ended::Exited(code) => (Some(code), None),
         Ended::Signaled(sig) => (None, Some(sig)),
@@ -749,8 +740,8 @@ fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i
         words.push("the job's exit status could not be collected".to_string());
     }
     JobResult {
-        version: FORMAT_VERSION,
-        job: spec.job,
+        version: RESULT_VERSION,
+        job: launch.order.job,
         exit_code,
         signal,
         cause: watch.kill.unwrap_or(Cause::Exited),

@@ -24,11 +24,12 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 use crate::error::{AgentError, Result};
 use crate::hooks::Hooks;
 use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
-use crate::shepherd::{self, now};
-use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchAdditions,
-    LaunchSpec, SHEPHERD_LOG, SHEPHERD_PID_FILE, Spool,
+use crate::record::{
+    Additions, Cause, Cgroups, JOB_PID_FILE, JobResult, KILL_REASON_FILE, Launch, RESULT_VERSION,
+    SHEPHERD_LOG, SHEPHERD_PID_FILE, write_atomic,
 };
+use crate::shepherd::{self, now};
+use crate::spool::{JobDir, Spool};
 use crate::zygote::{Forked, Zygote};
 
 /// How often an adopted shepherd (not our child) is looked at.
@@ -61,7 +62,7 @@ pub struct Supervisor {
     zygote: Option<Zygote>,
     /// What every launch here gets: the site's prologue and epilogue,
     /// where TMPDIRs go, the host's name (its GPUs are chosen per job).
-    additions: LaunchAdditions,
+    additions: Additions,
     /// GPUs this host has, to give out.
     host_gpus: u32,
     /// pbsdsh's tasks and interactive terminals of jobs here.
@@ -75,14 +76,15 @@ impl Supervisor {
             spool,
             events,
             zygote: None,
-            additions: LaunchAdditions::default(),
+            additions: Additions::default(),
             host_gpus: 0,
         }
     }
 
     /// Jobs launched here run the site's prologue and epilogue.
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.additions.hooks = hooks;
+        self.additions.prologue = hooks.prologue;
+        self.additions.epilogue = hooks.epilogue;
         self
     }
 
@@ -94,7 +96,7 @@ impl Supervisor {
 
     /// Jobs launched here, and pbsdsh's tasks, run in cgroups under
     /// `cgroups` (`None`: uncontained).
-    pub fn with_cgroups(mut self, cgroups: Option<crate::cgroup::Cgroups>) -> Self {
+    pub fn with_cgroups(mut self, cgroups: Option<Cgroups>) -> Self {
         self.tasks = self.tasks.clone().with_cgroups(cgroups.clone());
         self.additions.cgroups = cgroups;
         self
@@ -144,15 +146,15 @@ impl Supervisor {
         dirs.into_iter()
             .filter(|dir| !dir.has_result())
             .filter_map(|dir| {
-                let spec = dir.read_launch().ok()?;
-                let cgroup =
-                    crate::cgroup::job::JobCgroup::of(spec.cgroups.as_ref()?, &spec.job_id);
+                let launch = dir.read_launch().ok()?;
+                let cgroups = launch.added.cgroups.as_ref()?;
+                let cgroup = crate::cgroup::job::JobCgroup::of(cgroups, &launch.order.job_id);
                 if !cgroup.exists() {
                     return None;
                 }
                 let used = cgroup.usage();
                 Some(v1::JobUse {
-                    job: spec.job,
+                    job: launch.order.job,
                     cput: used.cpu_micros.map(|us| (us + 500_000) / 1_000_000),
                     mem: used.mem_peak,
                     vmem: used.vmem_peak,
@@ -196,29 +198,37 @@ impl Supervisor {
     /// Starts a job. A job already in the spool is left alone. `Err` only
     /// when not even a spool directory could be written: the finish to send
     /// is then not persisted.
-    pub async fn launch(&self, launch: v1::LaunchJob) -> std::result::Result<(), v1::JobFinished> {
-        let seq = launch.job;
+    pub async fn launch(
+        &self,
+        mut order: v1::LaunchJob,
+    ) -> std::result::Result<(), v1::JobFinished> {
+        let seq = order.job;
+        let script = if order.interactive {
+            crate::tasks::interactive_script(self.spool.root(), seq)
+        } else {
+            std::mem::take(&mut order.script)
+        };
+        let mut launch = Launch::new(order, self.additions.clone());
         let spool = self.spool.clone();
-        let mut additions = self.additions.clone();
         let host_gpus = self.host_gpus;
         let prepared = tokio::task::spawn_blocking(move || {
-            if spool.job(launch.job).exists() {
+            if spool.job(seq).exists() {
                 return (Ok(None), None);
             }
             // Launches come one at a time: no other job chooses meanwhile.
-            let wanted = LaunchSpec::from(&launch).local_gpus();
+            let wanted = launch.local_gpus();
             let refused = if wanted == 0 {
                 None
             } else {
                 match crate::gpus::choose(host_gpus, &crate::gpus::held(&spool), wanted) {
                     Ok(gpus) => {
-                        additions.gpus = gpus;
+                        launch.added.gpus = gpus;
                         None
                     }
                     Err(why) => Some(why),
                 }
             };
-            (spool.prepare(&launch, &additions), refused)
+            (spool.prepare(&launch, &script), refused)
         })
         .await
         .unwrap_or_else(|e| {
@@ -322,7 +332,7 @@ impl Supervisor {
         };
         if !reason.is_empty() {
             let path = dir.file(KILL_REASON_FILE);
-            if let Err(e) = crate::spool::write_atomic(&path, reason.as_bytes(), 0o644) {
+            if let Err(e) = write_atomic(&path, reason.as_bytes(), 0o644) {
                 warn!("{e}; the kill goes on without its reason");
             }
         }
@@ -600,7 +610,7 @@ fn remove_tmpdir_of(dir: &JobDir) {
 
 fn unknown_end(dir: &JobDir, message: String) -> JobResult {
     JobResult {
-        version: FORMAT_VERSION,
+        version: RESULT_VERSION,
         job: dir.seq,
         exit_code: None,
         signal: None,
@@ -632,11 +642,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let a = spool
-            .prepare(&launch(1), &LaunchAdditions::default())
+            .prepare_order(launch(1), Additions::default())
             .unwrap()
             .unwrap();
         spool
-            .prepare(&launch(2), &LaunchAdditions::default())
+            .prepare_order(launch(2), Additions::default())
             .unwrap();
         let done = JobResult::launch_failed(1, "no".into(), 5);
         a.write_result(&done).unwrap();
@@ -652,7 +662,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(4), &LaunchAdditions::default())
+            .prepare_order(launch(4), Additions::default())
             .unwrap()
             .unwrap();
         let r = vanished(&dir);
@@ -670,7 +680,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         spool
-            .prepare(&launch(9), &LaunchAdditions::default())
+            .prepare_order(launch(9), Additions::default())
             .unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool.clone(), tx);

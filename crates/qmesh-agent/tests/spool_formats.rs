@@ -3,16 +3,17 @@
 //! (of the old binary) go on writing the old formats; so each version of
 //! a spool file is kept here as its agent wrote it, and read.
 //!
-//! `fixtures/spool-v1` was written by the agent of FORMAT_VERSION 1
-//! (`Spool::prepare`, `JobDir::write_result`, `signals::post`, the joined
-//! record) from the orders and additions built below: job 17 runs (every
-//! field of its launch set, a signal request waiting), 18 ended at its
-//! wall time, 19's end is unknown; 21 is a job joined from host h1.
+//! `fixtures/spool-v1` was written by the agent of format version 1 (all
+//! its files had that one; `Spool::prepare`, `JobDir::write_result`,
+//! `signals::post`, the joined record) from the orders and additions
+//! built below: job 17 runs (every field of its launch set, a signal
+//! request waiting), 18 ended at its wall time, 19's end is unknown; 21
+//! is a job joined from host h1.
 
 use std::path::{Path, PathBuf};
 
-use qmesh_agent::cgroup::Cgroups;
-use qmesh_agent::spool::{Cause, JobResult, LaunchAdditions, LaunchSpec, Spool};
+use qmesh_agent::record::{self, Additions, Cause, Cgroups, JobResult, Launch};
+use qmesh_agent::spool::Spool;
 use qmesh_proto::v1;
 
 fn fixture(name: &str) -> PathBuf {
@@ -91,12 +92,10 @@ fn order_17() -> v1::LaunchJob {
     }
 }
 
-fn added_17() -> LaunchAdditions {
-    LaunchAdditions {
-        hooks: qmesh_agent::hooks::Hooks {
-            prologue: Some("/etc/qmesh/prologue".into()),
-            epilogue: Some("/etc/qmesh/epilogue".into()),
-        },
+fn added_17() -> Additions {
+    Additions {
+        prologue: Some("/etc/qmesh/prologue".into()),
+        epilogue: Some("/etc/qmesh/epilogue".into()),
         tmpdir_base: Some("/var/tmp".into()),
         commands_socket: Some("/run/qmesh/qmeshd.sock".into()),
         host: "h1".into(),
@@ -125,8 +124,8 @@ fn order_18() -> v1::LaunchJob {
     }
 }
 
-fn added_18() -> LaunchAdditions {
-    LaunchAdditions {
+fn added_18() -> Additions {
+    Additions {
         host: "h1".into(),
         tmpdir_base: Some("/var/tmp".into()),
         cgroups: Some(Cgroups::V1 {
@@ -134,21 +133,21 @@ fn added_18() -> LaunchAdditions {
             cpu: Some("/sys/fs/cgroup/cpu/qmesh/a".into()),
             cpuacct: None,
         }),
-        ..LaunchAdditions::default()
+        ..Additions::default()
     }
 }
 
-/// What the agent of that version kept of an order and its additions.
-fn as_kept(order: &v1::LaunchJob, added: &LaunchAdditions) -> LaunchSpec {
-    LaunchSpec {
-        prologue: added.hooks.prologue.clone(),
-        epilogue: added.hooks.epilogue.clone(),
-        host: added.host.clone(),
-        tmpdir_base: added.tmpdir_base.clone(),
-        commands_socket: added.commands_socket.clone(),
-        gpus: added.gpus.clone(),
-        cgroups: added.cgroups.clone(),
-        ..LaunchSpec::from(order)
+/// What an agent of any version keeps of an order (but its script) and
+/// its additions, as read back from a file of `version`.
+fn as_kept(version: u32, order: v1::LaunchJob, added: Additions) -> Launch {
+    let order = v1::LaunchJob {
+        script: Vec::new(),
+        ..order
+    };
+    Launch {
+        version,
+        order,
+        added,
     }
 }
 
@@ -160,9 +159,14 @@ fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
     assert_eq!(seqs, vec![17, 18, 19]);
 
     let running = spool.job(17);
+    let launch = running.read_launch().unwrap();
+    assert_eq!(launch, as_kept(1, order_17(), added_17()));
+    // The files made from it are what the new agent would make.
+    let file = |name: &str| std::fs::read_to_string(running.file(name)).unwrap();
+    assert_eq!(file(record::NODE_FILE), record::node_file_text(&launch));
     assert_eq!(
-        running.read_launch().unwrap(),
-        as_kept(&order_17(), &added_17())
+        file(record::GPU_FILE),
+        record::gpu_file_text(&launch.added.host, &launch.added.gpus)
     );
     assert_eq!(running.read_result().unwrap(), None);
     assert_eq!(running.read_pid("shepherd.pid"), Some(4100));
@@ -172,7 +176,7 @@ fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
     let ended = spool.job(18);
     assert_eq!(
         ended.read_launch().unwrap(),
-        as_kept(&order_18(), &added_18())
+        as_kept(1, order_18(), added_18())
     );
     let result = ended.read_result().unwrap().unwrap();
     assert_eq!(

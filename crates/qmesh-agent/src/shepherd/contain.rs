@@ -12,7 +12,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::cgroup::job::{Allowance, JobCgroup, Usage};
-use crate::spool::{JobResult, LaunchSpec};
+use crate::record::{Cause, JobResult, Launch};
 
 /// How often a contained job's cgroup is looked at while it runs (for a
 /// process the kernel killed at the memory limit: in v1 it kills one
@@ -30,11 +30,11 @@ pub struct Contained {
 /// What the job may use on this host: its nodes' here together. Memory
 /// only if each of them says how much; CPUs only where its nodes are
 /// shared with other jobs (on its own node it may use them all).
-pub fn allowance(spec: &LaunchSpec) -> Allowance {
-    let shares: Vec<_> = spec
+pub fn allowance(launch: &Launch) -> Allowance {
+    let shares: Vec<_> = launch
         .local_indices()
         .into_iter()
-        .map(|i| spec.share(i))
+        .map(|i| launch.share(i))
         .collect();
     let mem = shares.iter().map(|s| s.mem).sum::<Option<u64>>();
     let cpus = shares
@@ -49,12 +49,12 @@ pub fn allowance(spec: &LaunchSpec) -> Allowance {
 
 /// Makes the job's cgroup, if the agent found where; `Err` says why not,
 /// for the job's comment.
-pub fn contain(spec: &LaunchSpec) -> Result<Option<Contained>, String> {
-    let Some(cgroups) = &spec.cgroups else {
+pub fn contain(launch: &Launch) -> Result<Option<Contained>, String> {
+    let Some(cgroups) = &launch.added.cgroups else {
         return Ok(None);
     };
-    let cgroup = JobCgroup::of(cgroups, &spec.job_id);
-    let allowance = allowance(spec);
+    let cgroup = JobCgroup::of(cgroups, &launch.order.job_id);
+    let allowance = allowance(launch);
     let made = cgroup.create(allowance).and_then(|()| cgroup.procs_files());
     match made {
         Ok(procs) => {
@@ -79,7 +79,7 @@ pub fn settle(contained: &Contained, host: &str, result: &mut JobResult) {
     let used = contained.cgroup.usage();
     record_use(&used, result);
     if used.oom_kills > 0 {
-        result.cause = crate::spool::Cause::Memory;
+        result.cause = Cause::Memory;
         if result.exit_code.is_none() && result.signal.is_none() {
             result.signal = Some(nix::sys::signal::Signal::SIGKILL as i32);
         }
@@ -131,7 +131,7 @@ pub fn over_memory(limit: Option<u64>, host: &str, kills: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::NodeShare;
+    use qmesh_proto::v1::{LaunchJob, NodeShare};
 
     fn share(cpus: u32, mem: Option<u64>, shared: bool) -> NodeShare {
         NodeShare {
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_allowance_is_the_jobs_nodes_on_this_host() {
-        let mut spec = LaunchSpec {
+        let order = LaunchJob {
             nodes: vec!["a".into(), "b".into(), "c".into()],
             local_nodes: vec!["a".into(), "c".into()],
             shares: vec![
@@ -154,8 +154,9 @@ mod tests {
                 share(4, Some(8 << 30), true),
                 share(1, Some(1 << 30), false),
             ],
-            ..LaunchSpec::default()
+            ..LaunchJob::default()
         };
+        let mut spec = Launch::new(order, Default::default());
         assert_eq!(
             allowance(&spec),
             Allowance {
@@ -164,7 +165,7 @@ mod tests {
             }
         );
         // Exclusive nodes: all their CPUs; a node without mem: no limit.
-        spec.shares[0] = share(2, None, false);
+        spec.order.shares[0] = share(2, None, false);
         assert_eq!(
             allowance(&spec),
             Allowance {

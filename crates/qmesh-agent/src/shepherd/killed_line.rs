@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use tracing::warn;
 
 use crate::plan::Plan;
-use crate::spool::{Cause, JobResult};
+use crate::record::{Cause, JobResult};
 
 /// The job's limits the line may name.
 #[derive(Clone, Copy, Debug, Default)]
@@ -85,11 +85,11 @@ pub fn append(plan: &Plan, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::FORMAT_VERSION;
+    use crate::record::RESULT_VERSION;
 
     fn ended(cause: Cause) -> JobResult {
         JobResult {
-            version: FORMAT_VERSION,
+            version: RESULT_VERSION,
             job: 1,
             exit_code: None,
             signal: Some(9),
