@@ -74,7 +74,7 @@ pub fn choose(total: u32, held: &BTreeSet<u32>, wanted: u32) -> Result<Vec<u32>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Additions, JobResult};
+    use crate::record::{Additions, finish};
     use qmesh_proto::v1;
 
     #[test]
@@ -127,7 +127,7 @@ mod tests {
         spool.prepare_order(launch(3), with(vec![])).unwrap();
         assert_eq!(held(&spool), [0, 1, 2].into_iter().collect());
         ended
-            .write_result(&JobResult::launch_failed(2, "x".into(), 0))
+            .write_result(&finish(2, v1::FinishCause::LaunchFailed, "x".into(), 0))
             .unwrap();
         let held = held(&spool);
         assert_eq!(held, [0, 1].into_iter().collect());

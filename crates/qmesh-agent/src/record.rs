@@ -17,14 +17,15 @@
 //!               kill_reason   written by the agent before it signals a kill
 //!               signals/      SignalRequests waiting (crate::signals)
 //!               WHAT.err      a prologue's or epilogue's stderr while it runs
-//!               result.json   JobResult: written by the shepherd at the end
+//!               result.json   the wire's JobFinished: written by the shepherd
 //!               shepherd.log  the shepherd's stderr
 //! SPOOL/joined/SEQ.json       JoinedRecord: a job of another host (crate::joined)
 //! ```
 //!
-//! Versions: `launch.json` 2 (version 1, the agent's copy of the order
-//! field by field, is still read), `result.json` 1, a signal request 1; a
-//! joined record has none (it has only ever had one form).
+//! Versions: `launch.json` 2 and `result.json` 2 (their version 1, the
+//! agent's copies of the wire's messages field by field, is still read),
+//! a signal request 1; a joined record has none (it has only ever had one
+//! form).
 //! `tests/spool_formats.rs` reads a spool of every version.
 
 use std::fs::{self, OpenOptions};
@@ -51,7 +52,7 @@ pub const SHEPHERD_LOG: &str = "shepherd.log";
 /// The version of `launch.json` this agent writes.
 pub const LAUNCH_VERSION: u32 = 2;
 /// The version of `result.json` this agent writes.
-pub const RESULT_VERSION: u32 = 1;
+pub const RESULT_VERSION: u32 = 2;
 /// The version of a signal request this agent writes.
 pub const SIGNAL_VERSION: u32 = 1;
 
@@ -242,90 +243,86 @@ pub fn gpu_file_text(host: &str, gpus: &[u32]) -> String {
     gpus.iter().map(|g| format!("{host}-gpu{g}\n")).collect()
 }
 
-/// How a job ended, as kept in `result.json`; mirrors `JobFinished`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A job's end as the wire's `JobFinished` says it, which the shepherd
+/// writes into `result.json` and the agent reports as it is: `cause` is
+/// all there is to fill but `message` and the end time (the others are
+/// the wire's defaults: none).
+pub fn finish(job: u64, cause: v1::FinishCause, message: String, end_time: i64) -> v1::JobFinished {
+    v1::JobFinished {
+        job,
+        cause: cause as i32,
+        message,
+        end_time,
+        ..v1::JobFinished::default()
+    }
+}
+
+/// `result.json`: the end as it will be reported. `cause` is
+/// `FinishCause`'s number (the proto's numbers, unlike its names, never
+/// change).
+#[derive(Serialize)]
+struct ResultFile<'a> {
+    version: u32,
+    finished: &'a v1::JobFinished,
+}
+
+/// `result.json` of version 2 and later (their fields are added, not
+/// changed; a new field reads as its default).
+#[derive(Deserialize)]
+struct ResultRead {
+    finished: v1::JobFinished,
+}
+
+/// `result.json` of version 1: `JobFinished`'s fields at the top, the
+/// cause by name.
+#[derive(Deserialize)]
+struct ResultV1 {
+    cause: CauseV1,
+    #[serde(flatten)]
+    finished: v1::JobFinished,
+}
+
+#[derive(Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Cause {
+enum CauseV1 {
     Exited,
     Walltime,
     Killed,
     LaunchFailed,
-    /// The end was not observed (the shepherd died with the job running).
     Unknown,
-    /// Killed for going over its memory limit (its cgroup's).
     Memory,
-    /// Killed for going over its CPU time (-l cput).
     CpuTime,
 }
 
-/// `result.json`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobResult {
-    #[serde(default)]
-    pub version: u32,
-    pub job: u64,
-    #[serde(default)]
-    pub exit_code: Option<i32>,
-    #[serde(default)]
-    pub signal: Option<i32>,
-    pub cause: Cause,
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub start_time: i64,
-    #[serde(default)]
-    pub end_time: i64,
-    /// CPU seconds the job's processes used (those reaped: the script and
-    /// whatever it left), and the largest resident set among them, bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cput: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rss: Option<u64>,
-    /// The largest virtual memory all its processes held together, bytes
-    /// (sampled; only in a cgroup).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vmem: Option<u64>,
+pub fn result_to_json(finished: &v1::JobFinished) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(&ResultFile {
+        version: RESULT_VERSION,
+        finished,
+    })
 }
 
-impl JobResult {
-    /// A job that could not be started.
-    pub fn launch_failed(job: u64, message: String, now: i64) -> Self {
-        JobResult {
-            version: RESULT_VERSION,
-            job,
-            exit_code: None,
-            signal: None,
-            cause: Cause::LaunchFailed,
-            message,
-            start_time: 0,
-            end_time: now,
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        }
-    }
-
-    pub fn to_proto(&self) -> v1::JobFinished {
-        let cause = match self.cause {
-            Cause::Exited => v1::FinishCause::Exited,
-            Cause::Walltime => v1::FinishCause::Walltime,
-            Cause::Killed => v1::FinishCause::Killed,
-            Cause::LaunchFailed => v1::FinishCause::LaunchFailed,
-            Cause::Unknown => v1::FinishCause::Lost,
-            Cause::Memory => v1::FinishCause::Memory,
-            Cause::CpuTime => v1::FinishCause::CpuTime,
-        };
-        v1::JobFinished {
-            job: self.job,
-            exit_code: self.exit_code,
-            signal: self.signal,
-            cause: cause as i32,
-            message: self.message.clone(),
-            start_time: self.start_time,
-            end_time: self.end_time,
-            cput: self.cput,
-            max_rss: self.max_rss,
-            vmem: self.vmem,
+/// A `result.json` of any version.
+pub fn result_from_json(bytes: &[u8]) -> serde_json::Result<v1::JobFinished> {
+    use v1::FinishCause as C;
+    match serde_json::from_slice::<ResultRead>(bytes) {
+        Ok(read) => Ok(read.finished),
+        Err(e) => {
+            let Ok(old) = serde_json::from_slice::<ResultV1>(bytes) else {
+                return Err(e);
+            };
+            let cause = match old.cause {
+                CauseV1::Exited => C::Exited,
+                CauseV1::Walltime => C::Walltime,
+                CauseV1::Killed => C::Killed,
+                CauseV1::LaunchFailed => C::LaunchFailed,
+                CauseV1::Unknown => C::Lost,
+                CauseV1::Memory => C::Memory,
+                CauseV1::CpuTime => C::CpuTime,
+            };
+            Ok(v1::JobFinished {
+                cause: cause as i32,
+                ..old.finished
+            })
         }
     }
 }
@@ -486,8 +483,26 @@ mod tests {
     #[test]
     fn old_result_without_optional_fields_still_loads() {
         let old = r#"{"job": 4, "cause": "EXITED", "exit_code": 0}"#;
-        let r: JobResult = serde_json::from_str(old).unwrap();
+        let r = result_from_json(old.as_bytes()).unwrap();
         assert_eq!(r.exit_code, Some(0));
-        assert_eq!(r.cause, Cause::Exited);
+        assert_eq!(r.cause(), v1::FinishCause::Exited);
+        let old = r#"{"version": 1, "job": 5, "cause": "UNKNOWN", "exit_code": null}"#;
+        let r = result_from_json(old.as_bytes()).unwrap();
+        assert_eq!(
+            (r.job, r.cause(), r.exit_code),
+            (5, v1::FinishCause::Lost, None)
+        );
+    }
+
+    #[test]
+    fn a_result_round_trips_through_its_json() {
+        let mut finished = finish(3, v1::FinishCause::Walltime, "over".into(), 20);
+        finished.signal = Some(15);
+        finished.start_time = 10;
+        finished.cput = Some(3);
+        let json = result_to_json(&finished).unwrap();
+        assert_eq!(result_from_json(&json).unwrap(), finished);
+        let e = result_from_json(br#"{"version": 3}"#).unwrap_err();
+        assert!(e.to_string().contains("finished"), "{e}");
     }
 }

@@ -13,10 +13,12 @@ use std::fs::{self, DirBuilder};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use qmesh_proto::v1::JobFinished;
+
 use crate::error::{AgentError, Result};
 use crate::record::{
-    GPU_FILE, JobResult, LAUNCH_FILE, Launch, NODE_FILE, RESULT_FILE, SCRIPT_FILE, SIGNALS_DIR,
-    gpu_file_text, node_file_text, write_atomic, write_new,
+    GPU_FILE, LAUNCH_FILE, Launch, NODE_FILE, RESULT_FILE, SCRIPT_FILE, SIGNALS_DIR, gpu_file_text,
+    node_file_text, result_from_json, result_to_json, write_atomic, write_new,
 };
 
 /// The spool root. Its path is absolute (shepherds are recognised by it).
@@ -178,10 +180,10 @@ impl JobDir {
     }
 
     /// The result, if the job has ended.
-    pub fn read_result(&self) -> Result<Option<JobResult>> {
+    pub fn read_result(&self) -> Result<Option<JobFinished>> {
         let path = self.file(RESULT_FILE);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
+            Ok(bytes) => result_from_json(&bytes)
                 .map(Some)
                 .map_err(|e| AgentError::Json { path, source: e }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -193,9 +195,9 @@ impl JobDir {
         self.file(RESULT_FILE).exists()
     }
 
-    pub fn write_result(&self, result: &JobResult) -> Result<()> {
+    pub fn write_result(&self, result: &JobFinished) -> Result<()> {
         let path = self.file(RESULT_FILE);
-        let json = serde_json::to_vec_pretty(result).map_err(|e| AgentError::Json {
+        let json = result_to_json(result).map_err(|e| AgentError::Json {
             path: path.clone(),
             source: e,
         })?;
@@ -243,7 +245,7 @@ impl Spool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Additions, Cause, JOB_PID_FILE, RESULT_VERSION};
+    use crate::record::{Additions, JOB_PID_FILE};
     use qmesh_proto::v1;
 
     fn launch(seq: u64) -> v1::LaunchJob {
@@ -309,12 +311,11 @@ mod tests {
             .unwrap();
         assert_eq!(dir.read_result().unwrap(), None);
         assert!(!dir.has_result());
-        let result = JobResult {
-            version: RESULT_VERSION,
+        let result = JobFinished {
             job: 3,
             exit_code: None,
             signal: Some(15),
-            cause: Cause::Walltime,
+            cause: v1::FinishCause::Walltime as i32,
             message: "over".into(),
             start_time: 10,
             end_time: 20,
@@ -324,11 +325,7 @@ mod tests {
         };
         dir.write_result(&result).unwrap();
         assert!(dir.has_result());
-        assert_eq!(dir.read_result().unwrap(), Some(result.clone()));
-        let wire = result.to_proto();
-        assert_eq!(wire.cause, v1::FinishCause::Walltime as i32);
-        assert_eq!(wire.signal, Some(15));
-        assert_eq!((wire.cput, wire.max_rss), (Some(3), Some(4096)));
+        assert_eq!(dir.read_result().unwrap(), Some(result));
         // No temporary file is left behind.
         let names: Vec<_> = fs::read_dir(&dir.path)
             .unwrap()

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use qmesh_proto::v1;
+use qmesh_proto::v1::{self, FinishCause, JobFinished};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, Interest};
 use tokio::sync::mpsc::UnboundedSender;
@@ -25,8 +25,8 @@ use crate::error::{AgentError, Result};
 use crate::hooks::Hooks;
 use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
 use crate::record::{
-    Additions, Cause, Cgroups, JOB_PID_FILE, JobResult, KILL_REASON_FILE, Launch, RESULT_VERSION,
-    SHEPHERD_LOG, SHEPHERD_PID_FILE, write_atomic,
+    Additions, Cgroups, JOB_PID_FILE, KILL_REASON_FILE, Launch, SHEPHERD_LOG, SHEPHERD_PID_FILE,
+    finish, write_atomic,
 };
 use crate::shepherd::{self, now};
 use crate::spool::{JobDir, Spool};
@@ -43,7 +43,7 @@ pub enum Event {
         pid: i32,
         time: i64,
     },
-    Finished(JobResult),
+    Finished(JobFinished),
     /// A job launched elsewhere joined here (see `joined`).
     Joined(v1::JobJoined),
 }
@@ -52,7 +52,7 @@ pub enum Event {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SpoolState {
     pub running: Vec<u64>,
-    pub finished: Vec<JobResult>,
+    pub finished: Vec<JobFinished>,
 }
 
 pub struct Supervisor {
@@ -238,7 +238,7 @@ impl Supervisor {
         let dir = match prepared {
             (Ok(Some(dir)), Some(refused)) => {
                 warn!("job not started: {refused}");
-                let result = JobResult::launch_failed(seq, refused, now());
+                let result = finish(seq, FinishCause::LaunchFailed, refused, now());
                 persist(&dir, &result);
                 let _ = self.events.send(Event::Finished(result));
                 return Ok(());
@@ -251,7 +251,7 @@ impl Supervisor {
             (Err(e), _) => {
                 error!("{e}");
                 let message = format!("cannot write the job to the agent's spool: {e}");
-                return Err(JobResult::launch_failed(seq, message, now()).to_proto());
+                return Err(finish(seq, FinishCause::LaunchFailed, message, now()));
             }
         };
         if let Some((forked, out)) = self.fork_shepherd(&dir).await {
@@ -278,7 +278,7 @@ impl Supervisor {
             Err(e) => {
                 error!("{e}");
                 let message = format!("cannot start the shepherd: {e}");
-                let result = JobResult::launch_failed(seq, message, now());
+                let result = finish(seq, FinishCause::LaunchFailed, message, now());
                 persist(&dir, &result);
                 let _ = self.events.send(Event::Finished(result));
             }
@@ -545,9 +545,9 @@ async fn watch_adopted(dir: JobDir, shepherd: i32, events: UnboundedSender<Event
     }
 }
 
-fn log_finish(r: &JobResult) {
+fn log_finish(r: &JobFinished) {
     info!(
-        cause = ?r.cause,
+        cause = ?r.cause(),
         exit_code = ?r.exit_code,
         signal = ?r.signal,
         message = %r.message,
@@ -555,7 +555,7 @@ fn log_finish(r: &JobResult) {
     );
 }
 
-fn persist(dir: &JobDir, result: &JobResult) {
+fn persist(dir: &JobDir, result: &JobFinished) {
     if let Err(e) = dir.write_result(result) {
         if !dir.path.exists() {
             // The daemon has acknowledged an end of this job already (a
@@ -572,7 +572,7 @@ fn persist(dir: &JobDir, result: &JobResult) {
 /// started the job: a launch failure. With it, the job ran and how it ended
 /// is unknown; what is left of it is killed, since nothing enforces its
 /// limits any more and the daemon will give its nodes to others.
-fn vanished(dir: &JobDir) -> JobResult {
+fn vanished(dir: &JobDir) -> JobFinished {
     remove_tmpdir_of(dir);
     let log = dir.file(SHEPHERD_LOG);
     let Some(job_pid) = dir.read_pid(JOB_PID_FILE) else {
@@ -580,7 +580,7 @@ fn vanished(dir: &JobDir) -> JobResult {
             "the job never started: its shepherd is gone and left no result; see {}",
             log.display()
         );
-        return JobResult::launch_failed(dir.seq, message, now());
+        return finish(dir.seq, FinishCause::LaunchFailed, message, now());
     };
     // Only a process that still leads its own session is the job's leader.
     if procfs::stat(job_pid).is_some_and(|s| s.session == job_pid && s.pgrp == job_pid) {
@@ -608,20 +608,8 @@ fn remove_tmpdir_of(dir: &JobDir) {
     }
 }
 
-fn unknown_end(dir: &JobDir, message: String) -> JobResult {
-    JobResult {
-        version: RESULT_VERSION,
-        job: dir.seq,
-        exit_code: None,
-        signal: None,
-        cause: Cause::Unknown,
-        message,
-        start_time: 0,
-        end_time: now(),
-        cput: None,
-        max_rss: None,
-        vmem: None,
-    }
+fn unknown_end(dir: &JobDir, message: String) -> JobFinished {
+    finish(dir.seq, FinishCause::Lost, message, now())
 }
 
 #[cfg(test)]
@@ -648,7 +636,7 @@ mod tests {
         spool
             .prepare_order(launch(2), Additions::default())
             .unwrap();
-        let done = JobResult::launch_failed(1, "no".into(), 5);
+        let done = finish(1, FinishCause::LaunchFailed, "no".into(), 5);
         a.write_result(&done).unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool, tx);
@@ -666,12 +654,12 @@ mod tests {
             .unwrap()
             .unwrap();
         let r = vanished(&dir);
-        assert_eq!(r.cause, Cause::LaunchFailed);
+        assert_eq!(r.cause(), FinishCause::LaunchFailed);
         assert!(r.message.contains("shepherd.log"), "{}", r.message);
         // With a job pid (here one that cannot exist), the end is unknown.
         dir.write_pid(JOB_PID_FILE, i32::MAX).unwrap();
         let r = vanished(&dir);
-        assert_eq!(r.cause, Cause::Unknown);
+        assert_eq!(r.cause(), FinishCause::Lost);
         assert_eq!((r.exit_code, r.signal), (None, None));
     }
 
@@ -688,7 +676,7 @@ mod tests {
         let state = sup.state().unwrap();
         assert!(state.running.is_empty());
         assert_eq!(state.finished.len(), 1);
-        assert_eq!(state.finished[0].cause, Cause::LaunchFailed);
+        assert_eq!(state.finished[0].cause(), FinishCause::LaunchFailed);
         sup.ack(9);
         assert!(!spool.job(9).exists());
         assert_eq!(sup.state().unwrap(), SpoolState::default());

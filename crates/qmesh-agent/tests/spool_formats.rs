@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use qmesh_agent::record::{self, Additions, Cause, Cgroups, JobResult, Launch};
+use qmesh_agent::record::{self, Additions, Cgroups, Launch};
 use qmesh_agent::spool::Spool;
 use qmesh_proto::v1;
 
@@ -181,12 +181,11 @@ fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
     let result = ended.read_result().unwrap().unwrap();
     assert_eq!(
         result,
-        JobResult {
-            version: 1,
+        v1::JobFinished {
             job: 18,
             exit_code: None,
             signal: Some(15),
-            cause: Cause::Walltime,
+            cause: v1::FinishCause::Walltime as i32,
             message: "still running 10 s after SIGTERM, killed with SIGKILL".into(),
             start_time: 1_700_000_000,
             end_time: 1_700_000_075,
@@ -197,8 +196,7 @@ fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
     );
 
     let lost = spool.job(19).read_result().unwrap().unwrap();
-    assert_eq!(lost.cause, Cause::Unknown);
-    assert_eq!(lost.to_proto().cause, v1::FinishCause::Lost as i32);
+    assert_eq!(lost.cause(), v1::FinishCause::Lost, "version 1's UNKNOWN");
     assert_eq!(
         (lost.start_time, lost.end_time),
         (1_700_000_050, 1_700_000_100)

@@ -9,10 +9,11 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use qmesh_proto::v1::{FinishCause, JobFinished};
 use tracing::{info, warn};
 
 use crate::cgroup::job::{Allowance, JobCgroup, Usage};
-use crate::record::{Cause, JobResult, Launch};
+use crate::record::Launch;
 
 /// How often a contained job's cgroup is looked at while it runs (for a
 /// process the kernel killed at the memory limit: in v1 it kills one
@@ -75,11 +76,11 @@ pub fn contain(launch: &Launch) -> Result<Option<Contained>, String> {
 /// After the job and all its processes are gone: what they used, into
 /// `result`; a kill at the memory limit makes the end the memory's, with
 /// PBS's exit status for a job killed by a signal; then the cgroup goes.
-pub fn settle(contained: &Contained, host: &str, result: &mut JobResult) {
+pub fn settle(contained: &Contained, host: &str, result: &mut JobFinished) {
     let used = contained.cgroup.usage();
     record_use(&used, result);
     if used.oom_kills > 0 {
-        result.cause = Cause::Memory;
+        result.set_cause(FinishCause::Memory);
         if result.exit_code.is_none() && result.signal.is_none() {
             result.signal = Some(nix::sys::signal::Signal::SIGKILL as i32);
         }
@@ -98,7 +99,7 @@ pub fn settle(contained: &Contained, host: &str, result: &mut JobResult) {
 /// The cgroup's figures replace rusage's: they count every process of
 /// the job (pbsdsh's tasks, those that left its session), not only those
 /// the shepherd reaped, and its memory is the peak of all of them at once.
-fn record_use(used: &Usage, result: &mut JobResult) {
+fn record_use(used: &Usage, result: &mut JobFinished) {
     if let Some(micros) = used.cpu_micros {
         result.cput = Some((micros + 500_000) / 1_000_000);
     }
