@@ -3,16 +3,22 @@
 //! (of the old binary) go on writing the old formats; so each version of
 //! a spool file is kept here as its agent wrote it, and read.
 //!
-//! `fixtures/spool-v1` was written by the agent of format version 1 (all
-//! its files had that one; `Spool::prepare`, `JobDir::write_result`,
-//! `signals::post`, the joined record) from the orders and additions
-//! built below: job 17 runs (every field of its launch set, a signal
-//! request waiting), 18 ended at its wall time, 19's end is unknown; 21
-//! is a job joined from host h1.
+//! `fixtures/spool-vN` holds what the agent of launch.json version N
+//! wrote (`Spool::prepare`, `JobDir::write_result`, `signals::post`, a
+//! join) from the orders, additions and ends built below: job 17 runs
+//! (every field of its launch set, a signal request waiting), 18 ended
+//! at its wall time, 19's end is unknown; 21 is a job joined from host h1.
+//! Version 1 was written by the agent before launch.json held the wire's
+//! order (its files were all of version 1); the others by
+//! [`write_a_fixture`], which a new version runs once:
+//! `QMESH_WRITE_FIXTURE=DIR cargo test -p qmesh-agent --test spool_formats
+//! -- --ignored`.
 
 use std::path::{Path, PathBuf};
 
-use qmesh_agent::record::{self, Additions, Cgroups, Launch};
+use nix::sys::signal::Signal;
+use qmesh_agent::joined::Joined;
+use qmesh_agent::record::{self, Additions, Cgroups, LAUNCH_VERSION, Launch};
 use qmesh_agent::spool::Spool;
 use qmesh_proto::v1;
 
@@ -137,6 +143,46 @@ fn added_18() -> Additions {
     }
 }
 
+fn order_19() -> v1::LaunchJob {
+    v1::LaunchJob {
+        job: 19,
+        job_id: "19.srv".into(),
+        script: b"true\n".to_vec(),
+        user: "bob".into(),
+        uid: 1001,
+        gid: 1001,
+        nodes: vec!["n1".into()],
+        ..Default::default()
+    }
+}
+
+fn end_18() -> v1::JobFinished {
+    v1::JobFinished {
+        job: 18,
+        exit_code: None,
+        signal: Some(15),
+        cause: v1::FinishCause::Walltime as i32,
+        message: "still running 10 s after SIGTERM, killed with SIGKILL".into(),
+        start_time: 1_700_000_000,
+        end_time: 1_700_000_075,
+        cput: Some(42),
+        max_rss: Some(5 << 20),
+        vmem: Some(9 << 20),
+    }
+}
+
+fn end_19() -> v1::JobFinished {
+    v1::JobFinished {
+        start_time: 1_700_000_050,
+        ..record::finish(
+            19,
+            v1::FinishCause::Lost,
+            "the shepherd ended while the job (pid 4300) ran; its exit status is unknown".into(),
+            1_700_000_100,
+        )
+    }
+}
+
 /// What an agent of any version keeps of an order (but its script) and
 /// its additions, as read back from a file of `version`.
 fn as_kept(version: u32, order: v1::LaunchJob, added: Additions) -> Launch {
@@ -151,67 +197,108 @@ fn as_kept(version: u32, order: v1::LaunchJob, added: Additions) -> Launch {
     }
 }
 
-#[test]
-fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
-    let spool = Spool::open(&fixture("spool-v1")).unwrap();
-    let dirs = spool.scan().unwrap();
-    let seqs: Vec<u64> = dirs.iter().map(|d| d.seq).collect();
+/// A spool of launch.json `version` reads into the same launches and
+/// ends, and the files made from them are what this agent would make.
+fn reads_the_same(version: u32) {
+    let root = fixture(&format!("spool-v{version}"));
+    let spool = Spool::open(&root).unwrap();
+    let seqs: Vec<u64> = spool.scan().unwrap().iter().map(|d| d.seq).collect();
     assert_eq!(seqs, vec![17, 18, 19]);
 
     let running = spool.job(17);
     let launch = running.read_launch().unwrap();
-    assert_eq!(launch, as_kept(1, order_17(), added_17()));
-    // The files made from it are what the new agent would make.
+    assert_eq!(launch, as_kept(version, order_17(), added_17()));
     let file = |name: &str| std::fs::read_to_string(running.file(name)).unwrap();
     assert_eq!(file(record::NODE_FILE), record::node_file_text(&launch));
     assert_eq!(
         file(record::GPU_FILE),
         record::gpu_file_text(&launch.added.host, &launch.added.gpus)
     );
+    assert_eq!(file(record::SCRIPT_FILE).as_bytes(), order_17().script);
     assert_eq!(running.read_result().unwrap(), None);
-    assert_eq!(running.read_pid("shepherd.pid"), Some(4100));
-    assert_eq!(running.read_pid("job.pid"), Some(4101));
+    assert_eq!(running.read_pid(record::SHEPHERD_PID_FILE), Some(4100));
+    assert_eq!(running.read_pid(record::JOB_PID_FILE), Some(4101));
+    assert_eq!(file(record::KILL_REASON_FILE), "qdel by alice");
     assert!(qmesh_agent::signals::pending(&running));
 
     let ended = spool.job(18);
     assert_eq!(
         ended.read_launch().unwrap(),
-        as_kept(1, order_18(), added_18())
+        as_kept(version, order_18(), added_18())
     );
-    let result = ended.read_result().unwrap().unwrap();
+    assert_eq!(ended.read_result().unwrap(), Some(end_18()));
+    let lost = spool.job(19);
     assert_eq!(
-        result,
-        v1::JobFinished {
-            job: 18,
-            exit_code: None,
-            signal: Some(15),
-            cause: v1::FinishCause::Walltime as i32,
-            message: "still running 10 s after SIGTERM, killed with SIGKILL".into(),
-            start_time: 1_700_000_000,
-            end_time: 1_700_000_075,
-            cput: Some(42),
-            max_rss: Some(5 << 20),
-            vmem: Some(9 << 20),
-        }
+        lost.read_launch().unwrap(),
+        as_kept(version, order_19(), Additions::default())
     );
+    assert_eq!(lost.read_result().unwrap(), Some(end_19()));
+}
 
-    let lost = spool.job(19).read_result().unwrap().unwrap();
-    assert_eq!(lost.cause(), v1::FinishCause::Lost, "version 1's UNKNOWN");
-    assert_eq!(
-        (lost.start_time, lost.end_time),
-        (1_700_000_050, 1_700_000_100)
-    );
+#[test]
+fn a_version_1_spool_reads_into_the_same_launches_and_ends() {
+    reads_the_same(1);
+}
+
+#[test]
+fn a_version_2_spool_reads_into_the_same_launches_and_ends() {
+    reads_the_same(2);
 }
 
 #[tokio::test]
-async fn a_version_1_joined_record_still_holds_its_nodes() {
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let joined =
-        qmesh_agent::joined::Joined::open(&fixture("spool-v1"), Default::default(), None, tx)
-            .unwrap();
-    assert_eq!(joined.jobs(), vec![21]);
-    assert_eq!(
-        joined.held_nodes(),
-        vec!["n4".to_string(), "n5".to_string()]
-    );
+async fn a_joined_record_still_holds_its_nodes() {
+    for version in [1, 2] {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let root = fixture(&format!("spool-v{version}"));
+        let joined = Joined::open(&root, Default::default(), None, tx).unwrap();
+        assert_eq!(joined.jobs(), vec![21]);
+        assert_eq!(
+            joined.held_nodes(),
+            vec!["n4".to_string(), "n5".to_string()]
+        );
+    }
+}
+
+/// Writes the spool above, as this agent writes it, into
+/// `$QMESH_WRITE_FIXTURE` (to be committed as `fixtures/spool-vN` when N
+/// is a new launch.json version).
+#[tokio::test]
+#[ignore = "writes a fixture for a new version of the spool's formats"]
+async fn write_a_fixture() {
+    let Some(root) = std::env::var_os("QMESH_WRITE_FIXTURE") else {
+        return;
+    };
+    let root = PathBuf::from(root);
+    let spool = Spool::open(&root).unwrap();
+    let prepare = |mut order: v1::LaunchJob, added: Additions| {
+        let script = std::mem::take(&mut order.script);
+        let launch = Launch::new(order, added);
+        spool.prepare(&launch, &script).unwrap().unwrap()
+    };
+    let running = prepare(order_17(), added_17());
+    running.write_pid(record::SHEPHERD_PID_FILE, 4100).unwrap();
+    running.write_pid(record::JOB_PID_FILE, 4101).unwrap();
+    let reason = running.file(record::KILL_REASON_FILE);
+    record::write_atomic(&reason, b"qdel by alice", 0o644).unwrap();
+    qmesh_agent::signals::post(&running, Signal::SIGUSR1, "qsig by alice").unwrap();
+    prepare(order_18(), added_18())
+        .write_result(&end_18())
+        .unwrap();
+    prepare(order_19(), Additions::default())
+        .write_result(&end_19())
+        .unwrap();
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let joined = Joined::open(&root, Default::default(), None, tx).unwrap();
+    joined.join(v1::JoinJob {
+        job: 21,
+        job_id: "21.srv".into(),
+        user: "alice".into(),
+        group: "users".into(),
+        nodes: vec!["n4".into(), "n5".into()],
+        launched_on: "h1".into(),
+        ..Default::default()
+    });
+    rx.recv().await.unwrap();
+    eprintln!("written: commit it as fixtures/spool-v{LAUNCH_VERSION}");
 }
