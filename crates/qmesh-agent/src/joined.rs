@@ -4,10 +4,11 @@
 //! mark their nodes busy, run the site's prologue when the job joins and
 //! its epilogue when it leaves, and report.
 //!
-//! Each joined job is a small record in `SPOOL/joined/SEQ.json`, written
-//! before the prologue runs and removed after the epilogue, so an agent
-//! that restarts still knows what it holds (its Hello lists them) and a
-//! join the daemon sends again after a reconnection runs nothing twice.
+//! Each joined job is a small record in `SPOOL/joined/SEQ.json`
+//! ([`crate::record::JoinedRecord`]), written before the prologue runs
+//! and removed after the epilogue, so an agent that restarts still knows
+//! what it holds (its Hello lists them) and a join the daemon sends again
+//! after a reconnection runs nothing twice.
 //! Prologue and epilogue follow PBS (see [`crate::hooks`]): a failed
 //! prologue fails the join, and the daemon ends the job.
 //!

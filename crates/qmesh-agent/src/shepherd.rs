@@ -57,7 +57,7 @@ pub fn signals() -> SigSet {
 
 /// For a process the agent starts that is, or will fork, shepherds: the
 /// child-side setup between fork and exec. Its own session, so that it
-/// outlives the agent and no terminal's signals reach it; [`signals`]
+/// outlives the agent and no terminal's signals reach it; [`signals()`]
 /// blocked, so that a kill sent at once waits for the shepherd's sigwait.
 pub fn own_session_signals_blocked() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static
 {

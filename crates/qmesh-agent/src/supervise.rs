@@ -61,7 +61,8 @@ pub struct Supervisor {
     /// Forks shepherds; without it (or when it fails) they are exec'd.
     zygote: Option<Zygote>,
     /// What every launch here gets: the site's prologue and epilogue,
-    /// where TMPDIRs go, the host's name (its GPUs are chosen per job).
+    /// where TMPDIRs and cgroups go, the commands' socket, the host's name
+    /// (its GPUs are chosen per job).
     additions: Additions,
     /// GPUs this host has, to give out.
     host_gpus: u32,

@@ -157,18 +157,18 @@ mod tests {
             ],
             ..LaunchJob::default()
         };
-        let mut spec = Launch::new(order, Default::default());
+        let mut launch = Launch::new(order, Default::default());
         assert_eq!(
-            allowance(&spec),
+            allowance(&launch),
             Allowance {
                 mem: Some(2 << 30),
                 cpus: Some(3)
             }
         );
         // Exclusive nodes: all their CPUs; a node without mem: no limit.
-        spec.order.shares[0] = share(2, None, false);
+        launch.order.shares[0] = share(2, None, false);
         assert_eq!(
-            allowance(&spec),
+            allowance(&launch),
             Allowance {
                 mem: None,
                 cpus: None
