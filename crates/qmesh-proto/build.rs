@@ -6,16 +6,16 @@
 //! a job's end) derive serde too, so that its `launch.json` and
 //! `result.json` hold the wire's message itself and a field added to the
 //! wire reaches the job with no copy in between
-//! (`crates/qmesh-agent/src/record.rs`).
+//! (`crates/qmesh-agent/src/record/`).
 
 use std::path::PathBuf;
 
 /// The messages kept in the agent's spool as JSON. Their field names are
 /// then the files' keys: renaming one (harmless on the wire) changes
-/// the spool's format. Missing fields read as their defaults.
+/// the spool's format. Missing fields read as their defaults. (`EnvVar`,
+/// in a launch too, is written by hand: `src/spool_json.rs`.)
 const KEPT_IN_SPOOL: &[&str] = &[
     ".qmesh.v1.LaunchJob",
-    ".qmesh.v1.EnvVar",
     ".qmesh.v1.NodeShare",
     ".qmesh.v1.ProcessLimits",
     ".qmesh.v1.JobFinished",
@@ -35,10 +35,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The script has a file of its own in the spool.
         .field_attribute(".qmesh.v1.LaunchJob.script", "#[serde(skip)]");
     for message in KEPT_IN_SPOOL {
-        builder = builder.type_attribute(
-            message,
-            "#[derive(serde::Serialize, serde::Deserialize)]\n#[serde(default)]",
-        );
+        // Fields left at their defaults are not written (and read back as
+        // them): the shepherd reads what a job sets, not forty empties.
+        builder = builder
+            .type_attribute(
+                message,
+                "#[derive(serde::Serialize, serde::Deserialize)]\n#[serde(default)]",
+            )
+            .field_attribute(
+                message,
+                "#[serde(skip_serializing_if = \"crate::spool_json::is_default\")]",
+            );
     }
     builder.compile_with_config(config, &[proto], &[proto_dir])?;
     Ok(())

@@ -2,6 +2,10 @@
 //! agent that took it added, and how the order is read where the daemon
 //! said nothing (an older daemon's order). Version 1, the agent's own
 //! copy of the order field by field, is read into the same launch.
+//!
+//! The file is compact JSON without the fields left at their defaults
+//! (`qmesh-proto`'s `spool_json.rs`): the shepherd reads it at every
+//! start, and that costs less than version 1's reading did.
 
 use std::path::PathBuf;
 
@@ -30,20 +34,27 @@ pub struct Launch {
 pub struct Additions {
     /// Run by the shepherd before the job and after it (`--prologue`,
     /// `--epilogue` of the agent that launched it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prologue: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub epilogue: Option<PathBuf>,
     /// Where the job's TMPDIR is made (`--tmpdir-base`); `None` (a launch
     /// from an older agent): no TMPDIR.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tmpdir_base: Option<PathBuf>,
     /// The socket the job's commands reach the daemon through (its
     /// QMESH_SOCKET, `--commands-socket`); `None`: their own default.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commands_socket: Option<PathBuf>,
     /// This host's name, as its agent serves it (for PBS_GPUFILE).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub host: String,
     /// The GPU indices of this host given to the job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<u32>,
     /// Where its shepherd makes the job's cgroup (`None`: the agent found
     /// none it could use, or an older agent launched it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroups: Option<Cgroups>,
 }
 
@@ -67,13 +78,11 @@ pub enum Cgroups {
 }
 
 /// `launch.json` of version 1: the order's fields at the top level, with
-/// the wire's names but `env` as pairs, and the agent's among them.
+/// the wire's names, and the agent's among them.
 #[derive(Deserialize)]
 struct LaunchV1 {
     #[serde(default)]
     version: u32,
-    #[serde(default)]
-    env: Vec<(String, String)>,
     #[serde(flatten)]
     order: v1::LaunchJob,
     #[serde(flatten)]
@@ -89,26 +98,20 @@ impl Launch {
         }
     }
 
+    /// Compact: the shepherd reads it back at every start (`jq .` shows
+    /// it).
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self)
+        serde_json::to_vec(self)
     }
 
     /// A `launch.json` of any version.
     pub fn from_json(bytes: &[u8]) -> serde_json::Result<Launch> {
         serde_json::from_slice(bytes).or_else(|e| match serde_json::from_slice::<LaunchV1>(bytes) {
-            Ok(old) if old.version <= 1 => {
-                let mut order = old.order;
-                order.env = old
-                    .env
-                    .into_iter()
-                    .map(|(name, value)| v1::EnvVar { name, value })
-                    .collect();
-                Ok(Launch {
-                    version: old.version,
-                    order,
-                    added: old.added,
-                })
-            }
+            Ok(old) if old.version <= 1 => Ok(Launch {
+                version: old.version,
+                order: old.order,
+                added: old.added,
+            }),
             _ => Err(e),
         })
     }

@@ -60,7 +60,7 @@ enum CauseV1 {
 }
 
 pub fn result_to_json(finished: &v1::JobFinished) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec_pretty(&ResultFile {
+    serde_json::to_vec(&ResultFile {
         version: RESULT_VERSION,
         finished,
     })
