@@ -11,7 +11,8 @@ use tracing::{info, warn};
 
 use crate::cli::Cli;
 use crate::error::{AgentError, Result};
-use crate::joined::{Hooks, Joined};
+use crate::hooks::Hooks;
+use crate::joined::Joined;
 use crate::session::{self, SessionConfig};
 use crate::spool::Spool;
 use crate::supervise::Supervisor;
@@ -192,7 +193,7 @@ fn submit_only(
 struct JobPlaces {
     tmpdir_base: PathBuf,
     /// Where jobs' cgroups go, if the host has them.
-    cgroups: Option<crate::cgroup::Cgroups>,
+    cgroups: Option<crate::record::Cgroups>,
     commands_socket: Option<PathBuf>,
 }
 

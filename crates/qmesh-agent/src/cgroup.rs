@@ -8,9 +8,9 @@
 //! ([`detect`]): cgroup v2 where the unified hierarchy has the memory
 //! controller; else cgroup v1 where a memory hierarchy is mounted (with
 //! cpu and cpuacct when they are); else nothing, which it says, and jobs
-//! run as before. The answer ([`Cgroups`]) travels in each job's launch
-//! spec, so the shepherd that makes the job's cgroup ([`job`]) needs no
-//! detection of its own.
+//! run as before. The answer ([`Cgroups`]) travels in each job's
+//! `launch.json` (so the type is [`crate::record`]'s), and the shepherd
+//! that makes the job's cgroup ([`job`]) needs no detection of its own.
 //!
 //! Where the job cgroups go:
 //! - v2: `MOUNT/qmesh/AGENT/JOBID`. A v2 cgroup that holds processes
@@ -31,27 +31,10 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use crate::record::Cgroups;
 
 /// The directory under which jobs' cgroups are made, in each hierarchy.
 pub const BASE_NAME: &str = "qmesh";
-
-/// Where the host's cgroups for jobs are, as the agent found them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "version", rename_all = "lowercase")]
-pub enum Cgroups {
-    /// The unified hierarchy: jobs in `base/JOBID`; `cpu`: whether the
-    /// cpu controller is enabled there.
-    V2 { base: PathBuf, cpu: bool },
-    /// One base per v1 controller: jobs in `memory/JOBID` and so on.
-    V1 {
-        memory: PathBuf,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cpu: Option<PathBuf>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cpuacct: Option<PathBuf>,
-    },
-}
 
 impl std::fmt::Display for Cgroups {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

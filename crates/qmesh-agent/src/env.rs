@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::spool::LaunchSpec;
+use crate::record::Launch;
 
 /// PATH when the job's environment does not set one.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -38,13 +38,15 @@ pub struct Places<'a> {
 /// The environment, and the names of job variables that were dropped
 /// because no process environment can hold them (empty, '=' or NUL).
 pub fn job_environment(
-    spec: &LaunchSpec,
+    launch: &Launch,
     who: &Identity<'_>,
     places: &Places<'_>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
+    let order = &launch.order;
     let mut env = BTreeMap::new();
     let mut dropped = Vec::new();
-    for (name, value) in &spec.env {
+    for var in &order.env {
+        let (name, value) = (&var.name, &var.value);
         if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
             dropped.push(name.clone());
             continue;
@@ -58,7 +60,7 @@ pub fn job_environment(
     env.entry("PBS_O_HOME".to_string())
         .or_insert_with(|| who.home.display().to_string());
     // OpenMP threads are the job's own when it says so (-v, -V).
-    let share = spec.local_share();
+    let share = launch.local_share();
     if share.threads > 0 {
         env.entry("OMP_NUM_THREADS".to_string())
             .or_insert_with(|| share.threads.to_string());
@@ -71,8 +73,8 @@ pub fn job_environment(
     set("USER", who.user.to_string());
     set("LOGNAME", who.user.to_string());
     // An interactive job's login shell is qsub -S's when it names one.
-    let shell = if spec.interactive && !spec.shell.is_empty() {
-        spec.shell.clone()
+    let shell = if order.interactive && !order.shell.is_empty() {
+        order.shell.clone()
     } else if who.shell.as_os_str().is_empty() {
         "/bin/sh".to_string()
     } else {
@@ -81,43 +83,43 @@ pub fn job_environment(
     set("SHELL", shell);
 
     let nodefile = places.nodefile.display().to_string();
-    let nnodes = spec.nodes.len().to_string();
+    let nnodes = order.nodes.len().to_string();
     for (qmesh, pbs, value) in [
-        ("QMESH_JOBID", "PBS_JOBID", &spec.job_id),
-        ("QMESH_JOBNAME", "PBS_JOBNAME", &spec.name),
+        ("QMESH_JOBID", "PBS_JOBID", &order.job_id),
+        ("QMESH_JOBNAME", "PBS_JOBNAME", &order.name),
         ("QMESH_NODEFILE", "PBS_NODEFILE", &nodefile),
         ("QMESH_NNODES", "PBS_NUM_NODES", &nnodes),
-        ("QMESH_QUEUE", "PBS_QUEUE", &spec.queue),
-        ("QMESH_O_WORKDIR", "PBS_O_WORKDIR", &spec.workdir),
-        ("QMESH_O_HOST", "PBS_O_HOST", &spec.submit_host),
+        ("QMESH_QUEUE", "PBS_QUEUE", &order.queue),
+        ("QMESH_O_WORKDIR", "PBS_O_WORKDIR", &order.workdir),
+        ("QMESH_O_HOST", "PBS_O_HOST", &order.submit_host),
     ] {
         set(qmesh, value.clone());
         set(pbs, value.clone());
     }
-    set("PBS_O_QUEUE", spec.first_queue().to_string());
+    set("PBS_O_QUEUE", launch.first_queue().to_string());
     // A job may submit jobs and watch them: its commands find the daemon.
-    if let Some(socket) = &spec.commands_socket {
+    if let Some(socket) = &launch.added.commands_socket {
         set("QMESH_SOCKET", socket.display().to_string());
     }
-    if let Some(index) = spec.array_index {
+    if let Some(index) = order.array_index {
         // PBS Pro's pair, and Torque's one; each style's scripts read its own.
         set("PBS_ARRAY_INDEX", index.to_string());
-        set("PBS_ARRAY_ID", spec.array_id.clone());
+        set("PBS_ARRAY_ID", order.array_id.clone());
         set("PBS_ARRAYID", index.to_string());
-        if spec.array_torque {
+        if order.array_torque {
             // Torque names a sub-job NAME-INDEX.
-            set("PBS_JOBNAME", format!("{}-{index}", spec.name));
+            set("PBS_JOBNAME", format!("{}-{index}", order.name));
         }
     }
-    let environment = if spec.interactive {
+    let environment = if order.interactive {
         "PBS_INTERACTIVE"
     } else {
         "PBS_BATCH"
     };
     set("PBS_ENVIRONMENT", environment.to_string());
     // Torque: the first node's processes, and the node file's lines.
-    set("PBS_NUM_PPN", spec.share(0).procs.to_string());
-    let np: u32 = (0..spec.nodes.len()).map(|i| spec.share(i).procs).sum();
+    set("PBS_NUM_PPN", launch.share(0).procs.to_string());
+    let np: u32 = (0..order.nodes.len()).map(|i| launch.share(i).procs).sum();
     set("PBS_NP", np.to_string());
     // PBS Pro: this host's first node's CPUs.
     if share.cpus > 0 {
@@ -128,35 +130,48 @@ pub fn job_environment(
     set("PBS_TASKNUM", "1".to_string());
     set("PBS_VNODENUM", "0".to_string());
     set("PBS_JOBDIR", places.start_dir.display().to_string());
-    if spec.walltime > 0 {
-        set("PBS_WALLTIME", spec.walltime.to_string());
+    if order.walltime > 0 {
+        set("PBS_WALLTIME", order.walltime.to_string());
     }
     if let Some(tmpdir) = places.tmpdir {
         set("TMPDIR", tmpdir.display().to_string());
     }
-    if let Some(gpufile) = places.gpufile.filter(|_| !spec.gpus.is_empty()) {
+    let gpus = &launch.added.gpus;
+    if let Some(gpufile) = places.gpufile.filter(|_| !gpus.is_empty()) {
         set("PBS_GPUFILE", gpufile.display().to_string());
-        set(
-            "CUDA_VISIBLE_DEVICES",
-            crate::gpus::visible_devices(&spec.gpus),
-        );
+        set("CUDA_VISIBLE_DEVICES", visible_devices(gpus));
     }
-    if !spec.account.is_empty() {
-        set("QMESH_ACCOUNT", spec.account.clone());
-        set("PBS_ACCOUNT", spec.account.clone());
+    if !order.account.is_empty() {
+        set("QMESH_ACCOUNT", order.account.clone());
+        set("PBS_ACCOUNT", order.account.clone());
     }
     env.entry("PATH".to_string())
         .or_insert_with(|| DEFAULT_PATH.to_string());
     (env, dropped)
 }
 
+/// `CUDA_VISIBLE_DEVICES`: `0,2`.
+pub fn visible_devices(gpus: &[u32]) -> String {
+    gpus.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::NodeShare;
+    use qmesh_proto::v1::{self, EnvVar, NodeShare};
 
-    fn spec() -> LaunchSpec {
-        LaunchSpec {
+    fn var(name: &str, value: &str) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    fn spec() -> Launch {
+        let order = v1::LaunchJob {
             job: 17,
             job_id: "17.server".into(),
             name: "run.sh".into(),
@@ -165,14 +180,15 @@ mod tests {
             submit_host: "login1".into(),
             nodes: vec!["n1".into(), "n2".into(), "n3".into()],
             env: vec![
-                ("FOO".into(), "bar".into()),
-                ("HOME".into(), "/somewhere/else".into()),
-                ("QMESH_JOBID".into(), "forged".into()),
-                ("BAD=NAME".into(), "x".into()),
-                ("".into(), "x".into()),
+                var("FOO", "bar"),
+                var("HOME", "/somewhere/else"),
+                var("QMESH_JOBID", "forged"),
+                var("BAD=NAME", "x"),
+                var("", "x"),
             ],
             ..Default::default()
-        }
+        };
+        Launch::new(order, Default::default())
     }
 
     fn places() -> Places<'static> {
@@ -224,16 +240,16 @@ mod tests {
     #[test]
     fn a_sub_job_knows_its_index_in_both_styles() {
         let mut s = spec();
-        s.job_id = "12[3].server".into();
-        s.array_index = Some(3);
-        s.array_id = "12[].server".into();
+        s.order.job_id = "12[3].server".into();
+        s.order.array_index = Some(3);
+        s.order.array_id = "12[].server".into();
         let (env, _) = job_environment(&s, &alice(), &places());
         assert_eq!(env["PBS_ARRAY_INDEX"], "3");
         assert_eq!(env["PBS_ARRAY_ID"], "12[].server");
         assert_eq!(env["PBS_ARRAYID"], "3");
         assert_eq!(env["PBS_JOBID"], "12[3].server");
         assert_eq!(env["PBS_JOBNAME"], "run.sh");
-        s.array_torque = true;
+        s.order.array_torque = true;
         let (env, _) = job_environment(&s, &alice(), &places());
         assert_eq!(env["PBS_JOBNAME"], "run.sh-3");
     }
@@ -241,7 +257,7 @@ mod tests {
     #[test]
     fn the_jobs_own_path_is_kept() {
         let mut s = spec();
-        s.env.push(("PATH".into(), "/opt/x/bin:/usr/bin".into()));
+        s.order.env.push(var("PATH", "/opt/x/bin:/usr/bin"));
         let (env, _) = job_environment(&s, &alice(), &places());
         assert_eq!(env["PATH"], "/opt/x/bin:/usr/bin");
     }
@@ -267,12 +283,12 @@ mod tests {
             mem: None,
             shared: false,
         };
-        s.shares = vec![share(3, 6, 2), share(3, 6, 2), share(1, 4, 4)];
-        s.local_nodes = vec!["n2".into(), "n3".into()];
-        s.submit_queue = "route".into();
-        s.walltime = 600;
-        s.account = "c1".into();
-        s.gpus = vec![1, 3];
+        s.order.shares = vec![share(3, 6, 2), share(3, 6, 2), share(1, 4, 4)];
+        s.order.local_nodes = vec!["n2".into(), "n3".into()];
+        s.order.submit_queue = "route".into();
+        s.order.walltime = 600;
+        s.order.account = "c1".into();
+        s.added.gpus = vec![1, 3];
         let places = Places {
             tmpdir: Some(Path::new("/var/tmp/pbs.17.server")),
             gpufile: Some(Path::new("/sp/jobs/17/gpufile")),
@@ -301,10 +317,9 @@ mod tests {
     #[test]
     fn the_jobs_own_settings_win_where_pbs_lets_them() {
         let mut s = spec();
-        s.env.push(("OMP_NUM_THREADS".into(), "9".into()));
-        s.env
-            .push(("PBS_O_HOME".into(), "/home/alice-on-login".into()));
-        s.env.push(("TMPDIR".into(), "/tmp/login-tmp".into()));
+        s.order.env.push(var("OMP_NUM_THREADS", "9"));
+        s.order.env.push(var("PBS_O_HOME", "/home/alice-on-login"));
+        s.order.env.push(var("TMPDIR", "/tmp/login-tmp"));
         let places = Places {
             tmpdir: Some(Path::new("/var/tmp/pbs.17.server")),
             ..places()

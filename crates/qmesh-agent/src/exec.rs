@@ -25,8 +25,9 @@ use nix::fcntl::OFlag;
 use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
 use nix::sys::stat::Mode;
 
+use qmesh_proto::v1::ProcessLimits;
+
 use crate::plan::{Credentials, LaunchError, Plan};
-use crate::spool::Limits;
 
 /// The steps of the child-side setup, as reported through the step pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +70,7 @@ struct ChildSetup {
     /// `cgroup.procs` of the job's cgroup(s), to join first of all.
     cgroup_procs: Vec<RawFd>,
     switch_to: Option<Credentials>,
-    limits: Limits,
+    limits: ProcessLimits,
     umask: Option<u32>,
     workdir: CString,
     stdout: CString,

@@ -42,7 +42,7 @@ pub fn held(spool: &Spool) -> BTreeSet<u32> {
     };
     for dir in dirs.iter().filter(|d| !d.has_result()) {
         match dir.read_launch() {
-            Ok(spec) => held.extend(spec.gpus),
+            Ok(launch) => held.extend(launch.added.gpus),
             Err(e) => warn!(job = dir.seq, "{e}; its GPUs, if any, are taken as free"),
         }
     }
@@ -71,18 +71,10 @@ pub fn choose(total: u32, held: &BTreeSet<u32>, wanted: u32) -> Result<Vec<u32>,
     Ok(free.into_iter().take(wanted as usize).collect())
 }
 
-/// `CUDA_VISIBLE_DEVICES`: `0,2`.
-pub fn visible_devices(gpus: &[u32]) -> String {
-    gpus.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::{JobResult, LaunchAdditions};
+    use crate::record::{Additions, finish};
     use qmesh_proto::v1;
 
     #[test]
@@ -111,7 +103,7 @@ mod tests {
         assert!(e.contains("only 2 of its 4 are free"), "{e}");
         let e = choose(0, &BTreeSet::new(), 1).unwrap_err();
         assert!(e.contains("--gpus"), "{e}");
-        assert_eq!(visible_devices(&[1, 3]), "1,3");
+        assert_eq!(crate::env::visible_devices(&[1, 3]), "1,3");
     }
 
     #[test]
@@ -123,16 +115,19 @@ mod tests {
             job_id: format!("{job}.s"),
             ..Default::default()
         };
-        let with = |gpus: Vec<u32>| LaunchAdditions {
+        let with = |gpus: Vec<u32>| Additions {
             gpus,
-            ..LaunchAdditions::default()
+            ..Additions::default()
         };
-        spool.prepare(&launch(1), &with(vec![0, 1])).unwrap();
-        let ended = spool.prepare(&launch(2), &with(vec![2])).unwrap().unwrap();
-        spool.prepare(&launch(3), &with(vec![])).unwrap();
+        spool.prepare_order(launch(1), with(vec![0, 1])).unwrap();
+        let ended = spool
+            .prepare_order(launch(2), with(vec![2]))
+            .unwrap()
+            .unwrap();
+        spool.prepare_order(launch(3), with(vec![])).unwrap();
         assert_eq!(held(&spool), [0, 1, 2].into_iter().collect());
         ended
-            .write_result(&JobResult::launch_failed(2, "x".into(), 0))
+            .write_result(&finish(2, v1::FinishCause::LaunchFailed, "x".into(), 0))
             .unwrap();
         let held = held(&spool);
         assert_eq!(held, [0, 1].into_iter().collect());

@@ -4,10 +4,11 @@
 //! mark their nodes busy, run the site's prologue when the job joins and
 //! its epilogue when it leaves, and report.
 //!
-//! Each joined job is a small record in `SPOOL/joined/SEQ.json`, written
-//! before the prologue runs and removed after the epilogue, so an agent
-//! that restarts still knows what it holds (its Hello lists them) and a
-//! join the daemon sends again after a reconnection runs nothing twice.
+//! Each joined job is a small record in `SPOOL/joined/SEQ.json`
+//! ([`crate::record::JoinedRecord`]), written before the prologue runs
+//! and removed after the epilogue, so an agent that restarts still knows
+//! what it holds (its Hello lists them) and a join the daemon sends again
+//! after a reconnection runs nothing twice.
 //! Prologue and epilogue follow PBS (see [`crate::hooks`]): a failed
 //! prologue fails the join, and the daemon ends the job.
 //!
@@ -20,31 +21,14 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use qmesh_proto::v1;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
-use crate::cgroup::Cgroups;
 use crate::cgroup::job::{Allowance, JobCgroup};
 use crate::error::{AgentError, Result};
-pub use crate::hooks::Hooks;
-use crate::hooks::{self, HOOK_TIMEOUT, HookJob};
-use crate::spool::write_atomic;
+use crate::hooks::{self, HOOK_TIMEOUT, HookJob, Hooks};
+use crate::record::{Cgroups, JoinedRecord as Record, write_atomic};
 use crate::supervise::Event;
-
-/// A job this host joined, as kept in the spool.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Record {
-    job: u64,
-    job_id: String,
-    user: String,
-    group: String,
-    nodes: Vec<String>,
-    launched_on: String,
-    /// The prologue's outcome once known: the answer to a repeated join.
-    #[serde(default)]
-    outcome: Option<(bool, String)>,
-}
 
 /// The joined jobs of this agent.
 #[derive(Clone)]

@@ -2,32 +2,57 @@
 //! with the daemon (`Agent.Session` in `proto/qmesh.proto`), starts each job
 //! under a shepherd process, and reports starts and ends.
 //!
-//! Code map:
-//! - [`cli`]: the command line.
-//! - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
-//! - [`session`]: one session with the daemon, and the reconnect loop.
-//! - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
-//! - [`facts`]: CPUs, memory, load and GPUs, with every heartbeat.
-//! - [`gpus`]: the host's GPUs, and which of them a job gets.
-//! - [`joined`]: jobs launched on another host that hold nodes here.
-//! - [`hooks`]: the site's prologue and epilogue, on every host of a job.
-//! - [`signals`]: signals for a running job, through the spool to its shepherd.
-//! - [`spool`]: the per-job directories, the agent's only memory.
-//! - [`lock`]: one agent per spool.
-//! - [`shepherd`]: the per-job process (`qmesh-agent shepherd JOBDIR`).
-//! - [`zygote`]: the small process that forks shepherds, so that none is
-//!   exec'd per job.
-//! - [`plan`]: what the job will be: user, groups, program, output, env.
-//! - [`exec`]: how the shepherd starts it (the code between fork and exec).
-//! - [`env`](mod@env): the job's environment.
-//! - [`limits`]: the job's process limits, and what it used.
-//! - [`cgroup`]: each job's cgroup: its memory and CPUs held to what it
-//!   asked, all its processes found, killed and measured.
-//! - [`tmpdir`]: the job's TMPDIR.
-//! - [`procfs`]: what /proc says about pids.
-//! - [`tasks`]: pbsdsh's processes and interactive jobs' terminals.
-//! - [`relay`]: this host's commands to the daemon, with the callers' identity.
-//! - [`pty_bridge`]: an interactive job's terminal and shell (`qsub -I`).
+//! Code map, bottom up, by floors: a module uses only modules on its own
+//! floor or below, and no two modules of one floor use each other in a
+//! circle.
+//!
+//! 1. Ground.
+//!    - [`error`]: the agent's errors.
+//!    - [`record`]: what the spool's files hold (the launch order as the
+//!      wire's `LaunchJob`, the end as its `JobFinished`), their versions,
+//!      the atomic write. It uses only `error`.
+//! 2. The host: one mechanism each, knowing no job directory.
+//!    - [`procfs`]: what /proc says about pids.
+//!    - [`cgroup`]: each job's cgroup: its memory and CPUs held to what it
+//!      asked, all its processes found, killed and measured.
+//!    - [`limits`]: the job's process limits, and what it used.
+//!    - [`tmpdir`]: the job's TMPDIR.
+//!    - [`lock`]: one agent per spool.
+//!    - [`tls`]: the daemon's CA, this agent's certificate.
+//!    - [`facts`]: CPUs, memory, load and GPUs, with every heartbeat.
+//! 3. The spool.
+//!    - [`spool`]: the per-job directories, the agent's only memory.
+//!    - [`gpus`]: the host's GPUs, and which of them a job gets.
+//!    - [`signals`]: signals for a running job, through the spool to its
+//!      shepherd.
+//! 4. The job's start.
+//!    - [`env`](mod@env): the job's environment.
+//!    - [`hooks`]: the site's prologue and epilogue, on every host of a job.
+//!    - [`plan`]: what the job will be: user, groups, program, output, env.
+//!    - [`exec`]: how the shepherd starts it (the code between fork and exec).
+//!    - [`pty_bridge`]: an interactive job's terminal and shell (`qsub -I`).
+//! 5. The shepherd.
+//!    - [`shepherd`]: the per-job process (`qmesh-agent shepherd JOBDIR`).
+//!    - [`zygote`]: the small process that forks shepherds, so that none is
+//!      exec'd per job.
+//! 6. The agent's jobs.
+//!    - [`supervise`]: launch, kill, acknowledge; watch and adopt shepherds.
+//!    - [`joined`]: jobs launched on another host that hold nodes here.
+//!    - [`tasks`]: pbsdsh's processes and interactive jobs' terminals.
+//! 7. The agent.
+//!    - [`cli`]: the command line.
+//!    - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
+//!    - [`session`]: one session with the daemon, and the reconnect loop.
+//!    - [`relay`]: this host's commands to the daemon, with the callers'
+//!      identity.
+//!
+//! A launch order's way: [`session`] hands the wire's `LaunchJob` to
+//! [`supervise`], which moves it into a [`record::Launch`] beside what
+//! this agent adds (its GPUs chosen by [`gpus`]); [`spool`] writes it as
+//! `launch.json`; the [`shepherd`] reads it back, [`plan`] turns it into
+//! the job's user, program, output and environment ([`env`](mod@env)), and
+//! [`exec`] starts it. A field added to `LaunchJob` is in the launch with
+//! no change here; only the code that uses it changes.
 //!
 //! **Invariant:** jobs never depend on the agent process. The agent can be
 //! stopped, killed or upgraded at any time; shepherds run on and a new
@@ -48,6 +73,7 @@ pub mod lock;
 pub mod plan;
 pub mod procfs;
 pub mod pty_bridge;
+pub mod record;
 pub mod relay;
 pub mod session;
 pub mod shepherd;

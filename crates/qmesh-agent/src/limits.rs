@@ -13,11 +13,10 @@
 
 use nix::errno::Errno;
 use nix::sys::resource::{Resource, UsageWho, getrusage, setrlimit};
-
-use crate::spool::Limits;
+use qmesh_proto::v1::ProcessLimits;
 
 /// Sets `limits` on the calling process.
-pub fn apply(limits: &Limits) -> Result<(), Errno> {
+pub fn apply(limits: &ProcessLimits) -> Result<(), Errno> {
     for (resource, value) in [
         (Resource::RLIMIT_CPU, limits.cpu_secs),
         (Resource::RLIMIT_AS, limits.address_space),
@@ -80,7 +79,7 @@ mod tests {
 
     #[test]
     fn the_limits_hold_in_the_process_and_its_children() {
-        let limits = Limits {
+        let limits = ProcessLimits {
             cpu_secs: Some(7),
             address_space: Some(512 << 20),
             file_size: Some(1 << 20),
@@ -122,7 +121,7 @@ mod tests {
         cmd.arg("-c").arg("ulimit -t");
         // SAFETY: apply makes system calls only.
         unsafe {
-            cmd.pre_exec(|| apply(&Limits::default()).map_err(std::io::Error::from));
+            cmd.pre_exec(|| apply(&ProcessLimits::default()).map_err(std::io::Error::from));
         }
         let out = cmd.output().unwrap();
         let ours = nix::sys::resource::getrlimit(Resource::RLIMIT_CPU)

@@ -18,9 +18,11 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::unistd::{Gid, Group, Uid, User};
+use qmesh_proto::v1::{LaunchJob, ProcessLimits};
 
 use crate::env::{Identity, Places, job_environment};
-use crate::spool::{GPU_FILE, JobDir, LaunchSpec, Limits, NODE_FILE, SCRIPT_FILE};
+use crate::record::{GPU_FILE, Launch, NODE_FILE, SCRIPT_FILE};
+use crate::spool::JobDir;
 
 /// Why a job could not be started. The text is the `JobFinished` message.
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +137,7 @@ pub struct Plan {
     /// qsub -W umask=: the job's, and its output files' (then created
     /// 0666 less the mask; else 0644).
     pub umask: Option<u32>,
-    pub limits: Limits,
+    pub limits: ProcessLimits,
     /// The job's TMPDIR, made by the shepherd just before the start.
     pub tmpdir: Option<PathBuf>,
     /// Job variables that could not be set, for the log.
@@ -143,9 +145,10 @@ pub struct Plan {
 }
 
 /// Looks up the user and computes the plan.
-pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
-    let user = resolve_user(spec)?;
-    let switch_to = credentials(spec, &user)?;
+pub fn plan(launch: &Launch, dir: &JobDir) -> Result<Plan, LaunchError> {
+    let order = &launch.order;
+    let user = resolve_user(order)?;
+    let switch_to = credentials(order, &user)?;
     let script = dir.file(SCRIPT_FILE);
     if let Some(c) = &switch_to {
         nix::unistd::chown(&script, Some(c.uid), Some(c.gid)).map_err(|source| {
@@ -162,8 +165,8 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
             f.read_exact(&mut head).map(|()| head == *b"#!")
         })
         .unwrap_or(false);
-    let (program, args) = if !spec.shell.is_empty() {
-        (PathBuf::from(&spec.shell), vec![script.clone()])
+    let (program, args) = if !order.shell.is_empty() {
+        (PathBuf::from(&order.shell), vec![script.clone()])
     } else if shebang {
         (script.clone(), Vec::new())
     } else {
@@ -171,41 +174,41 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
     };
     // Output paths are taken from the submit directory; the job starts
     // where qsub -d said, else at home.
-    let submitted_in = if spec.workdir.is_empty() {
+    let submitted_in = if order.workdir.is_empty() {
         user.dir.clone()
     } else {
-        PathBuf::from(&spec.workdir)
+        PathBuf::from(&order.workdir)
     };
-    let workdir = if spec.start_dir.is_empty() {
+    let workdir = if order.start_dir.is_empty() {
         user.dir.clone()
     } else {
-        PathBuf::from(&spec.start_dir)
+        PathBuf::from(&order.start_dir)
     };
-    let name = if spec.name.is_empty() {
+    let name = if order.name.is_empty() {
         "qmesh"
     } else {
-        &spec.name
+        &order.name
     };
     let is_dir = |p: &Path| p.is_dir();
     let stdout = output_path(
-        &spec.stdout_path,
+        &order.stdout_path,
         &submitted_in,
         name,
         'o',
-        spec.job,
+        order.job,
         is_dir,
     );
     let stderr = output_path(
-        &spec.stderr_path,
+        &order.stderr_path,
         &submitted_in,
         name,
         'e',
-        spec.job,
+        order.job,
         is_dir,
     );
-    let (stdout, stderr) = if spec.join_output {
+    let (stdout, stderr) = if order.join_output {
         (stdout, None)
-    } else if spec.join_to_error {
+    } else if order.join_to_error {
         (stderr, None)
     } else if stderr == stdout {
         // One file named twice is one file: opening it twice would interleave.
@@ -213,7 +216,7 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
     } else {
         (stdout, Some(stderr))
     };
-    let tmpdir = crate::tmpdir::of(spec);
+    let tmpdir = crate::tmpdir::of(launch);
     let who = Identity {
         user: &user.name,
         home: &user.dir,
@@ -227,7 +230,7 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
         tmpdir: tmpdir.as_deref(),
         gpufile: Some(&gpufile),
     };
-    let (env, dropped_env) = job_environment(spec, &who, &places);
+    let (env, dropped_env) = job_environment(launch, &who, &places);
     Ok(Plan {
         switch_to,
         program,
@@ -236,20 +239,20 @@ pub fn plan(spec: &LaunchSpec, dir: &JobDir) -> Result<Plan, LaunchError> {
         workdir,
         stdout,
         stderr,
-        umask: spec.umask,
-        limits: spec.limits,
+        umask: order.umask,
+        limits: launch.limits(),
         tmpdir,
         dropped_env,
         user,
     })
 }
 
-fn resolve_user(spec: &LaunchSpec) -> Result<User, LaunchError> {
-    let (found, shown) = if spec.user.is_empty() {
-        let shown = format!("uid {}", spec.uid);
-        (User::from_uid(Uid::from_raw(spec.uid)), shown)
+fn resolve_user(order: &LaunchJob) -> Result<User, LaunchError> {
+    let (found, shown) = if order.user.is_empty() {
+        let shown = format!("uid {}", order.uid);
+        (User::from_uid(Uid::from_raw(order.uid)), shown)
     } else {
-        (User::from_name(&spec.user), spec.user.clone())
+        (User::from_name(&order.user), order.user.clone())
     };
     let user = found
         .map_err(|source| LaunchError::UserLookup {
@@ -257,11 +260,11 @@ fn resolve_user(spec: &LaunchSpec) -> Result<User, LaunchError> {
             source,
         })?
         .ok_or(LaunchError::UnknownUser { user: shown })?;
-    if user.uid.as_raw() != spec.uid {
+    if user.uid.as_raw() != order.uid {
         return Err(LaunchError::UidMismatch {
             user: user.name,
             local: user.uid.as_raw(),
-            server: spec.uid,
+            server: order.uid,
         });
     }
     Ok(user)
@@ -270,7 +273,7 @@ fn resolve_user(spec: &LaunchSpec) -> Result<User, LaunchError> {
 /// The identity to switch to, or `None` when the job runs as we do. The
 /// group is the job's group when the user belongs to it on this host, else
 /// the user's primary group (never a group the user is not in).
-fn credentials(spec: &LaunchSpec, user: &User) -> Result<Option<Credentials>, LaunchError> {
+fn credentials(order: &LaunchJob, user: &User) -> Result<Option<Credentials>, LaunchError> {
     let me = Uid::effective();
     if !me.is_root() {
         if user.uid != me {
@@ -290,19 +293,19 @@ fn credentials(spec: &LaunchSpec, user: &User) -> Result<Option<Credentials>, La
             user: user.name.clone(),
             source,
         })?;
-    let named = if spec.group.is_empty() {
+    let named = if order.group.is_empty() {
         None
     } else {
-        Group::from_name(&spec.group).ok().flatten()
+        Group::from_name(&order.group).ok().flatten()
     };
-    let wanted = named.map_or(Gid::from_raw(spec.gid), |g| g.gid);
+    let wanted = named.map_or(Gid::from_raw(order.gid), |g| g.gid);
     let gid = if member_of.contains(&wanted) {
         wanted
     } else {
         tracing::warn!(
             user = %user.name,
-            group = %spec.group,
-            gid = spec.gid,
+            group = %order.group,
+            gid = order.gid,
             "user is not a member of the job's group on this host; using the primary group"
         );
         user.gid

@@ -142,7 +142,7 @@ async fn session(
         nodes: cfg.nodes.clone(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         running: state.running.clone(),
-        finished: state.finished.iter().map(|r| r.to_proto()).collect(),
+        finished: state.finished,
         cluster_key: cfg.cluster_key.clone(),
         joined: joined.jobs(),
         facts: Some(crate::facts::gather(&cfg.facts).await),
@@ -285,9 +285,10 @@ async fn forward(
         }
         Event::Joined(answer) => send(tx, agent_message::Kind::Joined(answer)).await?,
         Event::Finished(result) => {
-            if reported.insert(result.job) {
-                send(tx, agent_message::Kind::Finished(result.to_proto())).await?;
-                debug!(job = result.job, "finish sent");
+            let job = result.job;
+            if reported.insert(job) {
+                send(tx, agent_message::Kind::Finished(result)).await?;
+                debug!(job, "finish sent");
             } else {
                 debug!(job = result.job, "finish already reported in this session");
             }
@@ -313,8 +314,14 @@ mod tests {
     async fn a_finish_is_sent_once_per_session() {
         let (tx, mut rx) = mpsc::channel(8);
         let mut reported: HashSet<u64> = [1].into_iter().collect();
-        let done =
-            |job| Event::Finished(crate::spool::JobResult::launch_failed(job, "x".into(), 0));
+        let done = |job| {
+            Event::Finished(crate::record::finish(
+                job,
+                v1::FinishCause::LaunchFailed,
+                "x".into(),
+                0,
+            ))
+        };
         // Already in the Hello: neither its start nor its finish again.
         forward(
             Event::Started {

@@ -27,9 +27,10 @@ use tracing::{debug, error, info, warn};
 
 use crate::cgroup::job::JobCgroup;
 use crate::plan::{LaunchError, Plan};
-use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchSpec, NODE_FILE,
-};
+use qmesh_proto::v1::{FinishCause, JobFinished};
+
+use crate::record::{JOB_PID_FILE, KILL_REASON_FILE, Launch, NODE_FILE, finish};
+use crate::spool::JobDir;
 use crate::{exec, hooks, limits, plan, signals, tmpdir};
 
 mod contain;
@@ -56,7 +57,7 @@ pub fn signals() -> SigSet {
 
 /// For a process the agent starts that is, or will fork, shepherds: the
 /// child-side setup between fork and exec. Its own session, so that it
-/// outlives the agent and no terminal's signals reach it; [`signals`]
+/// outlives the agent and no terminal's signals reach it; [`signals()`]
 /// blocked, so that a kill sent at once waits for the shepherd's sigwait.
 pub fn own_session_signals_blocked() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static
 {
@@ -127,7 +128,7 @@ pub fn run_code(jobdir: &Path) -> u8 {
     loop {
         match dir.write_result(&result) {
             Ok(()) => {
-                info!(cause = ?result.cause, exit_code = ?result.exit_code, signal = ?result.signal, "result written");
+                info!(cause = ?result.cause(), exit_code = ?result.exit_code, signal = ?result.signal, "result written");
                 return 0;
             }
             // A full spool: the end is kept here until there is room, not
@@ -169,32 +170,32 @@ fn disk_full(e: &crate::error::AgentError) -> bool {
     false
 }
 
-fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
-    let spec = match dir.read_launch() {
-        Ok(spec) => spec,
-        Err(e) => return JobResult::launch_failed(dir.seq, e.to_string(), now()),
+fn shepherd(dir: &JobDir, set: &SigSet) -> JobFinished {
+    let launch = match dir.read_launch() {
+        Ok(launch) => launch,
+        Err(e) => return finish(dir.seq, FinishCause::LaunchFailed, e.to_string(), now()),
     };
-    let plan = match plan::plan(&spec, dir) {
+    let plan = match plan::plan(&launch, dir) {
         Ok(plan) => plan,
         Err(e) => {
             warn!("job not started: {e}");
-            return JobResult::launch_failed(dir.seq, e.to_string(), now());
+            return finish(dir.seq, FinishCause::LaunchFailed, e.to_string(), now());
         }
     };
     for name in &plan.dropped_env {
         warn!(variable = %name, "job variable dropped: a process environment cannot hold it");
     }
-    if let Some(prologue) = &spec.prologue {
-        match run_hook("prologue", prologue, &spec, dir, Orders::Kill) {
+    if let Some(prologue) = &launch.added.prologue {
+        match run_hook("prologue", prologue, &launch, dir, Orders::Kill) {
             HookEnd::Done => {}
             HookEnd::Failed(why) => {
                 warn!("job not started: {why}");
-                return JobResult::launch_failed(dir.seq, why, now());
+                return finish(dir.seq, FinishCause::LaunchFailed, why, now());
             }
-            HookEnd::Killed => return killed_before_start(dir, &spec),
+            HookEnd::Killed => return killed_before_start(dir, &launch),
         }
     }
-    let (mut contained, uncontained) = match contain::contain(&spec) {
+    let (mut contained, uncontained) = match contain::contain(&launch) {
         Ok(contained) => (contained, None),
         Err(why) => {
             warn!("{why}");
@@ -216,11 +217,11 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         Ok(started) => started,
         Err(e) => {
             warn!("job not started: {e}");
-            let mut result = JobResult::launch_failed(dir.seq, e.to_string(), now());
+            let mut result = finish(dir.seq, FinishCause::LaunchFailed, e.to_string(), now());
             if let Some(c) = &contained {
                 let _ = c.cgroup.remove(Duration::from_secs(5));
             }
-            epilogue(&spec, dir, &mut result);
+            epilogue(&launch, dir, &mut result);
             remove_tmpdir(&plan);
             return result;
         }
@@ -234,20 +235,20 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     let mut watch = Watch {
         dir: dir.clone(),
         job: Pid::from_raw(pid),
-        grace: spec.kill_grace,
+        grace: launch.order.kill_grace,
         kill: None,
         escalated: false,
         cgroup: contained.as_ref().map(|c| c.cgroup.clone()),
-        cpu_limit: spec.limits.job_cpu_secs,
+        cpu_limit: launch.limits().job_cpu_secs,
     };
-    let ended = watch.run(set, spec.walltime);
+    let ended = watch.run(set, launch.order.walltime);
     cleanup(watch.job, set, watch.cgroup.as_ref());
     let (cput, max_rss) = limits::job_used(before, limits::children_used());
-    let mut result = result(dir, &spec, &watch, ended, start);
+    let mut result = result(dir, &launch, &watch, ended, start);
     result.cput = cput;
     result.max_rss = max_rss;
     if let Some(c) = &contained {
-        contain::settle(c, &spec.host, &mut result);
+        contain::settle(c, &launch.added.host, &mut result);
     }
     if let Some(why) = uncontained {
         if !result.message.is_empty() {
@@ -255,13 +256,13 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
         }
         result.message.push_str(&why);
     }
-    info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause, "job ended");
+    info!(?ended, cput = ?result.cput, mem = ?result.max_rss, vmem = ?result.vmem, cause = ?result.cause(), "job ended");
     let limits = killed_line::Limits {
-        walltime: spec.walltime,
+        walltime: launch.order.walltime,
         mem: contained.as_ref().and_then(|c| c.allowance.mem),
-        cput: spec.limits.job_cpu_secs,
+        cput: launch.limits().job_cpu_secs,
     };
-    if result.cause == Cause::CpuTime {
+    if result.cause() == FinishCause::CpuTime {
         let why = format!(
             "its processes used {} s of CPU time, over the {} s it asked for (-l cput)",
             result.cput.unwrap_or(0),
@@ -284,7 +285,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobResult {
     if let Some(line) = killed_line::line(&result, &limits) {
         killed_line::append(&plan, &line);
     }
-    epilogue(&spec, dir, &mut result);
+    epilogue(&launch, dir, &mut result);
     remove_tmpdir(&plan);
     result
 }
@@ -332,11 +333,11 @@ enum HookEnd {
 
 /// Runs the site's epilogue, if any, once the job is over; a failure is
 /// added to the result's message (the job's comment), its exit kept.
-fn epilogue(spec: &LaunchSpec, dir: &JobDir, result: &mut JobResult) {
-    let Some(program) = &spec.epilogue else {
+fn epilogue(launch: &Launch, dir: &JobDir, result: &mut JobFinished) {
+    let Some(program) = &launch.added.epilogue else {
         return;
     };
-    if let HookEnd::Failed(why) = run_hook("epilogue", program, spec, dir, Orders::Wait) {
+    if let HookEnd::Failed(why) = run_hook("epilogue", program, launch, dir, Orders::Wait) {
         warn!("{why}");
         if !result.message.is_empty() {
             result.message.push_str("; ");
@@ -351,23 +352,13 @@ fn epilogue(spec: &LaunchSpec, dir: &JobDir, result: &mut JobResult) {
 /// the job's directory (a file, so that a talkative hook cannot fill a
 /// pipe nobody reads); the first line goes into a failure. Signal
 /// requests for the job (the doorbell) stay pending until the job runs.
-fn run_hook(
-    what: &str,
-    program: &Path,
-    spec: &LaunchSpec,
-    dir: &JobDir,
-    orders: Orders,
-) -> HookEnd {
-    let nodes = if spec.local_nodes.is_empty() {
-        &spec.nodes
-    } else {
-        &spec.local_nodes
-    };
+fn run_hook(what: &str, program: &Path, launch: &Launch, dir: &JobDir, orders: Orders) -> HookEnd {
+    let order = &launch.order;
     let job = hooks::HookJob {
-        job_id: &spec.job_id,
-        user: &spec.user,
-        group: &spec.group,
-        nodes,
+        job_id: &order.job_id,
+        user: &order.user,
+        group: &order.group,
+        nodes: launch.local_nodes(),
     };
     let err_path = dir.file(&format!("{what}.err"));
     let stderr = match std::fs::File::create(&err_path) {
@@ -453,26 +444,14 @@ fn run_hook(
 }
 
 /// The result of a job killed before it started (during its prologue).
-fn killed_before_start(dir: &JobDir, spec: &LaunchSpec) -> JobResult {
+fn killed_before_start(dir: &JobDir, launch: &Launch) -> JobFinished {
     let reason = std::fs::read_to_string(dir.file(KILL_REASON_FILE)).unwrap_or_default();
     let mut message = reason.trim().to_string();
     if !message.is_empty() {
         message.push_str("; ");
     }
     message.push_str("killed during the prologue, before the job started");
-    JobResult {
-        version: FORMAT_VERSION,
-        job: spec.job,
-        exit_code: None,
-        signal: None,
-        cause: Cause::Killed,
-        message,
-        start_time: 0,
-        end_time: now(),
-        cput: None,
-        max_rss: None,
-        vmem: None,
-    }
+    finish(launch.order.job, FinishCause::Killed, message, now())
 }
 
 /// Tells the agent that spawned us; then lets go of the pipe, which may
@@ -497,7 +476,7 @@ struct Watch {
     dir: JobDir,
     job: Pid,
     grace: u64,
-    kill: Option<Cause>,
+    kill: Option<FinishCause>,
     escalated: bool,
     /// The job's cgroup, looked at every [`contain::LOOK_EVERY`].
     cgroup: Option<JobCgroup>,
@@ -525,11 +504,11 @@ impl Watch {
                     }
                 }
                 Ok(Some(Signal::SIGALRM)) => match self.kill {
-                    None => self.start_kill(Cause::Walltime),
+                    None => self.start_kill(FinishCause::Walltime),
                     Some(_) => self.escalate(),
                 },
                 Ok(Some(sig @ (Signal::SIGTERM | Signal::SIGINT))) => match self.kill {
-                    None => self.start_kill(Cause::Killed),
+                    None => self.start_kill(FinishCause::Killed),
                     Some(cause) => debug!(?sig, ?cause, "kill already under way"),
                 },
                 Ok(Some(signals::DOORBELL)) => self.forward(),
@@ -558,7 +537,7 @@ impl Watch {
             warn!(
                 "the kernel killed a process of the job at its memory limit: SIGKILL to the rest"
             );
-            self.kill = Some(Cause::Memory);
+            self.kill = Some(FinishCause::Memory);
             self.escalated = true;
             signal_group(self.job, Signal::SIGKILL);
             cgroup.kill_all();
@@ -572,7 +551,7 @@ impl Watch {
                 used_secs = micros / 1_000_000,
                 "the job's CPU time is over -l cput"
             );
-            self.start_kill(Cause::CpuTime);
+            self.start_kill(FinishCause::CpuTime);
         }
     }
 
@@ -589,7 +568,7 @@ impl Watch {
         }
     }
 
-    fn start_kill(&mut self, cause: Cause) {
+    fn start_kill(&mut self, cause: FinishCause) {
         self.kill = Some(cause);
         info!(
             ?cause,
@@ -726,20 +705,20 @@ fn cleanup(job: Pid, set: &SigSet, cgroup: Option<&JobCgroup>) {
     }
 }
 
-fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i64) -> JobResult {
+fn result(dir: &JobDir, launch: &Launch, watch: &Watch, ended: Ended, start: i64) -> JobFinished {
     let (exit_code, signal) = match ended {
         Ended::Exited(code) => (Some(code), None),
         Ended::Signaled(sig) => (None, Some(sig)),
         Ended::Lost => (None, None),
     };
     let mut words = Vec::new();
-    if watch.kill == Some(Cause::Killed) {
+    if watch.kill == Some(FinishCause::Killed) {
         let reason = std::fs::read_to_string(dir.file(KILL_REASON_FILE)).unwrap_or_default();
         if !reason.trim().is_empty() {
             words.push(reason.trim().to_string());
         }
     }
-    if watch.escalated && watch.grace > 0 && watch.kill != Some(Cause::Memory) {
+    if watch.escalated && watch.grace > 0 && watch.kill != Some(FinishCause::Memory) {
         words.push(format!(
             "still running {} s after SIGTERM, killed with SIGKILL",
             watch.grace
@@ -748,18 +727,12 @@ fn result(dir: &JobDir, spec: &LaunchSpec, watch: &Watch, ended: Ended, start: i
     if ended == Ended::Lost {
         words.push("the job's exit status could not be collected".to_string());
     }
-    JobResult {
-        version: FORMAT_VERSION,
-        job: spec.job,
+    let cause = watch.kill.unwrap_or(FinishCause::Exited);
+    JobFinished {
         exit_code,
         signal,
-        cause: watch.kill.unwrap_or(Cause::Exited),
-        message: words.join("; "),
         start_time: start,
-        end_time: now(),
-        cput: None,
-        max_rss: None,
-        vmem: None,
+        ..finish(launch.order.job, cause, words.join("; "), now())
     }
 }
 

@@ -19,52 +19,26 @@
 //! shepherd would do no harm anyway.
 
 use std::fs;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::Signal;
-use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
 use crate::error::{AgentError, Result};
-use crate::spool::{FORMAT_VERSION, JobDir, write_atomic};
-
-/// The directory of a job's waiting signal requests.
-pub const SIGNALS_DIR: &str = "signals";
+use crate::record::{SIGNAL_VERSION, SIGNALS_DIR, SignalRequest, write_atomic};
+use crate::spool::JobDir;
 
 /// Tells a shepherd to look in [`SIGNALS_DIR`].
 pub const DOORBELL: Signal = Signal::SIGURG;
-
-/// One request, as kept in `signals/NAME.json`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignalRequest {
-    #[serde(default)]
-    pub version: u32,
-    /// The canonical name, `SIGUSR1`.
-    pub signal: String,
-    #[serde(default)]
-    pub reason: String,
-    #[serde(default)]
-    pub time: i64,
-}
 
 /// Files posted within one nanosecond still sort in posting order.
 static POSTED: AtomicU64 = AtomicU64::new(0);
 
 fn dir_of(job: &JobDir) -> PathBuf {
     job.file(SIGNALS_DIR)
-}
-
-/// Makes `signals/` in a job directory being prepared (at `path`).
-pub fn create_dir(path: &Path) -> Result<()> {
-    let dir = path.join(SIGNALS_DIR);
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| AgentError::io("create", &dir, e))
 }
 
 /// Writes a request for `signal` into the job's directory.
@@ -76,7 +50,7 @@ pub fn post(job: &JobDir, signal: Signal, reason: &str) -> Result<PathBuf> {
     let n = POSTED.fetch_add(1, Ordering::Relaxed) % 1_000_000;
     let path = dir.join(format!("{:020}-{n:06}.json", since.as_nanos()));
     let request = SignalRequest {
-        version: FORMAT_VERSION,
+        version: SIGNAL_VERSION,
         signal: signal.as_str().to_string(),
         reason: reason.to_string(),
         time: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
@@ -209,7 +183,7 @@ mod tests {
             ..Default::default()
         };
         let dir = spool
-            .prepare(&launch, &crate::spool::LaunchAdditions::default())
+            .prepare_order(launch, Default::default())
             .unwrap()
             .unwrap();
         (tmp, dir)

@@ -1,20 +1,7 @@
-//! The spool: the agent's only memory, so that a restarted agent (or one
-//! whose daemon restarted) knows what runs and what ended.
-//!
-//! ```text
-//! SPOOL/agent.lock            flock + pid of the agent serving this spool
-//! SPOOL/jobs/SEQ/launch.json  the launch order (LaunchSpec), root only
-//!               script        the job script, 0700, owned by the job user
-//!               nodefile      each node as many times as it has processes
-//!                             (PBS_NODEFILE), 0644
-//!               gpufile       the GPUs given, HOST-gpuN (PBS_GPUFILE), 0644
-//!               shepherd.pid  written by the agent right after the spawn
-//!               job.pid       written by the shepherd right after the spawn
-//!               kill_reason   written by the agent before it signals a kill
-//!               signals/      signal requests for the job (crate::signals)
-//!               result.json   written by the shepherd when the job has ended
-//!               shepherd.log  the shepherd's stderr
-//! ```
+//! The spool's directories: the agent's only memory, so that a restarted
+//! agent (or one whose daemon restarted) knows what runs and what ended.
+//! One directory per job, `SPOOL/jobs/SEQ`; what its files hold is
+//! [`crate::record`]'s.
 //!
 //! A job directory is built under a dot name and renamed into place, so
 //! `jobs/SEQ` either holds a complete launch or does not exist; `result.json`
@@ -22,402 +9,17 @@
 //! is *finished* exactly when `result.json` exists; the directory goes away
 //! when the daemon acknowledges the finish.
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, DirBuilder};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use qmesh_proto::v1;
-use serde::{Deserialize, Serialize};
+use qmesh_proto::v1::JobFinished;
 
 use crate::error::{AgentError, Result};
-use crate::hooks::Hooks;
-
-pub const LAUNCH_FILE: &str = "launch.json";
-pub const SCRIPT_FILE: &str = "script";
-pub const NODE_FILE: &str = "nodefile";
-pub const GPU_FILE: &str = "gpufile";
-pub const SHEPHERD_PID_FILE: &str = "shepherd.pid";
-pub const JOB_PID_FILE: &str = "job.pid";
-pub const KILL_REASON_FILE: &str = "kill_reason";
-pub const RESULT_FILE: &str = "result.json";
-pub const SHEPHERD_LOG: &str = "shepherd.log";
-
-/// The format version of launch.json and result.json.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// The launch order as kept in `launch.json`: `LaunchJob` without the script
-/// (which has its own file).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct LaunchSpec {
-    pub version: u32,
-    pub job: u64,
-    pub job_id: String,
-    pub name: String,
-    pub user: String,
-    pub uid: u32,
-    pub gid: u32,
-    pub group: String,
-    pub workdir: String,
-    pub stdout_path: String,
-    pub stderr_path: String,
-    pub join_output: bool,
-    pub env: Vec<(String, String)>,
-    pub nodes: Vec<String>,
-    pub walltime: u64,
-    pub kill_grace: u64,
-    pub queue: String,
-    pub account: String,
-    pub submit_host: String,
-    /// The job's nodes on this host (all of them from an older daemon).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub local_nodes: Vec<String>,
-    /// The site's prologue and epilogue, which the shepherd runs around
-    /// the job (`--prologue`, `--epilogue` of the agent that launched it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prologue: Option<PathBuf>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub epilogue: Option<PathBuf>,
-    /// The job's share of each of `nodes`, in order (empty: one process,
-    /// one CPU, no GPU on each).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub shares: Vec<NodeShare>,
-    /// qsub -S: the shell that runs the script (empty: its #! line, else
-    /// /bin/sh).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub shell: String,
-    /// qsub -W umask=.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub umask: Option<u32>,
-    /// Where the job starts; empty: the user's home directory here.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub start_dir: String,
-    /// qsub -j eo: standard output into the standard error file.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub join_to_error: bool,
-    #[serde(skip_serializing_if = "Limits::is_none")]
-    pub limits: Limits,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub project: String,
-    /// The queue first asked for (PBS_O_QUEUE); empty: `queue`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub submit_queue: String,
-    /// A sub-job of an array: its index and its array's id (`12[].srv`);
-    /// Torque's form (`qsub -t`) or PBS Pro's (`-J`) names its variables.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub array_index: Option<u32>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub array_id: String,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub array_torque: bool,
-    /// qsub -I: the script is the terminal's bridge (`crate::tasks`),
-    /// and PBS_ENVIRONMENT says PBS_INTERACTIVE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub interactive: bool,
-    /// The socket the job's commands reach the daemon through (its
-    /// QMESH_SOCKET); `None`: their own default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commands_socket: Option<PathBuf>,
-    /// This host's name, as its agent serves it (for PBS_GPUFILE).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub host: String,
-    /// Where the job's TMPDIR is made (`--tmpdir-base` of the agent that
-    /// launched it); `None` (a launch from an older agent): no TMPDIR.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tmpdir_base: Option<PathBuf>,
-    /// The GPU indices of this host given to the job.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gpus: Vec<u32>,
-    /// Where its shepherd makes the job's cgroup (`None`: the agent found
-    /// none it could use, or an older agent launched it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroups: Option<crate::cgroup::Cgroups>,
-}
-
-/// What a job has of one of its nodes (`NodeShare` of the launch order).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct NodeShare {
-    /// Lines in the node file (PBS Pro's mpiprocs, Torque's ppn).
-    pub procs: u32,
-    /// NCPUS.
-    pub cpus: u32,
-    /// OMP_NUM_THREADS.
-    pub threads: u32,
-    pub gpus: u32,
-    /// Memory in bytes the job asked for on the node; `None`: not asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mem: Option<u64>,
-    /// Other jobs run on the node beside it: it is held to its `cpus`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub shared: bool,
-}
-
-/// The limits on each of the job's processes (`ProcessLimits`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Limits {
-    /// RLIMIT_CPU, seconds (-l pcput).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_secs: Option<u64>,
-    /// RLIMIT_AS, bytes (-l pvmem).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub address_space: Option<u64>,
-    /// RLIMIT_FSIZE, bytes (-l file).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_size: Option<u64>,
-    /// -l nice.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nice: Option<i32>,
-    /// -l cput: CPU seconds of all the job's processes together, which
-    /// the shepherd holds it to where the job has a cgroup.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub job_cpu_secs: Option<u64>,
-}
-
-impl Limits {
-    pub fn is_none(&self) -> bool {
-        *self == Limits::default()
-    }
-}
-
-impl LaunchSpec {
-    /// The job's share of node `i` of `nodes`.
-    pub fn share(&self, i: usize) -> NodeShare {
-        self.shares.get(i).copied().unwrap_or(NodeShare {
-            procs: 1,
-            cpus: 1,
-            threads: 1,
-            gpus: 0,
-            mem: None,
-            shared: false,
-        })
-    }
-
-    /// The indices in `nodes` of the job's nodes on this host (all of
-    /// them when the daemon did not say).
-    pub fn local_indices(&self) -> Vec<usize> {
-        if self.local_nodes.is_empty() {
-            return (0..self.nodes.len()).collect();
-        }
-        (0..self.nodes.len())
-            .filter(|&i| self.local_nodes.contains(&self.nodes[i]))
-            .collect()
-    }
-
-    /// The job's share of its first node on this host (NCPUS,
-    /// OMP_NUM_THREADS), as PBS Pro's MOM gives its first vnode's.
-    pub fn local_share(&self) -> NodeShare {
-        self.local_indices()
-            .first()
-            .map_or_else(|| self.share(0), |&i| self.share(i))
-    }
-
-    /// GPUs the job has on this host: its local nodes' together.
-    pub fn local_gpus(&self) -> u32 {
-        self.local_indices()
-            .iter()
-            .map(|&i| self.share(i).gpus)
-            .sum()
-    }
-
-    /// The queue the job was first submitted to (PBS_O_QUEUE).
-    pub fn first_queue(&self) -> &str {
-        if self.submit_queue.is_empty() {
-            &self.queue
-        } else {
-            &self.submit_queue
-        }
-    }
-}
-
-/// What the agent adds to every launch order it takes: its site's
-/// prologue and epilogue, where TMPDIRs go, its host's name, and the
-/// GPUs it chose for the job.
-#[derive(Clone, Debug, Default)]
-pub struct LaunchAdditions {
-    pub hooks: Hooks,
-    pub tmpdir_base: Option<PathBuf>,
-    /// QMESH_SOCKET for the job (`--commands-socket`).
-    pub commands_socket: Option<PathBuf>,
-    pub host: String,
-    pub gpus: Vec<u32>,
-    /// Jobs' cgroups on this host, if the agent can make them.
-    pub cgroups: Option<crate::cgroup::Cgroups>,
-}
-
-/// PBS_NODEFILE: each node once per process the job has there (PBS Pro's
-/// mpiprocs, Torque's ppn), in the order of the job's nodes.
-pub fn node_file_text(spec: &LaunchSpec) -> String {
-    let mut text = String::new();
-    for (i, node) in spec.nodes.iter().enumerate() {
-        for _ in 0..spec.share(i).procs {
-            text.push_str(node);
-            text.push('\n');
-        }
-    }
-    text
-}
-
-/// PBS_GPUFILE as Torque writes it: `HOST-gpuN`, one line per GPU.
-pub fn gpu_file_text(host: &str, gpus: &[u32]) -> String {
-    gpus.iter().map(|g| format!("{host}-gpu{g}\n")).collect()
-}
-
-impl From<&v1::LaunchJob> for LaunchSpec {
-    fn from(l: &v1::LaunchJob) -> Self {
-        LaunchSpec {
-            version: FORMAT_VERSION,
-            job: l.job,
-            job_id: l.job_id.clone(),
-            name: l.name.clone(),
-            user: l.user.clone(),
-            uid: l.uid,
-            gid: l.gid,
-            group: l.group.clone(),
-            workdir: l.workdir.clone(),
-            stdout_path: l.stdout_path.clone(),
-            stderr_path: l.stderr_path.clone(),
-            join_output: l.join_output,
-            env: l
-                .env
-                .iter()
-                .map(|e| (e.name.clone(), e.value.clone()))
-                .collect(),
-            nodes: l.nodes.clone(),
-            walltime: l.walltime,
-            kill_grace: l.kill_grace,
-            queue: l.queue.clone(),
-            account: l.account.clone(),
-            submit_host: l.submit_host.clone(),
-            local_nodes: l.local_nodes.clone(),
-            prologue: None,
-            epilogue: None,
-            shares: l
-                .shares
-                .iter()
-                .map(|s| NodeShare {
-                    procs: s.procs,
-                    cpus: s.cpus,
-                    threads: s.threads,
-                    gpus: s.gpus,
-                    mem: s.mem,
-                    shared: s.shared,
-                })
-                .collect(),
-            shell: l.shell.clone(),
-            umask: l.umask,
-            start_dir: l.start_dir.clone(),
-            join_to_error: l.join_to_error,
-            limits: l.limits.map_or_else(Limits::default, |p| Limits {
-                cpu_secs: p.cpu_secs,
-                address_space: p.address_space,
-                file_size: p.file_size,
-                nice: p.nice,
-                job_cpu_secs: p.job_cpu_secs,
-            }),
-            project: l.project.clone(),
-            submit_queue: l.submit_queue.clone(),
-            array_index: l.array_index,
-            array_id: l.array_id.clone(),
-            array_torque: l.array_torque,
-            interactive: l.interactive,
-            commands_socket: None,
-            host: String::new(),
-            tmpdir_base: None,
-            gpus: Vec::new(),
-            cgroups: None,
-        }
-    }
-}
-
-/// How a job ended, as kept in `result.json`; mirrors `JobFinished`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Cause {
-    Exited,
-    Walltime,
-    Killed,
-    LaunchFailed,
-    /// The end was not observed (the shepherd died with the job running).
-    Unknown,
-    /// Killed for going over its memory limit (its cgroup's).
-    Memory,
-    /// Killed for going over its CPU time (-l cput).
-    CpuTime,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobResult {
-    #[serde(default)]
-    pub version: u32,
-    pub job: u64,
-    #[serde(default)]
-    pub exit_code: Option<i32>,
-    #[serde(default)]
-    pub signal: Option<i32>,
-    pub cause: Cause,
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub start_time: i64,
-    #[serde(default)]
-    pub end_time: i64,
-    /// CPU seconds the job's processes used (those reaped: the script and
-    /// whatever it left), and the largest resident set among them, bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cput: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rss: Option<u64>,
-    /// The largest virtual memory all its processes held together, bytes
-    /// (sampled; only in a cgroup).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vmem: Option<u64>,
-}
-
-impl JobResult {
-    /// A job that could not be started.
-    pub fn launch_failed(job: u64, message: String, now: i64) -> Self {
-        JobResult {
-            version: FORMAT_VERSION,
-            job,
-            exit_code: None,
-            signal: None,
-            cause: Cause::LaunchFailed,
-            message,
-            start_time: 0,
-            end_time: now,
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        }
-    }
-
-    pub fn to_proto(&self) -> v1::JobFinished {
-        let cause = match self.cause {
-            Cause::Exited => v1::FinishCause::Exited,
-            Cause::Walltime => v1::FinishCause::Walltime,
-            Cause::Killed => v1::FinishCause::Killed,
-            Cause::LaunchFailed => v1::FinishCause::LaunchFailed,
-            Cause::Unknown => v1::FinishCause::Lost,
-            Cause::Memory => v1::FinishCause::Memory,
-            Cause::CpuTime => v1::FinishCause::CpuTime,
-        };
-        v1::JobFinished {
-            job: self.job,
-            exit_code: self.exit_code,
-            signal: self.signal,
-            cause: cause as i32,
-            message: self.message.clone(),
-            start_time: self.start_time,
-            end_time: self.end_time,
-            cput: self.cput,
-            max_rss: self.max_rss,
-            vmem: self.vmem,
-        }
-    }
-}
+use crate::record::{
+    GPU_FILE, LAUNCH_FILE, Launch, NODE_FILE, RESULT_FILE, SCRIPT_FILE, SIGNALS_DIR, gpu_file_text,
+    node_file_text, result_from_json, result_to_json, write_atomic, write_new,
+};
 
 /// The spool root. Its path is absolute (shepherds are recognised by it).
 #[derive(Clone, Debug)]
@@ -463,18 +65,15 @@ impl Spool {
         }
     }
 
-    /// Writes a launch into `jobs/SEQ`. `Ok(None)` when the job is already
-    /// in the spool (a repeated launch is ignored).
-    pub fn prepare(
-        &self,
-        launch: &v1::LaunchJob,
-        additions: &LaunchAdditions,
-    ) -> Result<Option<JobDir>> {
-        let dir = self.job(launch.job);
+    /// Writes a launch and its script into `jobs/SEQ`. `Ok(None)` when the
+    /// job is already in the spool (a repeated launch is ignored).
+    pub fn prepare(&self, launch: &Launch, script: &[u8]) -> Result<Option<JobDir>> {
+        let seq = launch.order.job;
+        let dir = self.job(seq);
         if dir.path.exists() {
             return Ok(None);
         }
-        let tmp = self.jobs_dir().join(format!(".{}.new", launch.job));
+        let tmp = self.jobs_dir().join(format!(".{seq}.new"));
         if tmp.exists() {
             fs::remove_dir_all(&tmp)
                 .map_err(|e| AgentError::io("remove partial job directory", &tmp, e))?;
@@ -486,37 +85,25 @@ impl Spool {
         // Traversable by the job user, whatever the umask.
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o711))
             .map_err(|e| AgentError::io("set permissions of", &tmp, e))?;
-        let spec = LaunchSpec {
-            prologue: additions.hooks.prologue.clone(),
-            epilogue: additions.hooks.epilogue.clone(),
-            host: additions.host.clone(),
-            tmpdir_base: additions.tmpdir_base.clone(),
-            commands_socket: additions.commands_socket.clone(),
-            gpus: additions.gpus.clone(),
-            cgroups: additions.cgroups.clone(),
-            ..LaunchSpec::from(launch)
-        };
-        let json = serde_json::to_vec_pretty(&spec).map_err(|e| AgentError::Json {
+        let json = launch.to_json().map_err(|e| AgentError::Json {
             path: tmp.join(LAUNCH_FILE),
             source: e,
         })?;
-        write_file(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
-        let script = if spec.interactive {
-            crate::tasks::interactive_script(self.root(), spec.job)
-        } else {
-            launch.script.clone()
-        };
-        write_file(&tmp.join(SCRIPT_FILE), &script, 0o700)?;
-        write_file(
-            &tmp.join(NODE_FILE),
-            node_file_text(&spec).as_bytes(),
-            0o644,
-        )?;
-        if !spec.gpus.is_empty() {
-            let text = gpu_file_text(&spec.host, &spec.gpus);
-            write_file(&tmp.join(GPU_FILE), text.as_bytes(), 0o644)?;
+        write_new(&tmp.join(LAUNCH_FILE), &json, 0o600)?;
+        write_new(&tmp.join(SCRIPT_FILE), script, 0o700)?;
+        let nodes = node_file_text(launch);
+        write_new(&tmp.join(NODE_FILE), nodes.as_bytes(), 0o644)?;
+        let added = &launch.added;
+        if !added.gpus.is_empty() {
+            let text = gpu_file_text(&added.host, &added.gpus);
+            write_new(&tmp.join(GPU_FILE), text.as_bytes(), 0o644)?;
         }
-        crate::signals::create_dir(&tmp)?;
+        // Signal requests for the job (crate::signals): the agent's only.
+        let signals = tmp.join(SIGNALS_DIR);
+        DirBuilder::new()
+            .mode(0o700)
+            .create(&signals)
+            .map_err(|e| AgentError::io("create", &signals, e))?;
         fs::rename(&tmp, &dir.path)
             .map_err(|e| AgentError::io("move job directory into place", &dir.path, e))?;
         Ok(Some(dir))
@@ -585,17 +172,18 @@ impl JobDir {
         self.path.is_dir()
     }
 
-    pub fn read_launch(&self) -> Result<LaunchSpec> {
+    /// The launch, of whichever version its agent wrote.
+    pub fn read_launch(&self) -> Result<Launch> {
         let path = self.file(LAUNCH_FILE);
         let bytes = fs::read(&path).map_err(|e| AgentError::io("read", &path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| AgentError::Json { path, source: e })
+        Launch::from_json(&bytes).map_err(|e| AgentError::Json { path, source: e })
     }
 
     /// The result, if the job has ended.
-    pub fn read_result(&self) -> Result<Option<JobResult>> {
+    pub fn read_result(&self) -> Result<Option<JobFinished>> {
         let path = self.file(RESULT_FILE);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
+            Ok(bytes) => result_from_json(&bytes)
                 .map(Some)
                 .map_err(|e| AgentError::Json { path, source: e }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -607,9 +195,9 @@ impl JobDir {
         self.file(RESULT_FILE).exists()
     }
 
-    pub fn write_result(&self, result: &JobResult) -> Result<()> {
+    pub fn write_result(&self, result: &JobFinished) -> Result<()> {
         let path = self.file(RESULT_FILE);
-        let json = serde_json::to_vec_pretty(result).map_err(|e| AgentError::Json {
+        let json = result_to_json(result).map_err(|e| AgentError::Json {
             path: path.clone(),
             source: e,
         })?;
@@ -641,50 +229,24 @@ impl JobDir {
     }
 }
 
-/// Creates `path` (which must not exist) with `mode` and `bytes`.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| AgentError::io("create", path, e))?;
-    file.write_all(bytes)
-        .map_err(|e| AgentError::io("write", path, e))?;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .map_err(|e| AgentError::io("set permissions of", path, e))
-}
-
-/// Replaces `path` with `bytes` all at once: a temporary file, fsync,
-/// rename, fsync of the directory (so the new name survives a power cut:
-/// a job's `result.json` must not be lost between the report and the
-/// daemon's acknowledgement).
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(|e| AgentError::io("create", &tmp, e))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| AgentError::io("write", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| AgentError::io("rename into place", path, e))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| AgentError::io("sync the directory of", path, e))
+/// For tests: [`Spool::prepare`] of an order as it came, script and all.
+#[cfg(test)]
+impl Spool {
+    pub(crate) fn prepare_order(
+        &self,
+        mut order: qmesh_proto::v1::LaunchJob,
+        added: crate::record::Additions,
+    ) -> Result<Option<JobDir>> {
+        let script = std::mem::take(&mut order.script);
+        self.prepare(&Launch::new(order, added), &script)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{Additions, JOB_PID_FILE};
+    use qmesh_proto::v1;
 
     fn launch(seq: u64) -> v1::LaunchJob {
         v1::LaunchJob {
@@ -711,23 +273,28 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(&tmp.path().join("spool")).unwrap();
         let dir = spool
-            .prepare(&launch(7), &LaunchAdditions::default())
+            .prepare_order(launch(7), Additions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.path, spool.jobs_dir().join("7"));
-        let spec = dir.read_launch().unwrap();
-        assert_eq!(spec, LaunchSpec::from(&launch(7)));
-        assert_eq!(spec.env, vec![("A".to_string(), "1".to_string())]);
+        let kept = dir.read_launch().unwrap();
+        let order = v1::LaunchJob {
+            script: Vec::new(),
+            ..launch(7)
+        };
+        assert_eq!(kept, Launch::new(order, Additions::default()));
+        assert_eq!(fs::read(dir.file(SCRIPT_FILE)).unwrap(), launch(7).script);
         assert_eq!(fs::read_to_string(dir.file(NODE_FILE)).unwrap(), "n1\nn2\n");
         let mode = fs::metadata(dir.file(SCRIPT_FILE))
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o700);
+        assert!(dir.file(SIGNALS_DIR).is_dir());
         // A repeated launch is ignored.
         assert!(
             spool
-                .prepare(&launch(7), &LaunchAdditions::default())
+                .prepare_order(launch(7), Additions::default())
                 .unwrap()
                 .is_none()
         );
@@ -739,16 +306,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(3), &LaunchAdditions::default())
+            .prepare_order(launch(3), Additions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.read_result().unwrap(), None);
-        let result = JobResult {
-            version: FORMAT_VERSION,
+        assert!(!dir.has_result());
+        let result = JobFinished {
             job: 3,
             exit_code: None,
             signal: Some(15),
-            cause: Cause::Walltime,
+            cause: v1::FinishCause::Walltime as i32,
             message: "over".into(),
             start_time: 10,
             end_time: 20,
@@ -757,11 +324,8 @@ mod tests {
             vmem: None,
         };
         dir.write_result(&result).unwrap();
-        assert_eq!(dir.read_result().unwrap(), Some(result.clone()));
-        let wire = result.to_proto();
-        assert_eq!(wire.cause, v1::FinishCause::Walltime as i32);
-        assert_eq!(wire.signal, Some(15));
-        assert_eq!((wire.cput, wire.max_rss), (Some(3), Some(4096)));
+        assert!(dir.has_result());
+        assert_eq!(dir.read_result().unwrap(), Some(result));
         // No temporary file is left behind.
         let names: Vec<_> = fs::read_dir(&dir.path)
             .unwrap()
@@ -775,24 +339,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         spool
-            .prepare(&launch(2), &LaunchAdditions::default())
+            .prepare_order(launch(2), Additions::default())
             .unwrap();
         spool
-            .prepare(&launch(10), &LaunchAdditions::default())
+            .prepare_order(launch(10), Additions::default())
             .unwrap();
         fs::create_dir(spool.jobs_dir().join(".5.new")).unwrap();
         let seqs: Vec<u64> = spool.scan().unwrap().iter().map(|d| d.seq).collect();
         assert_eq!(seqs, vec![2, 10]);
         spool.remove_partial().unwrap();
         assert!(!spool.jobs_dir().join(".5.new").exists());
-    }
-
-    #[test]
-    fn old_result_without_optional_fields_still_loads() {
-        let old = r#"{"job": 4, "cause": "EXITED", "exit_code": 0}"#;
-        let r: JobResult = serde_json::from_str(old).unwrap();
-        assert_eq!(r.exit_code, Some(0));
-        assert_eq!(r.cause, Cause::Exited);
     }
 
     #[test]
@@ -811,12 +367,12 @@ mod tests {
         l.local_nodes = vec!["n1".into(), "n3".into()];
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let additions = LaunchAdditions {
+        let additions = Additions {
             host: "h1".into(),
             gpus: vec![1, 3, 4],
-            ..LaunchAdditions::default()
+            ..Additions::default()
         };
-        let dir = spool.prepare(&l, &additions).unwrap().unwrap();
+        let dir = spool.prepare_order(l, additions).unwrap().unwrap();
         assert_eq!(
             fs::read_to_string(dir.file(NODE_FILE)).unwrap(),
             "n1\nn1\nn2\nn2\nn2\n",
@@ -826,15 +382,15 @@ mod tests {
             fs::read_to_string(dir.file(GPU_FILE)).unwrap(),
             "h1-gpu1\nh1-gpu3\nh1-gpu4\n"
         );
-        let spec = dir.read_launch().unwrap();
-        assert_eq!(spec.local_indices(), vec![0, 2]);
-        assert_eq!(spec.local_gpus(), 3);
+        let kept = dir.read_launch().unwrap();
+        assert_eq!(kept.local_indices(), vec![0, 2]);
+        assert_eq!(kept.local_gpus(), 3);
         assert_eq!(
-            (spec.local_share().cpus, spec.local_share().threads),
+            (kept.local_share().cpus, kept.local_share().threads),
             (4, 2)
         );
-        assert_eq!(spec.gpus, vec![1, 3, 4]);
-        assert_eq!(spec.host, "h1");
+        assert_eq!(kept.added.gpus, vec![1, 3, 4]);
+        assert_eq!(kept.added.host, "h1");
     }
 
     #[test]
@@ -842,36 +398,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(6), &LaunchAdditions::default())
+            .prepare_order(launch(6), Additions::default())
             .unwrap()
             .unwrap();
         assert_eq!(fs::read_to_string(dir.file(NODE_FILE)).unwrap(), "n1\nn2\n");
         assert!(!dir.file(GPU_FILE).exists());
-        let spec = dir.read_launch().unwrap();
-        assert_eq!(spec.local_share(), spec.share(0));
-        assert_eq!(spec.share(1).procs, 1);
-        assert_eq!(spec.first_queue(), spec.queue);
-    }
-
-    #[test]
-    fn an_old_launch_file_still_loads() {
-        // launch.json as agents wrote it before shares, shells and limits.
-        let old = r#"{
-  "version": 1, "job": 12, "job_id": "12.srv", "name": "run.sh",
-  "user": "alice", "uid": 1000, "gid": 1000, "group": "users",
-  "workdir": "/home/alice/w", "stdout_path": "", "stderr_path": "",
-  "join_output": false, "env": [["A", "1"]], "nodes": ["n1", "n2"],
-  "walltime": 60, "kill_grace": 5, "queue": "batch", "account": "",
-  "submit_host": "login1", "local_nodes": ["n1"]
-}"#;
-        let spec: LaunchSpec = serde_json::from_str(old).unwrap();
-        assert_eq!(spec.job_id, "12.srv");
-        assert!(spec.shares.is_empty() && spec.shell.is_empty());
-        assert_eq!((spec.umask, spec.start_dir.as_str()), (None, ""));
-        assert!(spec.limits.is_none() && spec.tmpdir_base.is_none());
-        assert_eq!(spec.local_share().procs, 1);
-        assert_eq!(spec.first_queue(), "batch");
-        assert_eq!(spec.local_gpus(), 0);
+        let kept = dir.read_launch().unwrap();
+        assert_eq!(kept.local_share(), kept.share(0));
+        assert_eq!(kept.share(1).procs, 1);
+        assert_eq!(kept.first_queue(), kept.order.queue);
     }
 
     #[test]
@@ -892,23 +427,27 @@ mod tests {
         l.submit_queue = "route".into();
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
-        let additions = LaunchAdditions {
+        let additions = Additions {
             tmpdir_base: Some("/var/tmp".into()),
-            ..LaunchAdditions::default()
+            ..Additions::default()
         };
-        let dir = spool.prepare(&l, &additions).unwrap().unwrap();
-        let spec = dir.read_launch().unwrap();
-        assert_eq!(spec.shell, "/bin/bash");
-        assert_eq!(spec.umask, Some(0o27));
-        assert_eq!(spec.start_dir, "/scratch/a");
-        assert!(spec.join_to_error);
-        assert_eq!(spec.limits.cpu_secs, Some(30));
-        assert_eq!(spec.limits.address_space, Some(1 << 30));
-        assert_eq!(spec.limits.nice, Some(5));
-        assert_eq!(spec.limits.job_cpu_secs, Some(3600));
-        assert_eq!(spec.project, "p1");
-        assert_eq!(spec.first_queue(), "route");
-        assert_eq!(spec.tmpdir_base.as_deref(), Some(Path::new("/var/tmp")));
+        let dir = spool.prepare_order(l, additions).unwrap().unwrap();
+        let kept = dir.read_launch().unwrap();
+        let order = &kept.order;
+        assert_eq!(order.shell, "/bin/bash");
+        assert_eq!(order.umask, Some(0o27));
+        assert_eq!(order.start_dir, "/scratch/a");
+        assert!(order.join_to_error);
+        assert_eq!(kept.limits().cpu_secs, Some(30));
+        assert_eq!(kept.limits().address_space, Some(1 << 30));
+        assert_eq!(kept.limits().nice, Some(5));
+        assert_eq!(kept.limits().job_cpu_secs, Some(3600));
+        assert_eq!(order.project, "p1");
+        assert_eq!(kept.first_queue(), "route");
+        assert_eq!(
+            kept.added.tmpdir_base.as_deref(),
+            Some(Path::new("/var/tmp"))
+        );
     }
 
     #[test]
@@ -916,7 +455,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(1), &LaunchAdditions::default())
+            .prepare_order(launch(1), Additions::default())
             .unwrap()
             .unwrap();
         assert_eq!(dir.read_pid(JOB_PID_FILE), None);

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use qmesh_proto::v1;
+use qmesh_proto::v1::{self, FinishCause, JobFinished};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, Interest};
 use tokio::sync::mpsc::UnboundedSender;
@@ -24,11 +24,12 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 use crate::error::{AgentError, Result};
 use crate::hooks::Hooks;
 use crate::procfs::{self, SHEPHERD_ARG0, SHEPHERD_COMMAND};
-use crate::shepherd::{self, now};
-use crate::spool::{
-    Cause, FORMAT_VERSION, JOB_PID_FILE, JobDir, JobResult, KILL_REASON_FILE, LaunchAdditions,
-    LaunchSpec, SHEPHERD_LOG, SHEPHERD_PID_FILE, Spool,
+use crate::record::{
+    Additions, Cgroups, JOB_PID_FILE, KILL_REASON_FILE, Launch, SHEPHERD_LOG, SHEPHERD_PID_FILE,
+    finish, write_atomic,
 };
+use crate::shepherd::{self, now};
+use crate::spool::{JobDir, Spool};
 use crate::zygote::{Forked, Zygote};
 
 /// How often an adopted shepherd (not our child) is looked at.
@@ -42,7 +43,7 @@ pub enum Event {
         pid: i32,
         time: i64,
     },
-    Finished(JobResult),
+    Finished(JobFinished),
     /// A job launched elsewhere joined here (see `joined`).
     Joined(v1::JobJoined),
 }
@@ -51,7 +52,7 @@ pub enum Event {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SpoolState {
     pub running: Vec<u64>,
-    pub finished: Vec<JobResult>,
+    pub finished: Vec<JobFinished>,
 }
 
 pub struct Supervisor {
@@ -60,8 +61,9 @@ pub struct Supervisor {
     /// Forks shepherds; without it (or when it fails) they are exec'd.
     zygote: Option<Zygote>,
     /// What every launch here gets: the site's prologue and epilogue,
-    /// where TMPDIRs go, the host's name (its GPUs are chosen per job).
-    additions: LaunchAdditions,
+    /// where TMPDIRs and cgroups go, the commands' socket, the host's name
+    /// (its GPUs are chosen per job).
+    additions: Additions,
     /// GPUs this host has, to give out.
     host_gpus: u32,
     /// pbsdsh's tasks and interactive terminals of jobs here.
@@ -75,14 +77,15 @@ impl Supervisor {
             spool,
             events,
             zygote: None,
-            additions: LaunchAdditions::default(),
+            additions: Additions::default(),
             host_gpus: 0,
         }
     }
 
     /// Jobs launched here run the site's prologue and epilogue.
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.additions.hooks = hooks;
+        self.additions.prologue = hooks.prologue;
+        self.additions.epilogue = hooks.epilogue;
         self
     }
 
@@ -94,7 +97,7 @@ impl Supervisor {
 
     /// Jobs launched here, and pbsdsh's tasks, run in cgroups under
     /// `cgroups` (`None`: uncontained).
-    pub fn with_cgroups(mut self, cgroups: Option<crate::cgroup::Cgroups>) -> Self {
+    pub fn with_cgroups(mut self, cgroups: Option<Cgroups>) -> Self {
         self.tasks = self.tasks.clone().with_cgroups(cgroups.clone());
         self.additions.cgroups = cgroups;
         self
@@ -144,15 +147,15 @@ impl Supervisor {
         dirs.into_iter()
             .filter(|dir| !dir.has_result())
             .filter_map(|dir| {
-                let spec = dir.read_launch().ok()?;
-                let cgroup =
-                    crate::cgroup::job::JobCgroup::of(spec.cgroups.as_ref()?, &spec.job_id);
+                let launch = dir.read_launch().ok()?;
+                let cgroups = launch.added.cgroups.as_ref()?;
+                let cgroup = crate::cgroup::job::JobCgroup::of(cgroups, &launch.order.job_id);
                 if !cgroup.exists() {
                     return None;
                 }
                 let used = cgroup.usage();
                 Some(v1::JobUse {
-                    job: spec.job,
+                    job: launch.order.job,
                     cput: used.cpu_micros.map(|us| (us + 500_000) / 1_000_000),
                     mem: used.mem_peak,
                     vmem: used.vmem_peak,
@@ -196,29 +199,37 @@ impl Supervisor {
     /// Starts a job. A job already in the spool is left alone. `Err` only
     /// when not even a spool directory could be written: the finish to send
     /// is then not persisted.
-    pub async fn launch(&self, launch: v1::LaunchJob) -> std::result::Result<(), v1::JobFinished> {
-        let seq = launch.job;
+    pub async fn launch(
+        &self,
+        mut order: v1::LaunchJob,
+    ) -> std::result::Result<(), v1::JobFinished> {
+        let seq = order.job;
+        let script = if order.interactive {
+            crate::tasks::interactive_script(self.spool.root(), seq)
+        } else {
+            std::mem::take(&mut order.script)
+        };
+        let mut launch = Launch::new(order, self.additions.clone());
         let spool = self.spool.clone();
-        let mut additions = self.additions.clone();
         let host_gpus = self.host_gpus;
         let prepared = tokio::task::spawn_blocking(move || {
-            if spool.job(launch.job).exists() {
+            if spool.job(seq).exists() {
                 return (Ok(None), None);
             }
             // Launches come one at a time: no other job chooses meanwhile.
-            let wanted = LaunchSpec::from(&launch).local_gpus();
+            let wanted = launch.local_gpus();
             let refused = if wanted == 0 {
                 None
             } else {
                 match crate::gpus::choose(host_gpus, &crate::gpus::held(&spool), wanted) {
                     Ok(gpus) => {
-                        additions.gpus = gpus;
+                        launch.added.gpus = gpus;
                         None
                     }
                     Err(why) => Some(why),
                 }
             };
-            (spool.prepare(&launch, &additions), refused)
+            (spool.prepare(&launch, &script), refused)
         })
         .await
         .unwrap_or_else(|e| {
@@ -228,7 +239,7 @@ impl Supervisor {
         let dir = match prepared {
             (Ok(Some(dir)), Some(refused)) => {
                 warn!("job not started: {refused}");
-                let result = JobResult::launch_failed(seq, refused, now());
+                let result = finish(seq, FinishCause::LaunchFailed, refused, now());
                 persist(&dir, &result);
                 let _ = self.events.send(Event::Finished(result));
                 return Ok(());
@@ -241,7 +252,7 @@ impl Supervisor {
             (Err(e), _) => {
                 error!("{e}");
                 let message = format!("cannot write the job to the agent's spool: {e}");
-                return Err(JobResult::launch_failed(seq, message, now()).to_proto());
+                return Err(finish(seq, FinishCause::LaunchFailed, message, now()));
             }
         };
         if let Some((forked, out)) = self.fork_shepherd(&dir).await {
@@ -268,7 +279,7 @@ impl Supervisor {
             Err(e) => {
                 error!("{e}");
                 let message = format!("cannot start the shepherd: {e}");
-                let result = JobResult::launch_failed(seq, message, now());
+                let result = finish(seq, FinishCause::LaunchFailed, message, now());
                 persist(&dir, &result);
                 let _ = self.events.send(Event::Finished(result));
             }
@@ -322,7 +333,7 @@ impl Supervisor {
         };
         if !reason.is_empty() {
             let path = dir.file(KILL_REASON_FILE);
-            if let Err(e) = crate::spool::write_atomic(&path, reason.as_bytes(), 0o644) {
+            if let Err(e) = write_atomic(&path, reason.as_bytes(), 0o644) {
                 warn!("{e}; the kill goes on without its reason");
             }
         }
@@ -535,9 +546,9 @@ async fn watch_adopted(dir: JobDir, shepherd: i32, events: UnboundedSender<Event
     }
 }
 
-fn log_finish(r: &JobResult) {
+fn log_finish(r: &JobFinished) {
     info!(
-        cause = ?r.cause,
+        cause = ?r.cause(),
         exit_code = ?r.exit_code,
         signal = ?r.signal,
         message = %r.message,
@@ -545,7 +556,7 @@ fn log_finish(r: &JobResult) {
     );
 }
 
-fn persist(dir: &JobDir, result: &JobResult) {
+fn persist(dir: &JobDir, result: &JobFinished) {
     if let Err(e) = dir.write_result(result) {
         if !dir.path.exists() {
             // The daemon has acknowledged an end of this job already (a
@@ -562,7 +573,7 @@ fn persist(dir: &JobDir, result: &JobResult) {
 /// started the job: a launch failure. With it, the job ran and how it ended
 /// is unknown; what is left of it is killed, since nothing enforces its
 /// limits any more and the daemon will give its nodes to others.
-fn vanished(dir: &JobDir) -> JobResult {
+fn vanished(dir: &JobDir) -> JobFinished {
     remove_tmpdir_of(dir);
     let log = dir.file(SHEPHERD_LOG);
     let Some(job_pid) = dir.read_pid(JOB_PID_FILE) else {
@@ -570,7 +581,7 @@ fn vanished(dir: &JobDir) -> JobResult {
             "the job never started: its shepherd is gone and left no result; see {}",
             log.display()
         );
-        return JobResult::launch_failed(dir.seq, message, now());
+        return finish(dir.seq, FinishCause::LaunchFailed, message, now());
     };
     // Only a process that still leads its own session is the job's leader.
     if procfs::stat(job_pid).is_some_and(|s| s.session == job_pid && s.pgrp == job_pid) {
@@ -598,20 +609,8 @@ fn remove_tmpdir_of(dir: &JobDir) {
     }
 }
 
-fn unknown_end(dir: &JobDir, message: String) -> JobResult {
-    JobResult {
-        version: FORMAT_VERSION,
-        job: dir.seq,
-        exit_code: None,
-        signal: None,
-        cause: Cause::Unknown,
-        message,
-        start_time: 0,
-        end_time: now(),
-        cput: None,
-        max_rss: None,
-        vmem: None,
-    }
+fn unknown_end(dir: &JobDir, message: String) -> JobFinished {
+    finish(dir.seq, FinishCause::Lost, message, now())
 }
 
 #[cfg(test)]
@@ -632,13 +631,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let a = spool
-            .prepare(&launch(1), &LaunchAdditions::default())
+            .prepare_order(launch(1), Additions::default())
             .unwrap()
             .unwrap();
         spool
-            .prepare(&launch(2), &LaunchAdditions::default())
+            .prepare_order(launch(2), Additions::default())
             .unwrap();
-        let done = JobResult::launch_failed(1, "no".into(), 5);
+        let done = finish(1, FinishCause::LaunchFailed, "no".into(), 5);
         a.write_result(&done).unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool, tx);
@@ -652,16 +651,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         let dir = spool
-            .prepare(&launch(4), &LaunchAdditions::default())
+            .prepare_order(launch(4), Additions::default())
             .unwrap()
             .unwrap();
         let r = vanished(&dir);
-        assert_eq!(r.cause, Cause::LaunchFailed);
+        assert_eq!(r.cause(), FinishCause::LaunchFailed);
         assert!(r.message.contains("shepherd.log"), "{}", r.message);
         // With a job pid (here one that cannot exist), the end is unknown.
         dir.write_pid(JOB_PID_FILE, i32::MAX).unwrap();
         let r = vanished(&dir);
-        assert_eq!(r.cause, Cause::Unknown);
+        assert_eq!(r.cause(), FinishCause::Lost);
         assert_eq!((r.exit_code, r.signal), (None, None));
     }
 
@@ -670,7 +669,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let spool = Spool::open(tmp.path()).unwrap();
         spool
-            .prepare(&launch(9), &LaunchAdditions::default())
+            .prepare_order(launch(9), Additions::default())
             .unwrap();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sup = Supervisor::new(spool.clone(), tx);
@@ -678,7 +677,7 @@ mod tests {
         let state = sup.state().unwrap();
         assert!(state.running.is_empty());
         assert_eq!(state.finished.len(), 1);
-        assert_eq!(state.finished[0].cause, Cause::LaunchFailed);
+        assert_eq!(state.finished[0].cause(), FinishCause::LaunchFailed);
         sup.ack(9);
         assert!(!spool.job(9).exists());
         assert_eq!(sup.state().unwrap(), SpoolState::default());

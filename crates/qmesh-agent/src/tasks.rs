@@ -72,7 +72,7 @@ pub struct Tasks {
     /// This agent's spool, which interactive jobs' bridges are named by.
     spool_root: Arc<std::path::Path>,
     /// Where jobs' cgroups are: a task joins its job's.
-    cgroups: Option<crate::cgroup::Cgroups>,
+    cgroups: Option<crate::record::Cgroups>,
 }
 
 impl Tasks {
@@ -85,7 +85,7 @@ impl Tasks {
     }
 
     /// Tasks join their job's cgroup under `cgroups`.
-    pub fn with_cgroups(mut self, cgroups: Option<crate::cgroup::Cgroups>) -> Tasks {
+    pub fn with_cgroups(mut self, cgroups: Option<crate::record::Cgroups>) -> Tasks {
         self.cgroups = cgroups;
         self
     }

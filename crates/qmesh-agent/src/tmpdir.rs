@@ -20,7 +20,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::unistd::{Gid, Uid};
 
-use crate::spool::LaunchSpec;
+use crate::record::Launch;
 
 /// The default base: PBS's `/var/tmp`, else the system's temporary
 /// directory.
@@ -40,10 +40,9 @@ pub fn path(base: &Path, job_id: &str) -> PathBuf {
 }
 
 /// The job's TMPDIR, when the agent that launched it makes one.
-pub fn of(spec: &LaunchSpec) -> Option<PathBuf> {
-    spec.tmpdir_base
-        .as_deref()
-        .map(|base| path(base, &spec.job_id))
+pub fn of(launch: &Launch) -> Option<PathBuf> {
+    let base = launch.added.tmpdir_base.as_deref()?;
+    Some(path(base, &launch.order.job_id))
 }
 
 /// Makes `dir` afresh: mode 0700, owned by `owner` when given (else by
@@ -90,13 +89,11 @@ mod tests {
             Path::new("/t/pbs.1.a_b"),
             "an id cannot leave the base"
         );
-        let spec = LaunchSpec {
-            job_id: "3.s".into(),
-            tmpdir_base: Some("/scratch".into()),
-            ..LaunchSpec::default()
-        };
-        assert_eq!(of(&spec), Some(PathBuf::from("/scratch/pbs.3.s")));
-        assert_eq!(of(&LaunchSpec::default()), None, "older launches get none");
+        let mut launch = Launch::default();
+        launch.order.job_id = "3.s".into();
+        assert_eq!(of(&launch), None, "older launches get none");
+        launch.added.tmpdir_base = Some("/scratch".into());
+        assert_eq!(of(&launch), Some(PathBuf::from("/scratch/pbs.3.s")));
     }
 
     #[test]

@@ -15,7 +15,7 @@ fn spool_sync_helper() {
         return;
     };
     let path = std::path::Path::new(&dir).join("result.json");
-    qmesh_agent::spool::write_atomic(&path, b"{}", 0o644).unwrap();
+    qmesh_agent::record::write_atomic(&path, b"{}", 0o644).unwrap();
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     out.write_all(b"WRITTEN\n").unwrap();

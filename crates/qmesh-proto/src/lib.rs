@@ -14,6 +14,7 @@ pub mod v1 {
 pub mod convert;
 pub mod endpoint;
 pub mod relay;
+mod spool_json;
 
 pub use v1::*;
 

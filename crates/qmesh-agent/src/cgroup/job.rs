@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::Cgroups;
+use crate::record::Cgroups;
 
 /// What the job may use on this host.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

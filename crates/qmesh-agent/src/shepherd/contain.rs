@@ -9,10 +9,11 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use qmesh_proto::v1::{FinishCause, JobFinished};
 use tracing::{info, warn};
 
 use crate::cgroup::job::{Allowance, JobCgroup, Usage};
-use crate::spool::{JobResult, LaunchSpec};
+use crate::record::Launch;
 
 /// How often a contained job's cgroup is looked at while it runs (for a
 /// process the kernel killed at the memory limit: in v1 it kills one
@@ -30,11 +31,11 @@ pub struct Contained {
 /// What the job may use on this host: its nodes' here together. Memory
 /// only if each of them says how much; CPUs only where its nodes are
 /// shared with other jobs (on its own node it may use them all).
-pub fn allowance(spec: &LaunchSpec) -> Allowance {
-    let shares: Vec<_> = spec
+pub fn allowance(launch: &Launch) -> Allowance {
+    let shares: Vec<_> = launch
         .local_indices()
         .into_iter()
-        .map(|i| spec.share(i))
+        .map(|i| launch.share(i))
         .collect();
     let mem = shares.iter().map(|s| s.mem).sum::<Option<u64>>();
     let cpus = shares
@@ -49,12 +50,12 @@ pub fn allowance(spec: &LaunchSpec) -> Allowance {
 
 /// Makes the job's cgroup, if the agent found where; `Err` says why not,
 /// for the job's comment.
-pub fn contain(spec: &LaunchSpec) -> Result<Option<Contained>, String> {
-    let Some(cgroups) = &spec.cgroups else {
+pub fn contain(launch: &Launch) -> Result<Option<Contained>, String> {
+    let Some(cgroups) = &launch.added.cgroups else {
         return Ok(None);
     };
-    let cgroup = JobCgroup::of(cgroups, &spec.job_id);
-    let allowance = allowance(spec);
+    let cgroup = JobCgroup::of(cgroups, &launch.order.job_id);
+    let allowance = allowance(launch);
     let made = cgroup.create(allowance).and_then(|()| cgroup.procs_files());
     match made {
         Ok(procs) => {
@@ -75,11 +76,11 @@ pub fn contain(spec: &LaunchSpec) -> Result<Option<Contained>, String> {
 /// After the job and all its processes are gone: what they used, into
 /// `result`; a kill at the memory limit makes the end the memory's, with
 /// PBS's exit status for a job killed by a signal; then the cgroup goes.
-pub fn settle(contained: &Contained, host: &str, result: &mut JobResult) {
+pub fn settle(contained: &Contained, host: &str, result: &mut JobFinished) {
     let used = contained.cgroup.usage();
     record_use(&used, result);
     if used.oom_kills > 0 {
-        result.cause = crate::spool::Cause::Memory;
+        result.set_cause(FinishCause::Memory);
         if result.exit_code.is_none() && result.signal.is_none() {
             result.signal = Some(nix::sys::signal::Signal::SIGKILL as i32);
         }
@@ -98,7 +99,7 @@ pub fn settle(contained: &Contained, host: &str, result: &mut JobResult) {
 /// The cgroup's figures replace rusage's: they count every process of
 /// the job (pbsdsh's tasks, those that left its session), not only those
 /// the shepherd reaped, and its memory is the peak of all of them at once.
-fn record_use(used: &Usage, result: &mut JobResult) {
+fn record_use(used: &Usage, result: &mut JobFinished) {
     if let Some(micros) = used.cpu_micros {
         result.cput = Some((micros + 500_000) / 1_000_000);
     }
@@ -131,7 +132,7 @@ pub fn over_memory(limit: Option<u64>, host: &str, kills: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::NodeShare;
+    use qmesh_proto::v1::{LaunchJob, NodeShare};
 
     fn share(cpus: u32, mem: Option<u64>, shared: bool) -> NodeShare {
         NodeShare {
@@ -146,7 +147,7 @@ mod tests {
 
     #[test]
     fn the_allowance_is_the_jobs_nodes_on_this_host() {
-        let mut spec = LaunchSpec {
+        let order = LaunchJob {
             nodes: vec!["a".into(), "b".into(), "c".into()],
             local_nodes: vec!["a".into(), "c".into()],
             shares: vec![
@@ -154,19 +155,20 @@ mod tests {
                 share(4, Some(8 << 30), true),
                 share(1, Some(1 << 30), false),
             ],
-            ..LaunchSpec::default()
+            ..LaunchJob::default()
         };
+        let mut launch = Launch::new(order, Default::default());
         assert_eq!(
-            allowance(&spec),
+            allowance(&launch),
             Allowance {
                 mem: Some(2 << 30),
                 cpus: Some(3)
             }
         );
         // Exclusive nodes: all their CPUs; a node without mem: no limit.
-        spec.shares[0] = share(2, None, false);
+        launch.order.shares[0] = share(2, None, false);
         assert_eq!(
-            allowance(&spec),
+            allowance(&launch),
             Allowance {
                 mem: None,
                 cpus: None

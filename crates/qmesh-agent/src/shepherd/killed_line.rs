@@ -10,10 +10,10 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
+use qmesh_proto::v1::{FinishCause, JobFinished};
 use tracing::warn;
 
 use crate::plan::Plan;
-use crate::spool::{Cause, JobResult};
 
 /// The job's limits the line may name.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,19 +28,19 @@ pub struct Limits {
 
 /// The line for `result`, if the job was killed for a limit: its wall
 /// time, its memory or its CPU time.
-pub fn line(result: &JobResult, limits: &Limits) -> Option<String> {
-    match result.cause {
-        Cause::Walltime => Some(format!(
+pub fn line(result: &JobFinished, limits: &Limits) -> Option<String> {
+    match result.cause() {
+        FinishCause::Walltime => Some(format!(
             "=>> PBS: job killed: walltime {} exceeded limit {}",
             result.end_time.saturating_sub(result.start_time).max(0),
             limits.walltime
         )),
-        Cause::CpuTime => Some(format!(
+        FinishCause::CpuTime => Some(format!(
             "=>> PBS: job killed: cput {} exceeded limit {}",
             result.cput.unwrap_or(0),
             limits.cput.unwrap_or(0)
         )),
-        Cause::Memory => {
+        FinishCause::Memory => {
             let used = result.max_rss.unwrap_or(0).div_ceil(1024);
             Some(match limits.mem {
                 Some(limit) => format!(
@@ -85,15 +85,13 @@ pub fn append(plan: &Plan, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::FORMAT_VERSION;
 
-    fn ended(cause: Cause) -> JobResult {
-        JobResult {
-            version: FORMAT_VERSION,
+    fn ended(cause: FinishCause) -> JobFinished {
+        JobFinished {
             job: 1,
             exit_code: None,
             signal: Some(9),
-            cause,
+            cause: cause as i32,
             message: String::new(),
             start_time: 100,
             end_time: 252,
@@ -111,20 +109,20 @@ mod tests {
             cput: Some(60),
         };
         assert_eq!(
-            line(&ended(Cause::Walltime), &limits).unwrap(),
+            line(&ended(FinishCause::Walltime), &limits).unwrap(),
             "=>> PBS: job killed: walltime 152 exceeded limit 120"
         );
         assert_eq!(
-            line(&ended(Cause::Memory), &limits).unwrap(),
+            line(&ended(FinishCause::Memory), &limits).unwrap(),
             "=>> PBS: job killed: mem 1048576kb exceeded limit 524288kb"
         );
-        let mut cpu = ended(Cause::CpuTime);
+        let mut cpu = ended(FinishCause::CpuTime);
         cpu.cput = Some(62);
         assert_eq!(
             line(&cpu, &limits).unwrap(),
             "=>> PBS: job killed: cput 62 exceeded limit 60"
         );
-        assert_eq!(line(&ended(Cause::Killed), &limits), None);
-        assert_eq!(line(&ended(Cause::Exited), &limits), None);
+        assert_eq!(line(&ended(FinishCause::Killed), &limits), None);
+        assert_eq!(line(&ended(FinishCause::Exited), &limits), None);
     }
 }
