@@ -144,6 +144,29 @@ const QMESHD: House = House {
     ],
 };
 
+const QMESH_AGENT: House = House {
+    name: "qmesh-agent",
+    src: "crates/qmesh-agent/src",
+    scope: "crate",
+    floors: &[
+        ("ground", &["error", "record"]),
+        (
+            "the host",
+            &[
+                "procfs", "cgroup", "limits", "tmpdir", "lock", "tls", "facts",
+            ],
+        ),
+        ("the spool", &["spool", "gpus", "signals"]),
+        (
+            "the job's start",
+            &["env", "hooks", "plan", "exec", "pty_bridge"],
+        ),
+        ("the shepherd", &["shepherd", "zygote"]),
+        ("the agent's jobs", &["supervise", "joined", "tasks"]),
+        ("the agent", &["cli", "agent", "session", "relay"]),
+    ],
+};
+
 #[test]
 fn qmesh_core() {
     check(&QMESH_CORE);
@@ -157,6 +180,11 @@ fn qmesh_core_qmgr() {
 #[test]
 fn qmeshd() {
     check(&QMESHD);
+}
+
+#[test]
+fn qmesh_agent() {
+    check(&QMESH_AGENT);
 }
 
 /// Reads the house's crate and panics naming everything that breaks its
