@@ -127,6 +127,7 @@ const QMESHD: House = House {
             &[
                 "args",
                 "paths",
+                "convert",
                 "error",
                 "answer",
                 "dispatch",

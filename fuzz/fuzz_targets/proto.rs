@@ -12,7 +12,8 @@ mod common;
 
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use qmesh_proto::{convert, v1};
+use qmesh_proto::v1;
+use qmeshd::convert;
 
 fn ids(ids: &[String]) {
     for id in ids {

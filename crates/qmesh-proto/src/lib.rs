@@ -1,17 +1,17 @@
 //! The qmesh wire format: the protobuf messages and gRPC services generated
-//! from `proto/qmesh.proto`, and the conversions between them and the core
-//! domain types.
+//! from `proto/qmesh.proto`, where the sockets are, and the JSON form of
+//! the launch and end messages an agent keeps in its spool.
 //!
-//! **API Boundary:** only this crate knows the wire format. The daemon speaks
-//! core types inside and converts at its edges with the functions in
-//! [`convert`]; clients and agents use the generated types directly.
+//! **API Boundary:** only this crate defines the wire format, and it knows
+//! nothing of the core: the daemon converts between the wire and the core's
+//! types at its edges (`qmeshd`'s `convert.rs`); clients and agents use the
+//! generated types directly.
 
 #[allow(clippy::all, missing_docs)]
 pub mod v1 {
     tonic::include_proto!("qmesh.v1");
 }
 
-pub mod convert;
 pub mod endpoint;
 pub mod relay;
 mod spool_json;

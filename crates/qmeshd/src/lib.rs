@@ -8,6 +8,11 @@
 
 mod answer;
 mod args;
+/// The wire's messages to and from the core's types: only the daemon
+/// converts. Public for the fuzz targets (`fuzz/`), which feed it
+/// requests as a client could send them.
+#[doc(hidden)]
+pub mod convert;
 mod dispatch;
 mod error;
 mod event;

@@ -2,8 +2,10 @@
 //! qrerun, qorder, qrun, tracejob, qalter, and the sp commands' plan, when
 //! and nodes.
 
+use qmesh_proto::v1;
 use qmesh_proto::v1::jobs_server::Jobs;
-use qmesh_proto::{convert, v1};
+
+use crate::convert;
 use tonic::{Request, Response, Status};
 
 use super::{Link, reply};

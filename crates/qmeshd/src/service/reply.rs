@@ -1,9 +1,9 @@
 //! The task's answers in the daemon's terms, turned into the wire's
-//! replies (the conversions of core types are `qmesh_proto::convert`'s).
+//! replies (the conversions of core types are `crate::convert`'s).
 
 use qmesh_proto::v1;
 
-use qmesh_proto::convert;
+use crate::convert;
 
 use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When};
 

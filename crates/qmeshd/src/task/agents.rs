@@ -5,7 +5,9 @@
 //! reconciled by [`crate::dispatch`] (its `agents.rs`).
 
 use qmesh_core::JobId;
-use qmesh_proto::{convert, v1};
+use qmesh_proto::v1;
+
+use crate::convert;
 use tracing::{debug, info, warn};
 
 use super::SchedulerTask;

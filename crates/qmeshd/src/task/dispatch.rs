@@ -83,7 +83,7 @@ impl SchedulerTask {
             Ok(None) => return Err("its script is missing from the store".into()),
             Err(e) => return Err(format!("its script could not be read: {e}")),
         };
-        let mut order = qmesh_proto::convert::launch(
+        let mut order = crate::convert::launch(
             job,
             payload,
             self.state.server_name(),

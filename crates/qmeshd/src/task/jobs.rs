@@ -3,7 +3,9 @@
 use qmesh_core::joblog::{EventClass, RecordType};
 use qmesh_core::state::Deleted;
 use qmesh_core::{Caller, CoreError, JobId, JobState};
-use qmesh_proto::{convert, v1};
+use qmesh_proto::v1;
+
+use crate::convert;
 use qmesh_store::Store;
 use tracing::info;
 

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use qmesh_core::job::Job;
 use qmesh_core::scheduler::{Entry, Plan, Reason, Status};
 use qmesh_core::{CoreError, JobId, JobState, Time, route};
-use qmesh_proto::{convert, v1};
+use qmesh_proto::v1;
+
+use crate::convert;
 
 use super::SchedulerTask;
 use crate::answer::When;

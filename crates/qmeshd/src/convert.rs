@@ -1,6 +1,8 @@
 //! Conversions between the core domain and the wire. The daemon validates on
 //! receive (a wire message becomes a domain value or a clear error) and
 //! converts on send; nothing else in the daemon touches message fields.
+//! Only the daemon converts: `qmesh-proto` knows nothing of the core, so
+//! the agent and the commands' wire types do not bring the core with them.
 
 use qmesh_core::account::AccountReport;
 use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
@@ -10,7 +12,7 @@ use qmesh_core::scheduler::{Reason, SetFree, Status, WhatPair};
 use qmesh_core::state::StateCounts;
 use qmesh_core::{Submission, Time};
 
-use crate::v1;
+use qmesh_proto::v1;
 
 /// Unix seconds, 0 for "not set".
 pub fn unix(t: Option<Time>) -> i64 {
