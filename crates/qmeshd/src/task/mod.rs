@@ -259,7 +259,7 @@ impl SchedulerTask {
 
     /// Handles one event at `now`: the request answered (at once, or once
     /// its change is durable), the report taken in.
-    pub(crate) fn handle(&mut self, event: Event, now: Now) {
+    fn handle(&mut self, event: Event, now: Now) {
         let Some(event) = self.refuse_if_read_only(event) else {
             return;
         };
@@ -392,7 +392,7 @@ impl SchedulerTask {
 
     /// Ends the turn: its changes and accounting records go to the store
     /// as one write.
-    pub(crate) fn end_turn(&mut self) {
+    fn end_turn(&mut self) {
         let watch = self.durability.failure_watch();
         self.logs.end_turn(self.durability.store(), watch);
     }

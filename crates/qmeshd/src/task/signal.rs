@@ -74,7 +74,7 @@ impl SchedulerTask {
     /// the logs of the daemon, the agent and the shepherd. Returns the
     /// signal's canonical name. For the scheduler: the warning before a
     /// period ends. `now` is for the server's log.
-    pub(crate) fn signal_job(
+    pub(super) fn signal_job(
         &mut self,
         id: JobId,
         signal: &str,
