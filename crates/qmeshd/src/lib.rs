@@ -26,6 +26,8 @@ mod service;
 mod start;
 mod status;
 mod task;
+#[cfg(test)]
+mod test_machine;
 mod tls;
 
 use std::process::ExitCode;

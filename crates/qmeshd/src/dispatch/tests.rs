@@ -4,12 +4,8 @@
 use std::time::{Duration, Instant};
 
 use qmesh_core::job::{ExitCause, JobExit};
-use qmesh_core::node::NodeAttrs;
 use qmesh_core::state::Finished;
-use qmesh_core::{
-    Caller, Config, JobId, JobState, NodeDef, NodeSet, Queue, Role, State, Submission, Time,
-    Topology,
-};
+use qmesh_core::{Caller, JobId, JobState, Role, State, Submission, Time};
 
 use super::{Dispatch, DispatchEvent, EndReport, Ended, Launch, Now, Order, ToAgent};
 
@@ -29,24 +25,9 @@ struct Bench {
 
 impl Bench {
     fn new(hosts: &[&str]) -> Bench {
-        let mut config = Config::default();
-        config.queues.insert("batch".into(), Queue::open("batch"));
-        let set = NodeSet {
-            name: "flat".into(),
-            topology: Topology::Flat,
-            nodes: hosts
-                .iter()
-                .map(|h| NodeDef {
-                    name: h.to_string(),
-                    host: h.to_string(),
-                })
-                .collect(),
-            attrs: NodeAttrs::default(),
-        };
-        let state = State::new("srv", config, vec![set]).expect("a valid machine");
         Bench {
             d: Dispatch::new(GRACE),
-            state,
+            state: crate::test_machine::machine(hosts),
             start: Instant::now(),
         }
     }

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use qmesh_core::job::JobPayload;
-use qmesh_core::node::NodeAttrs;
-use qmesh_core::{Config, JobState, NodeDef, NodeSet, Queue, State, Submission, Topology};
+use qmesh_core::{Config, JobState, Submission};
 use qmesh_proto::v1;
 use qmesh_store::{SledStore, Store};
 use tokio::sync::{mpsc, oneshot};
@@ -41,24 +40,6 @@ fn settings(dir: &std::path::Path) -> TaskSettings {
         file_config: Config::default(),
         store_dir: dir.join("store"),
     }
-}
-
-fn machine(hosts: &[&str]) -> State {
-    let mut config = Config::default();
-    config.queues.insert("batch".into(), Queue::open("batch"));
-    let set = NodeSet {
-        name: "flat".into(),
-        topology: Topology::Flat,
-        nodes: hosts
-            .iter()
-            .map(|h| NodeDef {
-                name: h.to_string(),
-                host: h.to_string(),
-            })
-            .collect(),
-        attrs: NodeAttrs::default(),
-    };
-    State::new("srv", config, vec![set]).expect("a valid machine")
 }
 
 fn alice() -> Peer {
@@ -101,7 +82,7 @@ impl Bench {
         let mut settings = settings(dir.path());
         adjust(&mut settings);
         let task = SchedulerTask::new(
-            machine(hosts),
+            crate::test_machine::machine(hosts),
             store.clone() as Arc<dyn Store>,
             settings,
             tx,
