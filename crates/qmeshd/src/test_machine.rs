@@ -1,6 +1,7 @@
 //! The machine the daemon's in-memory tests run on (`dispatch/tests.rs`,
 //! `task/tests.rs`): one flat node set of one node per host, each node
 //! named as its host, and one open queue `batch`, on server `srv`.
+#![cfg(test)]
 
 use qmesh_core::node::NodeAttrs;
 use qmesh_core::{Config, NodeDef, NodeSet, Queue, State, Topology};

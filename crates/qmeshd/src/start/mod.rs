@@ -71,7 +71,7 @@ pub fn start_task(
     // cluster key or over TLS with client certificates.
     let relay_trust = identity::RelayTrust {
         key: cluster_key.clone(),
-        client_certificates: settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
+        client_certificates: client_certificates(settings),
     };
     let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
     let (events_tx, events_rx) = mpsc::channel(4096);
@@ -152,8 +152,9 @@ pub async fn shut_down(
     }
 }
 
-/// Whether the daemon serves `Args`' and the file's TLS with client
-/// certificates (logged when the agents' port opens).
+/// Whether the agents' port asks for client certificates from the
+/// cluster CA (`[tls] client_ca`): then relayed commands are believed
+/// with a certificate, and the port says so when it opens.
 pub fn client_certificates(settings: &Settings) -> bool {
     settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some())
 }

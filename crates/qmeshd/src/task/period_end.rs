@@ -40,9 +40,8 @@ struct Due {
 impl SchedulerTask {
     /// Warns and ends the running jobs whose queue's period is ending.
     /// Called every second; costs nothing when no queue ends jobs.
-    pub(super) fn enforce_period_ends(&mut self, now: Now) {
-        let clock = now;
-        let now = now.wall;
+    pub(super) fn enforce_period_ends(&mut self, clock: Now) {
+        let now = clock.wall;
         let config = self.state.config();
         if !config.queues.values().any(|q| q.period_end.ends_jobs()) {
             self.warned.clear();
