@@ -15,12 +15,14 @@
 //! cut may lose the last writes. See docs/ARCHITECTURE.md.
 
 mod durable;
+mod etcd_store;
 mod record;
 mod sled_store;
 pub mod suite;
 mod writer;
 
 pub use record::{SCHEMA_VERSION, decode, encode};
+pub use etcd_store::{EtcdSettings, EtcdStore};
 pub use sled_store::SledStore;
 pub use writer::FlushObserver;
 
@@ -42,6 +44,14 @@ pub enum StoreError {
     TooNew { found: u32, supported: u32 },
     #[error("the store is closed")]
     Closed,
+    /// The store's engine is out of reach or cannot commit (etcd without
+    /// quorum): nothing was changed; trying again later may work.
+    #[error("{message}")]
+    Unavailable { message: String },
+    /// This daemon no longer leads: another qmeshd holds the election, and
+    /// the write was refused. It must step down.
+    #[error("{message}")]
+    Fenced { message: String },
 }
 
 /// Everything the daemon needs at start.

@@ -159,7 +159,7 @@ impl Engine {
             meta: meta.clone(),
         };
         let writer = Writer::start(
-            move |changes| apply(&trees, changes),
+            move |writes: Vec<Vec<Change>>| apply(&trees, writes.into_iter().flatten().collect()),
             move || {
                 flush_db.flush().map_err(io("flush the store"))?;
                 let mut syncer = match syncer.lock() {
@@ -310,6 +310,8 @@ fn apply(trees: &Trees, changes: Vec<Change>) -> Result<(), StoreError> {
     let mut new_usage = None;
     // Values written earlier in this batch, by job (not yet in the tree).
     let mut pending: std::collections::HashMap<JobId, Vec<u8>> = Default::default();
+    // The next id as this batch has set it so far.
+    let mut next_in_batch: Option<u64> = None;
     for change in changes {
         match change {
             Change::NewJob { id, job, payload } => {
@@ -334,9 +336,14 @@ fn apply(trees: &Trees, changes: Vec<Change>) -> Result<(), StoreError> {
             }
             Change::Remove(ids) => {
                 let highest = ids.iter().map(|id| id.seq() + 1).max().unwrap_or(1);
-                if highest > stored_next_id(jobs)? {
+                let stored = match next_in_batch {
+                    Some(n) => n,
+                    None => stored_next_id(jobs)?,
+                };
+                if highest > stored {
                     batch.insert(NEXT_ID, encode(&highest)?);
                 }
+                next_in_batch = Some(stored.max(highest));
                 for id in ids {
                     batch.remove(&key(JOB, id));
                     pending.remove(&id);

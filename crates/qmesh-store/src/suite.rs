@@ -221,3 +221,41 @@ pub fn outbox_round_trip<S: Store>(
     assert_eq!(store.load()?.next_id, 2, "records take no job ids");
     Ok(())
 }
+
+/// A write too large for one transaction of an engine with limits (etcd's
+/// 128 operations) is still committed whole, jobs and records, and a job
+/// changed twice in it keeps its last change.
+pub fn a_large_write_commits_whole<S: Store>(store: S) -> Result<(), StoreError> {
+    let mut changes = Vec::new();
+    let mut records = Vec::new();
+    for id in 1..=400 {
+        changes.push(crate::Change::new_job(&sample_job(id), &sample_payload(id))?);
+        records.push((id, format!("Q {id}").into_bytes()));
+    }
+    let mut held = sample_job(7);
+    held.state = JobState::Held;
+    changes.push(crate::Change::job(&held)?);
+    changes.push(crate::Change::Outbox(records));
+    store.write(changes, None);
+    store.sync()?;
+    let loaded = store.load()?;
+    assert_eq!(loaded.jobs.len(), 400);
+    assert_eq!(loaded.jobs[6], held);
+    assert_eq!(loaded.outbox.len(), 400);
+    assert_eq!(loaded.next_id, 401);
+    assert_eq!(store.payload(JobId(400))?, Some(sample_payload(400)));
+    Ok(())
+}
+
+/// A purge of lower jobs after a purge of higher ones does not lower the
+/// next id.
+pub fn purges_never_lower_the_next_id<S: Store>(store: S) -> Result<(), StoreError> {
+    for id in 1..=5 {
+        store.put_new_job(&sample_job(id), &sample_payload(id))?;
+    }
+    store.remove_jobs(&[JobId(5)])?;
+    store.remove_jobs(&[JobId(1)])?;
+    store.sync()?;
+    assert_eq!(store.load()?.next_id, 6);
+    Ok(())
+}

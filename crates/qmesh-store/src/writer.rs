@@ -25,7 +25,9 @@ use crate::{Change, OnDurable, StoreError};
 use std::time::Instant;
 
 struct Waiters {
-    changes: Vec<Change>,
+    /// Each `write`'s changes, kept apart: an engine that must split a
+    /// batch splits it between writes, not inside one.
+    changes: Vec<Vec<Change>>,
     list: Vec<OnDurable>,
     closed: bool,
 }
@@ -46,7 +48,7 @@ impl Writer {
     /// `apply` puts a batch of changes into the engine; `flush` makes the
     /// engine durable.
     pub fn start(
-        apply: impl Fn(Vec<Change>) -> Result<(), StoreError> + Send + 'static,
+        apply: impl Fn(Vec<Vec<Change>>) -> Result<(), StoreError> + Send + 'static,
         flush: impl Fn() -> Result<(), StoreError> + Send + 'static,
         observer: SharedObserver,
     ) -> Result<Writer, StoreError> {
@@ -84,7 +86,9 @@ impl Writer {
             return;
         }
         let was_idle = waiters.list.is_empty() && waiters.changes.is_empty();
-        waiters.changes.extend(changes);
+        if !changes.is_empty() {
+            waiters.changes.push(changes);
+        }
         if let Some(done) = done {
             waiters.list.push(done);
         }
@@ -133,7 +137,7 @@ fn relock<'a>(
 
 fn writer(
     shared: &(Mutex<Waiters>, Condvar),
-    apply: impl Fn(Vec<Change>) -> Result<(), StoreError>,
+    apply: impl Fn(Vec<Vec<Change>>) -> Result<(), StoreError>,
     flush: impl Fn() -> Result<(), StoreError>,
     observer: &std::sync::OnceLock<FlushObserver>,
 ) {
@@ -156,7 +160,7 @@ fn writer(
             )
         };
         let started = Instant::now();
-        let count = changes.len();
+        let count: usize = changes.iter().map(Vec::len).sum();
         let result = apply(changes).and_then(|()| flush());
         if let Some(observe) = observer.get() {
             observe(started.elapsed(), count);

@@ -57,6 +57,18 @@ fn sled_changes_in_one_batch_apply_in_order() {
 }
 
 #[test]
+fn sled_a_large_write_commits_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    suite::a_large_write_commits_whole(open(&dir.path().join("db"))).unwrap();
+}
+
+#[test]
+fn sled_purges_never_lower_the_next_id() {
+    let dir = tempfile::tempdir().unwrap();
+    suite::purges_never_lower_the_next_id(open(&dir.path().join("db"))).unwrap();
+}
+
+#[test]
 fn sled_durability_callbacks() {
     let dir = tempfile::tempdir().unwrap();
     suite::durability_callbacks(open(&dir.path().join("db"))).unwrap();
