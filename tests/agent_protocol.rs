@@ -104,6 +104,7 @@ impl Session {
             nodes: vec!["n1".into(), "n2".into()],
             heartbeat_secs,
             server: "testserver".into(),
+            term: 0,
         }));
     }
 

@@ -18,7 +18,8 @@ use clap::{Parser, Subcommand};
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
-    /// The daemon's agent address: unix:///path/agent.sock or http://host:port.
+    /// The daemon's agent address: unix:///path/agent.sock or http://host:port;
+    /// with standby daemons, every one, comma-separated (the leader is found).
     #[arg(long, env = "QMESH_AGENT_SERVER", value_name = "URL", required = true)]
     pub server: Option<String>,
 

@@ -12,11 +12,18 @@
 //! and errors unchanged, so the commands print the same on every host.
 //!
 //! Why this and not MUNGE: docs/ARCHITECTURE.md, "Login nodes".
+//!
+//! With standby daemons (docs/HA.md) the relay knows them all and sends to
+//! the one that last served; a daemon out of reach, or a standby's refusal
+//! (which names the leader in `qmesh-leader`), moves it on for the next
+//! call. The call itself gets the refusal: a command retries (qsub with
+//! the same submission id, so never twice).
 
 use std::marker::PhantomData;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::unistd::{Gid, Group, Uid, User};
 use qmesh_proto::relay as keys;
@@ -34,12 +41,38 @@ use crate::error::{AgentError, Result};
 struct Vouch {
     host: String,
     key: Option<http::HeaderValue>,
-    server: String,
+}
+
+/// The daemons, and the one calls go to.
+struct Daemons {
+    list: Vec<(String, Channel)>,
+    current: AtomicUsize,
+}
+
+impl Daemons {
+    fn current(&self) -> (usize, &str, Channel) {
+        let at = self.current.load(Ordering::Relaxed) % self.list.len();
+        (at, &self.list[at].0, self.list[at].1.clone())
+    }
+
+    /// Calls go elsewhere from now on: to the leader a standby named, if
+    /// it is on the list, else to the next after `failed`.
+    fn move_on(&self, failed: usize, leader: Option<&str>) {
+        let named = leader.and_then(|url| {
+            self.list
+                .iter()
+                .position(|(s, _)| s.trim_end_matches('/') == url.trim_end_matches('/'))
+        });
+        let next = named.unwrap_or((failed + 1) % self.list.len());
+        let _ = self
+            .current
+            .compare_exchange(failed, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
 }
 
 /// One service's relay; `S` names which.
 pub struct Relay<S> {
-    channel: Channel,
+    daemons: Arc<Daemons>,
     vouch: Arc<Vouch>,
     service: PhantomData<fn() -> S>,
 }
@@ -47,7 +80,7 @@ pub struct Relay<S> {
 impl<S> Clone for Relay<S> {
     fn clone(&self) -> Self {
         Relay {
-            channel: self.channel.clone(),
+            daemons: self.daemons.clone(),
             vouch: self.vouch.clone(),
             service: PhantomData,
         }
@@ -74,13 +107,13 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let cred = request
             .extensions()
             .get::<UdsConnectInfo>()
             .and_then(|info| info.peer_cred);
         let vouch = self.vouch.clone();
-        let mut channel = self.channel.clone();
+        let daemons = self.daemons.clone();
         Box::pin(async move {
             let Some(cred) = cred else {
                 return Ok(tonic::Status::unauthenticated(
@@ -88,24 +121,107 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                 )
                 .into_http());
             };
-            name_caller(request.headers_mut(), &vouch, cred.uid(), cred.gid());
-            debug!(uid = cred.uid(), path = %request.uri().path(), "relaying");
-            let unreachable = |e: tonic::transport::Error| {
-                Ok(tonic::Status::unavailable(format!(
-                    "cannot reach qmeshd at {} from this host's agent: {e}; is the daemon running?",
-                    vouch.server
-                ))
-                .into_http())
+            let (mut parts, body) = request.into_parts();
+            name_caller(&mut parts.headers, &vouch, cred.uid(), cred.gid());
+            debug!(uid = cred.uid(), path = %parts.uri.path(), "relaying");
+            // A stream (a job's task) goes through as it comes, to one
+            // daemon. Any other call is one message: held whole, it can be
+            // sent again to the next daemon when one is out of reach or
+            // stands by.
+            if parts.uri.path().ends_with("/Attach") {
+                let (at, server, channel) = daemons.current();
+                let server = server.to_string();
+                return Ok(forward(&daemons, at, &server, channel, http::Request::from_parts(parts, body)).await);
+            }
+            let bytes = match http_body_util::BodyExt::collect(body).await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) => {
+                    return Ok(tonic::Status::cancelled(format!(
+                        "the command's request could not be read: {e}"
+                    ))
+                    .into_http());
+                }
             };
-            if let Err(e) = std::future::poll_fn(|cx| channel.poll_ready(cx)).await {
-                return unreachable(e);
+            let tries = daemons.list.len();
+            let mut answer = None;
+            for _ in 0..tries {
+                let (at, server, channel) = daemons.current();
+                let server = server.to_string();
+                let mut request = http::Request::new(Body::new(http_body_util::Full::new(bytes.clone())));
+                *request.method_mut() = parts.method.clone();
+                *request.uri_mut() = parts.uri.clone();
+                *request.version_mut() = parts.version;
+                *request.headers_mut() = parts.headers.clone();
+                let response = forward(&daemons, at, &server, channel, request).await;
+                let elsewhere = response.headers().contains_key("qmesh-leader")
+                    || standby_refusal(response.headers())
+                    || unreached(response.headers());
+                answer = Some(response);
+                if !elsewhere {
+                    break;
+                }
             }
-            match channel.call(request).await {
-                Ok(response) => Ok(response),
-                Err(e) => unreachable(e),
-            }
+            let mut answer = answer.unwrap_or_else(|| {
+                tonic::Status::unavailable("no qmeshd to relay to").into_http()
+            });
+            answer.headers_mut().remove(UNREACHED);
+            Ok(answer)
         })
     }
+}
+
+/// Sends `request` to daemon `at`; on the way, moves the relay on if that
+/// daemon is out of reach or stands by.
+async fn forward(
+    daemons: &Daemons,
+    at: usize,
+    server: &str,
+    mut channel: Channel,
+    request: http::Request<Body>,
+) -> http::Response<Body> {
+    let unreachable = |e: tonic::transport::Error| {
+        daemons.move_on(at, None);
+        let mut response = tonic::Status::unavailable(format!(
+            "cannot reach qmeshd at {server} from this host's agent: {e}; is the daemon running?"
+        ))
+        .into_http();
+        response
+            .headers_mut()
+            .insert(UNREACHED, http::HeaderValue::from_static("1"));
+        response
+    };
+    if let Err(e) = std::future::poll_fn(|cx| channel.poll_ready(cx)).await {
+        return unreachable(e);
+    }
+    match channel.call(request).await {
+        Ok(response) => {
+            if let Some(leader) = response.headers().get("qmesh-leader") {
+                daemons.move_on(at, leader.to_str().ok());
+            } else if standby_refusal(response.headers()) {
+                daemons.move_on(at, None);
+            }
+            response
+        }
+        Err(e) => unreachable(e),
+    }
+}
+
+/// Marks the relay's own "cannot reach" answer, which it may replace by
+/// the next daemon's.
+const UNREACHED: &str = "x-qmesh-relay-unreached";
+
+fn unreached(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(UNREACHED)
+}
+
+/// Whether an answer is a standby's refusal with no leader named (an
+/// election under way): `grpc-status` 14 in the headers, "stands by".
+fn standby_refusal(headers: &http::HeaderMap) -> bool {
+    headers.get("grpc-status").is_some_and(|s| s == "14")
+        && headers
+            .get("grpc-message")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| m.contains("stands%20by") || m.contains("stands by"))
 }
 
 /// Replaces whatever the caller said about itself with what the kernel
@@ -148,8 +264,16 @@ pub fn start(
     host: &str,
     cluster_key: &str,
 ) -> Result<tokio::task::JoinHandle<()>> {
-    let channel = qmesh_proto::endpoint::lazy_url_tls(server, tls)
-        .map_err(|e| AgentError::Config(format!("--server {server}: {e}")))?;
+    let mut list = Vec::new();
+    for one in crate::session::servers(server) {
+        let channel = qmesh_proto::endpoint::lazy_url_tls(one, tls.clone())
+            .map_err(|e| AgentError::Config(format!("--server {one}: {e}")))?;
+        list.push((one.to_string(), channel));
+    }
+    let daemons = Arc::new(Daemons {
+        list,
+        current: AtomicUsize::new(0),
+    });
     let key = if cluster_key.is_empty() {
         None
     } else {
@@ -171,17 +295,16 @@ pub fn start(
     let vouch = Arc::new(Vouch {
         host: host.to_string(),
         key,
-        server: server.to_string(),
     });
     let listener = bind(socket)?;
     info!(socket = %socket.display(), "relaying this host's commands to the daemon");
     let jobs = Relay::<JobsApi> {
-        channel: channel.clone(),
+        daemons: daemons.clone(),
         vouch: vouch.clone(),
         service: PhantomData,
     };
     let admin = Relay::<AdminApi> {
-        channel,
+        daemons,
         vouch,
         service: PhantomData,
     };
@@ -242,7 +365,6 @@ mod tests {
         let vouch = Vouch {
             host: "login1".into(),
             key: Some(http::HeaderValue::from_static("k")),
-            server: "http://d:1".into(),
         };
         name_caller(&mut headers, &vouch, 4242, 4343);
         assert_eq!(headers[keys::UID], "4242");

@@ -2,6 +2,13 @@
 //! take the Welcome, then carry orders in and job events out until the
 //! stream ends; then reconnect, with backoff, forever.
 //!
+//! With several qmeshd (one leads, the others stand by, docs/HA.md),
+//! `--server` lists them all: a session that cannot be had from one (down,
+//! or a standby's refusal) is tried at the next at once; only after the
+//! whole list failed does the agent back off. The Welcome says the
+//! leader's term: an agent that has seen a later term refuses a daemon of
+//! an older one (a deposed leader) and tries the next.
+//!
 //! Delivery is at least once and the spool makes it so: a finished job is
 //! in every Hello until the daemon acknowledges it, so a finish sent just
 //! before a connection broke is sent again. Within one session a finish is
@@ -30,6 +37,7 @@ const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 /// Who this agent is, for the Hello.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
+    /// Every qmeshd, comma-separated as `--server` gives them.
     pub server: String,
     pub host: String,
     pub nodes: Vec<String>,
@@ -81,24 +89,38 @@ pub async fn run_forever(
     let mut backoff = Backoff::new();
     // A daemon that stays away is logged once, not every five seconds.
     let mut last_failure = String::new();
+    let servers = servers(&cfg.server);
+    let mut at = 0;
+    // The latest term a daemon has shown this agent.
+    let mut term = 0;
     loop {
         let mut welcomed = false;
-        let outcome = session(cfg, sup, joined, events, &mut welcomed).await;
-        if welcomed {
+        let server = servers[at % servers.len()];
+        let outcome = session(cfg, server, sup, joined, events, (&mut welcomed, &mut term)).await;
+        // The next daemon on the list is tried at once; a pause (and a
+        // warning) only once the whole list failed.
+        let round_failed = if welcomed {
             backoff.reset();
             last_failure.clear();
-        }
+            false
+        } else {
+            at += 1;
+            at % servers.len() == 0
+        };
         match outcome {
             Ok(()) => info!("the daemon ended the session; reconnecting"),
             Err(e) => {
                 let text = e.to_string();
-                if text == last_failure {
+                if text == last_failure || (!welcomed && !round_failed) {
                     debug!("{text}");
                 } else {
                     warn!("{text} (the agent keeps retrying)");
                     last_failure = text;
                 }
             }
+        }
+        if !welcomed && !round_failed {
+            continue;
         }
         let delay = backoff.next_delay();
         debug!(?delay, "reconnecting");
@@ -114,24 +136,36 @@ async fn send(tx: &mpsc::Sender<v1::AgentMessage>, kind: agent_message::Kind) ->
     tx.send(message(kind)).await.map_err(|_| AgentError::Closed)
 }
 
-/// One session. `welcomed` tells the caller it got as far as the Welcome.
+/// The daemons of `--server`, in order.
+pub fn servers(list: &str) -> Vec<&str> {
+    let servers: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if servers.is_empty() { vec![list] } else { servers }
+}
+
+/// One session with `server`. `welcomed` tells the caller it got as far as
+/// the Welcome; `term` is the latest term seen, raised by this Welcome.
 async fn session(
     cfg: &SessionConfig,
+    server: &str,
     sup: &Supervisor,
     joined: &Joined,
     events: &mut UnboundedReceiver<Event>,
-    welcomed: &mut bool,
+    (welcomed, term): (&mut bool, &mut i64),
 ) -> Result<()> {
     let channel = tokio::time::timeout(
         CONNECT_TIMEOUT,
-        qmesh_proto::endpoint::connect_url_tls(&cfg.server, cfg.tls.clone()),
+        qmesh_proto::endpoint::connect_url_tls(server, cfg.tls.clone()),
     )
     .await
     .map_err(|_| AgentError::Timeout {
         what: "connecting to the daemon",
         secs: CONNECT_TIMEOUT.as_secs(),
     })?
-    .map_err(|e| AgentError::connect(&cfg.server, &e))?;
+    .map_err(|e| AgentError::connect(server, &e))?;
     // Tasks open their own streams on the same connection.
     let mut client = AgentClient::new(channel.clone());
 
@@ -152,7 +186,7 @@ async fn session(
     let mut inbound = client
         .session(ReceiverStream::new(rx))
         .await
-        .map_err(|status| AgentError::refused(&cfg.server, &status))?
+        .map_err(|status| AgentError::refused(server, &status))?
         .into_inner();
     let first = tokio::time::timeout(WELCOME_TIMEOUT, inbound.message())
         .await
@@ -160,7 +194,7 @@ async fn session(
             what: "waiting for the daemon's Welcome",
             secs: WELCOME_TIMEOUT.as_secs(),
         })?
-        .map_err(|status| AgentError::refused(&cfg.server, &status))?;
+        .map_err(|status| AgentError::refused(server, &status))?;
     let welcome = match first.and_then(|m| m.kind) {
         Some(daemon_message::Kind::Welcome(w)) => w,
         None => {
@@ -174,8 +208,17 @@ async fn session(
             )));
         }
     };
+    if welcome.term < *term {
+        return Err(AgentError::Protocol(format!(
+            "refusing the orders of qmeshd at {server}: its term {} is older than term {}, \
+             that of a later leader (it was deposed); trying the next server",
+            welcome.term, *term
+        )));
+    }
+    *term = welcome.term;
     *welcomed = true;
     info!(
+        term = welcome.term,
         server = %welcome.server,
         nodes = ?welcome.nodes,
         running = ?state.running,

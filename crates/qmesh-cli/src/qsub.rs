@@ -333,14 +333,12 @@ fn run(cli: Source, command: Option<Vec<String>>) -> Result<ExitCode, CliError> 
         array_option: if opts.array_j.is_some() { "J" } else { "t" }.to_string(),
         array: text(opts.array_j.or(opts.array_t)),
         interactive: on(opts.interactive),
+        submission_id: format!("{:032x}", rand::random::<u128>()),
     };
     if on(opts.interactive) {
         return interactive(request);
     }
-    let job_id = client::block_on(async {
-        let mut jobs = client::jobs().await?;
-        Ok(jobs.submit(request).await?.into_inner().job_id)
-    })?;
+    let job_id = client::block_on(submit_with_retries(request))?;
     if !on(opts.quiet) {
         crate::output::emit(&JobId(job_id.clone()), false)
             .map_err(|e| CliError::msg(format!("cannot write the job id: {e}")))?;
@@ -358,6 +356,58 @@ fn run(cli: Source, command: Option<Vec<String>>) -> Result<ExitCode, CliError> 
         Ok(jobs.wait(request).await?.into_inner())
     })?;
     Ok(ExitCode::from(block_exit_code(&job_id, info.exit_status)))
+}
+
+/// How long qsub keeps trying a submission the server cannot take now
+/// (`QMESH_SUBMIT_RETRY_SECS`, default 60).
+fn retry_window() -> std::time::Duration {
+    let secs = std::env::var("QMESH_SUBMIT_RETRY_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(60);
+    std::time::Duration::from_secs(secs)
+}
+
+/// Whether a refusal may pass on its own soon: the server is starting or
+/// stands by, a failover is under way, or a login node's agent cannot
+/// reach the leader. A read-only server (its store cannot write) is said
+/// at once; so is a daemon whose socket is not there.
+fn worth_retrying(err: &CliError) -> bool {
+    match err {
+        CliError::Rpc(status) => {
+            status.code() == tonic::Code::Unavailable
+                && !status.message().contains("cannot write its store")
+        }
+        CliError::Unreachable { .. } | CliError::Msg(_) => false,
+    }
+}
+
+/// Submits, and on a refusal that a failover explains, submits again with
+/// the same submission id: the daemon makes one job whatever the number
+/// of tries that reached it.
+async fn submit_with_retries(request: SubmitRequest) -> Result<String, CliError> {
+    let deadline = std::time::Instant::now() + retry_window();
+    let mut pause = std::time::Duration::from_millis(100);
+    let mut said = false;
+    loop {
+        let attempt = async {
+            let mut jobs = client::jobs().await?;
+            Ok::<_, CliError>(jobs.submit(request.clone()).await?.into_inner().job_id)
+        }
+        .await;
+        match attempt {
+            Ok(id) => return Ok(id),
+            Err(e) if worth_retrying(&e) && std::time::Instant::now() + pause < deadline => {
+                if !said {
+                    eprintln!("qsub: {e}; trying again (the same submission: at most one job)");
+                    said = true;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// qsub -I: submit, wait for the start, then the terminal until the

@@ -16,6 +16,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+mod store;
+pub use store::{DEFAULT_LEASE_TTL, EtcdStoreSettings, StoreSection, StoreSettings};
+
 use qmesh_core::node::{NodeDef, NodeSet, Topology, TorusConversion, TorusPartition};
 use qmesh_core::queue::Queue;
 use qmesh_core::server::{Config, ServerAttrs};
@@ -81,6 +84,8 @@ pub struct FileConfig {
     /// How jobs run: where they start, how mail reaches their users.
     #[serde(default)]
     pub jobs: JobsSection,
+    #[serde(default)]
+    pub store: StoreSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -116,6 +121,10 @@ pub struct DaemonSection {
     /// Where to serve Prometheus metrics (GET /metrics), e.g.
     /// "127.0.0.1:9464"; none by default.
     pub metrics_listen: Option<String>,
+    /// Where the job logs go (server_priv/accounting and audit under it);
+    /// default: the state directory. The qmeshd of one queue on etcd
+    /// share one (docs/HA.md).
+    pub job_logs_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -346,6 +355,8 @@ pub struct AgentTlsFiles {
 pub struct Settings {
     pub server_name: Option<String>,
     pub state_dir: Option<PathBuf>,
+    /// `[daemon] job_logs_dir`: where server_priv (the job logs) is.
+    pub job_logs_dir: Option<PathBuf>,
     pub socket: Option<PathBuf>,
     pub pass_interval_ms: u64,
     /// Where Prometheus metrics are served, if anywhere.
@@ -363,6 +374,8 @@ pub struct Settings {
     pub initial: Config,
     pub node_sets: Vec<NodeSet>,
     pub jobs: JobSettings,
+    /// Where the state is kept (`[store]`).
+    pub store: StoreSettings,
     /// Things that work but are likely not meant (a started holding
     /// queue), for the log.
     pub warnings: Vec<String>,
@@ -607,6 +620,24 @@ impl Settings {
                 ));
             }
         };
+        let store = file
+            .store
+            .check()
+            .map_err(|(key, message)| invalid(key, message))?;
+        if store != StoreSettings::Sled && s.name.is_none() {
+            return Err(invalid(
+                "server.name".into(),
+                "a queue kept in etcd is served by whichever qmeshd leads: give it one name for its                  job ids on every host, e.g. [server] name = \"cluster1\""
+                    .into(),
+            ));
+        }
+        if store != StoreSettings::Sled && file.agents.local {
+            return Err(invalid(
+                "agents.local".into(),
+                "a qmeshd on etcd may stand by for another: its hosts' agents run on their own                  (qmesh-agent --server with every qmeshd); write local = false"
+                    .into(),
+            ));
+        }
         let jobs = JobSettings {
             start_in_submit_dir,
             sendmail: file.jobs.sendmail,
@@ -615,6 +646,7 @@ impl Settings {
         Ok(Settings {
             server_name: s.name.clone(),
             state_dir: file.daemon.state_dir,
+            job_logs_dir: file.daemon.job_logs_dir,
             socket: file.daemon.socket,
             pass_interval_ms: file.daemon.pass_interval_ms.unwrap_or(20),
             metrics_listen: file.daemon.metrics_listen,
@@ -629,6 +661,7 @@ impl Settings {
             initial: config,
             node_sets,
             jobs,
+            store,
             warnings,
         })
     }

@@ -383,6 +383,11 @@ pub struct Job {
     /// `None` for a plain job and for a sub-job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<Box<crate::array::JobArray>>,
+    /// The id the submitting client gave this submission (qsub makes a
+    /// random one): a submission sent again with it (a retry across a
+    /// failover) is answered with this job instead of making another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
 }
 
 /// A running job being ended at a period's end.

@@ -138,6 +138,9 @@ impl State {
         for job in jobs {
             let id = job.id;
             self.book.next_id = self.book.next_id.max(id.seq() + 1);
+            if let Some(sid) = &job.submission_id {
+                self.book.by_submission.insert(sid.clone(), id);
+            }
             if job.array.is_some() {
                 // Back in its queue once its sub-jobs are counted.
                 arrays.push(id);
@@ -520,6 +523,9 @@ impl State {
     pub fn admit(&mut self, job: Job) -> &Job {
         let id = job.id;
         self.book.next_id = self.book.next_id.max(id.seq() + 1);
+        if let Some(sid) = &job.submission_id {
+            self.book.by_submission.insert(sid.clone(), id);
+        }
         if job.state.is_pending() {
             add_pending(&mut self.book.pending, &job);
             self.note_dependencies(&job);
@@ -1084,9 +1090,24 @@ impl State {
             .map(|j| j.id)
             .collect();
         for id in &old {
-            self.book.jobs.remove(id);
+            self.drop_record(*id);
         }
         old
+    }
+
+    /// Takes a job out of the book, and out of the submissions' index.
+    fn drop_record(&mut self, id: JobId) {
+        if let Some(job) = self.book.jobs.remove(&id)
+            && let Some(sid) = job.submission_id
+        {
+            self.book.by_submission.remove(&sid);
+        }
+    }
+
+    /// The job a client's submission id made, while it is kept.
+    pub fn job_by_submission(&self, submission_id: &str) -> Option<&Job> {
+        let id = self.book.by_submission.get(submission_id)?;
+        self.book.jobs.get(id)
     }
 
     /// Drops one finished job (qdel -x); false if it is not finished.
@@ -1098,7 +1119,7 @@ impl State {
             .is_some_and(|j| j.state == JobState::Finished)
             && !self.array_still_needs(id);
         if finished {
-            self.book.jobs.remove(&id);
+            self.drop_record(id);
         }
         finished
     }

@@ -34,6 +34,9 @@ pub struct Submission {
     /// Absolute path of the directory qsub ran in.
     pub workdir: String,
     pub submit_host: String,
+    /// The client's id for this submission, kept with the job
+    /// ([`crate::Job::submission_id`]).
+    pub submission_id: Option<String>,
     pub rerunnable: Option<bool>,
     /// `-W depend=` as written (`afterok:12:13,afterany:14`); empty for
     /// none. [`crate::State::prepare`] reads it, knowing the jobs.
@@ -321,6 +324,7 @@ impl Submission {
             rank: None,
             period_stop: None,
             array: array.map(Box::new),
+            submission_id: self.submission_id,
         })
     }
 }

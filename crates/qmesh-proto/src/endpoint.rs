@@ -75,11 +75,13 @@ pub fn lazy_url_tls(
     url: &str,
     tls: Option<tonic::transport::ClientTlsConfig>,
 ) -> Result<Channel, tonic::transport::Error> {
+    // A relay's: a daemon that stopped answering is noticed within 8 s
+    // and the calls waiting on it fail over (see `connect_url_tls`).
     let mut endpoint = Endpoint::from_shared(url.to_string())?
         .tcp_nodelay(true)
         .connect_timeout(std::time::Duration::from_secs(10))
-        .http2_keep_alive_interval(std::time::Duration::from_secs(10))
-        .keep_alive_timeout(std::time::Duration::from_secs(20));
+        .http2_keep_alive_interval(std::time::Duration::from_secs(3))
+        .keep_alive_timeout(std::time::Duration::from_secs(5));
     if let Some(tls) = tls {
         endpoint = endpoint.tls_config(tls)?;
     }
@@ -91,10 +93,13 @@ pub async fn connect_url_tls(
     url: &str,
     tls: Option<tonic::transport::ClientTlsConfig>,
 ) -> Result<Channel, tonic::transport::Error> {
+    // An agent's session: a daemon that stopped answering (paused, or its
+    // host gone without a reset) is noticed within 8 s, so the agent moves
+    // to the next server while a standby takes over.
     let mut endpoint = Endpoint::from_shared(url.to_string())?
         .tcp_nodelay(true)
-        .http2_keep_alive_interval(std::time::Duration::from_secs(10))
-        .keep_alive_timeout(std::time::Duration::from_secs(20));
+        .http2_keep_alive_interval(std::time::Duration::from_secs(3))
+        .keep_alive_timeout(std::time::Duration::from_secs(5));
     if let Some(tls) = tls {
         endpoint = endpoint.tls_config(tls)?;
     }

@@ -29,7 +29,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Duration;
 
 use qmesh_core::account::Usage;
 use qmesh_core::job::{Job, JobId, JobPayload};
@@ -253,16 +252,10 @@ impl EtcdStore {
         }
     }
 
-    /// Waits (up to `within`) until the warm copy has every change up to
-    /// `revision`; false if it did not get there.
-    pub fn mirror_reaches(&self, revision: i64, within: Duration) -> bool {
-        let mirror = lock(&self.mirror).as_ref().map(Mirror::progress);
-        match mirror {
-            Some(progress) => self
-                .block(Mirror::wait_for(progress, revision, within))
-                .unwrap_or(false),
-            None => false,
-        }
+    /// How far the warm copy has come (the revision it has every change
+    /// up to), if one is kept.
+    pub fn mirror_progress(&self) -> Option<tokio::sync::watch::Receiver<i64>> {
+        lock(&self.mirror).as_ref().map(Mirror::progress)
     }
 
     /// Stops the warm copy (the leader reads etcd itself).

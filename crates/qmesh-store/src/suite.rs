@@ -69,6 +69,7 @@ pub fn sample_job(id: u64) -> Job {
         rank: None,
         period_stop: None,
         array: None,
+        submission_id: None,
     }
 }
 

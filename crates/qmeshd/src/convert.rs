@@ -53,6 +53,7 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         account: non_empty(req.account),
         workdir: req.workdir,
         submit_host: req.submit_host,
+        submission_id: (!req.submission_id.is_empty()).then_some(req.submission_id),
         rerunnable: req.rerunnable,
         depend: req.depend,
         start_after: from_unix(req.start_after),

@@ -18,6 +18,7 @@ mod error;
 mod event;
 mod identity;
 mod joblog;
+mod leader;
 mod local_agent;
 mod mail;
 mod metrics;
@@ -129,9 +130,11 @@ fn print_summary(settings: &Settings) {
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
 }
 
-/// The daemon's life, step by step (`start/`): nothing listens before
-/// the state is loaded, and systemd hears "ready" only once every socket
-/// does.
+/// The daemon's life, step by step (`start/`): nothing is answered before
+/// the state is loaded, and systemd hears "ready" once every socket
+/// listens. On the sled store the daemon leads from the start; on etcd it
+/// first stands by, serving only refusals that name the leader, until it
+/// wins the election (`leader.rs`).
 async fn run(
     args: Args,
     settings: Settings,
@@ -139,37 +142,94 @@ async fn run(
 ) -> anyhow::Result<()> {
     let uid = nix::unistd::getuid().as_raw();
     let dirs = start::load::take_dirs(&args, &settings, uid)?;
-    let loaded = start::load::load(&dirs, &settings)?;
-    let server_name = loaded.server_name.clone();
-    let metrics = start::bind_metrics(&settings, &loaded.store).await?;
-    let running = start::start_task(
-        loaded,
-        &dirs,
-        &settings,
-        metrics.as_ref().map(|m| m.1.clone()),
-    )?;
-    let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
-    let socket_files = [sockets.clients.1.clone(), sockets.agent.1.clone()];
+    let server_name = start::load::server_name(&settings);
+    let store = start::store::OpenStore::open(&settings, &dirs, &server_name)?;
+    let metrics = start::bind_metrics(&settings, &store).await?;
+    let wiring = start::wire(&settings, metrics.as_ref().map(|m| m.1.clone()))?;
+    let link = wiring.link.clone();
+    let host = start::load::short_hostname();
     let (stop_tx, stop) = watch::channel(false);
     let client_certificates = start::client_certificates(&settings);
-    let mut servers = start::serve::serve(sockets, &running.link, tls, client_certificates, &stop)?;
+
+    let (running, sockets, mut servers, leader) = match &store {
+        start::store::OpenStore::Sled(_) => {
+            let loaded = start::load::load(&dirs, &settings, store.clone())?;
+            let running = start::start_task(loaded, wiring, &dirs, &settings, 0)?;
+            let (_, role) = watch::channel(leader::Role::Leading { term: 0 });
+            let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
+            let files = sockets.files();
+            let servers =
+                start::serve::serve(sockets, &link, tls, client_certificates, &stop, (&role, &host))?;
+            (running, files, servers, None)
+        }
+        start::store::OpenStore::Etcd(etcd) => {
+            let (role_tx, role) = watch::channel(leader::Role::Starting);
+            let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
+            let files = sockets.files();
+            let me = leader::LeaderInfo {
+                host: host.clone(),
+                agents: start::advertised(&settings, args.listen.as_deref(), &host),
+                pid: std::process::id(),
+            };
+            let servers =
+                start::serve::serve(sockets, &link, tls, client_certificates, &stop, (&role, &host))?;
+            start::notify_ready();
+            let ttl = match &settings.store {
+                qmesh_config::StoreSettings::Etcd(e) => e.lease_ttl_secs,
+                qmesh_config::StoreSettings::Sled => qmesh_config::DEFAULT_LEASE_TTL,
+            };
+            let won = tokio::select! {
+                won = leader::take_over(etcd, ttl, &me, &role_tx) => won,
+                signal = wait_for_signal() => {
+                    signal?;
+                    info!("stopping while standing by");
+                    let _ = stop_tx.send(true);
+                    for server in servers {
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
+                    }
+                    for file in files {
+                        let _ = std::fs::remove_file(&file);
+                    }
+                    return Ok(());
+                }
+            };
+            // Loading reads the store from the calling thread.
+            let loaded = {
+                let (dirs, settings, store) = (&dirs, &settings, store.clone());
+                tokio::task::block_in_place(|| start::load::load(dirs, settings, store))?
+            };
+            etcd.stop_mirror();
+            let running = start::start_task(loaded, wiring, &dirs, &settings, won.term.revision)?;
+            leader::keep_leading(&won, etcd, link.events.clone());
+            let _ = role_tx.send(leader::Role::Leading {
+                term: won.term.revision,
+            });
+            (running, files, servers, Some((won, role_tx)))
+        }
+    };
     if let Some((listener, m)) = metrics {
-        servers.push(start::serve::serve_metrics(
-            listener,
-            m,
-            &running.link,
-            &stop,
-        )?);
+        servers.push(start::serve::serve_metrics(listener, m, &link, &stop)?);
     }
-    let [socket, agent_socket] = &socket_files;
+    let [socket, agent_socket] = &sockets;
     let local_agent =
         start::serve::start_local_agent(&args, &settings, &dirs, (socket, agent_socket), &stop)?;
-    start::notify_ready();
+    match &leader {
+        // A standby was "ready" when it began to serve its refusals.
+        Some(_) => start::notify_status("leading"),
+        None => start::notify_ready(),
+    }
     info!(socket = %socket.display(), server = %server_name, "qmeshd ready");
 
     wait_for_signal().await?;
     info!("shutting down");
-    start::shut_down(running, servers, local_agent, stop_tx, socket_files).await;
+    start::shut_down(running, servers, local_agent, stop_tx, sockets).await;
+    if let Some((won, _role)) = leader {
+        // The key goes now: a standby takes over without waiting for the
+        // lease to run out.
+        if let Err(e) = won.election.resign(won.term).await {
+            warn!(error = %e, "could not give up the election; a standby takes over once the lease runs out");
+        }
+    }
     info!("stopped");
     Ok(())
 }

@@ -75,6 +75,8 @@ impl State {
             state: parent.pending_state(),
             mtime: now,
             comment: String::new(),
+            // The submission made the array, not this sub-job.
+            submission_id: None,
             ..parent.clone()
         };
         add_pending(&mut self.book.pending, &sub);
@@ -374,6 +376,7 @@ impl State {
             stdout_path: sub_path(&parent.stdout_path, index),
             stderr_path: sub_path(&parent.stderr_path, index),
             comment: String::new(),
+            submission_id: None,
             ..parent.clone()
         })
     }

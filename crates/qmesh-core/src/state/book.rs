@@ -33,6 +33,9 @@ pub(super) struct JobBook {
     /// Usage charged, and counters of what queued and running jobs ask
     /// for (see `account.rs`).
     pub(super) accounting: Accounting,
+    /// Jobs by the id their client gave the submission
+    /// ([`Job::submission_id`]), while the job is kept.
+    pub(super) by_submission: HashMap<String, JobId>,
 }
 
 impl JobBook {
@@ -46,6 +49,7 @@ impl JobBook {
             next_id: 1,
             ended_arrays: Vec::new(),
             accounting,
+            by_submission: HashMap::default(),
         }
     }
 }

@@ -51,13 +51,6 @@ impl Mirror {
     pub fn progress(&self) -> watch::Receiver<i64> {
         self.progress.clone()
     }
-
-    /// Whether the copy reaches `revision` within `within`.
-    pub async fn wait_for(mut progress: watch::Receiver<i64>, revision: i64, within: Duration) -> bool {
-        tokio::time::timeout(within, progress.wait_for(|r| *r >= revision))
-            .await
-            .is_ok_and(|r| r.is_ok())
-    }
 }
 
 async fn keep(

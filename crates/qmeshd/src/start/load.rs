@@ -10,9 +10,10 @@ use std::time::Instant;
 use anyhow::Context;
 use qmesh_core::joblog::RecordType;
 use qmesh_core::{Config, State};
-use qmesh_store::{SledStore, Store};
+use qmesh_store::Store;
 use tracing::{info, warn};
 
+use super::store::OpenStore;
 use crate::args::Args;
 use crate::{joblog, paths, task};
 use qmesh_config::Settings;
@@ -20,6 +21,10 @@ use qmesh_config::Settings;
 /// The state directory, held for the daemon's life.
 pub struct Dirs {
     pub state: PathBuf,
+    /// Where the job logs are (`server_priv/accounting` and `audit`
+    /// under it): the state directory, or `[daemon] job_logs_dir`, which
+    /// the qmeshd of one queue on etcd share (docs/HA.md).
+    pub logs: PathBuf,
     pub store: PathBuf,
     _lock: paths::StateLock,
 }
@@ -36,7 +41,10 @@ pub fn take_dirs(args: &Args, settings: &Settings, uid: u32) -> anyhow::Result<D
     let lock = paths::StateLock::take(&state)?;
     let store = state.join("store");
     paths::ensure_dir(&store, 0o700)?;
+    let logs = settings.job_logs_dir.clone().unwrap_or_else(|| state.clone());
+    paths::ensure_dir(&logs, 0o755)?;
     Ok(Dirs {
+        logs,
         state,
         store,
         _lock: lock,
@@ -45,7 +53,7 @@ pub fn take_dirs(args: &Args, settings: &Settings, uid: u32) -> anyhow::Result<D
 
 /// What start-up loaded, ready for the scheduler task.
 pub struct Loaded {
-    pub store: Arc<SledStore>,
+    pub store: OpenStore,
     pub state: State,
     pub server_name: String,
     /// The next accounting record's number (above every one the store
@@ -53,11 +61,11 @@ pub struct Loaded {
     pub next_record: u64,
 }
 
-/// Opens and loads the store and rebuilds the state from it; every job
-/// is loaded (scripts are read when a launch needs them).
-pub fn load(dirs: &Dirs, settings: &Settings) -> anyhow::Result<Loaded> {
+/// Loads the opened store and rebuilds the state from it; every job is
+/// loaded (scripts are read when a launch needs them).
+pub fn load(dirs: &Dirs, settings: &Settings, opened: OpenStore) -> anyhow::Result<Loaded> {
     let loading = Instant::now();
-    let store = Arc::new(SledStore::open(&dirs.store).context("open the store")?);
+    let store: Arc<dyn Store> = opened.as_store();
     let loaded = store.load().context("load the store")?;
     let mut config = match loaded.config {
         Some(stored) => {
@@ -79,11 +87,11 @@ pub fn load(dirs: &Dirs, settings: &Settings) -> anyhow::Result<Loaded> {
     for warning in &dropped {
         warn!("{warning}");
     }
-    let server_name = settings.server_name.clone().unwrap_or_else(short_hostname);
+    let server_name = server_name(settings);
     let mut state = new_state(&server_name, config, settings)?;
     let job_count = loaded.jobs.len();
     let warnings = state.restore(loaded.jobs, loaded.next_id);
-    let next_record = recover_job_logs(&dirs.state, &store, &state, &loaded.outbox);
+    let next_record = recover_job_logs(&dirs.logs, store.as_ref(), &state, &loaded.outbox);
     if let Some(usage) = loaded.usage {
         state.restore_usage(usage);
     }
@@ -92,11 +100,11 @@ pub fn load(dirs: &Dirs, settings: &Settings) -> anyhow::Result<Loaded> {
     info!(
         jobs = job_count,
         ms = loading.elapsed().as_millis() as u64,
-        store = %dirs.store.display(),
+        store = %opened.describe(dirs),
         "state loaded"
     );
     Ok(Loaded {
-        store,
+        store: opened,
         state,
         server_name,
         next_record,
@@ -108,8 +116,13 @@ fn new_state(server_name: &str, config: Config, settings: &Settings) -> anyhow::
         .context("build the node sets")
 }
 
+/// The server's name: the file's, or this host's short name.
+pub fn server_name(settings: &Settings) -> String {
+    settings.server_name.clone().unwrap_or_else(short_hostname)
+}
+
 /// The host's short name, the server's name when the file gives none.
-fn short_hostname() -> String {
+pub fn short_hostname() -> String {
     nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -127,7 +140,7 @@ fn short_hostname() -> String {
 /// store for the next start.
 fn recover_job_logs(
     state_dir: &std::path::Path,
-    store: &SledStore,
+    store: &dyn Store,
     state: &State,
     outbox: &[(u64, Vec<u8>)],
 ) -> u64 {

@@ -8,12 +8,12 @@
 
 pub mod load;
 pub mod serve;
+pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use qmesh_store::Store;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::warn;
@@ -26,7 +26,7 @@ use qmesh_config::Settings;
 /// (`[daemon] metrics_listen`); the store reports its flushes to it.
 pub async fn bind_metrics(
     settings: &Settings,
-    store: &qmesh_store::SledStore,
+    store: &store::OpenStore,
 ) -> anyhow::Result<Option<(tokio::net::TcpListener, Arc<metrics::Metrics>)>> {
     let Some(addr) = &settings.metrics_listen else {
         return Ok(None);
@@ -48,16 +48,23 @@ pub struct Running {
     pub task: JoinHandle<()>,
 }
 
-/// Starts the scheduler task over the loaded state: it writes the job
-/// logs under the state directory, publishes which hosts may relay
-/// commands, and keeps `metrics` up to date. Returns the services' link.
-pub fn start_task(
-    loaded: Loaded,
-    dirs: &Dirs,
+/// The channels between the services and the scheduler task, made before
+/// the task so that the services can be served first (a standby serves
+/// its refusals before it leads).
+pub struct Wiring {
+    pub link: service::Link,
+    events: mpsc::Receiver<event::Event>,
+    gate: watch::Sender<Arc<identity::HostGate>>,
+    cluster_key: Option<String>,
+}
+
+/// The services' link to a task yet to start: commands relayed by other
+/// hosts' agents are believed with the cluster key or over TLS with
+/// client certificates; the task publishes which hosts may relay.
+pub fn wire(
     settings: &Settings,
     metrics: Option<Arc<metrics::Metrics>>,
-) -> anyhow::Result<Running> {
-    let uid = nix::unistd::getuid().as_raw();
+) -> anyhow::Result<Wiring> {
     let cluster_key = match &settings.cluster_key_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -67,43 +74,87 @@ pub fn start_task(
         ),
         None => None,
     };
-    // Commands relayed by other hosts' agents are believed only with the
-    // cluster key or over TLS with client certificates.
     let relay_trust = identity::RelayTrust {
         key: cluster_key.clone(),
         client_certificates: client_certificates(settings),
     };
-    let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
-    let (events_tx, events_rx) = mpsc::channel(4096);
-    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
-    let job_log = joblog::JobLog::open(&dirs.state, &loaded.server_name)
-        .with_context(|| format!("open the job logs under {}", dirs.state.display()))?;
-    let settings = task::TaskSettings {
-        heartbeat_secs: settings.heartbeat_secs,
-        lost_after: Duration::from_secs(settings.lost_after_secs.into()),
-        pass_interval: Duration::from_millis(settings.pass_interval_ms),
-        daemon_uid: uid,
-        cluster_key,
-        jobs: settings.jobs.clone(),
-        file_config: settings.initial.clone(),
-        store_dir: dirs.store.clone(),
-    };
-    let store = loaded.store as Arc<dyn Store>;
-    let now = task::read_clock();
-    let mut scheduler = task::SchedulerTask::new(loaded.state, store, settings, durable_tx, now)
-        .with_job_log(job_log, loaded.next_record)
-        .with_host_gate(gate_tx);
-    if let Some(m) = &metrics {
-        scheduler = scheduler.with_metrics(m.clone());
-    }
-    let task = tokio::spawn(scheduler.run(events_rx, durable_rx));
+    let (gate, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
+    let (events_tx, events) = mpsc::channel(4096);
     let link = service::Link {
         events: events_tx,
         identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
         rendezvous: Arc::default(),
         metrics,
     };
-    Ok(Running { link, task })
+    Ok(Wiring {
+        link,
+        events,
+        gate,
+        cluster_key,
+    })
+}
+
+/// Starts the scheduler task over the loaded state: it writes the job
+/// logs under the state directory, publishes which hosts may relay
+/// commands, keeps the link's metrics up to date, and tells agents
+/// `term`.
+pub fn start_task(
+    loaded: Loaded,
+    wiring: Wiring,
+    dirs: &Dirs,
+    settings: &Settings,
+    term: i64,
+) -> anyhow::Result<Running> {
+    let uid = nix::unistd::getuid().as_raw();
+    let (durable_tx, durable_rx) = mpsc::unbounded_channel();
+    let job_log = joblog::JobLog::open(&dirs.logs, &loaded.server_name)
+        .with_context(|| format!("open the job logs under {}", dirs.logs.display()))?;
+    let task_settings = task::TaskSettings {
+        heartbeat_secs: settings.heartbeat_secs,
+        lost_after: Duration::from_secs(settings.lost_after_secs.into()),
+        pass_interval: Duration::from_millis(settings.pass_interval_ms),
+        daemon_uid: uid,
+        cluster_key: wiring.cluster_key,
+        jobs: settings.jobs.clone(),
+        file_config: settings.initial.clone(),
+        store_name: loaded.store.describe(dirs),
+        term,
+    };
+    let store = loaded.store.as_store();
+    let now = task::read_clock();
+    let mut scheduler =
+        task::SchedulerTask::new(loaded.state, store, task_settings, durable_tx, now)
+            .with_job_log(job_log, loaded.next_record)
+            .with_host_gate(wiring.gate);
+    if let Some(m) = &wiring.link.metrics {
+        scheduler = scheduler.with_metrics(m.clone());
+    }
+    let task = tokio::spawn(scheduler.run(wiring.events, durable_rx));
+    Ok(Running {
+        link: wiring.link,
+        task,
+    })
+}
+
+/// Where agents and login nodes reach this daemon when it leads, as a
+/// standby tells them: `[store] advertise`, or this host and the port of
+/// `[agents] listen` (https with TLS).
+pub fn advertised(settings: &Settings, listen: Option<&str>, host: &str) -> Option<String> {
+    if let qmesh_config::StoreSettings::Etcd(e) = &settings.store
+        && let Some(url) = &e.advertise
+    {
+        return Some(url.clone());
+    }
+    let listen = listen.or(settings.listen.as_deref())?;
+    let port = listen.rsplit(':').next()?;
+    let scheme = if settings.tls.is_some() { "https" } else { "http" };
+    Some(format!("{scheme}://{host}:{port}"))
+}
+
+/// Tells systemd what the daemon is doing now (a standby that took over:
+/// "leading"); nobody listening is no matter.
+pub fn notify_status(status: &str) {
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Status(status)]);
 }
 
 /// Tells systemd the daemon is ready (every socket listens).

@@ -15,12 +15,13 @@ use qmesh_proto::v1::jobs_server::JobsServer;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
 use tracing::{info, warn};
 
 use super::load::Dirs;
 use crate::args::Args;
-use crate::{event, local_agent, metrics, paths, service, tls};
+use crate::{event, leader, local_agent, metrics, paths, service, tls};
 use qmesh_config::Settings;
 
 /// The largest request a command may send: a submission's largest script
@@ -68,19 +69,30 @@ impl Sockets {
     }
 }
 
+impl Sockets {
+    /// The socket files, removed at the end.
+    pub fn files(&self) -> [PathBuf; 2] {
+        [self.clients.1.clone(), self.agent.1.clone()]
+    }
+}
+
 /// Resolves when `stop` turns true.
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }
 
-/// Serves the commands and the agents on `sockets` until `stop`.
+/// Serves the commands and the agents on `sockets` until `stop`. Every
+/// service passes the leader's gate (`leader::gate`): only while `role`
+/// says this daemon leads are requests let through.
 pub fn serve(
     sockets: Sockets,
     link: &service::Link,
     tls: Option<tokio_rustls::TlsAcceptor>,
     client_certificates: bool,
     stop: &watch::Receiver<bool>,
+    role: (&watch::Receiver<leader::Role>, &str),
 ) -> anyhow::Result<Vec<Served>> {
+    let gate = leader::gate(role.0.clone(), role.1.to_string());
     let jobs = || {
         // Room for the largest script and environment a submission may
         // carry, so that one past them gets the limit's own words.
@@ -88,12 +100,14 @@ pub fn serve(
             .max_decoding_message_size(MAX_REQUEST_BYTES)
     };
     let admin = || service::AdminService { link: link.clone() };
-    let agents = || AgentServer::new(service::AgentService { link: link.clone() });
+    let agents = || {
+        AgentServer::with_interceptor(service::AgentService { link: link.clone() }, gate.clone())
+    };
     let mut servers = vec![
         tokio::spawn(
             Server::builder()
-                .add_service(jobs())
-                .add_service(AdminServer::new(admin()))
+                .add_service(InterceptedService::new(jobs(), gate.clone()))
+                .add_service(AdminServer::with_interceptor(admin(), gate.clone()))
                 .serve_with_incoming_shutdown(
                     UnixListenerStream::new(sockets.clients.0),
                     stopped(stop.clone()),
@@ -116,11 +130,14 @@ pub fn serve(
     let router = Server::builder()
         .tcp_nodelay(true)
         .add_service(agents())
-        .add_service(tonic::service::interceptor::InterceptedService::new(
+        .add_service(InterceptedService::new(
             jobs(),
-            relayed_only(link),
+            relayed_only(link, gate.clone()),
         ))
-        .add_service(AdminServer::with_interceptor(admin(), relayed_only(link)));
+        .add_service(AdminServer::with_interceptor(
+            admin(),
+            relayed_only(link, gate.clone()),
+        ));
     let addr = listener.local_addr()?;
     match tls {
         Some(acceptor) => {
@@ -150,12 +167,20 @@ pub fn serve(
 }
 
 /// On the agents' port, every command (even those that do not ask who
-/// calls) must come relayed by an agent of a host let in.
-fn relayed_only(
+/// calls) must come relayed by an agent of a host let in (and pass the
+/// leader's gate first).
+fn relayed_only<G>(
     link: &service::Link,
-) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + use<> {
+    mut gate: G,
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + use<G>
+where
+    G: FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone + 'static,
+{
     let identity = link.identity.clone();
-    move |request| identity.peer(&request).map(|_| request)
+    move |request| {
+        let request = gate(request)?;
+        identity.peer(&request).map(|_| request)
+    }
 }
 
 /// Serves `/metrics` on `listener` until `stop`: each scrape asks the

@@ -63,6 +63,7 @@ impl SchedulerTask {
                 nodes: configured.clone(),
                 heartbeat_secs: self.settings.heartbeat_secs,
                 server: self.state.server_name().to_string(),
+                term: self.settings.term,
             })),
         };
         if outbox.try_send(welcome).is_err() {

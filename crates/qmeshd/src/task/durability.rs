@@ -8,7 +8,6 @@
 //! (`read_only.rs` says what that means and how it ends): this part keeps
 //! why, and what was held back meanwhile.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +28,8 @@ pub(super) struct Durability {
     /// Where "now durable" comes back to the task.
     after: mpsc::UnboundedSender<Vec<AfterDurable>>,
     /// The store's directory, named when it cannot write.
-    dir: PathBuf,
+    /// The store as named in messages (`TaskSettings::store_name`).
+    name: String,
     /// Why the store cannot write, once it could not.
     read_only: Option<String>,
     /// Launches and acknowledgements whose changes are not durable.
@@ -42,12 +42,12 @@ impl Durability {
     pub(super) fn new(
         store: Arc<dyn Store>,
         after: mpsc::UnboundedSender<Vec<AfterDurable>>,
-        dir: PathBuf,
+        name: String,
     ) -> Durability {
         Durability {
             store: Arc::new(TurnStore::new(store)),
             after,
-            dir,
+            name,
             read_only: None,
             held_back: Vec::new(),
             last_recovery: None,
@@ -128,8 +128,8 @@ impl Durability {
     pub(super) fn refusal(&self) -> Option<TaskError> {
         let why = self.read_only.as_ref()?;
         Some(TaskError::Unavailable(format!(
-            "qmeshd cannot write its store in {} ({why}); it refuses changes until the disk works again (it tries every few seconds); running jobs go on",
-            self.dir.display()
+            "qmeshd cannot write its store {} ({why}); it refuses changes until the store works again (it tries every few seconds); running jobs go on",
+            self.name
         )))
     }
 
@@ -137,7 +137,7 @@ impl Durability {
     pub(super) fn not_durable(&mut self, items: Vec<AfterDurable>, why: String) {
         if self.read_only.is_none() {
             error!(
-                store = %self.dir.display(),
+                store = %self.name,
                 error = %why,
                 "the store cannot write: qmeshd refuses changes and starts no job until it can write again (it tries every few seconds); running jobs go on and their ends wait in the agents' spools"
             );

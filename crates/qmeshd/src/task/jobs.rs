@@ -27,6 +27,20 @@ impl SchedulerTask {
         now: Now,
     ) {
         let caller = self.caller(peer);
+        // The same submission again (its answer was lost, or a failover
+        // came between): the job it made, once that is durable.
+        if let Some(job) = submission
+            .submission_id
+            .as_deref()
+            .and_then(|sid| self.state.job_by_submission(sid))
+            .filter(|job| job.owner.uid == caller.uid)
+        {
+            let full = job.full_id(self.state.server_name());
+            info!(job = %full, "a submission sent again is answered with the job it made");
+            let done = format!("job {full} was queued");
+            self.answer_when_durable(full, done, reply);
+            return;
+        }
         if let Err(why) = qmesh_core::submit::sizes::check(&submission, &payload) {
             let _ = reply.send(Err(TaskError::Invalid(why)));
             return;

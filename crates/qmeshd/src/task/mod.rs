@@ -101,8 +101,12 @@ pub struct TaskSettings {
     /// What the configuration file seeds a new store with: `print server`
     /// writes what recreates the configuration on a daemon started from it.
     pub file_config: qmesh_core::Config,
-    /// The store's directory, named when it cannot write.
-    pub store_dir: std::path::PathBuf,
+    /// The store, as named when it cannot write: "in DIR", or "(etcd at
+    /// ... under ...)".
+    pub store_name: String,
+    /// The leader's term, told to agents in their Welcome (0: no election,
+    /// the sled store).
+    pub term: i64,
 }
 
 /// The time of an event, both clocks read at once: the task's loop reads
@@ -149,7 +153,7 @@ impl SchedulerTask {
         let mut task = SchedulerTask {
             state,
             scheduler: Scheduler,
-            durability: Durability::new(store, after, settings.store_dir.clone()),
+            durability: Durability::new(store, after, settings.store_name.clone()),
             logs: JobLogs::new(crate::joblog::JobLog::disabled(), 1),
             links: AgentLinks::default(),
             pacing: Pacing::new(settings.pass_interval, now),
@@ -337,6 +341,7 @@ impl SchedulerTask {
             Event::AgentSaid { session, message } => self.agent_said(session, message, now),
             Event::AgentGone { session } => self.agent_gone(session, now),
             Event::Shutdown(_) => {}
+            Event::LeadUncertain { why } => self.durability.not_durable(Vec::new(), why),
             Event::Delete {
                 peer,
                 ids,

@@ -38,7 +38,8 @@ fn settings(dir: &std::path::Path) -> TaskSettings {
         cluster_key: None,
         jobs: qmesh_config::JobSettings::default(),
         file_config: Config::default(),
-        store_dir: dir.join("store"),
+        store_name: format!("in {}", dir.join("store").display()),
+        term: 0,
     }
 }
 
