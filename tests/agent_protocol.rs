@@ -100,11 +100,16 @@ impl Session {
     }
 
     fn welcome(&self, heartbeat_secs: u32) {
+        self.welcome_in_term(heartbeat_secs, 0);
+    }
+
+    /// A Welcome from a leader of `term` (docs/HA.md).
+    fn welcome_in_term(&self, heartbeat_secs: u32, term: i64) {
         self.send(daemon_message::Kind::Welcome(Welcome {
             nodes: vec!["n1".into(), "n2".into()],
             heartbeat_secs,
             server: "testserver".into(),
-            term: 0,
+            term,
         }));
     }
 
@@ -597,6 +602,29 @@ async fn an_unacknowledged_finish_is_reported_again_after_reconnecting() {
     assert!(s.hello.finished.is_empty(), "acknowledged: {:?}", s.hello);
     assert!(!h.job_dir(9).exists(), "removed from the spool");
     h.assert_no_error_logs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_refuses_the_orders_of_a_daemon_of_an_older_term() {
+    let mut h = Harness::new().await;
+    h.start_agent(&[]);
+    let s = h.session().await;
+    s.welcome_in_term(30, 5);
+    drop(s); // the leader of term 5 goes away
+
+    // A deposed leader (term 3) woken up: its launch must not run.
+    let deposed = h.session().await;
+    deposed.welcome_in_term(30, 3);
+    deposed.launch(h.launch(7, "exit 0\n"));
+    let s = h.session().await;
+    s.welcome_in_term(30, 5);
+    assert!(!h.job_dir(7).exists(), "the deposed leader's launch ran");
+    assert!(
+        h.agent_log(0).contains("its term 3 is older than term 5"),
+        "{}",
+        h.agent_log(0)
+    );
+    drop(deposed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

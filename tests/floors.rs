@@ -140,7 +140,7 @@ const QMESHD: House = House {
             ],
         ),
         ("the task's contract", &["event", "status"]),
-        ("the task and the services", &["task", "service"]),
+        ("the task, the services, who leads", &["task", "service", "leader"]),
         ("the daemon's life", &["start"]),
     ],
 };

@@ -122,7 +122,14 @@ pub async fn run_forever(
         if !welcomed && !round_failed {
             continue;
         }
-        let delay = backoff.next_delay();
+        // With several daemons, a failed round means an election is under
+        // way: the next round comes soon, so the agent is back within a
+        // moment of the new leader.
+        let delay = if servers.len() > 1 {
+            backoff.next_delay().min(Duration::from_millis(250))
+        } else {
+            backoff.next_delay()
+        };
         debug!(?delay, "reconnecting");
         tokio::time::sleep(delay).await;
     }

@@ -53,6 +53,18 @@ impl Daemon {
         log_level: &str,
     ) -> anyhow::Result<(Daemon, Duration)> {
         let socket = dir.path().join("qmeshd.sock");
+        Daemon::start_configured_at(qmeshd, dir, config, log_level, &socket)
+    }
+
+    /// [`Daemon::start_configured`] serving commands on `socket`.
+    pub fn start_configured_at(
+        qmeshd: &Path,
+        dir: tempfile::TempDir,
+        config: Option<&Path>,
+        log_level: &str,
+        socket: &Path,
+    ) -> anyhow::Result<(Daemon, Duration)> {
+        let socket = socket.to_path_buf();
         let notify = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify);
         let listener = UnixDatagram::bind(&notify).context("bind the notify socket")?;
@@ -130,6 +142,14 @@ impl Daemon {
     /// The daemon's process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
+    }
+
+    /// SIGKILL and wait: no chance to say goodbye.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// SIGTERM and wait.

@@ -12,6 +12,9 @@
 //!   store (the store is filled directly, then the daemon is started).
 //! * `relay`: Status and Submit, qstat and qsub, from a login node (through
 //!   a submit-only agent's relay) against the daemon's own host.
+//! * `ha`: the queue on a local 3-member etcd: durable submissions per
+//!   second, failover time after a kill -9 of the leader, and a takeover
+//!   with many jobs stored (docs/HA.md).
 //! * `load`: 1,000 concurrent qstat callers and 16 submitters for 30 s,
 //!   with clients that stop reading: latencies, errors, the daemon's RSS.
 
@@ -21,6 +24,7 @@ mod churn;
 mod cpu;
 mod daemon;
 mod disk;
+mod ha;
 mod load;
 mod pass;
 mod pass_arrays;
@@ -49,6 +53,22 @@ struct Args {
 
 #[derive(Subcommand)]
 enum What {
+    /// The queue on etcd (docs/HA.md): submissions per second, failover
+    /// time, a takeover with many jobs stored. Needs etcd (etcd-server).
+    Ha {
+        /// Concurrent clients for the submission rate.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Jobs submitted for the rate.
+        #[arg(long, default_value_t = 20_000)]
+        jobs: usize,
+        /// Failovers timed (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        failovers: usize,
+        /// Jobs in the store for the takeover (0: not measured).
+        #[arg(long, default_value_t = 100_000)]
+        stored: usize,
+    },
     /// Durable submissions per second.
     Submit {
         /// Concurrent clients.
@@ -245,6 +265,20 @@ fn main() -> ExitCode {
             runs,
         } => qmeshd().and_then(|q| {
             submit::run(&q, *clients, *jobs, *runs, socket.as_deref()).map(|r| vec![r])
+        }),
+        What::Ha {
+            clients,
+            jobs,
+            failovers,
+            stored,
+        } => qmeshd().and_then(|q| {
+            let run = ha::Run {
+                clients: *clients,
+                jobs: *jobs,
+                failovers: *failovers,
+                stored: *stored,
+            };
+            ha::run(&q, &run)
         }),
         What::Restart {
             jobs,

@@ -63,7 +63,7 @@ pub struct EtcdStoreSettings {
 }
 
 /// The lease's TTL by default: a dead leader is replaced in about this.
-pub const DEFAULT_LEASE_TTL: u32 = 3;
+pub const DEFAULT_LEASE_TTL: u32 = 2;
 
 impl StoreSection {
     /// The settings, or the key that is wrong and why.

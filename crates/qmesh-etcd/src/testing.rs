@@ -67,6 +67,7 @@ impl Cluster {
     /// Starts `n` members under `dir` and waits until the cluster commits.
     pub fn start(dir: &Path, n: usize) -> Result<Cluster, String> {
         let binary = etcd_binary()?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("make {}: {e}", dir.display()))?;
         let mut members = Vec::new();
         for i in 0..n {
             members.push(Member {

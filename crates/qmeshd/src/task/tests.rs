@@ -544,3 +544,31 @@ fn an_agent_silent_for_three_heartbeats_is_taken_for_away_and_its_nodes_go_down(
     let up: Vec<bool> = b.task.state.nodes().iter().map(|n| n.up).collect();
     assert_eq!(up, [false, true]);
 }
+
+#[test]
+fn a_submission_sent_again_with_its_id_gets_the_same_job_even_from_a_new_leader() {
+    let mut b = Bench::new(&["n1"]);
+    let send = |b: &mut Bench, sid: &str, secs| {
+        let (mut submission, payload) = job(1);
+        submission.submission_id = Some(sid.to_string());
+        b.ask(secs, |reply| Event::Submit {
+            peer: alice(),
+            submission,
+            payload,
+            reply,
+        })
+    };
+    let first = send(&mut b, "6f1c", 1).expect("queued");
+    assert_eq!(send(&mut b, "6f1c", 2).expect("answered"), first, "a retry");
+    assert_ne!(send(&mut b, "77aa", 3).expect("queued"), first, "another submission");
+    assert_eq!(b.store.load().expect("loads").jobs.len(), 2);
+
+    // A leader taking over loads the id with the job.
+    let loaded = b.store.load().expect("loads");
+    let mut state = crate::test_machine::machine(&["n1"]);
+    state.restore(loaded.jobs, loaded.next_id);
+    assert_eq!(
+        state.job_by_submission("6f1c").map(|j| j.full_id("srv")),
+        Some(first)
+    );
+}
