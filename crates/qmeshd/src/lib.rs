@@ -8,6 +8,7 @@
 
 mod answer;
 mod args;
+mod ca;
 /// The wire's messages to and from the core's types: only the daemon
 /// converts. Public for the fuzz targets (`fuzz/`), which feed it
 /// requests as a client could send them.
