@@ -5,9 +5,12 @@
 //! and forwards each call, as it is, over one HTTP/2 connection to the
 //! daemon's agents' port. The kernel tells it who called (SO_PEERCRED);
 //! it strips whatever `x-qmesh-*` metadata the caller sent and names the
-//! caller, its own host and the cluster key in their place
-//! (`qmesh_proto::relay`). The daemon believes those names only from an
-//! agent, and only for hosts it lets in. Nothing is decoded here: every
+//! caller and its own host in their place (`qmesh_proto::relay`). The
+//! daemon believes those names only from an agent, and only for hosts it
+//! lets in: over the connection's certificate from the cluster CA, which
+//! names this host, or, without one, a proof of the cluster key for this
+//! caller over a nonce the daemon gave for it (one more round trip per
+//! command; `crate::trust`). The key itself never travels. Nothing is decoded here: every
 //! command, streaming or not, passes through with the daemon's answers
 //! and errors unchanged, so the commands print the same on every host.
 //!
@@ -20,6 +23,7 @@ use std::sync::Arc;
 
 use nix::unistd::{Gid, Group, Uid, User};
 use qmesh_proto::relay as keys;
+use qmesh_proto::trust as proof_keys;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Context, Poll, Service, http};
@@ -29,12 +33,14 @@ use tonic::transport::{Channel, Server};
 use tracing::{debug, error, info};
 
 use crate::error::{AgentError, Result};
+use crate::trust::{Linked, Trust};
 
-/// What the relay adds to every call: this host and the cluster key.
+/// What the relay adds to every call: this host, and what vouches for it.
 struct Vouch {
     host: String,
-    key: Option<http::HeaderValue>,
     server: String,
+    trust: Arc<Trust>,
+    linked: Linked,
 }
 
 /// One service's relay; `S` names which.
@@ -88,8 +94,9 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                 )
                 .into_http());
             };
-            name_caller(request.headers_mut(), &vouch, cred.uid(), cred.gid());
-            debug!(uid = cred.uid(), path = %request.uri().path(), "relaying");
+            let (uid, gid) = (cred.uid(), cred.gid());
+            let (user, group) = name_caller(request.headers_mut(), &vouch, uid, gid);
+            debug!(uid, path = %request.uri().path(), "relaying");
             let unreachable = |e: tonic::transport::Error| {
                 Ok(tonic::Status::unavailable(format!(
                     "cannot reach qmeshd at {} from this host's agent: {e}; is the daemon running?",
@@ -100,6 +107,32 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
             if let Err(e) = std::future::poll_fn(|cx| channel.poll_ready(cx)).await {
                 return unreachable(e);
             }
+            if vouch.trust.relays_with_proofs() {
+                let proven = vouch
+                    .trust
+                    .relay_proof(&vouch.linked, uid, gid, &user, &group)
+                    .await;
+                match proven {
+                    Ok((nonce, proof)) => {
+                        let headers = request.headers_mut();
+                        for (name, value) in [
+                            (proof_keys::NONCE_HEADER, nonce),
+                            (proof_keys::PROOF_HEADER, proof),
+                        ] {
+                            if let Ok(value) = http::HeaderValue::from_str(&value) {
+                                headers.insert(name, value);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        return Ok(tonic::Status::unavailable(format!(
+                            "this host's agent could not prove the cluster key to qmeshd at {}: {e}",
+                            vouch.server
+                        ))
+                        .into_http());
+                    }
+                }
+            }
             match channel.call(request).await {
                 Ok(response) => Ok(response),
                 Err(e) => unreachable(e),
@@ -109,8 +142,14 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
 }
 
 /// Replaces whatever the caller said about itself with what the kernel
-/// said, and vouches with the host and the key.
-fn name_caller(headers: &mut http::HeaderMap, vouch: &Vouch, uid: u32, gid: u32) {
+/// said, and names this host. Returns the caller's user and group names
+/// as sent (empty where the host has none).
+fn name_caller(
+    headers: &mut http::HeaderMap,
+    vouch: &Vouch,
+    uid: u32,
+    gid: u32,
+) -> (String, String) {
     let forged: Vec<http::HeaderName> = headers
         .keys()
         .filter(|name| name.as_str().starts_with(keys::PREFIX))
@@ -127,51 +166,41 @@ fn name_caller(headers: &mut http::HeaderMap, vouch: &Vouch, uid: u32, gid: u32)
     set(keys::HOST, &vouch.host);
     set(keys::UID, &uid.to_string());
     set(keys::GID, &gid.to_string());
-    if let Ok(Some(user)) = User::from_uid(Uid::from_raw(uid)) {
-        set(keys::USER, &user.name);
-    }
-    if let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) {
-        set(keys::GROUP, &group.name);
-    }
-    if let Some(key) = &vouch.key {
-        headers.insert(keys::KEY, key.clone());
-    }
+    let mut named = |key: &'static str, name: Option<String>| match name {
+        Some(name) if http::HeaderValue::from_str(&name).is_ok() => {
+            set(key, &name);
+            name
+        }
+        _ => String::new(),
+    };
+    let user = named(
+        keys::USER,
+        User::from_uid(Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name),
+    );
+    let group = named(
+        keys::GROUP,
+        Group::from_gid(Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map(|g| g.name),
+    );
+    (user, group)
 }
 
 /// Binds `socket` and serves the relay on it, in a task of the current
 /// runtime, until the process ends. The connection to the daemon is made
 /// at the first call, and again after it breaks.
-pub fn start(
-    socket: &Path,
-    server: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-    host: &str,
-    cluster_key: &str,
-) -> Result<tokio::task::JoinHandle<()>> {
-    let channel = qmesh_proto::endpoint::lazy_url_tls(server, tls)
-        .map_err(|e| AgentError::Config(format!("--server {server}: {e}")))?;
-    let key = if cluster_key.is_empty() {
-        None
-    } else {
-        Some(
-            http::HeaderValue::from_str(cluster_key)
-                .map(|mut v| {
-                    v.set_sensitive(true);
-                    v
-                })
-                .map_err(|_| {
-                    AgentError::Config(
-                        "the cluster key holds characters that cannot travel in a request; \
-                 use printable ASCII"
-                            .into(),
-                    )
-                })?,
-        )
-    };
+pub fn start(socket: &Path, trust: Arc<Trust>) -> Result<tokio::task::JoinHandle<()>> {
+    let linked = trust.lazy()?;
+    let channel = linked.channel.clone();
     let vouch = Arc::new(Vouch {
-        host: host.to_string(),
-        key,
-        server: server.to_string(),
+        host: trust.host().to_string(),
+        server: trust.server().to_string(),
+        trust,
+        linked,
     });
     let listener = bind(socket)?;
     info!(socket = %socket.display(), "relaying this host's commands to the daemon");
@@ -233,23 +262,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn what_a_caller_says_about_itself_is_replaced() {
+    fn what_a_caller_says_about_itself_is_replaced_and_no_key_is_sent() {
         let mut headers = http::HeaderMap::new();
         headers.insert(keys::UID, http::HeaderValue::from_static("0"));
         headers.insert(keys::HOST, http::HeaderValue::from_static("adm1"));
+        headers.insert(keys::LEGACY_KEY, http::HeaderValue::from_static("guess"));
+        headers.insert(
+            proof_keys::PROOF_HEADER,
+            http::HeaderValue::from_static("00"),
+        );
         headers.insert("x-qmesh-anything", http::HeaderValue::from_static("x"));
         headers.insert("te", http::HeaderValue::from_static("trailers"));
+        let key = qmesh_proto::trust::ClusterKey::from_file_text("k").ok();
+        let trust = Trust::new(
+            "http://d:1",
+            "login1",
+            key,
+            &crate::trust::TlsFlags::default(),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let linked = runtime.block_on(async { trust.lazy().unwrap() });
         let vouch = Vouch {
             host: "login1".into(),
-            key: Some(http::HeaderValue::from_static("k")),
             server: "http://d:1".into(),
+            trust: Arc::new(trust),
+            linked,
         };
-        name_caller(&mut headers, &vouch, 4242, 4343);
+        let (user, _) = name_caller(&mut headers, &vouch, 0, 0);
+        assert_eq!(user, "root");
+        let (_, _) = name_caller(&mut headers, &vouch, 4242, 4343);
         assert_eq!(headers[keys::UID], "4242");
         assert_eq!(headers[keys::GID], "4343");
         assert_eq!(headers[keys::HOST], "login1");
-        assert_eq!(headers[keys::KEY], "k");
-        assert!(!headers.contains_key("x-qmesh-anything"));
+        for gone in [
+            keys::LEGACY_KEY,
+            proof_keys::PROOF_HEADER,
+            "x-qmesh-anything",
+        ] {
+            assert!(!headers.contains_key(gone), "{gone}");
+        }
         assert_eq!(headers["te"], "trailers");
     }
 }

@@ -1,5 +1,6 @@
-//! Sessions with the daemon: connect, say Hello with what the spool holds,
-//! take the Welcome, then carry orders in and job events out until the
+//! Sessions with the daemon: connect (enrolling first if this agent has no
+//! certificate yet, `crate::trust`), say Hello with what the spool holds
+//! and the proof of the cluster key, take the Welcome, then carry orders in and job events out until the
 //! stream ends; then reconnect, with backoff, forever.
 //!
 //! Delivery is at least once and the spool makes it so: a finished job is
@@ -8,6 +9,7 @@
 //! sent once (the Hello counts).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use qmesh_proto::agent_client::AgentClient;
@@ -21,6 +23,7 @@ use crate::error::{AgentError, Result};
 use crate::joined::Joined;
 use crate::shepherd::now;
 use crate::supervise::{Event, Supervisor};
+use crate::trust::Trust;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,12 +33,9 @@ const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 /// Who this agent is, for the Hello.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
-    pub server: String,
-    pub host: String,
+    /// The daemon, and how this agent proves itself to it.
+    pub trust: Arc<Trust>,
     pub nodes: Vec<String>,
-    pub cluster_key: String,
-    /// TLS to the daemon's TCP port (`https://` servers).
-    pub tls: Option<tonic::transport::ClientTlsConfig>,
     pub facts: crate::facts::FactsConfig,
 }
 
@@ -122,37 +122,51 @@ async fn session(
     events: &mut UnboundedReceiver<Event>,
     welcomed: &mut bool,
 ) -> Result<()> {
-    let channel = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        qmesh_proto::endpoint::connect_url_tls(&cfg.server, cfg.tls.clone()),
-    )
-    .await
-    .map_err(|_| AgentError::Timeout {
-        what: "connecting to the daemon",
-        secs: CONNECT_TIMEOUT.as_secs(),
-    })?
-    .map_err(|e| AgentError::connect(&cfg.server, &e))?;
+    let trust = &cfg.trust;
+    let server = trust.server();
+    // With the cluster CA: its certificate, kept or got now.
+    tokio::time::timeout(WELCOME_TIMEOUT, trust.ready())
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "enrolling with the daemon",
+            secs: WELCOME_TIMEOUT.as_secs(),
+        })??;
+    let linked = tokio::time::timeout(CONNECT_TIMEOUT, trust.connect())
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "connecting to the daemon",
+            secs: CONNECT_TIMEOUT.as_secs(),
+        })??;
+    let channel = linked.channel.clone();
     // Tasks open their own streams on the same connection.
     let mut client = AgentClient::new(channel.clone());
+    let (nonce, proof) = tokio::time::timeout(WELCOME_TIMEOUT, trust.hello_proof(&linked))
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "waiting for the daemon's challenge",
+            secs: WELCOME_TIMEOUT.as_secs(),
+        })??;
 
     let state = sup.state()?;
     let mut reported: HashSet<u64> = state.finished.iter().map(|r| r.job).collect();
     let hello = v1::AgentHello {
-        host: cfg.host.clone(),
+        host: trust.host().to_string(),
         nodes: cfg.nodes.clone(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         running: state.running.clone(),
         finished: state.finished,
-        cluster_key: cfg.cluster_key.clone(),
         joined: joined.jobs(),
         facts: Some(crate::facts::gather(&cfg.facts).await),
+        nonce,
+        proof,
+        ..Default::default()
     };
     let (tx, rx) = mpsc::channel(64);
     send(&tx, agent_message::Kind::Hello(hello)).await?;
     let mut inbound = client
         .session(ReceiverStream::new(rx))
         .await
-        .map_err(|status| AgentError::refused(&cfg.server, &status))?
+        .map_err(|status| AgentError::refused(server, &status))?
         .into_inner();
     let first = tokio::time::timeout(WELCOME_TIMEOUT, inbound.message())
         .await
@@ -160,7 +174,7 @@ async fn session(
             what: "waiting for the daemon's Welcome",
             secs: WELCOME_TIMEOUT.as_secs(),
         })?
-        .map_err(|status| AgentError::refused(&cfg.server, &status))?;
+        .map_err(|status| AgentError::refused(server, &status))?;
     let welcome = match first.and_then(|m| m.kind) {
         Some(daemon_message::Kind::Welcome(w)) => w,
         None => {

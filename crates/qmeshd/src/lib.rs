@@ -30,6 +30,7 @@ mod task;
 #[cfg(test)]
 mod test_machine;
 mod tls;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -70,7 +71,7 @@ pub fn main() -> ExitCode {
     }
     // The TLS files are read now: a wrong one fails here, and with
     // --check-config, before any state is touched.
-    let tls = match settings.tls.as_ref().map(tls::acceptor).transpose() {
+    let tls = match settings.tls.site().map(tls::acceptor).transpose() {
         Ok(tls) => tls,
         Err(e) => {
             eprintln!("qmeshd: {e:#}");
@@ -143,17 +144,19 @@ async fn run(
     let loaded = start::load::load(&dirs, &settings)?;
     let server_name = loaded.server_name.clone();
     let metrics = start::bind_metrics(&settings, &loaded.store).await?;
+    let listening = args.listen.is_some() || settings.listen.is_some();
+    let port = start::trust::prepare(&settings, &dirs, listening, tls)?;
     let running = start::start_task(
         loaded,
         &dirs,
         &settings,
         metrics.as_ref().map(|m| m.1.clone()),
+        port.trust,
     )?;
     let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
     let socket_files = [sockets.clients.1.clone(), sockets.agent.1.clone()];
     let (stop_tx, stop) = watch::channel(false);
-    let client_certificates = start::client_certificates(&settings);
-    let mut servers = start::serve::serve(sockets, &running.link, tls, client_certificates, &stop)?;
+    let mut servers = start::serve::serve(sockets, &running.link, port.tls, &stop)?;
     if let Some((listener, m)) = metrics {
         servers.push(start::serve::serve_metrics(
             listener,

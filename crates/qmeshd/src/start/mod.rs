@@ -1,13 +1,15 @@
 //! The steps of a daemon's life that `crate::run` names, in order: the
-//! state loaded before anything listens (`load.rs`), the scheduler task
-//! started over it (here), the sockets bound and served (`serve.rs`), and
-//! at the end the shutdown (here).
+//! state loaded before anything listens (`load.rs`), the agents' port's
+//! trust (`trust.rs`: the cluster key, the cluster CA), the scheduler
+//! task started over the state (here), the sockets bound and served
+//! (`serve.rs`), and at the end the shutdown (here).
 //!
 //! The order matters: a client never sees a half-loaded daemon, and
 //! systemd hears "ready" only once every socket listens.
 
 pub mod load;
 pub mod serve;
+pub mod trust;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,29 +52,16 @@ pub struct Running {
 
 /// Starts the scheduler task over the loaded state: it writes the job
 /// logs under the state directory, publishes which hosts may relay
-/// commands, and keeps `metrics` up to date. Returns the services' link.
+/// commands, and keeps `metrics` up to date. Returns the services' link,
+/// which believes other hosts as `trust` says.
 pub fn start_task(
     loaded: Loaded,
     dirs: &Dirs,
     settings: &Settings,
     metrics: Option<Arc<metrics::Metrics>>,
+    trust: Arc<crate::trust::Trust>,
 ) -> anyhow::Result<Running> {
     let uid = nix::unistd::getuid().as_raw();
-    let cluster_key = match &settings.cluster_key_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("read the cluster key {}", path.display()))?
-                .trim()
-                .to_string(),
-        ),
-        None => None,
-    };
-    // Commands relayed by other hosts' agents are believed only with the
-    // cluster key or over TLS with client certificates.
-    let relay_trust = identity::RelayTrust {
-        key: cluster_key.clone(),
-        client_certificates: client_certificates(settings),
-    };
     let (gate_tx, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
     let (events_tx, events_rx) = mpsc::channel(4096);
     let (durable_tx, durable_rx) = mpsc::unbounded_channel();
@@ -83,7 +72,6 @@ pub fn start_task(
         lost_after: Duration::from_secs(settings.lost_after_secs.into()),
         pass_interval: Duration::from_millis(settings.pass_interval_ms),
         daemon_uid: uid,
-        cluster_key,
         jobs: settings.jobs.clone(),
         file_config: settings.initial.clone(),
         store_dir: dirs.store.clone(),
@@ -99,7 +87,8 @@ pub fn start_task(
     let task = tokio::spawn(scheduler.run(events_rx, durable_rx));
     let link = service::Link {
         events: events_tx,
-        identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
+        identity: Arc::new(identity::Identity::new(trust.clone(), gate_rx)),
+        trust,
         rendezvous: Arc::default(),
         metrics,
     };
@@ -150,11 +139,4 @@ pub async fn shut_down(
     for socket in sockets {
         let _ = std::fs::remove_file(&socket);
     }
-}
-
-/// Whether the agents' port asks for client certificates from the
-/// cluster CA (`[tls] client_ca`): then relayed commands are believed
-/// with a certificate, and the port says so when it opens.
-pub fn client_certificates(settings: &Settings) -> bool {
-    settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some())
 }
