@@ -57,6 +57,23 @@ impl Agent for FakeDaemon {
         Err(Status::unimplemented("the fake daemon starts no tasks"))
     }
 
+    /// The agent on the daemon's Unix socket proves nothing: it never asks.
+    async fn challenge(
+        &self,
+        _request: Request<qmesh_proto::v1::ChallengeRequest>,
+    ) -> Result<Response<qmesh_proto::v1::ChallengeGiven>, Status> {
+        Err(Status::unimplemented(
+            "the local agent asks for no challenge",
+        ))
+    }
+
+    async fn enrol(
+        &self,
+        _request: Request<qmesh_proto::v1::EnrolRequest>,
+    ) -> Result<Response<qmesh_proto::v1::Enrolled>, Status> {
+        Err(Status::unimplemented("the local agent does not enrol"))
+    }
+
     async fn session(
         &self,
         request: Request<Streaming<AgentMessage>>,
@@ -361,7 +378,9 @@ async fn hello_welcome_heartbeat_and_one_agent_per_spool() {
     let mut s = h.session().await;
     assert_eq!(s.hello.host, "testhost");
     assert_eq!(s.hello.nodes, vec!["n1", "n2"]);
-    assert_eq!(s.hello.cluster_key, "s3cret");
+    // On the daemon's own socket the key proves nothing and never travels.
+    assert_eq!(s.hello.cluster_key, "");
+    assert!(s.hello.proof.is_empty() && s.hello.nonce.is_empty());
     assert!(!s.hello.version.is_empty());
     assert!(s.hello.running.is_empty() && s.hello.finished.is_empty());
     s.welcome(1);

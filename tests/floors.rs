@@ -136,7 +136,9 @@ const QMESHD: House = House {
                 "mail",
                 "metrics",
                 "local_agent",
+                "ca",
                 "tls",
+                "trust",
             ],
         ),
         ("the task's contract", &["event", "status"]),
@@ -164,7 +166,7 @@ const QMESH_AGENT: House = House {
         ),
         ("the shepherd", &["shepherd", "zygote"]),
         ("the agent's jobs", &["supervise", "joined", "tasks"]),
-        ("the agent", &["cli", "agent", "session", "relay"]),
+        ("the agent", &["cli", "agent", "trust", "session", "relay"]),
     ],
 };
 

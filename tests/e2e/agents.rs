@@ -1,5 +1,5 @@
-//! Agents on other hosts: they connect over TCP with the cluster key, and
-//! their nodes take jobs.
+//! Agents on other hosts: they enrol with the daemon's cluster CA by
+//! proving the cluster key, connect over TLS, and their nodes take jobs.
 
 use std::process::{Child, Command, Stdio};
 
@@ -32,6 +32,19 @@ pub(crate) fn agent_with(
     label: &str,
     extra: &[&str],
 ) -> Child {
+    let server = format!("https://127.0.0.1:{port}");
+    agent_at(d, &server, host, key_file, label, extra)
+}
+
+/// [`agent_with`] reaching the daemon at `server` (a URL).
+pub(crate) fn agent_at(
+    d: &Daemon,
+    server: &str,
+    host: &str,
+    key_file: &std::path::Path,
+    label: &str,
+    extra: &[&str],
+) -> Child {
     let log = std::fs::File::create(d.root.path().join(format!("agent-{label}.log"))).unwrap();
     let mut cmd = Command::new(bin("qmesh-agent"));
     // Its own relay socket: never the system's, which a test must not take.
@@ -43,7 +56,7 @@ pub(crate) fn agent_with(
             .arg(d.root.path().join(format!("relay-{label}.sock")));
     }
     cmd.arg("--server")
-        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(server)
         .arg("--host")
         .arg(host)
         .arg("--spool")

@@ -1,5 +1,6 @@
 //! A cluster: one daemon, several agents, each a separate process serving
-//! its own host name over TCP with the cluster key. Run as root on Linux,
+//! its own host name over TLS, enrolled with the daemon's cluster CA by
+//! the cluster key. Run as root on Linux,
 //! each agent lives in its own network namespace with its own address
 //! (10.X.N.2, reaching the daemon at 10.X.N.1 over a veth pair), as on
 //! separate machines; elsewhere they share 127.0.0.1.
@@ -269,7 +270,7 @@ nodes = [{nodes}]
             .as_ref()
             .map_or("127.0.0.1", |ns| ns.gateway.as_str());
         cmd.arg("--server")
-            .arg(format!("http://{gateway}:{}", self.port))
+            .arg(format!("https://{gateway}:{}", self.port))
             .arg("--host")
             .arg(label)
             .arg("--spool")

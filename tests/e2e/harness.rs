@@ -349,6 +349,23 @@ impl Daemon {
         panic!("node {node} is not {state} after 60 s:\n{}", self.log());
     }
 
+    /// Waits until the log at `path` says `needle` `count` times or more
+    /// (polling: a log line has no event to await).
+    pub fn await_in_log(&self, path: &Path, needle: &str, count: usize) {
+        for _ in 0..600 {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.matches(needle).count() >= count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "{} does not say \"{needle}\" {count} times after 60 s:\n{}",
+            path.display(),
+            self.log()
+        );
+    }
+
     /// `qstat -x -f --json ID` as a JSON value for the job.
     pub fn job_json(&self, id: &str) -> serde_json::Value {
         let out = self.ok("qstat", &["-x", "-f", "--json", id]);

@@ -2,7 +2,8 @@
 //! the daemon's, relayed by each host's agent with the caller's identity
 //! as that host's kernel tells it. Every test here tries to break the
 //! identity too: a host not let in, a forged identity on the agent's
-//! socket, a forged one on the agents' port without the cluster key.
+//! socket, a forged one on the agents' port without a proof of the
+//! cluster key (or with the key itself, as old agents sent it).
 //!
 //! The users are `nobody` and `daemon` (uid 1), real users of the test
 //! machine; the agents live in network namespaces of their own where the
@@ -32,7 +33,7 @@ fn on(d: &Daemon, socket: &Path, uid: u32, name: &str, args: &[&str]) -> Output 
         .expect("run a command on the login node")
 }
 
-fn ok_on(d: &Daemon, socket: &Path, uid: u32, name: &str, args: &[&str]) -> String {
+pub(crate) fn ok_on(d: &Daemon, socket: &Path, uid: u32, name: &str, args: &[&str]) -> String {
     let out = on(d, socket, uid, name, args);
     assert!(
         out.status.success(),
@@ -273,17 +274,30 @@ fn forged_identities_are_refused_on_the_agent_socket_and_the_agents_port() {
     let server = d.ok("qmgr", &["-c", "list server"]);
     assert!(server.contains("scheduling = True"), "{server}");
 
-    // Straight to the agents' port, without the key or with a wrong one.
+    // Straight to the agents' port (over TLS, trusting the daemon's CA,
+    // but with no certificate of one's own), with no proof of the key or
+    // with the key itself sent as old agents did.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let url = format!("http://127.0.0.1:{}", c.port);
+    let ca = std::fs::read(d.state_dir.join("ca/ca.pem")).unwrap();
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(ca))
+        .domain_name("qmeshd");
+    let url = format!("https://127.0.0.1:{}", c.port);
     let outcomes = runtime.block_on(async {
-        let channel = qmesh_proto::endpoint::connect_url(&url).await.unwrap();
+        let channel = tonic::transport::Endpoint::from_shared(url)
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
         let mut jobs = v1::jobs_client::JobsClient::new(channel);
         let mut outcomes = Vec::new();
-        for key in [None, Some("not-the-key")] {
+        let key = std::fs::read_to_string(d.root.path().join("cluster.key")).unwrap();
+        for key in [None, Some(key.trim())] {
             let mut request = tonic::Request::new(v1::JobsRequest {
                 job_ids: vec![job.clone()],
                 ..Default::default()
@@ -310,10 +324,11 @@ fn forged_identities_are_refused_on_the_agent_socket_and_the_agents_port() {
         assert!(status.message().contains("qmesh-agent"), "{status:?}");
     }
     assert_eq!(d.job_json(&job)["job_state"], "H");
-    assert!(
-        d.log()
-            .contains("refused a request on the agents' port without the cluster key"),
-        "{}",
-        d.log()
-    );
+    let log = d.log();
+    for why in [
+        "refused a relayed request: no proof of the cluster key",
+        "refused a relayed request: the cluster key sent in the clear",
+    ] {
+        assert!(log.contains(why), "{why}:\n{log}");
+    }
 }

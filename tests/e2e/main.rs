@@ -40,4 +40,5 @@ mod sp;
 mod tls;
 mod topology;
 mod tracejob;
+mod trust;
 mod workflow_tools;

@@ -1,7 +1,9 @@
-//! TLS on the agents' TCP port: the daemon shows a certificate, and with a
-//! cluster CA configured it takes only agents whose client certificate
-//! that CA signed. Every other agent is refused and logged with its
-//! address; the cluster key still has to match as well.
+//! TLS on the agents' TCP port with the site's own PKI, which takes the
+//! place of the daemon's cluster CA: the daemon shows the site's
+//! certificate, and with the site's client CA configured it takes only
+//! agents whose client certificate that CA signed. Every other agent is
+//! refused and logged with its address; the cluster key must still be
+//! proven as well. (The daemon's own CA: `trust.rs`.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -122,17 +124,7 @@ fn agent(d: &Daemon, server: &str, key: &Path, label: &str, tls: &[&Path]) -> Ch
 
 /// Waits until the daemon's log says `needle` `count` times (or more).
 fn await_log(d: &Daemon, needle: &str, count: usize) {
-    for _ in 0..600 {
-        let log = std::fs::read_to_string(d.log_path()).unwrap_or_default();
-        if log.matches(needle).count() >= count {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!(
-        "the daemon's log does not say \"{needle}\" {count} times after 60 s:\n{}",
-        d.log()
-    );
+    d.await_in_log(&d.log_path(), needle, count);
 }
 
 fn config(port: u16, key: &Path, pki: &Pki) -> String {

@@ -99,7 +99,7 @@ pub struct Head {
 
 impl Head {
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("https://127.0.0.1:{}", self.port)
     }
 
     pub fn log(&self) -> String {

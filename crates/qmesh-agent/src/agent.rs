@@ -4,7 +4,10 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use qmesh_proto::trust::ClusterKey;
 
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{info, warn};
@@ -16,6 +19,7 @@ use crate::joined::Joined;
 use crate::session::{self, SessionConfig};
 use crate::spool::Spool;
 use crate::supervise::Supervisor;
+use crate::trust::{TlsFlags, Trust};
 
 pub fn run(cli: Cli) -> Result<()> {
     init_logging(&cli.log_level)?;
@@ -28,12 +32,20 @@ pub fn run(cli: Cli) -> Result<()> {
     };
     let relay_socket = relay_socket(&cli.relay_socket, cli.no_relay, &server);
     let cluster_key = read_key(cli.cluster_key_file.as_deref())?;
-    let tls = crate::tls::client_config(
-        &server,
-        cli.tls_ca_file.as_deref(),
-        cli.tls_cert_file.as_deref(),
-        cli.tls_key_file.as_deref(),
-    )?;
+    let spool_path = match cli.spool {
+        Some(path) => path,
+        None => default_spool()?,
+    };
+    let flags = TlsFlags {
+        ca: cli.tls_ca_file.as_deref(),
+        cert: cli.tls_cert_file.as_deref(),
+        key: cli.tls_key_file.as_deref(),
+    };
+    // One way in per daemon of the list (docs/HA.md: one leads).
+    let trusts = session::servers(&server)
+        .into_iter()
+        .map(|one| Trust::new(one, &host, cluster_key.clone(), &flags, &spool_path).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
     if cli.submit_only {
         let Some(socket) = relay_socket else {
             return Err(AgentError::Config(
@@ -43,12 +55,8 @@ pub fn run(cli: Cli) -> Result<()> {
                     .into(),
             ));
         };
-        return submit_only(&socket, &server, tls, &host, &cluster_key);
+        return submit_only(&socket, trusts);
     }
-    let spool_path = match cli.spool {
-        Some(path) => path,
-        None => default_spool()?,
-    };
     let spool = Spool::open(&spool_path)?;
     let _lock = crate::lock::acquire(spool.root())?;
     let gpus = cli
@@ -80,11 +88,8 @@ pub fn run(cli: Cli) -> Result<()> {
         }
     };
     let cfg = SessionConfig {
-        server,
-        host,
+        trusts,
         nodes: cli.nodes.into_iter().filter(|n| !n.is_empty()).collect(),
-        cluster_key,
-        tls,
         facts: crate::facts::FactsConfig {
             cpus: cli.cpus,
             load_command: cli.load_command,
@@ -114,20 +119,17 @@ pub fn run(cli: Cli) -> Result<()> {
         cgroups,
         commands_socket: cli.commands_socket.clone().or(relay_socket.clone()),
     };
-    let relay = RelayPlace {
-        socket: relay_socket,
-        tls: cfg.tls.clone(),
-    };
-    let outcome = runtime.block_on(serve(cfg, spool, hooks, places, relay, cli.exec_shepherds));
+    let outcome = runtime.block_on(serve(
+        cfg,
+        spool,
+        hooks,
+        places,
+        relay_socket,
+        cli.exec_shepherds,
+    ));
     // Shepherds are not killed: kill_on_drop is off for every child.
     runtime.shutdown_timeout(Duration::from_secs(2));
     outcome
-}
-
-/// Where the relay serves, if this agent relays.
-struct RelayPlace {
-    socket: Option<PathBuf>,
-    tls: Option<tonic::transport::ClientTlsConfig>,
 }
 
 /// The relay's socket: the one given; else, for an agent run as root that
@@ -145,24 +147,20 @@ fn relay_socket(given: &Option<PathBuf>, no_relay: bool, server: &str) -> Option
         .then(|| PathBuf::from(qmesh_proto::endpoint::SYSTEM_SOCKET))
 }
 
-fn read_key(path: Option<&std::path::Path>) -> Result<String> {
-    match path {
-        Some(path) => Ok(std::fs::read_to_string(path)
-            .map_err(|e| AgentError::io("read cluster key file", path, e))?
-            .trim()
-            .to_string()),
-        None => Ok(String::new()),
-    }
+fn read_key(path: Option<&std::path::Path>) -> Result<Option<ClusterKey>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AgentError::io("read cluster key file", path, e))?;
+    ClusterKey::from_file_text(&text)
+        .map(Some)
+        .map_err(|e| AgentError::Config(format!("--cluster-key-file {}: {e}", path.display())))
 }
 
-/// A login node's agent: the relay only, until SIGTERM or SIGINT.
-fn submit_only(
-    socket: &std::path::Path,
-    server: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-    host: &str,
-    cluster_key: &str,
-) -> Result<()> {
+/// A login node's agent: the relay only, until SIGTERM or SIGINT. With
+/// the cluster CA it enrols meanwhile; commands wait for that.
+fn submit_only(socket: &std::path::Path, trusts: Vec<Arc<Trust>>) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -172,21 +170,50 @@ fn submit_only(
             .map_err(|e| AgentError::io("handle SIGTERM in", "/", e))?;
         let mut int = signal(SignalKind::interrupt())
             .map_err(|e| AgentError::io("handle SIGINT in", "/", e))?;
-        let relay = crate::relay::start(socket, server, tls, host, cluster_key)?;
+        let relay = crate::relay::start(socket, &trusts)?;
+        let servers: Vec<&str> = trusts.iter().map(|t| t.server()).collect();
         info!(
-            host,
-            server,
+            host = trusts.first().map_or("", |t| t.host()),
+            server = %servers.join(","),
             pid = std::process::id(),
             "submit-only agent: running no jobs"
         );
         tokio::select! {
             _ = relay => {}
+            () = ready_forever(&trusts) => {}
             _ = term.recv() => info!("SIGTERM: stopping"),
             _ = int.recv() => info!("SIGINT: stopping"),
         }
         let _ = std::fs::remove_file(socket);
         Ok(())
     })
+}
+
+/// Makes the agent ready (enrolled, with the cluster CA) with one of the
+/// daemons (the leader: the others refuse), retrying with backoff; then
+/// watches for the daemon's CA to change, forever.
+async fn ready_forever(trusts: &[Arc<Trust>]) {
+    let mut backoff = session::Backoff::new();
+    let mut last = String::new();
+    let mut at = 0;
+    loop {
+        at += 1;
+        let trust = &trusts[at % trusts.len()];
+        match trust.ready().await {
+            Ok(()) => {
+                backoff.reset();
+                last.clear();
+            }
+            Err(e) => {
+                let text = e.to_string();
+                if text != last {
+                    warn!("{text} (the agent keeps retrying)");
+                    last = text;
+                }
+            }
+        }
+        tokio::time::sleep(backoff.next_delay()).await;
+    }
 }
 
 /// Where this host's jobs find their TMPDIR and the daemon's commands.
@@ -202,7 +229,7 @@ async fn serve(
     spool: Spool,
     hooks: Hooks,
     places: JobPlaces,
-    relay: RelayPlace,
+    relay_socket: Option<PathBuf>,
     exec_shepherds: bool,
 ) -> Result<()> {
     let mut term =
@@ -210,8 +237,8 @@ async fn serve(
     let mut int =
         signal(SignalKind::interrupt()).map_err(|e| AgentError::io("handle SIGINT in", "/", e))?;
     info!(
-        host = %cfg.host,
-        server = %cfg.server,
+        host = %cfg.trusts[0].host(),
+        server = %server_list(&cfg.trusts),
         spool = %spool.root().display(),
         gpus = cfg.facts.gpus,
         pid = std::process::id(),
@@ -228,7 +255,7 @@ async fn serve(
     let sup = Supervisor::new(spool, tx)
         .with_hooks(hooks)
         .with_cgroups(places.cgroups)
-        .with_host(&cfg.host, places.tmpdir_base, cfg.facts.gpus)
+        .with_host(cfg.trusts[0].host(), places.tmpdir_base, cfg.facts.gpus)
         .with_commands_socket(places.commands_socket);
     let sup = if exec_shepherds {
         sup
@@ -236,21 +263,26 @@ async fn serve(
         sup.with_zygote()
     };
     sup.adopt_all()?;
-    if let Some(socket) = &relay.socket {
-        crate::relay::start(socket, &cfg.server, relay.tls, &cfg.host, &cfg.cluster_key)?;
+    if let Some(socket) = &relay_socket {
+        crate::relay::start(socket, &cfg.trusts)?;
     }
     tokio::select! {
         () = session::run_forever(&cfg, &sup, &joined, &mut events) => {}
         _ = term.recv() => info!("SIGTERM: stopping; jobs keep running under their shepherds"),
         _ = int.recv() => info!("SIGINT: stopping; jobs keep running under their shepherds"),
     }
-    if let Some(socket) = &relay.socket {
+    if let Some(socket) = &relay_socket {
         let _ = std::fs::remove_file(socket);
     }
     if let Some(cgroups) = &cgroups {
         crate::cgroup::remove_agent_level(cgroups);
     }
     Ok(())
+}
+
+/// The daemons of `--server`, as given.
+fn server_list(trusts: &[Arc<Trust>]) -> String {
+    trusts.iter().map(|t| t.server()).collect::<Vec<_>>().join(",")
 }
 
 fn init_logging(filter: &str) -> Result<()> {

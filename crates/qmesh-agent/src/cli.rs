@@ -18,8 +18,10 @@ use clap::{Parser, Subcommand};
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
-    /// The daemon's agent address: unix:///path/agent.sock or http://host:port;
-    /// with standby daemons, every one, comma-separated (the leader is found).
+    /// The daemon's agent address: https://host:port (TLS, the default on
+    /// the daemon's side), http://host:port (a daemon with tls = false) or
+    /// unix:///path/agent.sock (the daemon's own host). With standby daemons
+    /// (docs/HA.md), every one, comma-separated: the agent finds the leader.
     #[arg(long, env = "QMESH_AGENT_SERVER", value_name = "URL", required = true)]
     pub server: Option<String>,
 
@@ -38,17 +40,22 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
 
-    /// A file holding the cluster key, when the daemon requires one.
+    /// A file holding the cluster key (readable by root alone). The agent
+    /// proves it holds the key, never sends it; with an https:// server
+    /// and no --tls-ca-file it enrols with the daemon's cluster CA at its
+    /// first start, keeping its certificate in the spool's tls/.
     #[arg(long, value_name = "FILE")]
     pub cluster_key_file: Option<PathBuf>,
 
-    /// The CA that signed the daemon's certificate (PEM), for a server
-    /// given as https://host:port.
+    /// The site's CA that signed the daemon's certificate (PEM), where the
+    /// site brings its own PKI (the daemon's tls_cert_file); without it,
+    /// an https:// server is checked by the cluster CA this agent got at
+    /// enrolment.
     #[arg(long, value_name = "FILE")]
     pub tls_ca_file: Option<PathBuf>,
 
-    /// This agent's client certificate (PEM), when the daemon requires
-    /// one (its tls_client_ca_file); with --tls-key-file.
+    /// This agent's client certificate from the site's CA (PEM), when the
+    /// daemon requires one (its tls_client_ca_file); with --tls-key-file.
     #[arg(long, value_name = "FILE", requires = "tls_key_file")]
     pub tls_cert_file: Option<PathBuf>,
 

@@ -42,6 +42,9 @@ pub enum AgentError {
         message: String,
     },
 
+    #[error("cannot enrol with the daemon at {url}: {why}")]
+    Enrol { url: String, why: String },
+
     #[error("the session with the daemon broke: {code:?}: {message}")]
     Stream { code: tonic::Code, message: String },
 

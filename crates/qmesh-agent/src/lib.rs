@@ -18,7 +18,9 @@
 //!    - [`limits`]: the job's process limits, and what it used.
 //!    - [`tmpdir`]: the job's TMPDIR.
 //!    - [`lock`]: one agent per spool.
-//!    - [`tls`]: the daemon's CA, this agent's certificate.
+//!    - [`tls`]: TLS to the daemon: the site's CA, or the cluster CA and
+//!      this agent's certificate as its spool keeps them; the connector
+//!      that keeps each connection's exporter for the proofs.
 //!    - [`facts`]: CPUs, memory, load and GPUs, with every heartbeat.
 //! 3. The spool.
 //!    - [`spool`]: the per-job directories, the agent's only memory.
@@ -42,6 +44,8 @@
 //! 7. The agent.
 //!    - [`cli`]: the command line.
 //!    - [`agent`]: the process: logging, spool lock, sessions, stop on SIGTERM.
+//!    - [`trust`]: the way to the daemon and the proofs of the cluster
+//!      key (the key never travels); enrolment with the cluster CA.
 //!    - [`session`]: one session with the daemon, and the reconnect loop.
 //!    - [`relay`]: this host's commands to the daemon, with the callers'
 //!      identity.
@@ -83,6 +87,7 @@ pub mod supervise;
 pub mod tasks;
 pub mod tls;
 pub mod tmpdir;
+pub mod trust;
 pub mod zygote;
 
 use std::process::ExitCode;

@@ -5,9 +5,12 @@
 //! and forwards each call, as it is, over one HTTP/2 connection to the
 //! daemon's agents' port. The kernel tells it who called (SO_PEERCRED);
 //! it strips whatever `x-qmesh-*` metadata the caller sent and names the
-//! caller, its own host and the cluster key in their place
-//! (`qmesh_proto::relay`). The daemon believes those names only from an
-//! agent, and only for hosts it lets in. Nothing is decoded here: every
+//! caller and its own host in their place (`qmesh_proto::relay`). The
+//! daemon believes those names only from an agent, and only for hosts it
+//! lets in: over the connection's certificate from the cluster CA, which
+//! names this host, or, without one, a proof of the cluster key for this
+//! caller over a nonce the daemon gave for it (one more round trip per
+//! command; `crate::trust`). The key itself never travels. Nothing is decoded here: every
 //! command, streaming or not, passes through with the daemon's answers
 //! and errors unchanged, so the commands print the same on every host.
 //!
@@ -15,9 +18,9 @@
 //!
 //! With standby daemons (docs/HA.md) the relay knows them all and sends to
 //! the one that last served; a daemon out of reach, or a standby's refusal
-//! (which names the leader in `qmesh-leader`), moves it on for the next
-//! call. The call itself gets the refusal: a command retries (qsub with
-//! the same submission id, so never twice).
+//! (which names the leader in `qmesh-leader`), moves it on. A command's
+//! request (not a job's task stream) is held whole and sent again to the
+//! next daemon at once; qsub's submission id makes that one job.
 
 use std::marker::PhantomData;
 use std::os::unix::fs::PermissionsExt;
@@ -27,41 +30,48 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::unistd::{Gid, Group, Uid, User};
 use qmesh_proto::relay as keys;
+use qmesh_proto::trust as proof_keys;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Context, Poll, Service, http};
 use tonic::server::NamedService;
 use tonic::transport::server::UdsConnectInfo;
-use tonic::transport::{Channel, Server};
+use tonic::transport::Server;
 use tracing::{debug, error, info};
 
 use crate::error::{AgentError, Result};
+use crate::trust::{Linked, Trust};
 
-/// What the relay adds to every call: this host and the cluster key.
+/// What the relay adds to every call: this host.
 struct Vouch {
     host: String,
-    key: Option<http::HeaderValue>,
+}
+
+/// One daemon: its channel, and how this agent proves itself to it.
+struct Daemon {
+    trust: Arc<Trust>,
+    linked: Linked,
 }
 
 /// The daemons, and the one calls go to.
 struct Daemons {
-    list: Vec<(String, Channel)>,
+    list: Vec<Daemon>,
     current: AtomicUsize,
 }
 
 impl Daemons {
-    fn current(&self) -> (usize, &str, Channel) {
+    fn current(&self) -> (usize, &Daemon) {
         let at = self.current.load(Ordering::Relaxed) % self.list.len();
-        (at, &self.list[at].0, self.list[at].1.clone())
+        (at, &self.list[at])
     }
 
     /// Calls go elsewhere from now on: to the leader a standby named, if
     /// it is on the list, else to the next after `failed`.
     fn move_on(&self, failed: usize, leader: Option<&str>) {
         let named = leader.and_then(|url| {
-            self.list
-                .iter()
-                .position(|(s, _)| s.trim_end_matches('/') == url.trim_end_matches('/'))
+            self.list.iter().position(|d| {
+                d.trust.server().trim_end_matches('/') == url.trim_end_matches('/')
+            })
         });
         let next = named.unwrap_or((failed + 1) % self.list.len());
         let _ = self
@@ -121,17 +131,19 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                 )
                 .into_http());
             };
+            let (uid, gid) = (cred.uid(), cred.gid());
             let (mut parts, body) = request.into_parts();
-            name_caller(&mut parts.headers, &vouch, cred.uid(), cred.gid());
-            debug!(uid = cred.uid(), path = %parts.uri.path(), "relaying");
+            let caller = name_caller(&mut parts.headers, &vouch, uid, gid);
+            debug!(uid, path = %parts.uri.path(), "relaying");
+            let caller = Caller { uid, gid, names: caller };
             // A stream (a job's task) goes through as it comes, to one
             // daemon. Any other call is one message: held whole, it can be
             // sent again to the next daemon when one is out of reach or
             // stands by.
             if parts.uri.path().ends_with("/Attach") {
-                let (at, server, channel) = daemons.current();
-                let server = server.to_string();
-                return Ok(forward(&daemons, at, &server, channel, http::Request::from_parts(parts, body)).await);
+                let (at, daemon) = daemons.current();
+                let request = http::Request::from_parts(parts, body);
+                return Ok(forward(&daemons, at, daemon, &caller, request).await);
             }
             let bytes = match http_body_util::BodyExt::collect(body).await {
                 Ok(collected) => collected.to_bytes(),
@@ -142,44 +154,51 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                     .into_http());
                 }
             };
-            let tries = daemons.list.len();
             let mut answer = None;
-            for _ in 0..tries {
-                let (at, server, channel) = daemons.current();
-                let server = server.to_string();
-                let mut request = http::Request::new(Body::new(http_body_util::Full::new(bytes.clone())));
+            for _ in 0..daemons.list.len() {
+                let (at, daemon) = daemons.current();
+                let mut request =
+                    http::Request::new(Body::new(http_body_util::Full::new(bytes.clone())));
                 *request.method_mut() = parts.method.clone();
                 *request.uri_mut() = parts.uri.clone();
                 *request.version_mut() = parts.version;
                 *request.headers_mut() = parts.headers.clone();
-                let response = forward(&daemons, at, &server, channel, request).await;
+                let response = forward(&daemons, at, daemon, &caller, request).await;
                 let elsewhere = response.headers().contains_key("qmesh-leader")
                     || standby_refusal(response.headers())
-                    || unreached(response.headers());
+                    || response.headers().contains_key(UNREACHED);
                 answer = Some(response);
                 if !elsewhere {
                     break;
                 }
             }
-            let mut answer = answer.unwrap_or_else(|| {
-                tonic::Status::unavailable("no qmeshd to relay to").into_http()
-            });
+            let mut answer = answer
+                .unwrap_or_else(|| tonic::Status::unavailable("no qmeshd to relay to").into_http());
             answer.headers_mut().remove(UNREACHED);
             Ok(answer)
         })
     }
 }
 
-/// Sends `request` to daemon `at`; on the way, moves the relay on if that
-/// daemon is out of reach or stands by.
+/// Who called, as the kernel said and as the request names them.
+struct Caller {
+    uid: u32,
+    gid: u32,
+    names: (String, String),
+}
+
+/// Sends `request` to `daemon` (number `at`), with a proof of the cluster
+/// key where its wire needs one; moves the relay on if that daemon is out
+/// of reach or stands by.
 async fn forward(
     daemons: &Daemons,
     at: usize,
-    server: &str,
-    mut channel: Channel,
-    request: http::Request<Body>,
+    daemon: &Daemon,
+    caller: &Caller,
+    mut request: http::Request<Body>,
 ) -> http::Response<Body> {
-    let unreachable = |e: tonic::transport::Error| {
+    let server = daemon.trust.server();
+    let unreachable = |e: &dyn std::fmt::Display| {
         daemons.move_on(at, None);
         let mut response = tonic::Status::unavailable(format!(
             "cannot reach qmeshd at {server} from this host's agent: {e}; is the daemon running?"
@@ -190,8 +209,31 @@ async fn forward(
             .insert(UNREACHED, http::HeaderValue::from_static("1"));
         response
     };
+    let mut channel = daemon.linked.channel.clone();
     if let Err(e) = std::future::poll_fn(|cx| channel.poll_ready(cx)).await {
-        return unreachable(e);
+        return unreachable(&e);
+    }
+    if daemon.trust.relays_with_proofs() {
+        let (user, group) = &caller.names;
+        let proven = daemon
+            .trust
+            .relay_proof(&daemon.linked, caller.uid, caller.gid, user, group)
+            .await;
+        match proven {
+            Ok((nonce, proof)) => {
+                let headers = request.headers_mut();
+                for (name, value) in [
+                    (proof_keys::NONCE_HEADER, nonce),
+                    (proof_keys::PROOF_HEADER, proof),
+                ] {
+                    if let Ok(value) = http::HeaderValue::from_str(&value) {
+                        headers.insert(name, value);
+                    }
+                }
+            }
+            // A standby refuses the challenge too: the next daemon.
+            Err(e) => return unreachable(&format!("could not prove the cluster key: {e}")),
+        }
     }
     match channel.call(request).await {
         Ok(response) => {
@@ -202,17 +244,13 @@ async fn forward(
             }
             response
         }
-        Err(e) => unreachable(e),
+        Err(e) => unreachable(&e),
     }
 }
 
-/// Marks the relay's own "cannot reach" answer, which it may replace by
-/// the next daemon's.
+/// Marks the relay's own "cannot reach" answer, which the next daemon's
+/// may replace.
 const UNREACHED: &str = "x-qmesh-relay-unreached";
-
-fn unreached(headers: &http::HeaderMap) -> bool {
-    headers.contains_key(UNREACHED)
-}
 
 /// Whether an answer is a standby's refusal with no leader named (an
 /// election under way): `grpc-status` 14 in the headers, "stands by".
@@ -225,8 +263,14 @@ fn standby_refusal(headers: &http::HeaderMap) -> bool {
 }
 
 /// Replaces whatever the caller said about itself with what the kernel
-/// said, and vouches with the host and the key.
-fn name_caller(headers: &mut http::HeaderMap, vouch: &Vouch, uid: u32, gid: u32) {
+/// said, and names this host. Returns the caller's user and group names
+/// as sent (empty where the host has none).
+fn name_caller(
+    headers: &mut http::HeaderMap,
+    vouch: &Vouch,
+    uid: u32,
+    gid: u32,
+) -> (String, String) {
     let forged: Vec<http::HeaderName> = headers
         .keys()
         .filter(|name| name.as_str().starts_with(keys::PREFIX))
@@ -243,59 +287,51 @@ fn name_caller(headers: &mut http::HeaderMap, vouch: &Vouch, uid: u32, gid: u32)
     set(keys::HOST, &vouch.host);
     set(keys::UID, &uid.to_string());
     set(keys::GID, &gid.to_string());
-    if let Ok(Some(user)) = User::from_uid(Uid::from_raw(uid)) {
-        set(keys::USER, &user.name);
-    }
-    if let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) {
-        set(keys::GROUP, &group.name);
-    }
-    if let Some(key) = &vouch.key {
-        headers.insert(keys::KEY, key.clone());
-    }
+    let mut named = |key: &'static str, name: Option<String>| match name {
+        Some(name) if http::HeaderValue::from_str(&name).is_ok() => {
+            set(key, &name);
+            name
+        }
+        _ => String::new(),
+    };
+    let user = named(
+        keys::USER,
+        User::from_uid(Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name),
+    );
+    let group = named(
+        keys::GROUP,
+        Group::from_gid(Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map(|g| g.name),
+    );
+    (user, group)
 }
 
 /// Binds `socket` and serves the relay on it, in a task of the current
-/// runtime, until the process ends. The connection to the daemon is made
-/// at the first call, and again after it breaks.
-pub fn start(
-    socket: &Path,
-    server: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-    host: &str,
-    cluster_key: &str,
-) -> Result<tokio::task::JoinHandle<()>> {
+/// runtime, until the process ends. The connections to the daemons (one
+/// per entry of `--server`) are made at the first call, and again after
+/// they break.
+pub fn start(socket: &Path, trusts: &[Arc<Trust>]) -> Result<tokio::task::JoinHandle<()>> {
     let mut list = Vec::new();
-    for one in crate::session::servers(server) {
-        let channel = qmesh_proto::endpoint::lazy_url_tls(one, tls.clone())
-            .map_err(|e| AgentError::Config(format!("--server {one}: {e}")))?;
-        list.push((one.to_string(), channel));
+    for trust in trusts {
+        list.push(Daemon {
+            linked: trust.lazy()?,
+            trust: trust.clone(),
+        });
     }
+    let host = trusts
+        .first()
+        .map(|t| t.host().to_string())
+        .unwrap_or_default();
     let daemons = Arc::new(Daemons {
         list,
         current: AtomicUsize::new(0),
     });
-    let key = if cluster_key.is_empty() {
-        None
-    } else {
-        Some(
-            http::HeaderValue::from_str(cluster_key)
-                .map(|mut v| {
-                    v.set_sensitive(true);
-                    v
-                })
-                .map_err(|_| {
-                    AgentError::Config(
-                        "the cluster key holds characters that cannot travel in a request; \
-                 use printable ASCII"
-                            .into(),
-                    )
-                })?,
-        )
-    };
-    let vouch = Arc::new(Vouch {
-        host: host.to_string(),
-        key,
-    });
+    let vouch = Arc::new(Vouch { host });
     let listener = bind(socket)?;
     info!(socket = %socket.display(), "relaying this host's commands to the daemon");
     let jobs = Relay::<JobsApi> {
@@ -356,22 +392,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn what_a_caller_says_about_itself_is_replaced() {
+    fn what_a_caller_says_about_itself_is_replaced_and_no_key_is_sent() {
         let mut headers = http::HeaderMap::new();
         headers.insert(keys::UID, http::HeaderValue::from_static("0"));
         headers.insert(keys::HOST, http::HeaderValue::from_static("adm1"));
+        headers.insert(keys::LEGACY_KEY, http::HeaderValue::from_static("guess"));
+        headers.insert(
+            proof_keys::PROOF_HEADER,
+            http::HeaderValue::from_static("00"),
+        );
         headers.insert("x-qmesh-anything", http::HeaderValue::from_static("x"));
         headers.insert("te", http::HeaderValue::from_static("trailers"));
         let vouch = Vouch {
             host: "login1".into(),
-            key: Some(http::HeaderValue::from_static("k")),
         };
-        name_caller(&mut headers, &vouch, 4242, 4343);
+        let (user, _) = name_caller(&mut headers, &vouch, 0, 0);
+        assert_eq!(user, "root");
+        let (_, _) = name_caller(&mut headers, &vouch, 4242, 4343);
         assert_eq!(headers[keys::UID], "4242");
         assert_eq!(headers[keys::GID], "4343");
         assert_eq!(headers[keys::HOST], "login1");
-        assert_eq!(headers[keys::KEY], "k");
-        assert!(!headers.contains_key("x-qmesh-anything"));
+        for gone in [
+            keys::LEGACY_KEY,
+            proof_keys::PROOF_HEADER,
+            "x-qmesh-anything",
+        ] {
+            assert!(!headers.contains_key(gone), "{gone}");
+        }
         assert_eq!(headers["te"], "trailers");
     }
 }

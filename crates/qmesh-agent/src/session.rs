@@ -1,5 +1,6 @@
-//! Sessions with the daemon: connect, say Hello with what the spool holds,
-//! take the Welcome, then carry orders in and job events out until the
+//! Sessions with the daemon: connect (enrolling first if this agent has no
+//! certificate yet, `crate::trust`), say Hello with what the spool holds
+//! and the proof of the cluster key, take the Welcome, then carry orders in and job events out until the
 //! stream ends; then reconnect, with backoff, forever.
 //!
 //! With several qmeshd (one leads, the others stand by, docs/HA.md),
@@ -15,6 +16,7 @@
 //! sent once (the Hello counts).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use qmesh_proto::agent_client::AgentClient;
@@ -28,6 +30,7 @@ use crate::error::{AgentError, Result};
 use crate::joined::Joined;
 use crate::shepherd::now;
 use crate::supervise::{Event, Supervisor};
+use crate::trust::Trust;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,13 +40,10 @@ const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 /// Who this agent is, for the Hello.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
-    /// Every qmeshd, comma-separated as `--server` gives them.
-    pub server: String,
-    pub host: String,
+    /// Every daemon of `--server`, in order, each with how this agent
+    /// proves itself to it.
+    pub trusts: Vec<Arc<Trust>>,
     pub nodes: Vec<String>,
-    pub cluster_key: String,
-    /// TLS to the daemon's TCP port (`https://` servers).
-    pub tls: Option<tonic::transport::ClientTlsConfig>,
     pub facts: crate::facts::FactsConfig,
 }
 
@@ -89,14 +89,14 @@ pub async fn run_forever(
     let mut backoff = Backoff::new();
     // A daemon that stays away is logged once, not every five seconds.
     let mut last_failure = String::new();
-    let servers = servers(&cfg.server);
+    let servers = &cfg.trusts;
     let mut at = 0;
     // The latest term a daemon has shown this agent.
     let mut term = 0;
     loop {
         let mut welcomed = false;
-        let server = servers[at % servers.len()];
-        let outcome = session(cfg, server, sup, joined, events, (&mut welcomed, &mut term)).await;
+        let trust = servers[at % servers.len()].clone();
+        let outcome = session(cfg, &trust, sup, joined, events, (&mut welcomed, &mut term)).await;
         // The next daemon on the list is tried at once; a pause (and a
         // warning) only once the whole list failed.
         let round_failed = if welcomed {
@@ -157,36 +157,49 @@ pub fn servers(list: &str) -> Vec<&str> {
 /// the Welcome; `term` is the latest term seen, raised by this Welcome.
 async fn session(
     cfg: &SessionConfig,
-    server: &str,
+    trust: &Trust,
     sup: &Supervisor,
     joined: &Joined,
     events: &mut UnboundedReceiver<Event>,
     (welcomed, term): (&mut bool, &mut i64),
 ) -> Result<()> {
-    let channel = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        qmesh_proto::endpoint::connect_url_tls(server, cfg.tls.clone()),
-    )
-    .await
-    .map_err(|_| AgentError::Timeout {
-        what: "connecting to the daemon",
-        secs: CONNECT_TIMEOUT.as_secs(),
-    })?
-    .map_err(|e| AgentError::connect(server, &e))?;
+    let server = trust.server();
+    // With the cluster CA: its certificate, kept or got now.
+    tokio::time::timeout(WELCOME_TIMEOUT, trust.ready())
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "enrolling with the daemon",
+            secs: WELCOME_TIMEOUT.as_secs(),
+        })??;
+    let linked = tokio::time::timeout(CONNECT_TIMEOUT, trust.connect())
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "connecting to the daemon",
+            secs: CONNECT_TIMEOUT.as_secs(),
+        })??;
+    let channel = linked.channel.clone();
     // Tasks open their own streams on the same connection.
     let mut client = AgentClient::new(channel.clone());
+    let (nonce, proof) = tokio::time::timeout(WELCOME_TIMEOUT, trust.hello_proof(&linked))
+        .await
+        .map_err(|_| AgentError::Timeout {
+            what: "waiting for the daemon's challenge",
+            secs: WELCOME_TIMEOUT.as_secs(),
+        })??;
 
     let state = sup.state()?;
     let mut reported: HashSet<u64> = state.finished.iter().map(|r| r.job).collect();
     let hello = v1::AgentHello {
-        host: cfg.host.clone(),
+        host: trust.host().to_string(),
         nodes: cfg.nodes.clone(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         running: state.running.clone(),
         finished: state.finished,
-        cluster_key: cfg.cluster_key.clone(),
         joined: joined.jobs(),
         facts: Some(crate::facts::gather(&cfg.facts).await),
+        nonce,
+        proof,
+        ..Default::default()
     };
     let (tx, rx) = mpsc::channel(64);
     send(&tx, agent_message::Kind::Hello(hello)).await?;

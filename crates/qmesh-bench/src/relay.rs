@@ -8,7 +8,9 @@
 //!
 //! One private qmeshd (a flat set of 4 nodes on host `bench`, none of
 //! them up: no compute agent runs) listens for agents on 127.0.0.1 with a
-//! cluster key and lets host `login1` in (`qmgr -c "set server submit_hosts
+//! cluster key, over TLS with its own cluster CA (the default: the
+//! agent enrols at its start, and its certificate vouches for what it
+//! relays), and lets host `login1` in (`qmgr -c "set server submit_hosts
 //! += login1"`: the configuration file's `[server]` takes no access
 //! lists). A submit-only
 //! agent for `login1` relays on its own socket, on the same machine, so
@@ -98,7 +100,13 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let (daemon, _) = Daemon::start_configured(qmeshd, dir, Some(&config), "warn")?;
     let relay = root.join("relay.sock");
     let agent_log = root.join("agent-login1.log");
-    let mut agent = Agent(start_agent(&agent_bin, port, &key, &relay, &agent_log)?);
+    let mut agent = Agent(start_agent(
+        &agent_bin,
+        port,
+        &key,
+        (&relay, &root.join("spool-login1")),
+        &agent_log,
+    )?);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -249,11 +257,13 @@ async fn let_login_in(channel: Channel) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The login node's agent, relaying on `relay` and keeping its
+/// certificate under `spool`.
 fn start_agent(
     bin: &Path,
     port: u16,
     key: &Path,
-    relay: &Path,
+    (relay, spool): (&Path, &Path),
     log: &Path,
 ) -> anyhow::Result<Child> {
     let log = std::fs::File::create(log)?;
@@ -262,11 +272,13 @@ fn start_agent(
         .arg("--host")
         .arg(LOGIN_HOST)
         .arg("--server")
-        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(format!("https://127.0.0.1:{port}"))
         .arg("--cluster-key-file")
         .arg(key)
         .arg("--relay-socket")
         .arg(relay)
+        .arg("--spool")
+        .arg(spool)
         .arg("--log-level")
         .arg("warn")
         .stdin(Stdio::null())

@@ -145,14 +145,23 @@ pub struct AgentsSection {
     /// rerunnable, else failed. An agent back sooner finds its jobs again.
     #[serde(default = "sixty")]
     pub lost_after_secs: u32,
-    /// A file whose content agents must present.
+    /// A file holding the cluster key, which agents on other hosts prove
+    /// they hold (it never travels). With none, a daemon that listens
+    /// makes one in its state directory (`cluster.key`).
     pub cluster_key_file: Option<PathBuf>,
-    /// The daemon's certificate (PEM, its chain after it) and private key:
-    /// the TCP port for agents speaks TLS.
+    /// TLS on the agents' TCP port: true (the default) with the site's
+    /// files below, or else with the cluster CA the daemon makes in its
+    /// state directory, from which agents get their certificates; false
+    /// for plain TCP (the key is still proven, never sent, but what
+    /// travels can be read).
+    #[serde(default = "yes")]
+    pub tls: bool,
+    /// The site's PKI: the daemon's certificate (PEM, its chain after it)
+    /// and private key. They take the place of the cluster CA.
     pub tls_cert_file: Option<PathBuf>,
     pub tls_key_file: Option<PathBuf>,
-    /// The cluster's CA (PEM): an agent connecting over TCP must present
-    /// a client certificate it signed, or is refused.
+    /// The site's CA for agents (PEM): an agent connecting over TCP must
+    /// present a client certificate it signed, or is refused.
     pub tls_client_ca_file: Option<PathBuf>,
     /// Path to the qmesh-agent binary; default: next to qmeshd.
     pub agent_bin: Option<PathBuf>,
@@ -179,6 +188,7 @@ impl Default for AgentsSection {
             heartbeat_secs: ten(),
             lost_after_secs: sixty(),
             cluster_key_file: None,
+            tls: true,
             tls_cert_file: None,
             tls_key_file: None,
             tls_client_ca_file: None,
@@ -341,7 +351,29 @@ pub enum NodeEntry {
     Full { name: String, host: String },
 }
 
-/// The files of TLS on the agents' TCP port (PEM).
+/// TLS on the agents' TCP port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentTls {
+    /// With the cluster CA the daemon makes and keeps (the default):
+    /// agents enrol with it.
+    ClusterCa,
+    /// With the site's PKI.
+    Site(AgentTlsFiles),
+    /// None: plain TCP (`tls = false`).
+    Off,
+}
+
+impl AgentTls {
+    /// The site's files, if the site brings its own PKI.
+    pub fn site(&self) -> Option<&AgentTlsFiles> {
+        match self {
+            AgentTls::Site(files) => Some(files),
+            _ => None,
+        }
+    }
+}
+
+/// The site's files of TLS on the agents' TCP port (PEM).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentTlsFiles {
     pub cert: PathBuf,
@@ -368,7 +400,7 @@ pub struct Settings {
     pub lost_after_secs: u32,
     pub cluster_key_file: Option<PathBuf>,
     /// TLS on the agents' TCP port.
-    pub tls: Option<AgentTlsFiles>,
+    pub tls: AgentTls,
     pub agent_bin: Option<PathBuf>,
     /// The server attributes and queues a new store starts with.
     pub initial: Config,
@@ -603,7 +635,19 @@ impl Settings {
                 ));
             }
         };
-        if tls.is_some() && agents.listen.is_none() {
+        let tls = match (tls, agents.tls) {
+            (Some(files), true) => AgentTls::Site(files),
+            (None, true) => AgentTls::ClusterCa,
+            (None, false) => AgentTls::Off,
+            (Some(_), false) => {
+                return Err(invalid(
+                    "agents.tls".into(),
+                    "tls = false turns TLS off, but tls_cert_file is set: remove one of them"
+                        .into(),
+                ));
+            }
+        };
+        if tls.site().is_some() && agents.listen.is_none() {
             warnings.push(
                 "agents.tls_cert_file is set but agents.listen is not: TLS applies to the \
                  TCP port for agents only"
@@ -628,6 +672,14 @@ impl Settings {
             return Err(invalid(
                 "server.name".into(),
                 "a queue kept in etcd is served by whichever qmeshd leads: give it one name for its                  job ids on every host, e.g. [server] name = \"cluster1\""
+                    .into(),
+            ));
+        }
+        if store != StoreSettings::Sled && file.agents.cluster_key_file.is_none() {
+            return Err(invalid(
+                "agents.cluster_key_file".into(),
+                "a queue kept in etcd has several qmeshd: give them all the same cluster key \
+                 (the agents' too), e.g. cluster_key_file = \"/etc/qmesh/cluster.key\""
                     .into(),
             ));
         }
@@ -949,8 +1001,25 @@ mod tests {
             "t",
         )
         .unwrap();
-        let tls = s.tls.unwrap();
-        assert_eq!((tls.cert.to_str(), tls.client_ca), (Some("c.pem"), None));
+        let tls = s.tls.site().unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.client_ca.as_ref()),
+            (Some("c.pem"), None)
+        );
+        let s = Settings::parse(&agents(""), "t").unwrap();
+        assert_eq!(s.tls, AgentTls::ClusterCa, "TLS by default");
+        let s = Settings::parse(&agents("tls = false\n"), "t").unwrap();
+        assert_eq!(s.tls, AgentTls::Off);
+        let err = Settings::parse(
+            &agents("tls = false\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("agents.tls") && err.contains("remove one"),
+            "{err}"
+        );
         let err = Settings::parse(&agents("tls_cert_file = \"c.pem\"\n"), "t")
             .unwrap_err()
             .to_string();

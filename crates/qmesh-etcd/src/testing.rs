@@ -7,6 +7,10 @@
 //! (`.ci/run` installs the `etcd-server` package when it is missing).
 //! Without it, a test fails with what to do, unless `QMESH_SKIP_ETCD=1`
 //! says to skip ([`Cluster::skipped`]).
+//!
+//! Each member runs under a small shell that kills it when its standard
+//! input closes: a test binary that keeps its cluster in a static (never
+//! dropped) leaves no etcd behind when it exits, however it exits.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -103,7 +107,11 @@ impl Cluster {
             .map_err(|e| e.to_string())?;
         let client = format!("http://127.0.0.1:{}", m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
-        let child = Command::new(&self.binary)
+        // `sh -c 'etcd ARGS & wait for stdin to close; kill etcd'`.
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("\"$0\" \"$@\" & pid=$!; cat >/dev/null; kill -9 $pid; wait $pid")
+            .arg(&self.binary)
             .arg("--name")
             .arg(&m.name)
             .arg("--data-dir")
@@ -116,7 +124,7 @@ impl Cluster {
             .args(["--initial-cluster-token", "qmesh-test"])
             .args(["--initial-cluster-state", "new"])
             .args(["--logger", "zap", "--log-level", "warn"])
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -128,7 +136,8 @@ impl Cluster {
     /// Kills member `i` (SIGKILL) and waits for it to be gone.
     pub fn kill_member(&mut self, i: usize) {
         if let Some(mut child) = self.members[i].child.take() {
-            let _ = child.kill();
+            // Its shell kills it once its input closes.
+            drop(child.stdin.take());
             let _ = child.wait();
         }
     }

@@ -64,44 +64,11 @@ pub async fn connect_unix(path: &Path) -> Result<Channel, tonic::transport::Erro
         .await
 }
 
-/// Connects to `unix:///path` or `http://host:port` (the agents' form).
+/// Connects to `unix:///path` or `http://host:port`. (Agents make their
+/// own channels, with their own TLS: `qmesh-agent`'s `trust.rs`.)
 pub async fn connect_url(url: &str) -> Result<Channel, tonic::transport::Error> {
-    connect_url_tls(url, None).await
-}
-
-/// A channel to `url` that connects at its first call and again after
-/// the connection breaks (an agent's relay: the daemon may start later).
-pub fn lazy_url_tls(
-    url: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-) -> Result<Channel, tonic::transport::Error> {
-    // A relay's: a daemon that stopped answering is noticed within 8 s
-    // and the calls waiting on it fail over (see `connect_url_tls`).
-    let mut endpoint = Endpoint::from_shared(url.to_string())?
+    Endpoint::from_shared(url.to_string())?
         .tcp_nodelay(true)
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .http2_keep_alive_interval(std::time::Duration::from_secs(3))
-        .keep_alive_timeout(std::time::Duration::from_secs(5));
-    if let Some(tls) = tls {
-        endpoint = endpoint.tls_config(tls)?;
-    }
-    Ok(endpoint.connect_lazy())
-}
-
-/// Like [`connect_url`], over TLS when `tls` is given (`https://host:port`).
-pub async fn connect_url_tls(
-    url: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-) -> Result<Channel, tonic::transport::Error> {
-    // An agent's session: a daemon that stopped answering (paused, or its
-    // host gone without a reset) is noticed within 8 s, so the agent moves
-    // to the next server while a standby takes over.
-    let mut endpoint = Endpoint::from_shared(url.to_string())?
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(std::time::Duration::from_secs(3))
-        .keep_alive_timeout(std::time::Duration::from_secs(5));
-    if let Some(tls) = tls {
-        endpoint = endpoint.tls_config(tls)?;
-    }
-    endpoint.connect().await
+        .connect()
+        .await
 }

@@ -1,6 +1,7 @@
 //! The qmesh wire format: the protobuf messages and gRPC services generated
-//! from `proto/qmesh.proto`, where the sockets are, and the JSON form of
-//! the launch and end messages an agent keeps in its spool.
+//! from `proto/qmesh.proto`, where the sockets are, how a host proves it
+//! holds the cluster key (`trust`), and the JSON form of the launch and
+//! end messages an agent keeps in its spool.
 //!
 //! **API Boundary:** only this crate defines the wire format, and it knows
 //! nothing of the core: the daemon converts between the wire and the core's
@@ -15,6 +16,7 @@ pub mod v1 {
 pub mod endpoint;
 pub mod relay;
 mod spool_json;
+pub mod trust;
 
 pub use v1::*;
 

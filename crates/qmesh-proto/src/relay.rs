@@ -1,11 +1,14 @@
 //! The metadata of a command relayed by a host's agent: the agent reads
 //! its caller's uid and gid from its own socket (SO_PEERCRED), strips
 //! every `x-qmesh-*` entry the caller sent, and sets these. The daemon
-//! believes them only from an agent (the cluster key, or a TLS client
-//! certificate the cluster CA signed).
+//! believes them only from an agent: over a connection whose certificate
+//! from the cluster CA names the host, or with a proof of the cluster key
+//! (`trust::NONCE_HEADER`, `trust::PROOF_HEADER`), or, where the site's
+//! PKI is used without a key, with a client certificate it signed.
 
-/// The cluster key, proving the request comes from an agent.
-pub const KEY: &str = "x-qmesh-relay-key";
+/// Where agents before the proofs sent the cluster key itself. The
+/// daemon refuses a request that carries it, saying why.
+pub const LEGACY_KEY: &str = "x-qmesh-relay-key";
 /// The host the agent serves, as the daemon's node sets or
 /// `submit_hosts` name it.
 pub const HOST: &str = "x-qmesh-host";

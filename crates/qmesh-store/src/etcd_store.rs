@@ -235,6 +235,38 @@ impl EtcdStore {
         let _ = self.on_fenced.set(tell);
     }
 
+    /// A record the cluster keeps beside its state, `<prefix>NAME` (the
+    /// cluster CA: every head must use the same), if there is one.
+    pub fn read_extra(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let key = self.keys.under(name);
+        let client = self.client.clone();
+        Ok(self
+            .block(async move { client.get(&key).await })?
+            .map_err(unavailable)?
+            .map(|kv| kv.value))
+    }
+
+    /// Keeps `value` as `<prefix>NAME` unless one is kept already (the
+    /// first one kept wins, whoever leads; `read_extra` then says which).
+    pub fn keep_extra_once(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        let key = self.keys.under(name);
+        let txn = pb::TxnRequest {
+            compare: vec![pb::Compare {
+                result: pb::compare::CompareResult::Equal as i32,
+                target: pb::compare::CompareTarget::Create as i32,
+                key: key.clone(),
+                target_union: Some(pb::compare::TargetUnion::CreateRevision(0)),
+                range_end: Vec::new(),
+            }],
+            success: vec![Op::Put(key, value).request()],
+            failure: Vec::new(),
+        };
+        let client = self.client.clone();
+        self.block(async move { client.txn(txn).await })?
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
     /// Tells `observer` how long each batch took to commit.
     pub fn observe_flushes(&self, observer: crate::writer::FlushObserver) {
         let _ = self.observer.set(observer);

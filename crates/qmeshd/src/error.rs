@@ -32,9 +32,6 @@ pub enum TaskError {
     /// write, an agent is away, no job logs): try again.
     #[error("{0}")]
     Unavailable(String),
-    /// An agent presented a wrong cluster key.
-    #[error("{0}")]
-    Unauthenticated(String),
     /// What the daemon holds disagrees with itself (a job names a node
     /// the machine does not know).
     #[error("{0}")]

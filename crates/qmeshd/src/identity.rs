@@ -5,11 +5,12 @@
 //! host's agent, which read its caller's credentials from its own socket
 //! the same way and names them in the request's metadata (see
 //! `qmesh-agent`'s `relay.rs`). Those names are believed only from an
-//! agent: the request must carry the cluster key, or come over TLS with a
-//! client certificate the cluster CA signed. The host must then be one
-//! the server lets in (`submit_hosts`, compute hosts, `acl_hosts`), as
-//! the scheduler task last published it. Refusals are logged, at most
-//! once a minute per address and reason.
+//! agent, as `crate::trust` decides: over a connection whose certificate
+//! from the cluster CA names the host, or with a proof of the cluster
+//! key for this caller. The host must then be one the server lets in
+//! (`submit_hosts`, compute hosts, `acl_hosts`), as the scheduler task
+//! last published it. Refusals are logged, at most once a minute per
+//! address and reason.
 //!
 //! Names are cached: a submission burst must not read /etc/passwd per
 //! request.
@@ -22,10 +23,14 @@ use std::time::{Duration, Instant};
 use nix::unistd::{Gid, Group, Uid, User};
 use qmesh_core::server::ServerAttrs;
 use qmesh_proto::relay as relay_keys;
+use qmesh_proto::trust as proof_keys;
 use tokio::sync::watch;
-use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
+use tonic::transport::server::UdsConnectInfo;
 use tonic::{Request, Status};
 use tracing::warn;
+
+use crate::tls::AgentConn;
+use crate::trust::{RelayProof, RelayedCaller, Trust};
 
 /// At most one refusal logged per address and reason in this time.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
@@ -42,14 +47,12 @@ pub struct Peer {
     pub host: Option<String>,
 }
 
-/// What makes a relayed identity believable.
-#[derive(Clone, Debug, Default)]
-pub struct RelayTrust {
-    /// The cluster key every relayed request must carry, when set.
-    pub key: Option<String>,
-    /// Whether every TCP connection passed a client-certificate check.
-    pub client_certificates: bool,
-}
+/// A caller already identified on this request, by the agents' port's
+/// interceptor: the handler's own look takes it as it is, for a relayed
+/// request's proof of the key is good once. Only the daemon's own code
+/// puts it in a request's extensions; nothing on the wire can.
+#[derive(Clone, Debug)]
+pub struct Vouched(pub Peer);
 
 /// Which hosts may relay, as the scheduler task last published it.
 #[derive(Clone, Debug, Default)]
@@ -69,7 +72,7 @@ impl HostGate {
 pub struct Identity {
     users: Mutex<HashMap<u32, String>>,
     groups: Mutex<HashMap<u32, String>>,
-    trust: RelayTrust,
+    trust: Arc<Trust>,
     gate: watch::Receiver<Arc<HostGate>>,
     refusals: Mutex<HashMap<(Option<SocketAddr>, &'static str), Instant>>,
 }
@@ -77,14 +80,14 @@ pub struct Identity {
 impl Default for Identity {
     fn default() -> Self {
         Identity::new(
-            RelayTrust::default(),
+            Arc::new(Trust::local_only()),
             watch::channel(Arc::new(HostGate::default())).1,
         )
     }
 }
 
 impl Identity {
-    pub fn new(trust: RelayTrust, gate: watch::Receiver<Arc<HostGate>>) -> Identity {
+    pub fn new(trust: Arc<Trust>, gate: watch::Receiver<Arc<HostGate>>) -> Identity {
         Identity {
             users: Mutex::default(),
             groups: Mutex::default(),
@@ -96,6 +99,9 @@ impl Identity {
 
     pub fn peer<T>(&self, request: &Request<T>) -> Result<Peer, Status> {
         let extensions = request.extensions();
+        if let Some(Vouched(peer)) = extensions.get::<Vouched>() {
+            return Ok(peer.clone());
+        }
         if let Some(info) = extensions.get::<UdsConnectInfo>() {
             let cred = info.peer_cred.ok_or_else(|| {
                 Status::unauthenticated(
@@ -111,19 +117,13 @@ impl Identity {
                 host: None,
             });
         }
-        let (addr, certified) = match extensions.get::<TlsConnectInfo<TcpConnectInfo>>() {
-            Some(tls) => (
-                tls.get_ref().remote_addr(),
-                tls.peer_certs().is_some_and(|certs| !certs.is_empty()),
-            ),
-            None => (
-                extensions
-                    .get::<TcpConnectInfo>()
-                    .and_then(TcpConnectInfo::remote_addr),
-                false,
-            ),
+        let Some(conn) = extensions.get::<AgentConn>() else {
+            return Err(Status::unauthenticated(
+                "the daemon cannot tell how this request came; it takes commands on its own \
+                 socket and, relayed by agents, on the agents' port",
+            ));
         };
-        self.relayed(request.metadata(), addr, certified)
+        self.relayed(request.metadata(), conn)
     }
 
     /// The identity an agent relayed, if the request proves it comes from
@@ -131,30 +131,36 @@ impl Identity {
     fn relayed(
         &self,
         meta: &tonic::metadata::MetadataMap,
-        addr: Option<SocketAddr>,
-        certified: bool,
+        conn: &AgentConn,
     ) -> Result<Peer, Status> {
+        let addr = conn.remote;
         let text = |key: &str| meta.get(key).and_then(|v| v.to_str().ok());
-        let vouched = match &self.trust.key {
-            Some(key) => text(relay_keys::KEY).is_some_and(|given| same(given, key)),
-            None => self.trust.client_certificates && certified,
-        };
-        if !vouched {
-            let why = if self.trust.key.is_some() {
-                "a request on the agents' port without the cluster key"
-            } else if self.trust.client_certificates {
-                "a request on the agents' port without a client certificate"
-            } else {
-                "a request on the agents' port, which takes commands only with a cluster key or TLS client certificates"
-            };
-            self.log_refusal(addr, why, text(relay_keys::HOST), text(relay_keys::USER));
-            return Err(Status::unauthenticated(
-                "commands from other hosts must come through the qmesh-agent of that host, \
-                 which holds the cluster key or a client certificate; run the command on a host \
-                 with an agent (see README, \"Login nodes\")",
-            ));
-        }
         let number = |key: &str| text(key).and_then(|v| v.parse::<u32>().ok());
+        let caller = RelayedCaller {
+            host: text(relay_keys::HOST).unwrap_or_default(),
+            uid: number(relay_keys::UID).unwrap_or(u32::MAX),
+            gid: number(relay_keys::GID).unwrap_or(u32::MAX),
+            user: text(relay_keys::USER).unwrap_or_default(),
+            group: text(relay_keys::GROUP).unwrap_or_default(),
+        };
+        let offered = RelayProof {
+            nonce: text(proof_keys::NONCE_HEADER),
+            proof: text(proof_keys::PROOF_HEADER),
+            legacy_key: meta.contains_key(relay_keys::LEGACY_KEY),
+        };
+        if let Err(refusal) = self.trust.vouch_relay(&caller, &offered, conn) {
+            self.log_refusal(
+                addr,
+                refusal.reason(),
+                text(relay_keys::HOST),
+                text(relay_keys::USER),
+            );
+            return Err(Status::unauthenticated(format!(
+                "commands from other hosts must come through the qmesh-agent of that host, \
+                 which proves the cluster key or holds its host's certificate; run the command \
+                 on a host with an agent (see README, \"Login nodes\"): {refusal}"
+            )));
+        }
         let (Some(host), Some(uid), Some(gid)) = (
             text(relay_keys::HOST).filter(|h| !h.is_empty()),
             number(relay_keys::UID),
@@ -211,7 +217,7 @@ impl Identity {
                 %addr,
                 host = host.unwrap_or("-"),
                 user = user.unwrap_or("-"),
-                "refused {why} (logged at most once a minute per address)"
+                "refused a relayed request: {why} (logged at most once a minute per address and reason)"
             );
         }
     }
@@ -237,16 +243,6 @@ impl Identity {
             })
             .clone()
     }
-}
-
-/// Compares the key in time that does not depend on where they differ.
-fn same(given: &str, key: &str) -> bool {
-    given.len() == key.len()
-        && given
-            .bytes()
-            .zip(key.bytes())
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
 }
 
 /// The group a job runs with when it asks for `group` (`qsub -W

@@ -8,6 +8,7 @@
 
 mod answer;
 mod args;
+mod ca;
 /// The wire's messages to and from the core's types: only the daemon
 /// converts. Public for the fuzz targets (`fuzz/`), which feed it
 /// requests as a client could send them.
@@ -30,6 +31,7 @@ mod task;
 #[cfg(test)]
 mod test_machine;
 mod tls;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -70,7 +72,7 @@ pub fn main() -> ExitCode {
     }
     // The TLS files are read now: a wrong one fails here, and with
     // --check-config, before any state is touched.
-    let tls = match settings.tls.as_ref().map(tls::acceptor).transpose() {
+    let tls = match settings.tls.site().map(tls::acceptor).transpose() {
         Ok(tls) => tls,
         Err(e) => {
             eprintln!("qmeshd: {e:#}");
@@ -145,11 +147,14 @@ async fn run(
     let server_name = start::load::server_name(&settings);
     let store = start::store::OpenStore::open(&settings, &dirs, &server_name)?;
     let metrics = start::bind_metrics(&settings, &store).await?;
-    let wiring = start::wire(&settings, metrics.as_ref().map(|m| m.1.clone()))?;
+    let listening = args.listen.is_some() || settings.listen.is_some();
+    let port = tokio::task::block_in_place(|| {
+        start::trust::prepare(&settings, &dirs, &store, listening, tls)
+    })?;
+    let wiring = start::wire(metrics.as_ref().map(|m| m.1.clone()), port.trust);
     let link = wiring.link.clone();
     let host = start::load::short_hostname();
     let (stop_tx, stop) = watch::channel(false);
-    let client_certificates = start::client_certificates(&settings);
 
     let (running, sockets, mut servers, leader) = match &store {
         start::store::OpenStore::Sled(_) => {
@@ -158,8 +163,7 @@ async fn run(
             let (_, role) = watch::channel(leader::Role::Leading { term: 0 });
             let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
             let files = sockets.files();
-            let servers =
-                start::serve::serve(sockets, &link, tls, client_certificates, &stop, (&role, &host))?;
+            let servers = start::serve::serve(sockets, &link, port.tls, &stop, (&role, &host))?;
             (running, files, servers, None)
         }
         start::store::OpenStore::Etcd(etcd) => {
@@ -171,8 +175,7 @@ async fn run(
                 agents: start::advertised(&settings, args.listen.as_deref(), &host),
                 pid: std::process::id(),
             };
-            let servers =
-                start::serve::serve(sockets, &link, tls, client_certificates, &stop, (&role, &host))?;
+            let servers = start::serve::serve(sockets, &link, port.tls, &stop, (&role, &host))?;
             start::notify_ready();
             let ttl = match &settings.store {
                 qmesh_config::StoreSettings::Etcd(e) => e.lease_ttl_secs,

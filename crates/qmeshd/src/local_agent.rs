@@ -26,9 +26,6 @@ pub struct LocalAgent {
     pub spool: PathBuf,
     pub log: PathBuf,
     pub log_level: String,
-    /// The cluster key file: when the daemon has one, every agent must
-    /// present it, its own child included.
-    pub cluster_key_file: Option<PathBuf>,
     /// The daemon's socket for commands: the agent's jobs run on the
     /// daemon's host, so their qsub and qstat reach it there.
     pub commands_socket: PathBuf,
@@ -100,10 +97,9 @@ impl LocalAgent {
             .open(&self.log)
             .with_context(|| format!("open the agent log {}", self.log.display()))?;
         let log_err = log.try_clone().context("duplicate the agent log handle")?;
+        // No cluster key: the daemon's agent socket (mode 0600) is the
+        // proof.
         let mut cmd = tokio::process::Command::new(&self.bin);
-        if let Some(key) = &self.cluster_key_file {
-            cmd.arg("--cluster-key-file").arg(key);
-        }
         cmd.arg("--server")
             .arg(&self.server_url)
             .arg("--host")

@@ -16,7 +16,6 @@ impl From<TaskError> for Status {
             TaskError::NotFound(m) => Status::not_found(m),
             TaskError::NotNow(m) => Status::failed_precondition(m),
             TaskError::Unavailable(m) => Status::unavailable(m),
-            TaskError::Unauthenticated(m) => Status::unauthenticated(m),
             TaskError::Internal(m) => Status::internal(m),
         }
     }

@@ -1,22 +1,34 @@
-//! TLS on the agents' TCP port (rustls): the daemon shows its
-//! certificate, and with a cluster CA configured, an agent must present a
-//! client certificate that CA signed.
+//! TLS on the agents' TCP port (rustls), and what each connection there
+//! tells the requests on it ([`AgentConn`]).
+//!
+//! With the cluster CA (the default, `crate::ca`) the daemon shows a
+//! certificate the CA signed at this start, and asks agents for theirs:
+//! an agent without one may still connect, to enrol or be refused by name
+//! (`crate::trust`). With the site's PKI the daemon shows the site's
+//! certificate, and with the site's client CA the handshake takes only
+//! agents with a certificate it signed.
 //!
 //! The handshakes are done here, not inside tonic, so that an agent
 //! refused for its certificate (none, or one another CA signed) is logged
-//! with its address and the reason; tonic only sees connections that
-//! passed. A refused agent retries (and tonic reconnects within each try),
-//! so a refusal is logged once per address and reason and then at most
-//! once a minute, with how many were not.
+//! with its address and the reason, and so that each connection's TLS
+//! exporter and certificate reach its requests: tonic only sees
+//! connections that passed. A refused agent retries (and tonic reconnects
+//! within each try), so a refusal is logged once per address and reason
+//! and then at most once a minute, with how many were not.
 
 use std::collections::HashMap;
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use qmesh_config::AgentTlsFiles;
+use qmesh_proto::trust::{BINDING_LEN, EXPORTER_LABEL};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
@@ -26,7 +38,10 @@ use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::Connected;
 use tracing::{debug, warn};
+
+use crate::ca::ClusterCa;
 
 /// How long a connecting agent has to finish its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,8 +49,42 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most one refusal logged per address and reason in this time.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
 
-/// The acceptor for the configured files; errors name the file and what
-/// is wrong with it.
+/// What a connection on the agents' port tells every request on it.
+#[derive(Clone, Debug)]
+pub struct AgentConn {
+    pub remote: Option<SocketAddr>,
+    /// The connection's TLS exporter ([`EXPORTER_LABEL`]); none on plain
+    /// TCP. Proofs of the cluster key made on it include it.
+    pub binding: Option<[u8; BINDING_LEN]>,
+    pub client: ClientCert,
+}
+
+impl AgentConn {
+    /// The exporter, or nothing on plain TCP.
+    pub fn binding(&self) -> &[u8] {
+        self.binding.as_ref().map_or(&[], |b| &b[..])
+    }
+}
+
+/// The client certificate a connection presented, as far as trust goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientCert {
+    None,
+    /// One the site's CA signed.
+    Site,
+    /// One the cluster CA signed for this host.
+    Cluster(String),
+}
+
+/// Which PKI the port's certificates come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pki {
+    Site,
+    Cluster,
+}
+
+/// The acceptor for the site's files; errors name the file and what is
+/// wrong with it.
 pub fn acceptor(files: &AgentTlsFiles) -> anyhow::Result<TlsAcceptor> {
     let certs = certificates(&files.cert)?;
     let key = PrivateKeyDer::from_pem_file(&files.key).with_context(|| {
@@ -77,6 +126,32 @@ pub fn acceptor(files: &AgentTlsFiles) -> anyhow::Result<TlsAcceptor> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
+/// The acceptor with the cluster CA: a server certificate it signs now
+/// for `names`, and client certificates it signed asked for but not
+/// required (an agent enrols without one).
+pub fn cluster_acceptor(ca: &ClusterCa, names: &[String]) -> anyhow::Result<TlsAcceptor> {
+    let identity = ca
+        .server_identity(names)
+        .context("make the daemon's certificate with the cluster CA")?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(ca.cert_der().clone())
+        .context("the cluster CA's certificate is not usable as a CA")?;
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .context("client verifier for the cluster CA")?;
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(identity.chain, identity.key)
+        .context("the daemon's certificate from the cluster CA")?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
 /// The certificates of a PEM file; at least one.
 fn certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_file_iter(path)
@@ -88,14 +163,70 @@ fn certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     Ok(certs)
 }
 
-/// The TLS connections of `listener` that passed their handshake, for
-/// tonic. A failed handshake is logged and dropped; the accepting goes on.
-pub fn incoming(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-) -> ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
+/// A connection on the agents' port, with what it tells its requests.
+pub struct Conn<S> {
+    io: S,
+    info: AgentConn,
+}
+
+impl<S> Connected for Conn<S> {
+    type ConnectInfo = AgentConn;
+
+    fn connect_info(&self) -> AgentConn {
+        self.info.clone()
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Conn<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Conn<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Accepts on `listener` forever (until the receiver is gone), each
+/// connection made ready by `ready` in a task of its own.
+fn accept_loop<S, F, Fut>(listener: TcpListener, ready: F) -> ReceiverStream<io::Result<Conn<S>>>
+where
+    S: Send + 'static,
+    F: Fn(TcpStream, SocketAddr) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<Conn<S>>> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(64);
-    let refusals = Arc::new(Refusals::default());
+    let ready = Arc::new(ready);
     tokio::spawn(async move {
         loop {
             let (tcp, peer) = match listener.accept().await {
@@ -106,16 +237,17 @@ pub fn incoming(
                     continue;
                 }
             };
+            // Without it a reply in several writes waits out the peer's
+            // delayed ACK (40 ms per qstat relayed from a login node).
             let _ = tcp.set_nodelay(true);
             if tx.is_closed() {
                 return;
             }
-            let acceptor = acceptor.clone();
             let tx = tx.clone();
-            let refusals = refusals.clone();
+            let made = ready(tcp, peer);
             tokio::spawn(async move {
-                if let Some(stream) = handshake(acceptor, tcp, peer, &refusals).await
-                    && tx.send(Ok(stream)).await.is_err()
+                if let Some(conn) = made.await
+                    && tx.send(Ok(conn)).await.is_err()
                 {
                     debug!(%peer, "the agents' server has stopped");
                 }
@@ -123,6 +255,64 @@ pub fn incoming(
         }
     });
     ReceiverStream::new(rx)
+}
+
+/// The plain TCP connections of `listener`, for tonic.
+pub fn plain_incoming(listener: TcpListener) -> ReceiverStream<io::Result<Conn<TcpStream>>> {
+    accept_loop(listener, |tcp, peer| async move {
+        Some(Conn {
+            io: tcp,
+            info: AgentConn {
+                remote: Some(peer),
+                binding: None,
+                client: ClientCert::None,
+            },
+        })
+    })
+}
+
+/// The TLS connections of `listener` that passed their handshake, for
+/// tonic. A failed handshake is logged and dropped; the accepting goes on.
+pub fn incoming(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    pki: Pki,
+) -> ReceiverStream<io::Result<Conn<TlsStream<TcpStream>>>> {
+    let refusals = Arc::new(Refusals::default());
+    accept_loop(listener, move |tcp, peer| {
+        let acceptor = acceptor.clone();
+        let refusals = refusals.clone();
+        async move {
+            let stream = handshake(acceptor, tcp, peer, &refusals).await?;
+            let info = described(&stream, peer, pki)?;
+            Some(Conn { io: stream, info })
+        }
+    })
+}
+
+/// What a connection that passed its handshake tells its requests.
+fn described(stream: &TlsStream<TcpStream>, peer: SocketAddr, pki: Pki) -> Option<AgentConn> {
+    let tls = stream.get_ref().1;
+    let binding = match tls.export_keying_material([0u8; BINDING_LEN], EXPORTER_LABEL, None) {
+        Ok(binding) => binding,
+        Err(e) => {
+            warn!(%peer, error = %e, "agent refused: no TLS exporter for its connection");
+            return None;
+        }
+    };
+    let presented = tls.peer_certificates().and_then(|certs| certs.first());
+    let client = match (presented, pki) {
+        (None, _) => ClientCert::None,
+        (Some(_), Pki::Site) => ClientCert::Site,
+        (Some(cert), Pki::Cluster) => {
+            crate::ca::certified_host(cert).map_or(ClientCert::None, ClientCert::Cluster)
+        }
+    };
+    Some(AgentConn {
+        remote: Some(peer),
+        binding: Some(binding),
+        client,
+    })
 }
 
 async fn handshake(
@@ -192,10 +382,12 @@ fn refusal(e: &std::io::Error) -> &'static str {
     match tls {
         Some(Error::NoCertificatesPresented) => {
             "it presented no client certificate; give it --tls-cert-file and --tls-key-file, \
-             a certificate the cluster CA (tls_client_ca_file) signed"
+             a certificate the site's CA (tls_client_ca_file) signed"
         }
         Some(Error::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature)) => {
-            "its client certificate is not signed by the cluster CA (tls_client_ca_file)"
+            "its client certificate is not signed by the cluster CA (the site's \
+             tls_client_ca_file, or the daemon's own); an agent enrolled with another daemon's \
+             CA enrols again once its spool's tls directory is removed"
         }
         Some(Error::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. })) => {
             "its client certificate has expired"
@@ -205,11 +397,13 @@ fn refusal(e: &std::io::Error) -> &'static str {
         }
         Some(Error::InvalidCertificate(_)) => "its client certificate is not acceptable",
         Some(Error::InvalidMessage(_)) => {
-            "it does not speak TLS; give it --server https://HOST:PORT and --tls-ca-file"
+            "it does not speak TLS; give it --server https://HOST:PORT (and --tls-ca-file where \
+             the site's PKI is used)"
         }
         Some(Error::AlertReceived(_)) => {
-            "it gave up on the daemon's certificate; its --tls-ca-file must hold the CA that \
-             signed the daemon's (tls_cert_file), and its --server name one the certificate names"
+            "it gave up on the daemon's certificate; with the site's PKI its --tls-ca-file must \
+             hold the CA that signed the daemon's (tls_cert_file), and its --server name one the \
+             certificate names; with the cluster CA it enrols again by itself"
         }
         _ => "the TLS handshake failed",
     }

@@ -40,6 +40,8 @@ static LISTINGS: Semaphore = Semaphore::const_new(LISTINGS_QUEUED);
 pub struct Link {
     pub events: mpsc::Sender<Event>,
     pub identity: Arc<Identity>,
+    /// What agents on other hosts must prove (challenges, enrolment).
+    pub trust: Arc<crate::trust::Trust>,
     /// Job tasks waiting for their agent's end (`attach.rs`).
     pub rendezvous: Arc<attach::Rendezvous>,
     /// The Prometheus metrics, when served.

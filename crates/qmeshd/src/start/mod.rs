@@ -1,14 +1,18 @@
 //! The steps of a daemon's life that `crate::run` names, in order: the
-//! state loaded before anything listens (`load.rs`), the scheduler task
-//! started over it (here), the sockets bound and served (`serve.rs`), and
-//! at the end the shutdown (here).
+//! state loaded before anything listens (`load.rs`), the agents' port's
+//! trust (`trust.rs`: the cluster key, the cluster CA), the scheduler
+//! task started over the state (here), the sockets bound and served
+//! (`serve.rs`), and at the end the shutdown (here).
 //!
-//! The order matters: a client never sees a half-loaded daemon, and
-//! systemd hears "ready" only once every socket listens.
+//! The order matters: a client never sees a half-loaded daemon (on etcd a
+//! standby serves before it loads, and its gate refuses everything until
+//! it leads: `crate::leader`), and systemd hears "ready" only once every
+//! socket listens.
 
 pub mod load;
 pub mod serve;
 pub mod store;
+pub mod trust;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,49 +59,26 @@ pub struct Wiring {
     pub link: service::Link,
     events: mpsc::Receiver<event::Event>,
     gate: watch::Sender<Arc<identity::HostGate>>,
-    cluster_key: Option<String>,
 }
 
-/// The services' link to a task yet to start: commands relayed by other
-/// hosts' agents are believed with the cluster key or over TLS with
-/// client certificates; the task publishes which hosts may relay.
-pub fn wire(
-    settings: &Settings,
-    metrics: Option<Arc<metrics::Metrics>>,
-) -> anyhow::Result<Wiring> {
-    let cluster_key = match &settings.cluster_key_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("read the cluster key {}", path.display()))?
-                .trim()
-                .to_string(),
-        ),
-        None => None,
-    };
-    let relay_trust = identity::RelayTrust {
-        key: cluster_key.clone(),
-        client_certificates: client_certificates(settings),
-    };
+/// The services' link to a task yet to start: other hosts are believed as
+/// `trust` says; the task publishes which hosts may relay.
+pub fn wire(metrics: Option<Arc<metrics::Metrics>>, trust: Arc<crate::trust::Trust>) -> Wiring {
     let (gate, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
     let (events_tx, events) = mpsc::channel(4096);
     let link = service::Link {
         events: events_tx,
-        identity: Arc::new(identity::Identity::new(relay_trust, gate_rx)),
+        identity: Arc::new(identity::Identity::new(trust.clone(), gate_rx)),
+        trust,
         rendezvous: Arc::default(),
         metrics,
     };
-    Ok(Wiring {
-        link,
-        events,
-        gate,
-        cluster_key,
-    })
+    Wiring { link, events, gate }
 }
 
 /// Starts the scheduler task over the loaded state: it writes the job
-/// logs under the state directory, publishes which hosts may relay
-/// commands, keeps the link's metrics up to date, and tells agents
-/// `term`.
+/// logs (under `dirs.logs`), publishes which hosts may relay commands,
+/// keeps the link's metrics up to date, and tells agents `term`.
 pub fn start_task(
     loaded: Loaded,
     wiring: Wiring,
@@ -114,7 +95,6 @@ pub fn start_task(
         lost_after: Duration::from_secs(settings.lost_after_secs.into()),
         pass_interval: Duration::from_millis(settings.pass_interval_ms),
         daemon_uid: uid,
-        cluster_key: wiring.cluster_key,
         jobs: settings.jobs.clone(),
         file_config: settings.initial.clone(),
         store_name: loaded.store.describe(dirs),
@@ -138,7 +118,7 @@ pub fn start_task(
 
 /// Where agents and login nodes reach this daemon when it leads, as a
 /// standby tells them: `[store] advertise`, or this host and the port of
-/// `[agents] listen` (https with TLS).
+/// `[agents] listen` (https unless `tls = false`).
 pub fn advertised(settings: &Settings, listen: Option<&str>, host: &str) -> Option<String> {
     if let qmesh_config::StoreSettings::Etcd(e) = &settings.store
         && let Some(url) = &e.advertise
@@ -147,7 +127,11 @@ pub fn advertised(settings: &Settings, listen: Option<&str>, host: &str) -> Opti
     }
     let listen = listen.or(settings.listen.as_deref())?;
     let port = listen.rsplit(':').next()?;
-    let scheme = if settings.tls.is_some() { "https" } else { "http" };
+    let scheme = if settings.tls == qmesh_config::AgentTls::Off {
+        "http"
+    } else {
+        "https"
+    };
     Some(format!("{scheme}://{host}:{port}"))
 }
 
@@ -201,11 +185,4 @@ pub async fn shut_down(
     for socket in sockets {
         let _ = std::fs::remove_file(&socket);
     }
-}
-
-/// Whether the agents' port asks for client certificates from the
-/// cluster CA (`[tls] client_ca`): then relayed commands are believed
-/// with a certificate, and the port says so when it opens.
-pub fn client_certificates(settings: &Settings) -> bool {
-    settings.tls.as_ref().is_some_and(|t| t.client_ca.is_some())
 }

@@ -1,7 +1,7 @@
 //! Start-up, once the state is loaded: the sockets bound and the gRPC
 //! servers started on them (commands on the clients' Unix socket, the
 //! local agent on its own, other hosts' agents and relayed commands on
-//! TCP, with TLS when configured), the Prometheus endpoint, and the local
+//! TCP, with TLS unless turned off), the Prometheus endpoint, and the local
 //! agent in single-machine mode. Every server stops when `stop` turns
 //! true.
 
@@ -21,6 +21,7 @@ use tracing::{info, warn};
 
 use super::load::Dirs;
 use crate::args::Args;
+use crate::identity::Vouched;
 use crate::{event, leader, local_agent, metrics, paths, service, tls};
 use qmesh_config::Settings;
 
@@ -87,8 +88,7 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
 pub fn serve(
     sockets: Sockets,
     link: &service::Link,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    client_certificates: bool,
+    tls: Option<(tokio_rustls::TlsAcceptor, tls::Pki)>,
     stop: &watch::Receiver<bool>,
     role: (&watch::Receiver<leader::Role>, &str),
 ) -> anyhow::Result<Vec<Served>> {
@@ -140,27 +140,19 @@ pub fn serve(
         ));
     let addr = listener.local_addr()?;
     match tls {
-        Some(acceptor) => {
-            info!(
-                %addr,
-                client_certificates, "listening for agents over TCP with TLS"
-            );
+        Some((acceptor, pki)) => {
+            info!(%addr, ?pki, "listening for agents over TCP with TLS");
             servers.push(tokio::spawn(router.serve_with_incoming_shutdown(
-                tls::incoming(listener, acceptor),
+                tls::incoming(listener, acceptor, pki),
                 stopped(stop.clone()),
             )));
         }
         None => {
-            info!(%addr, "listening for agents over TCP");
-            // The builder's tcp_nodelay does not reach a listener we bind
-            // ourselves: without it a reply in several writes waits out
-            // the peer's delayed ACK (40 ms per qstat relayed from a login
-            // node).
-            let incoming =
-                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-            servers.push(tokio::spawn(
-                router.serve_with_incoming_shutdown(incoming, stopped(stop.clone())),
-            ));
+            info!(%addr, "listening for agents over plain TCP");
+            servers.push(tokio::spawn(router.serve_with_incoming_shutdown(
+                tls::plain_incoming(listener),
+                stopped(stop.clone()),
+            )));
         }
     }
     Ok(servers)
@@ -168,7 +160,8 @@ pub fn serve(
 
 /// On the agents' port, every command (even those that do not ask who
 /// calls) must come relayed by an agent of a host let in (and pass the
-/// leader's gate first).
+/// leader's gate first). The caller found is kept with the request for
+/// its handler.
 fn relayed_only<G>(
     link: &service::Link,
     mut gate: G,
@@ -178,8 +171,10 @@ where
 {
     let identity = link.identity.clone();
     move |request| {
-        let request = gate(request)?;
-        identity.peer(&request).map(|_| request)
+        let mut request = gate(request)?;
+        let peer = identity.peer(&request)?;
+        request.extensions_mut().insert(Vouched(peer));
+        Ok(request)
     }
 }
 
@@ -234,7 +229,6 @@ pub fn start_local_agent(
         spool: dirs.state.join("agent-spool"),
         log: dirs.state.join("agent.log"),
         log_level: args.log_level.clone(),
-        cluster_key_file: settings.cluster_key_file.clone(),
         commands_socket: commands_socket.clone(),
     };
     Ok(Some(tokio::spawn(agent.supervise(stop.clone()))))

@@ -1,7 +1,8 @@
 //! The daemon's half of the agent sessions: hello, reports, departures.
 //!
-//! A hello is checked here (the cluster key, the host's nodes) and the
-//! session recorded; what the agent still runs and has ended is then
+//! A hello is checked here (the host's nodes; its proof of the cluster
+//! key was checked on the way in, `crate::trust`) and the session
+//! recorded; what the agent still runs and has ended is then
 //! reconciled by [`crate::dispatch`] (its `agents.rs`).
 
 use qmesh_core::JobId;
@@ -25,15 +26,6 @@ impl SchedulerTask {
         now: Now,
     ) {
         let host = hello.host.clone();
-        if let Some(key) = &self.settings.cluster_key
-            && hello.cluster_key != *key
-        {
-            warn!(host, "agent refused: wrong cluster key");
-            let _ = reply.send(Err(TaskError::Unauthenticated(format!(
-                "the agent for host \"{host}\" presented a wrong cluster key; check its --cluster-key-file"
-            ))));
-            return;
-        }
         let configured: Vec<String> = self
             .state
             .nodes()

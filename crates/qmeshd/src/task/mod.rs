@@ -94,8 +94,6 @@ pub struct TaskSettings {
     pub pass_interval: Duration,
     /// The uid the daemon runs as: a manager, like root.
     pub daemon_uid: u32,
-    /// Agents must present this key, when set.
-    pub cluster_key: Option<String>,
     /// Where jobs start, and the mailer for their mail.
     pub jobs: qmesh_config::JobSettings,
     /// What the configuration file seeds a new store with: `print server`

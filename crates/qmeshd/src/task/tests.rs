@@ -35,7 +35,6 @@ fn settings(dir: &std::path::Path) -> TaskSettings {
         lost_after: Duration::from_secs(300),
         pass_interval: Duration::from_millis(20),
         daemon_uid: 0,
-        cluster_key: None,
         jobs: qmesh_config::JobSettings::default(),
         file_config: Config::default(),
         store_name: format!("in {}", dir.join("store").display()),
@@ -315,29 +314,6 @@ fn a_signal_for_a_job_whose_agent_is_away_says_to_try_again() {
         refused.contains("whose agent is not connected") && refused.contains("try again"),
         "{refused}"
     );
-}
-
-#[test]
-fn an_agent_with_a_wrong_cluster_key_is_refused_and_gets_no_session() {
-    let mut b = Bench::with(&["n1"], |s| s.cluster_key = Some("right".into()));
-    let (outbox, mut inbox) = mpsc::channel(4);
-    let hello = v1::AgentHello {
-        host: "n1".into(),
-        cluster_key: "wrong".into(),
-        ..Default::default()
-    };
-    let answer = b.ask(0, |reply| Event::AgentHello {
-        session: 1,
-        hello,
-        outbox,
-        reply,
-    });
-    assert!(
-        matches!(&answer, Err(TaskError::Unauthenticated(m)) if m.contains("--cluster-key-file")),
-        "{answer:?}"
-    );
-    assert!(inbox.try_recv().is_err(), "no welcome");
-    assert!(!b.task.links.is_connected("n1"));
 }
 
 #[test]
