@@ -197,20 +197,36 @@ fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
     let Some(q) = Queue::start("quorum") else { return };
     let etcd = etcd().unwrap();
     q.script("job.sh", "#!/bin/sh\nexit 0\n");
-    let mut cluster = etcd.cluster.lock().unwrap();
-    cluster.kill_member(2);
+    let leader = q.leader(Duration::from_secs(5));
+    // Every member runs again at the end, whatever happens here: the next
+    // test needs its quorum.
+    struct Revive<'a>(std::sync::MutexGuard<'a, qmesh_etcd::testing::Cluster>);
+    impl Drop for Revive<'_> {
+        fn drop(&mut self) {
+            for i in [1, 2] {
+                let _ = self.0.start_member(i);
+            }
+            let _ = self.0.wait_until_it_commits(Duration::from_secs(60));
+        }
+    }
+    let mut cluster = Revive(etcd.cluster.lock().unwrap_or_else(|p| p.into_inner()));
+    cluster.0.kill_member(2);
     let one = ok(q.on_login("qsub", &["job.sh"]), "qsub with a member down", &q);
     ok(q.on_login("spwait", &[&one]), "spwait", &q);
 
-    cluster.kill_member(1);
-    let out = q.on_login("qsub", &["job.sh"]);
+    cluster.0.kill_member(1);
+    // What the daemon answers, without qsub's retries across a failover.
+    let out = Command::new(bin("qsub"))
+        .env("QMESH_SOCKET", &q.login_socket)
+        .env("QMESH_SUBMIT_RETRY_SECS", "0")
+        .current_dir(&q.work)
+        .arg("job.sh")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "a submission was acknowledged without quorum");
     assert!(err.contains("no quorum"), "{err}\n{}", q.logs());
-    let leader = q.leader(Duration::from_secs(1));
 
-    cluster.start_member(1).unwrap();
-    cluster.start_member(2).unwrap();
     drop(cluster);
     let mut back = None;
     q.await_that(Duration::from_secs(60), "a submission accepted again", |q| {
@@ -227,4 +243,90 @@ fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
     );
     assert!(q.heads[leader].child.is_some());
     ok(q.on_login("spwait", &[&back.unwrap()]), "spwait", &q);
+}
+
+/// A leader stopped with SIGTERM gives up its lease: the standby leads at
+/// once, not a lease later; a standby stops on SIGTERM too, even one that
+/// gets it while it takes over.
+#[test]
+fn a_clean_stop_hands_over_at_once_and_every_head_stops_on_sigterm() {
+    let _turn = serial();
+    let Some(mut q) = Queue::start("handover") else { return };
+    let term = |q: &mut Queue, i: usize| {
+        let pid = q.heads[i].pid();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
+            .unwrap();
+    };
+    term(&mut q, 0);
+    // The standby may be taking over when its own SIGTERM comes.
+    term(&mut q, 1);
+    for i in [0, 1] {
+        let status = q.heads[i]
+            .exits_within(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("head {i} did not stop on SIGTERM:\n{}", q.logs()));
+        assert!(status.success(), "head {i}: {status}\n{}", q.logs());
+    }
+    // Started again: one leads at once (no lease left over).
+    q.spawn(1);
+    assert_eq!(q.leader(Duration::from_secs(10)), 1);
+    q.spawn(0);
+    term(&mut q, 1);
+    assert!(q.heads[1].exits_within(Duration::from_secs(20)).is_some_and(|s| s.success()));
+    assert_eq!(q.leader(Duration::from_secs(10)), 0);
+    assert!(
+        !q.heads[1].log().contains("could not give up the election"),
+        "{}",
+        q.heads[1].log()
+    );
+}
+
+/// The leader cut off from etcd while its agents still reach it: within
+/// its lease it stops leading (it answers nothing and lets its agents go),
+/// the standby takes over and starts jobs on those agents, a job that ran
+/// across it ends once, and when the line is mended the old leader, whose
+/// lease is gone, steps down.
+#[test]
+fn a_leader_cut_off_from_etcd_stops_leading_within_its_lease() {
+    let _turn = serial();
+    let Some(mut q) = Queue::start_with("partition", true) else { return };
+    let go = q.work.join("go");
+    let started = q.work.join("started");
+    q.script(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\ntouch {}\nwhile [ ! -e {} ]; do sleep 0.1; done\n",
+            started.display(),
+            go.display()
+        ),
+    );
+    q.script("true.sh", "#!/bin/sh\nexit 0\n");
+    let long = ok(q.on_login("qsub", &["wait.sh"]), "qsub", &q);
+    q.await_that(Duration::from_secs(30), "the job started", |_| started.exists());
+
+    for line in &q.lines {
+        line.cut();
+    }
+    q.await_that(Duration::from_secs(10), "the cut-off leader refusing", |q| {
+        let out = q.on_head(0, "qstat", &[]);
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("cannot tell whether it still leads")
+    });
+    assert_eq!(q.leader(Duration::from_secs(30)), 1);
+    let short = ok(q.on_login("qsub", &["true.sh"]), "qsub through the new leader", &q);
+    ok(q.on_login("spwait", &[&short]), "spwait", &q);
+
+    for line in &q.lines {
+        line.mend();
+    }
+    let status = q.heads[0]
+        .exits_within(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("the cut-off leader did not step down:\n{}", q.logs()));
+    assert_eq!(status.code(), Some(75), "{}", q.logs());
+
+    std::fs::write(&go, "").unwrap();
+    ok(q.on_login("spwait", &[&long]), "spwait", &q);
+    q.await_that(Duration::from_secs(10), "the E record", |q| {
+        records(q, "E").contains_key(&long)
+    });
+    assert_eq!(records(&q, "E").get(&long), Some(&1), "{:?}", q.accounting());
 }

@@ -6,7 +6,9 @@
 //! prefix and server name of its own; the tests take turns (`serial()`),
 //! since one of them stops etcd members.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -88,6 +90,59 @@ pub fn holds_within(within: Duration, mut holds: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// A TCP forwarder whose line can be cut: while cut, bytes stop in both
+/// directions and nothing is reset, as in a network partition (new
+/// connections are taken and hang). Its threads end with the test binary.
+pub struct Line {
+    pub port: u16,
+    open: Arc<AtomicBool>,
+}
+
+impl Line {
+    pub fn to(target: String) -> Line {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(AtomicBool::new(true));
+        let gate = open.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let Ok(far) = std::net::TcpStream::connect(&target) else { continue };
+                for (mut from, mut to) in [
+                    (conn.try_clone().unwrap(), far.try_clone().unwrap()),
+                    (far, conn),
+                ] {
+                    let gate = gate.clone();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        loop {
+                            let n = match from.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            while !gate.load(Ordering::SeqCst) {
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            if to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+            }
+        });
+        Line { port, open }
+    }
+
+    pub fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+    }
+
+    pub fn mend(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
 /// One qmeshd of the queue.
 pub struct Head {
     pub name: &'static str,
@@ -166,6 +221,10 @@ pub struct Queue {
     pub login_socket: PathBuf,
     agents: Vec<Child>,
     config: PathBuf,
+    /// Head a's configuration (its etcd through `lines`, when cut off).
+    config_a: PathBuf,
+    /// The lines between head a and each etcd member, when it has them.
+    pub lines: Vec<Line>,
 }
 
 impl Queue {
@@ -173,6 +232,12 @@ impl Queue {
     /// first started first (it leads), an agent serving host `n1` with 4
     /// nodes and a login node `login1`, both knowing both heads.
     pub fn start(test: &str) -> Option<Queue> {
+        Queue::start_with(test, false)
+    }
+
+    /// [`Queue::start`]; with `lines`, head a reaches etcd through lines
+    /// the test can cut ([`Queue::lines`]).
+    pub fn start_with(test: &str, lines: bool) -> Option<Queue> {
         let etcd = etcd()?;
         let root = tempfile::Builder::new().prefix("qmesh-ha-").tempdir().unwrap();
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -184,17 +249,28 @@ impl Queue {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         let logs = root.path().join("logs");
         std::fs::create_dir(root.path().join("tmp")).unwrap();
-        let endpoints = etcd
-            .endpoints
-            .iter()
-            .map(|e| format!("\"{e}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let config = root.path().join("qmesh.toml");
-        std::fs::write(
-            &config,
-            format!(
-                r#"
+        let lines: Vec<Line> = if lines {
+            etcd.endpoints
+                .iter()
+                .map(|e| Line::to(e.trim_start_matches("http://").to_string()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let quoted = |eps: Vec<String>| {
+            eps.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
+        };
+        let direct = quoted(etcd.endpoints.clone());
+        let through_lines = if lines.is_empty() {
+            direct.clone()
+        } else {
+            quoted(lines.iter().map(|l| format!("http://127.0.0.1:{}", l.port)).collect())
+        };
+        let write_config = |path: &Path, endpoints: &str| {
+            std::fs::write(
+                path,
+                format!(
+                    r#"
 [daemon]
 job_logs_dir = "{logs}"
 pass_interval_ms = 20
@@ -223,17 +299,24 @@ host = "n1"
 [[queue]]
 name = "batch"
 "#,
-                logs = logs.display(),
-                key = key.display(),
-            ),
-        )
-        .unwrap();
+                    logs = logs.display(),
+                    key = key.display(),
+                ),
+            )
+            .unwrap();
+        };
+        let config = root.path().join("qmesh.toml");
+        write_config(&config, &direct);
+        let config_a = root.path().join("qmesh-a.toml");
+        write_config(&config_a, &through_lines);
         let mut queue = Queue {
             heads: Vec::new(),
             work,
             login_socket: root.path().join("login1.sock"),
             agents: Vec::new(),
             config,
+            config_a,
+            lines,
             root,
         };
         for name in ["a", "b"] {
@@ -273,9 +356,10 @@ name = "batch"
             .append(true)
             .open(head.dir.join("qmeshd.log"))
             .unwrap();
+        let config = if i == 0 { &self.config_a } else { &self.config };
         let child = Command::new(bin("qmeshd"))
             .arg("--config")
-            .arg(&self.config)
+            .arg(config)
             .arg("--state-dir")
             .arg(head.dir.join("state"))
             .arg("--socket")

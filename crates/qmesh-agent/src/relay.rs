@@ -164,8 +164,7 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                 *request.version_mut() = parts.version;
                 *request.headers_mut() = parts.headers.clone();
                 let response = forward(&daemons, at, daemon, &caller, request).await;
-                let elsewhere = response.headers().contains_key("qmesh-leader")
-                    || standby_refusal(response.headers())
+                let elsewhere = not_leading(response.headers())
                     || response.headers().contains_key(UNREACHED);
                 answer = Some(response);
                 if !elsewhere {
@@ -237,10 +236,9 @@ async fn forward(
     }
     match channel.call(request).await {
         Ok(response) => {
-            if let Some(leader) = response.headers().get("qmesh-leader") {
-                daemons.move_on(at, leader.to_str().ok());
-            } else if standby_refusal(response.headers()) {
-                daemons.move_on(at, None);
+            if not_leading(response.headers()) {
+                let leader = response.headers().get("qmesh-leader");
+                daemons.move_on(at, leader.and_then(|l| l.to_str().ok()));
             }
             response
         }
@@ -252,14 +250,10 @@ async fn forward(
 /// may replace.
 const UNREACHED: &str = "x-qmesh-relay-unreached";
 
-/// Whether an answer is a standby's refusal with no leader named (an
-/// election under way): `grpc-status` 14 in the headers, "stands by".
-fn standby_refusal(headers: &http::HeaderMap) -> bool {
-    headers.get("grpc-status").is_some_and(|s| s == "14")
-        && headers
-            .get("grpc-message")
-            .and_then(|m| m.to_str().ok())
-            .is_some_and(|m| m.contains("stands%20by") || m.contains("stands by"))
+/// Whether an answer is the refusal of a daemon that does not lead now (a
+/// standby, or a leader unsure of its lease): its gate marks it.
+fn not_leading(headers: &http::HeaderMap) -> bool {
+    headers.contains_key("qmesh-not-leading")
 }
 
 /// Replaces whatever the caller said about itself with what the kernel

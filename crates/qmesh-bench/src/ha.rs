@@ -50,10 +50,16 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     };
     let endpoints = cluster.endpoints();
     let mut reports = Vec::new();
-    reports.push(submissions(qmeshd, &runtime, root.path(), &endpoints, run)?);
-    reports.push(failovers(qmeshd, &runtime, root.path(), &endpoints, run)?);
+    // Each figure is said as soon as it is measured (the stored takeover
+    // takes minutes to fill).
+    let mut said = |report: Report| {
+        eprintln!("{}", report.text);
+        reports.push(report);
+    };
+    said(submissions(qmeshd, &runtime, root.path(), &endpoints, run)?);
+    said(failovers(qmeshd, &runtime, root.path(), &endpoints, run)?);
     if run.stored > 0 {
-        reports.push(takeover_with_stored(qmeshd, &runtime, root.path(), &endpoints, run)?);
+        said(takeover_with_stored(qmeshd, &runtime, root.path(), &endpoints, run)?);
     }
     drop(cluster);
     Ok(reports)
@@ -223,7 +229,7 @@ fn agent(qmeshd: &Path, root: &Path, dir: &Path, heads: &[Head]) -> anyhow::Resu
     let bin = qmeshd.with_file_name("qmesh-agent");
     let servers = heads
         .iter()
-        .map(|h| port_of(h).map(|p| format!("http://127.0.0.1:{p}")))
+        .map(|h| port_of(h).map(|p| format!("https://127.0.0.1:{p}")))
         .collect::<anyhow::Result<Vec<_>>>()?
         .join(",");
     let log = std::fs::File::create(dir.join("agent.log"))?;

@@ -196,7 +196,8 @@ impl Election {
                     },
                     Err(_) if Instant::now() >= good_until => Standing::Uncertain {
                         why: format!(
-                            "no answer from etcd to the lease's keepalive within {} s",
+                            "etcd did not answer the lease's keepalive within {} s: \
+                             it has no quorum, or cannot be reached",
                             ttl.as_secs()
                         ),
                     },

@@ -99,8 +99,11 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Starts member `i` (again).
+    /// Starts member `i` (again); one that runs is left alone.
     pub fn start_member(&mut self, i: usize) -> Result<(), String> {
+        if self.members[i].child.is_some() {
+            return Ok(());
+        }
         let m = &self.members[i];
         let data = self.dir.join(&m.name);
         let log = std::fs::File::create(self.dir.join(format!("{}.log", m.name)))

@@ -58,7 +58,15 @@ pub enum Role {
     /// It serves; `term` is the election's (0 on the sled store, where
     /// there is no election).
     Leading { term: i64 },
+    /// It led, but could not renew its lease within it: another may lead
+    /// by now. It answers nothing and has let its agents go, until etcd
+    /// says the lease held (it leads on) or is gone (it steps down).
+    Unsure { term: i64, why: String },
 }
+
+/// The metadata every refusal of the gate carries: a relay or agent that
+/// sees it tries the next daemon of its list.
+pub const NOT_LEADING: &str = "qmesh-not-leading";
 
 /// The interceptor every service of the daemon passes: a leader lets
 /// everything through; otherwise the caller is told why not and, from a
@@ -69,13 +77,21 @@ pub fn gate(
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |request| {
         let role = role.borrow();
-        match &*role {
-            Role::Leading { .. } => Ok(request),
-            Role::Starting => Err(Status::unavailable(
+        let mut refusal = match &*role {
+            Role::Leading { .. } => return Ok(request),
+            Role::Starting => Status::unavailable(
                 "qmeshd is starting: it is loading its state; try again in a moment",
+            ),
+            Role::Standby { leader } => standby_refusal(&host, leader.as_ref()),
+            Role::Unsure { why, .. } => Status::unavailable(format!(
+                "qmeshd on {host} cannot tell whether it still leads ({why}); it takes no \
+                 request until etcd answers again, and another qmeshd may take over meanwhile"
             )),
-            Role::Standby { leader } => Err(standby_refusal(&host, leader.as_ref())),
-        }
+        };
+        refusal
+            .metadata_mut()
+            .insert(NOT_LEADING, tonic::metadata::MetadataValue::from_static("1"));
+        Err(refusal)
     }
 }
 
@@ -166,19 +182,32 @@ pub async fn take_over(
     Leader { election, term }
 }
 
-/// Watches the term: a lease that cannot be renewed makes the task
-/// read-only (through `events`); a term that ended, here or by a fenced
-/// write, ends the process.
-pub fn keep_leading(leader: &Leader, store: &EtcdStore, events: mpsc::Sender<Event>) {
+/// Watches the term: a lease that cannot be renewed closes the gate,
+/// lets the agents go and makes the task read-only (through `events`), so
+/// that the agents find whoever leads next; renewed again, the gate opens.
+/// A term that ended, here or by a fenced write, ends the process.
+pub fn keep_leading(
+    leader: &Leader,
+    store: &EtcdStore,
+    events: mpsc::Sender<Event>,
+    role: watch::Sender<Role>,
+) {
     store.on_fenced(Box::new(|why| step_down(why)));
     let mut standing = leader.election.keep(leader.term);
+    let term = leader.term.revision;
     tokio::spawn(async move {
         loop {
             let now = standing.borrow_and_update().clone();
             match now {
-                Standing::Leading => {}
+                Standing::Leading => {
+                    let _ = role.send(Role::Leading { term });
+                }
                 Standing::Uncertain { why } => {
                     let why = format!("the election lease cannot be renewed: {why}");
+                    let _ = role.send(Role::Unsure {
+                        term,
+                        why: why.clone(),
+                    });
                     let _ = events.send(Event::LeadUncertain { why }).await;
                 }
                 Standing::Lost { why } => step_down(&why),
@@ -230,6 +259,7 @@ mod tests {
             standby.metadata().get("qmesh-leader").unwrap(),
             "https://head1:15004"
         );
+        assert_eq!(standby.metadata().get(NOT_LEADING).unwrap(), "1");
         let _ = tx.send(Role::Leading { term: 7 });
         assert!(g(Request::new(())).is_ok());
     }

@@ -142,6 +142,9 @@ async fn run(
     settings: Settings,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) -> anyhow::Result<()> {
+    // Watched from the start: a SIGTERM that comes while a standby takes
+    // over is kept until the daemon waits for it.
+    let mut signals = Signals::watch()?;
     let uid = nix::unistd::getuid().as_raw();
     let dirs = start::load::take_dirs(&args, &settings, uid)?;
     let server_name = start::load::server_name(&settings);
@@ -183,8 +186,7 @@ async fn run(
             };
             let won = tokio::select! {
                 won = leader::take_over(etcd, ttl, &me, &role_tx) => won,
-                signal = wait_for_signal() => {
-                    signal?;
+                () = signals.next() => {
                     info!("stopping while standing by");
                     let _ = stop_tx.send(true);
                     for server in servers {
@@ -203,7 +205,7 @@ async fn run(
             };
             etcd.stop_mirror();
             let running = start::start_task(loaded, wiring, &dirs, &settings, won.term.revision)?;
-            leader::keep_leading(&won, etcd, link.events.clone());
+            leader::keep_leading(&won, etcd, link.events.clone(), role_tx.clone());
             let _ = role_tx.send(leader::Role::Leading {
                 term: won.term.revision,
             });
@@ -223,7 +225,7 @@ async fn run(
     }
     info!(socket = %socket.display(), server = %server_name, "qmeshd ready");
 
-    wait_for_signal().await?;
+    signals.next().await;
     info!("shutting down");
     start::shut_down(running, servers, local_agent, stop_tx, sockets).await;
     if let Some((won, _role)) = leader {
@@ -237,13 +239,26 @@ async fn run(
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("watch SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("watch SIGINT")?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, watched once for the daemon's life.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn watch() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).context("watch SIGTERM")?,
+            int: signal(SignalKind::interrupt()).context("watch SIGINT")?,
+        })
     }
-    Ok(())
+
+    /// The next one.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }

@@ -137,6 +137,14 @@ impl AgentLinks {
         silent
     }
 
+    /// Ends every agent's link (their sessions end: a leader that cannot
+    /// tell whether it still leads lets its agents find the next); their
+    /// hosts.
+    pub(super) fn drop_all(&mut self) -> Vec<String> {
+        self.sessions.clear();
+        self.by_host.drain().map(|(host, _)| host).collect()
+    }
+
     pub(super) fn is_connected(&self, host: &str) -> bool {
         self.by_host.contains_key(host)
     }

@@ -339,7 +339,12 @@ impl SchedulerTask {
             Event::AgentSaid { session, message } => self.agent_said(session, message, now),
             Event::AgentGone { session } => self.agent_gone(session, now),
             Event::Shutdown(_) => {}
-            Event::LeadUncertain { why } => self.durability.not_durable(Vec::new(), why),
+            Event::LeadUncertain { why } => {
+                self.durability.not_durable(Vec::new(), why);
+                for host in self.links.drop_all() {
+                    self.dispatch_at(crate::dispatch::DispatchEvent::AgentGone { host }, now);
+                }
+            }
             Event::Delete {
                 peer,
                 ids,
