@@ -142,7 +142,10 @@ const QMESHD: House = House {
             ],
         ),
         ("the task's contract", &["event", "status"]),
-        ("the task, the services, who leads", &["task", "service", "leader"]),
+        (
+            "the task, the services, who leads",
+            &["task", "service", "leader"],
+        ),
         ("the daemon's life", &["start"]),
     ],
 };

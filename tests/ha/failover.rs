@@ -37,7 +37,9 @@ fn records(q: &Queue, kind: &str) -> HashMap<String, usize> {
 #[test]
 fn the_leader_killed_during_a_submission_storm_loses_and_doubles_nothing() {
     let _turn = serial();
-    let Some(mut q) = Queue::start("storm") else { return };
+    let Some(mut q) = Queue::start("storm") else {
+        return;
+    };
     q.script("hold.sh", "#!/bin/sh\nexit 0\n");
     let stop = Arc::new(AtomicBool::new(false));
     let mut clients = Vec::new();
@@ -68,25 +70,37 @@ fn the_leader_killed_during_a_submission_storm_loses_and_doubles_nothing() {
         }));
     }
     // Some submissions in, then the leader goes mid-storm.
-    q.await_that(Duration::from_secs(60), "100 jobs queued", |q| q.job_ids().len() >= 100);
+    q.await_that(Duration::from_secs(60), "100 jobs queued", |q| {
+        q.job_ids().len() >= 100
+    });
     q.heads[0].kill9();
     let new = q.leader(Duration::from_secs(30));
     assert_eq!(new, 1, "the standby took over");
     // The storm goes on against the new leader, then stops.
     let before = q.job_ids().len();
-    q.await_that(Duration::from_secs(60), "submissions after the takeover", |q| {
-        q.job_ids().len() >= before + 50
-    });
+    q.await_that(
+        Duration::from_secs(60),
+        "submissions after the takeover",
+        |q| q.job_ids().len() >= before + 50,
+    );
     stop.store(true, Ordering::SeqCst);
     let mut acked = Vec::new();
     for client in clients {
         let (a, failed) = client.join().unwrap();
-        assert!(failed.is_empty(), "a submission failed: {failed:?}\n{}", q.logs());
+        assert!(
+            failed.is_empty(),
+            "a submission failed: {failed:?}\n{}",
+            q.logs()
+        );
         acked.extend(a);
     }
     let stored: BTreeSet<String> = q.job_ids().into_iter().collect();
     let acked_set: BTreeSet<String> = acked.iter().cloned().collect();
-    assert_eq!(acked_set.len(), acked.len(), "one job id acknowledged twice");
+    assert_eq!(
+        acked_set.len(),
+        acked.len(),
+        "one job id acknowledged twice"
+    );
     let lost: Vec<_> = acked_set.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged and lost: {lost:?}");
     let extra: Vec<_> = stored.difference(&acked_set).collect();
@@ -106,7 +120,9 @@ fn the_leader_killed_during_a_submission_storm_loses_and_doubles_nothing() {
 #[test]
 fn a_stopped_leader_woken_after_the_takeover_steps_down_and_nothing_runs_twice() {
     let _turn = serial();
-    let Some(mut q) = Queue::start("stopped") else { return };
+    let Some(mut q) = Queue::start("stopped") else {
+        return;
+    };
     let ran = q.work.join("ran.log");
     q.script(
         "job.sh",
@@ -118,17 +134,27 @@ fn a_stopped_leader_woken_after_the_takeover_steps_down_and_nothing_runs_twice()
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success());
     let leader_port = format!(":{}", q.heads[0].port);
-    assert!(err.contains("stands by") && err.contains(&leader_port), "{err}");
+    assert!(
+        err.contains("stands by") && err.contains(&leader_port),
+        "{err}"
+    );
     let first = ok(q.on_login("qsub", &["job.sh"]), "qsub", &q);
     ok(q.on_login("spwait", &[&first]), "spwait", &q);
     // Work waiting for nodes when the leader stops: all 4 nodes held.
     let mut queued = Vec::new();
     for _ in 0..8 {
-        queued.push(ok(q.on_login("qsub", &["-h", "-lP", "4", "job.sh"]), "qsub", &q));
+        queued.push(ok(
+            q.on_login("qsub", &["-h", "-lP", "4", "job.sh"]),
+            "qsub",
+            &q,
+        ));
     }
     let pid = q.heads[0].pid();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGSTOP)
-        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
     let new = q.leader(Duration::from_secs(30));
     assert_eq!(new, 1);
     // The new leader starts jobs (the agent followed it).
@@ -136,13 +162,20 @@ fn a_stopped_leader_woken_after_the_takeover_steps_down_and_nothing_runs_twice()
         ok(q.on_login("qrls", &[id]), "qrls", &q);
     }
     // The old leader wakes: it must step down, not start these.
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGCONT)
-        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGCONT,
+    )
+    .unwrap();
     let status = q.heads[0]
         .exits_within(Duration::from_secs(30))
         .unwrap_or_else(|| panic!("the old leader did not step down:\n{}", q.logs()));
     assert_eq!(status.code(), Some(75), "{}", q.logs());
-    assert!(q.heads[0].log().contains("steps down"), "{}", q.heads[0].log());
+    assert!(
+        q.heads[0].log().contains("steps down"),
+        "{}",
+        q.heads[0].log()
+    );
     for id in &queued {
         ok(q.on_login("spwait", &[id]), "spwait", &q);
     }
@@ -161,7 +194,9 @@ fn a_stopped_leader_woken_after_the_takeover_steps_down_and_nothing_runs_twice()
 #[test]
 fn a_running_job_outlives_the_leader_and_ends_once() {
     let _turn = serial();
-    let Some(mut q) = Queue::start("running") else { return };
+    let Some(mut q) = Queue::start("running") else {
+        return;
+    };
     let go = q.work.join("go");
     let started = q.work.join("started");
     q.script(
@@ -173,11 +208,16 @@ fn a_running_job_outlives_the_leader_and_ends_once() {
         ),
     );
     let id = ok(q.on_login("qsub", &["wait.sh"]), "qsub", &q);
-    q.await_that(Duration::from_secs(30), "the job started", |_| started.exists());
+    q.await_that(Duration::from_secs(30), "the job started", |_| {
+        started.exists()
+    });
     q.heads[0].kill9();
     assert_eq!(q.leader(Duration::from_secs(30)), 1);
     let status = ok(q.on_login("qstat", &["-f", "-F", "json", &id]), "qstat", &q);
-    assert!(status.contains("\"job_state\": \"R\"") || status.contains("\"job_state\":\"R\""), "{status}");
+    assert!(
+        status.contains("\"job_state\": \"R\"") || status.contains("\"job_state\":\"R\""),
+        "{status}"
+    );
     std::fs::write(&go, "").unwrap();
     ok(q.on_login("spwait", &[&id]), "spwait", &q);
     // The log is written just after the end is durable.
@@ -194,7 +234,9 @@ fn a_running_job_outlives_the_leader_and_ends_once() {
 #[test]
 fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
     let _turn = serial();
-    let Some(q) = Queue::start("quorum") else { return };
+    let Some(q) = Queue::start("quorum") else {
+        return;
+    };
     let etcd = etcd().unwrap();
     q.script("job.sh", "#!/bin/sh\nexit 0\n");
     let leader = q.leader(Duration::from_secs(5));
@@ -211,7 +253,11 @@ fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
     }
     let mut cluster = Revive(etcd.cluster.lock().unwrap_or_else(|p| p.into_inner()));
     cluster.0.kill_member(2);
-    let one = ok(q.on_login("qsub", &["job.sh"]), "qsub with a member down", &q);
+    let one = ok(
+        q.on_login("qsub", &["job.sh"]),
+        "qsub with a member down",
+        &q,
+    );
     ok(q.on_login("spwait", &[&one]), "spwait", &q);
 
     cluster.0.kill_member(1);
@@ -224,18 +270,25 @@ fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!out.status.success(), "a submission was acknowledged without quorum");
+    assert!(
+        !out.status.success(),
+        "a submission was acknowledged without quorum"
+    );
     assert!(err.contains("no quorum"), "{err}\n{}", q.logs());
 
     drop(cluster);
     let mut back = None;
-    q.await_that(Duration::from_secs(60), "a submission accepted again", |q| {
-        let out = q.on_login("qsub", &["job.sh"]);
-        if out.status.success() {
-            back = Some(String::from_utf8(out.stdout).unwrap().trim().to_string());
-        }
-        back.is_some()
-    });
+    q.await_that(
+        Duration::from_secs(60),
+        "a submission accepted again",
+        |q| {
+            let out = q.on_login("qsub", &["job.sh"]);
+            if out.status.success() {
+                back = Some(String::from_utf8(out.stdout).unwrap().trim().to_string());
+            }
+            back.is_some()
+        },
+    );
     assert_eq!(
         q.leader(Duration::from_secs(5)),
         leader,
@@ -251,11 +304,16 @@ fn losing_etcds_quorum_refuses_changes_until_it_is_back() {
 #[test]
 fn a_clean_stop_hands_over_at_once_and_every_head_stops_on_sigterm() {
     let _turn = serial();
-    let Some(mut q) = Queue::start("handover") else { return };
+    let Some(mut q) = Queue::start("handover") else {
+        return;
+    };
     let term = |q: &mut Queue, i: usize| {
         let pid = q.heads[i].pid();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)
-            .unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
     };
     term(&mut q, 0);
     // The standby may be taking over when its own SIGTERM comes.
@@ -271,7 +329,11 @@ fn a_clean_stop_hands_over_at_once_and_every_head_stops_on_sigterm() {
     assert_eq!(q.leader(Duration::from_secs(10)), 1);
     q.spawn(0);
     term(&mut q, 1);
-    assert!(q.heads[1].exits_within(Duration::from_secs(20)).is_some_and(|s| s.success()));
+    assert!(
+        q.heads[1]
+            .exits_within(Duration::from_secs(20))
+            .is_some_and(|s| s.success())
+    );
     assert_eq!(q.leader(Duration::from_secs(10)), 0);
     assert!(
         !q.heads[1].log().contains("could not give up the election"),
@@ -288,7 +350,9 @@ fn a_clean_stop_hands_over_at_once_and_every_head_stops_on_sigterm() {
 #[test]
 fn a_leader_cut_off_from_etcd_stops_leading_within_its_lease() {
     let _turn = serial();
-    let Some(mut q) = Queue::start_with("partition", true) else { return };
+    let Some(mut q) = Queue::start_with("partition", true) else {
+        return;
+    };
     let go = q.work.join("go");
     let started = q.work.join("started");
     q.script(
@@ -301,18 +365,29 @@ fn a_leader_cut_off_from_etcd_stops_leading_within_its_lease() {
     );
     q.script("true.sh", "#!/bin/sh\nexit 0\n");
     let long = ok(q.on_login("qsub", &["wait.sh"]), "qsub", &q);
-    q.await_that(Duration::from_secs(30), "the job started", |_| started.exists());
+    q.await_that(Duration::from_secs(30), "the job started", |_| {
+        started.exists()
+    });
 
     for line in &q.lines {
         line.cut();
     }
-    q.await_that(Duration::from_secs(10), "the cut-off leader refusing", |q| {
-        let out = q.on_head(0, "qstat", &[]);
-        !out.status.success()
-            && String::from_utf8_lossy(&out.stderr).contains("cannot tell whether it still leads")
-    });
+    q.await_that(
+        Duration::from_secs(10),
+        "the cut-off leader refusing",
+        |q| {
+            let out = q.on_head(0, "qstat", &[]);
+            !out.status.success()
+                && String::from_utf8_lossy(&out.stderr)
+                    .contains("cannot tell whether it still leads")
+        },
+    );
     assert_eq!(q.leader(Duration::from_secs(30)), 1);
-    let short = ok(q.on_login("qsub", &["true.sh"]), "qsub through the new leader", &q);
+    let short = ok(
+        q.on_login("qsub", &["true.sh"]),
+        "qsub through the new leader",
+        &q,
+    );
     ok(q.on_login("spwait", &[&short]), "spwait", &q);
 
     for line in &q.lines {
@@ -328,5 +403,10 @@ fn a_leader_cut_off_from_etcd_stops_leading_within_its_lease() {
     q.await_that(Duration::from_secs(10), "the E record", |q| {
         records(q, "E").contains_key(&long)
     });
-    assert_eq!(records(&q, "E").get(&long), Some(&1), "{:?}", q.accounting());
+    assert_eq!(
+        records(&q, "E").get(&long),
+        Some(&1),
+        "{:?}",
+        q.accounting()
+    );
 }

@@ -7,11 +7,11 @@
 //! since one of them stops etcd members.
 
 use std::io::{Read, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -106,7 +106,9 @@ impl Line {
         let gate = open.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let Ok(far) = std::net::TcpStream::connect(&target) else { continue };
+                let Ok(far) = std::net::TcpStream::connect(&target) else {
+                    continue;
+                };
                 for (mut from, mut to) in [
                     (conn.try_clone().unwrap(), far.try_clone().unwrap()),
                     (far, conn),
@@ -239,7 +241,10 @@ impl Queue {
     /// the test can cut ([`Queue::lines`]).
     pub fn start_with(test: &str, lines: bool) -> Option<Queue> {
         let etcd = etcd()?;
-        let root = tempfile::Builder::new().prefix("qmesh-ha-").tempdir().unwrap();
+        let root = tempfile::Builder::new()
+            .prefix("qmesh-ha-")
+            .tempdir()
+            .unwrap();
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let work = root.path().join("work");
         std::fs::create_dir(&work).unwrap();
@@ -258,13 +263,21 @@ impl Queue {
             Vec::new()
         };
         let quoted = |eps: Vec<String>| {
-            eps.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
+            eps.iter()
+                .map(|e| format!("\"{e}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let direct = quoted(etcd.endpoints.clone());
         let through_lines = if lines.is_empty() {
             direct.clone()
         } else {
-            quoted(lines.iter().map(|l| format!("http://127.0.0.1:{}", l.port)).collect())
+            quoted(
+                lines
+                    .iter()
+                    .map(|l| format!("http://127.0.0.1:{}", l.port))
+                    .collect(),
+            )
         };
         let write_config = |path: &Path, endpoints: &str| {
             std::fs::write(
@@ -331,7 +344,9 @@ name = "batch"
             });
         }
         queue.spawn(0);
-        queue.await_that(Duration::from_secs(30), "head a leading", |q| q.heads[0].leads());
+        queue.await_that(Duration::from_secs(30), "head a leading", |q| {
+            q.heads[0].leads()
+        });
         queue.spawn(1);
         queue.start_agent(&key, "n1", false);
         queue.start_agent(&key, "login1", true);
@@ -340,7 +355,11 @@ name = "batch"
 
     /// The servers' list agents and relays get.
     pub fn servers(&self) -> String {
-        self.heads.iter().map(Head::url).collect::<Vec<_>>().join(",")
+        self.heads
+            .iter()
+            .map(Head::url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Starts head `i` (again) and waits for its READY=1 (it serves,
@@ -350,7 +369,9 @@ name = "batch"
         let notify = head.dir.join("notify.sock");
         let _ = std::fs::remove_file(&notify);
         let listener = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
-        listener.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        listener
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -379,7 +400,11 @@ name = "batch"
         let mut buf = [0u8; 256];
         loop {
             let n = listener.recv(&mut buf).unwrap_or_else(|e| {
-                panic!("qmeshd {} did not say READY ({e}):\n{}", self.heads[i].name, self.heads[i].log())
+                panic!(
+                    "qmeshd {} did not say READY ({e}):\n{}",
+                    self.heads[i].name,
+                    self.heads[i].log()
+                )
             });
             if String::from_utf8_lossy(&buf[..n]).contains("READY=1") {
                 break;
@@ -388,7 +413,8 @@ name = "batch"
     }
 
     fn start_agent(&mut self, key: &Path, host: &str, submit_only: bool) {
-        let log = std::fs::File::create(self.root.path().join(format!("agent-{host}.log"))).unwrap();
+        let log =
+            std::fs::File::create(self.root.path().join(format!("agent-{host}.log"))).unwrap();
         let mut cmd = Command::new(bin("qmesh-agent"));
         cmd.arg("--server")
             .arg(self.servers())
@@ -475,7 +501,11 @@ name = "batch"
     /// Every job id the leader lists (finished ones too).
     pub fn job_ids(&self) -> Vec<String> {
         let out = self.on_login("qstat", &["-x", "-F", "json"]);
-        assert!(out.status.success(), "qstat: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "qstat: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         v["Jobs"]
             .as_object()

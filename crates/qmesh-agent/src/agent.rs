@@ -282,7 +282,11 @@ async fn serve(
 
 /// The daemons of `--server`, as given.
 fn server_list(trusts: &[Arc<Trust>]) -> String {
-    trusts.iter().map(|t| t.server()).collect::<Vec<_>>().join(",")
+    trusts
+        .iter()
+        .map(|t| t.server())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn init_logging(filter: &str) -> Result<()> {

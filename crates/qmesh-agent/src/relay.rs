@@ -35,8 +35,8 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Context, Poll, Service, http};
 use tonic::server::NamedService;
-use tonic::transport::server::UdsConnectInfo;
 use tonic::transport::Server;
+use tonic::transport::server::UdsConnectInfo;
 use tracing::{debug, error, info};
 
 use crate::error::{AgentError, Result};
@@ -69,9 +69,9 @@ impl Daemons {
     /// it is on the list, else to the next after `failed`.
     fn move_on(&self, failed: usize, leader: Option<&str>) {
         let named = leader.and_then(|url| {
-            self.list.iter().position(|d| {
-                d.trust.server().trim_end_matches('/') == url.trim_end_matches('/')
-            })
+            self.list
+                .iter()
+                .position(|d| d.trust.server().trim_end_matches('/') == url.trim_end_matches('/'))
         });
         let next = named.unwrap_or((failed + 1) % self.list.len());
         let _ = self
@@ -135,7 +135,11 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
             let (mut parts, body) = request.into_parts();
             let caller = name_caller(&mut parts.headers, &vouch, uid, gid);
             debug!(uid, path = %parts.uri.path(), "relaying");
-            let caller = Caller { uid, gid, names: caller };
+            let caller = Caller {
+                uid,
+                gid,
+                names: caller,
+            };
             // A stream (a job's task) goes through as it comes, to one
             // daemon. Any other call is one message: held whole, it can be
             // sent again to the next daemon when one is out of reach or
@@ -164,8 +168,8 @@ impl<S> Service<http::Request<Body>> for Relay<S> {
                 *request.version_mut() = parts.version;
                 *request.headers_mut() = parts.headers.clone();
                 let response = forward(&daemons, at, daemon, &caller, request).await;
-                let elsewhere = not_leading(response.headers())
-                    || response.headers().contains_key(UNREACHED);
+                let elsewhere =
+                    not_leading(response.headers()) || response.headers().contains_key(UNREACHED);
                 answer = Some(response);
                 if !elsewhere {
                     break;

@@ -150,7 +150,11 @@ pub fn servers(list: &str) -> Vec<&str> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    if servers.is_empty() { vec![list] } else { servers }
+    if servers.is_empty() {
+        vec![list]
+    } else {
+        servers
+    }
 }
 
 /// One session with `server`. `welcomed` tells the caller it got as far as

@@ -43,7 +43,9 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let root = tempfile::Builder::new().prefix("qmesh-bench-ha-").tempdir()?;
+    let root = tempfile::Builder::new()
+        .prefix("qmesh-bench-ha-")
+        .tempdir()?;
     let cluster = {
         let _in = runtime.enter();
         Cluster::start(&root.path().join("etcd"), 3).map_err(anyhow::Error::msg)?
@@ -59,7 +61,13 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     said(submissions(qmeshd, &runtime, root.path(), &endpoints, run)?);
     said(failovers(qmeshd, &runtime, root.path(), &endpoints, run)?);
     if run.stored > 0 {
-        said(takeover_with_stored(qmeshd, &runtime, root.path(), &endpoints, run)?);
+        said(takeover_with_stored(
+            qmeshd,
+            &runtime,
+            root.path(),
+            &endpoints,
+            run,
+        )?);
     }
     drop(cluster);
     Ok(reports)
@@ -78,7 +86,9 @@ fn heads(root: &Path, endpoints: &[String], prefix: &str) -> anyhow::Result<Vec<
     for name in ["a", "b"] {
         let dir = root.join(format!("{prefix}-{name}"));
         std::fs::create_dir_all(&dir)?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         let config = dir.join("qmesh.toml");
         std::fs::write(
             &config,
@@ -135,21 +145,29 @@ fn start(qmeshd: &Path, head: &mut Head) -> anyhow::Result<Duration> {
         .tempdir_in(&head.dir)?;
     let socket = head.socket();
     let _ = std::fs::remove_file(&socket);
-    let (daemon, took) = Daemon::start_configured_at(qmeshd, dir, Some(&head.config), "warn", &socket)?;
+    let (daemon, took) =
+        Daemon::start_configured_at(qmeshd, dir, Some(&head.config), "warn", &socket)?;
     head.daemon = Some(daemon);
     Ok(took)
 }
 
 /// Whether the head at `socket` serves (leads): a status call within 1 s.
 async fn leads(socket: &Path) -> bool {
-    let Ok(Ok(channel)) =
-        tokio::time::timeout(Duration::from_secs(1), qmesh_proto::endpoint::connect_unix(socket)).await
+    let Ok(Ok(channel)) = tokio::time::timeout(
+        Duration::from_secs(1),
+        qmesh_proto::endpoint::connect_unix(socket),
+    )
+    .await
     else {
         return false;
     };
     let mut jobs = v1::jobs_client::JobsClient::new(channel);
     matches!(
-        tokio::time::timeout(Duration::from_secs(1), jobs.server_status(v1::ServerStatusRequest::default())).await,
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            jobs.server_status(v1::ServerStatusRequest::default())
+        )
+        .await,
         Ok(Ok(_))
     )
 }
@@ -175,7 +193,10 @@ async fn submit_until_acknowledged(socket: &Path, within: Duration) -> anyhow::R
         value: "1".into(),
     }];
     request.script = b"#!/bin/sh\ntrue\n".to_vec();
-    request.submission_id = format!("bench-{}", started.elapsed().as_nanos() ^ u128::from(std::process::id()));
+    request.submission_id = format!(
+        "bench-{}",
+        started.elapsed().as_nanos() ^ u128::from(std::process::id())
+    );
     loop {
         let attempt = async {
             let channel = qmesh_proto::endpoint::connect_unix(socket).await.ok()?;
@@ -209,9 +230,13 @@ async fn started(socket: &Path, id: &str, within: Duration) -> anyhow::Result<()
             };
             if let Ok(reply) = jobs.status(request).await
                 && reply.into_inner().jobs.iter().any(|j| {
-                    [v1::JobState::Running, v1::JobState::Exiting, v1::JobState::Finished]
-                        .iter()
-                        .any(|s| j.state == *s as i32)
+                    [
+                        v1::JobState::Running,
+                        v1::JobState::Exiting,
+                        v1::JobState::Finished,
+                    ]
+                    .iter()
+                    .any(|s| j.state == *s as i32)
                 })
             {
                 return Ok(());
@@ -262,7 +287,8 @@ fn submissions(
     start(qmeshd, &mut heads[0])?;
     runtime.block_on(wait_leading(&heads[0].socket(), Duration::from_secs(30)))?;
     start(qmeshd, &mut heads[1])?;
-    let mut report = crate::submit::run(qmeshd, run.clients, run.jobs, 1, Some(&heads[0].socket()))?;
+    let mut report =
+        crate::submit::run(qmeshd, run.clients, run.jobs, 1, Some(&heads[0].socket()))?;
     report.text = format!("etcd (3 members, one host): {}", report.text);
     Ok(report)
 }
@@ -285,7 +311,10 @@ fn failovers(
     start(qmeshd, &mut heads[1])?;
     let mut agent = agent(qmeshd, root, &root.join("failover-a"), &heads)?;
     // The agent is in before the first kill: a job starts.
-    let first = runtime.block_on(submit_until_acknowledged(&heads[0].socket(), Duration::from_secs(30)))?;
+    let first = runtime.block_on(submit_until_acknowledged(
+        &heads[0].socket(),
+        Duration::from_secs(30),
+    ))?;
     runtime.block_on(started(&heads[0].socket(), &first, Duration::from_secs(30)))?;
     let (mut acks, mut starts) = (Vec::new(), Vec::new());
     let mut leader = 0;
@@ -366,7 +395,10 @@ fn takeover_with_stored(
     if let Some(d) = heads[0].daemon.as_mut() {
         d.kill9();
     }
-    runtime.block_on(submit_until_acknowledged(&heads[1].socket(), Duration::from_secs(300)))?;
+    runtime.block_on(submit_until_acknowledged(
+        &heads[1].socket(),
+        Duration::from_secs(300),
+    ))?;
     let takeover = t1.elapsed();
     Ok(Report {
         text: format!(

@@ -104,7 +104,9 @@ impl StoreSection {
                 {
                     return Err((
                         "store.prefix".into(),
-                        format!("\"{prefix}\" must start and end with \"/\", e.g. \"/qmesh/cluster1/\""),
+                        format!(
+                            "\"{prefix}\" must start and end with \"/\", e.g. \"/qmesh/cluster1/\""
+                        ),
                     ));
                 }
                 let lease_ttl_secs = self.lease_ttl.unwrap_or(DEFAULT_LEASE_TTL);
@@ -155,7 +157,12 @@ mod tests {
             panic!("etcd")
         };
         assert_eq!(e.lease_ttl_secs, DEFAULT_LEASE_TTL);
-        assert!(parse("backend = \"zookeeper\"").unwrap_err().1.contains("\"sled\""));
+        assert!(
+            parse("backend = \"zookeeper\"")
+                .unwrap_err()
+                .1
+                .contains("\"sled\"")
+        );
         assert!(
             parse("backend = \"etcd\"\nendpoints = [\"a\"]\nprefix = \"qmesh\"")
                 .unwrap_err()

@@ -197,12 +197,11 @@ impl Client {
                 detail: s.message().to_string(),
             })?
             .into_inner();
-        let token = AsciiMetadataValue::try_from(answer.token.as_str()).map_err(|e| {
-            EtcdError::Auth {
+        let token =
+            AsciiMetadataValue::try_from(answer.token.as_str()).map_err(|e| EtcdError::Auth {
                 what: format!("user {name}"),
                 detail: format!("etcd's token is not valid metadata: {e}"),
-            }
-        })?;
+            })?;
         match self.inner.token.write() {
             Ok(mut t) => *t = Some(token),
             Err(poisoned) => *poisoned.into_inner() = Some(token),

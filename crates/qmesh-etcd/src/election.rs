@@ -191,9 +191,9 @@ impl Election {
                     Ok(Ok(_)) => Standing::Lost {
                         why: "the election lease expired in etcd".into(),
                     },
-                    Ok(Err(e)) if Instant::now() >= good_until => Standing::Uncertain {
-                        why: e.to_string(),
-                    },
+                    Ok(Err(e)) if Instant::now() >= good_until => {
+                        Standing::Uncertain { why: e.to_string() }
+                    }
                     Err(_) if Instant::now() >= good_until => Standing::Uncertain {
                         why: format!(
                             "etcd did not answer the lease's keepalive within {} s: \
@@ -208,7 +208,9 @@ impl Election {
                 if changed {
                     match &standing {
                         Standing::Leading => info!("the election lease is renewed again"),
-                        Standing::Uncertain { why } => warn!(%why, "cannot renew the election lease"),
+                        Standing::Uncertain { why } => {
+                            warn!(%why, "cannot renew the election lease")
+                        }
                         Standing::Lost { why } => warn!(%why, "the term is over"),
                     }
                 }

@@ -20,7 +20,9 @@ pub enum EtcdError {
     NoQuorum { endpoints: String, detail: String },
     /// A conditional write found that this daemon no longer holds the
     /// election key: another qmeshd leads.
-    #[error("this qmeshd no longer leads (the election key {key} is not its own); it wrote nothing")]
+    #[error(
+        "this qmeshd no longer leads (the election key {key} is not its own); it wrote nothing"
+    )]
     Fenced { key: String },
     /// etcd refused the request for its size (`--max-request-bytes`,
     /// `--max-txn-ops`).
@@ -31,7 +33,9 @@ pub enum EtcdError {
         detail: String,
     },
     /// The user and password were refused, or the user may not do this.
-    #[error("etcd refused qmesh's credentials for {what}: {detail}; check [store] user and password_file")]
+    #[error(
+        "etcd refused qmesh's credentials for {what}: {detail}; check [store] user and password_file"
+    )]
     Auth { what: String, detail: String },
     /// The revision asked for was compacted away.
     #[error("etcd compacted the history this watch needed (up to revision {revision})")]

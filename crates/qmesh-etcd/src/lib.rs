@@ -8,9 +8,9 @@
 
 mod client;
 pub mod election;
+mod error;
 /// A private etcd cluster for tests and benchmarks.
 pub mod testing;
-mod error;
 mod watch;
 
 /// etcd's messages and client stubs, generated.

@@ -51,10 +51,12 @@ pub fn etcd_binary() -> Result<PathBuf, String> {
             return Ok(candidate);
         }
     }
-    Err("etcd is not installed: install the distribution's etcd-server package \
+    Err(
+        "etcd is not installed: install the distribution's etcd-server package \
          (.ci/run does: apt-get install etcd-server) or point QMESH_ETCD at an etcd binary; \
          QMESH_SKIP_ETCD=1 skips these tests"
-        .into())
+            .into(),
+    )
 }
 
 impl Cluster {

@@ -61,9 +61,12 @@ impl Client {
                     // The first answer says the watch exists (or why not).
                     match stream.message().await? {
                         Some(first) if first.created && !first.canceled => Ok((stream, tx)),
-                        Some(first) if first.compact_revision > 0 => Err(tonic::Status::out_of_range(
-                            format!("compacted:{}", first.compact_revision),
-                        )),
+                        Some(first) if first.compact_revision > 0 => {
+                            Err(tonic::Status::out_of_range(format!(
+                                "compacted:{}",
+                                first.compact_revision
+                            )))
+                        }
                         Some(first) => Err(tonic::Status::internal(format!(
                             "the watch was not created: {}",
                             first.cancel_reason

@@ -97,6 +97,9 @@ fn election_fencing_and_quorum_on_a_real_cluster() {
         .await
         .expect("the leader leads again once etcd has quorum");
         assert!(client.txn(fenced(term_b, b"5")).await.unwrap().succeeded);
-        assert_eq!(client.get(b"/t/data").await.unwrap().unwrap().value, b"5".to_vec());
+        assert_eq!(
+            client.get(b"/t/data").await.unwrap().unwrap().value,
+            b"5".to_vec()
+        );
     });
 }

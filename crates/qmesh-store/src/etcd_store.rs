@@ -167,7 +167,11 @@ impl EtcdStore {
             max_ops: settings.max_txn_ops.max(4),
             max_bytes: settings.max_txn_bytes.max(4096),
         };
-        let writer = Writer::start(move |writes| committer.commit(writes), || Ok(()), observer.clone())?;
+        let writer = Writer::start(
+            move |writes| committer.commit(writes),
+            || Ok(()),
+            observer.clone(),
+        )?;
         Ok(EtcdStore {
             handle: runtime.handle().clone(),
             runtime: Some(runtime),
@@ -295,7 +299,10 @@ impl EtcdStore {
         lock(&self.mirror).take();
     }
 
-    fn loaded_from(&self, kvs: impl Iterator<Item = (Vec<u8>, Vec<u8>)>) -> Result<Loaded, StoreError> {
+    fn loaded_from(
+        &self,
+        kvs: impl Iterator<Item = (Vec<u8>, Vec<u8>)>,
+    ) -> Result<Loaded, StoreError> {
         let mut loaded = Loaded::default();
         let mut stored_next = 1;
         let mut schema_seen = false;

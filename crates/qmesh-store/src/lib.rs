@@ -21,8 +21,8 @@ mod sled_store;
 pub mod suite;
 mod writer;
 
-pub use record::{SCHEMA_VERSION, decode, encode};
 pub use etcd_store::{EtcdSettings, EtcdStore};
+pub use record::{SCHEMA_VERSION, decode, encode};
 pub use sled_store::SledStore;
 pub use writer::FlushObserver;
 

@@ -230,7 +230,10 @@ pub fn a_large_write_commits_whole<S: Store>(store: S) -> Result<(), StoreError>
     let mut changes = Vec::new();
     let mut records = Vec::new();
     for id in 1..=400 {
-        changes.push(crate::Change::new_job(&sample_job(id), &sample_payload(id))?);
+        changes.push(crate::Change::new_job(
+            &sample_job(id),
+            &sample_payload(id),
+        )?);
         records.push((id, format!("Q {id}").into_bytes()));
     }
     let mut held = sample_job(7);

@@ -118,30 +118,43 @@ fn a_deposed_leaders_writes_are_refused() {
         qmesh_etcd::Election::new(store.client().clone(), store.keys().leader(), 2)
     };
     let old_election = election(&old);
-    let term = old.block(async move { old_election.campaign(b"old", |_| {}).await }).unwrap();
+    let term = old
+        .block(async move { old_election.campaign(b"old", |_| {}).await })
+        .unwrap();
     old.fence(term);
     let (told_tx, told) = std::sync::mpsc::channel();
     old.on_fenced(Box::new(move |why| {
         let _ = told_tx.send(why.to_string());
     }));
-    old.put_new_job(&suite::sample_job(1), &suite::sample_payload(1)).unwrap();
+    old.put_new_job(&suite::sample_job(1), &suite::sample_payload(1))
+        .unwrap();
     old.sync().unwrap();
 
     // The old leader's lease goes (as when it is stopped past its TTL);
     // the new one wins.
     let client = old.client().clone();
-    old.block(async move { client.revoke(term.lease).await }).unwrap().unwrap();
+    old.block(async move { client.revoke(term.lease).await })
+        .unwrap()
+        .unwrap();
     let new_election = election(&new);
-    let new_term = new.block(async move { new_election.campaign(b"new", |_| {}).await }).unwrap();
+    let new_term = new
+        .block(async move { new_election.campaign(b"new", |_| {}).await })
+        .unwrap();
     new.fence(new_term);
     assert!(new_term.revision > term.revision);
 
-    old.put_new_job(&suite::sample_job(2), &suite::sample_payload(2)).unwrap();
+    old.put_new_job(&suite::sample_job(2), &suite::sample_payload(2))
+        .unwrap();
     let err = old.sync().unwrap_err();
     assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
     assert!(told.recv().unwrap().contains("no longer leads"));
     let ids: Vec<u64> = new.load().unwrap().jobs.iter().map(|j| j.id.0).collect();
-    assert_eq!(ids, vec![suite::sample_job(1).id.0], "the deposed leader wrote nothing");
-    new.put_new_job(&suite::sample_job(3), &suite::sample_payload(3)).unwrap();
+    assert_eq!(
+        ids,
+        vec![suite::sample_job(1).id.0],
+        "the deposed leader wrote nothing"
+    );
+    new.put_new_job(&suite::sample_job(3), &suite::sample_payload(3))
+        .unwrap();
     new.sync().unwrap();
 }

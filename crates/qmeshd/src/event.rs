@@ -185,7 +185,9 @@ pub enum Event {
     /// The leader cannot renew its election lease (etcd out of reach or
     /// without quorum): another qmeshd may lead soon, so this one turns
     /// read-only, as on a failing store (`leader.rs`).
-    LeadUncertain { why: String },
+    LeadUncertain {
+        why: String,
+    },
     /// qdel, with its options (-W force, -x); sprelease goes by `Act`.
     Delete {
         peer: Peer,

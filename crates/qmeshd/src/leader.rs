@@ -88,9 +88,10 @@ pub fn gate(
                  request until etcd answers again, and another qmeshd may take over meanwhile"
             )),
         };
-        refusal
-            .metadata_mut()
-            .insert(NOT_LEADING, tonic::metadata::MetadataValue::from_static("1"));
+        refusal.metadata_mut().insert(
+            NOT_LEADING,
+            tonic::metadata::MetadataValue::from_static("1"),
+        );
         Err(refusal)
     }
 }
@@ -149,9 +150,10 @@ pub async fn take_over(
             let (line, leader) = match seen {
                 Ok(Some(raw)) => {
                     let leader: Option<LeaderInfo> = serde_json::from_slice(raw).ok();
-                    let who = leader
-                        .as_ref()
-                        .map_or_else(|| "another qmeshd".to_string(), |l| format!("qmeshd on {}", l.host));
+                    let who = leader.as_ref().map_or_else(
+                        || "another qmeshd".to_string(),
+                        |l| format!("qmeshd on {}", l.host),
+                    );
                     (format!("standing by: the leader is {who}"), leader)
                 }
                 Ok(None) => ("no qmeshd leads: campaigning".to_string(), None),
@@ -167,9 +169,11 @@ pub async fn take_over(
     info!(term = term.revision, "this qmeshd leads now");
     store.fence(term);
     let caught_up = match store.mirror_progress() {
-        Some(mut progress) => tokio::time::timeout(CATCH_UP, progress.wait_for(|r| *r >= term.revision))
-            .await
-            .is_ok_and(|r| r.is_ok()),
+        Some(mut progress) => {
+            tokio::time::timeout(CATCH_UP, progress.wait_for(|r| *r >= term.revision))
+                .await
+                .is_ok_and(|r| r.is_ok())
+        }
         None => false,
     };
     if !caught_up {

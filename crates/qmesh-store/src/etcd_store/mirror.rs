@@ -66,7 +66,11 @@ async fn keep(
             match client.range_prefix(&prefix).await {
                 Ok((kvs, at)) => {
                     let map: Snapshot = kvs.into_iter().map(|kv| (kv.key, kv.value)).collect();
-                    info!(keys = map.len(), revision = at, "warm copy of the store read");
+                    info!(
+                        keys = map.len(),
+                        revision = at,
+                        "warm copy of the store read"
+                    );
                     set(&copy, Some(map));
                     revision = at;
                     let _ = progress.send(at);
@@ -80,7 +84,9 @@ async fn keep(
         }
         match follow(&client, &prefix, &end, &copy, &progress, &mut revision).await {
             Err(EtcdError::Compacted { .. }) => {
-                info!("the store's history was compacted past the warm copy; reading it whole again");
+                info!(
+                    "the store's history was compacted past the warm copy; reading it whole again"
+                );
                 set(&copy, None);
                 revision = 0;
             }

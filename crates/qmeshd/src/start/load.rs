@@ -41,7 +41,10 @@ pub fn take_dirs(args: &Args, settings: &Settings, uid: u32) -> anyhow::Result<D
     let lock = paths::StateLock::take(&state)?;
     let store = state.join("store");
     paths::ensure_dir(&store, 0o700)?;
-    let logs = settings.job_logs_dir.clone().unwrap_or_else(|| state.clone());
+    let logs = settings
+        .job_logs_dir
+        .clone()
+        .unwrap_or_else(|| state.clone());
     paths::ensure_dir(&logs, 0o755)?;
     Ok(Dirs {
         logs,

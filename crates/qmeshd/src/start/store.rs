@@ -74,10 +74,16 @@ fn etcd_settings(etcd: &EtcdStoreSettings, server_name: &str) -> anyhow::Result<
         let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem));
         if let (Some(cert), Some(key)) = (&etcd.cert_file, &etcd.key_file) {
             let cert_pem = std::fs::read(cert).with_context(|| {
-                format!("read the client certificate for etcd {} ([store] cert_file)", cert.display())
+                format!(
+                    "read the client certificate for etcd {} ([store] cert_file)",
+                    cert.display()
+                )
             })?;
             let key_pem = std::fs::read(key).with_context(|| {
-                format!("read the client key for etcd {} ([store] key_file)", key.display())
+                format!(
+                    "read the client key for etcd {} ([store] key_file)",
+                    key.display()
+                )
             })?;
             tls = tls.identity(Identity::from_pem(cert_pem, key_pem));
         }
@@ -85,7 +91,10 @@ fn etcd_settings(etcd: &EtcdStoreSettings, server_name: &str) -> anyhow::Result<
     }
     if let (Some(user), Some(file)) = (&etcd.user, &etcd.password_file) {
         let password = std::fs::read_to_string(file).with_context(|| {
-            format!("read etcd's password {} ([store] password_file)", file.display())
+            format!(
+                "read etcd's password {} ([store] password_file)",
+                file.display()
+            )
         })?;
         settings.client.user = Some((user.clone(), password.trim_end_matches('\n').to_string()));
     }

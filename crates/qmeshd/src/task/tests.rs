@@ -536,7 +536,11 @@ fn a_submission_sent_again_with_its_id_gets_the_same_job_even_from_a_new_leader(
     };
     let first = send(&mut b, "6f1c", 1).expect("queued");
     assert_eq!(send(&mut b, "6f1c", 2).expect("answered"), first, "a retry");
-    assert_ne!(send(&mut b, "77aa", 3).expect("queued"), first, "another submission");
+    assert_ne!(
+        send(&mut b, "77aa", 3).expect("queued"),
+        first,
+        "another submission"
+    );
     assert_eq!(b.store.load().expect("loads").jobs.len(), 2);
 
     // A leader taking over loads the id with the job.
