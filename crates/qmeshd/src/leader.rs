@@ -125,6 +125,9 @@ fn standby_refusal(host: &str, leader: Option<&LeaderInfo>) -> Status {
 pub struct Leader {
     pub election: Election,
     pub term: Term,
+    /// The lease, kept from the moment the election is won: loading a
+    /// large store may take longer than the lease.
+    standing: watch::Receiver<Standing>,
 }
 
 /// Stands by until this daemon leads, keeping the warm copy and telling
@@ -167,6 +170,7 @@ pub async fn take_over(
         })
         .await;
     info!(term = term.revision, "this qmeshd leads now");
+    let standing = election.keep(term);
     store.fence(term);
     let caught_up = match store.mirror_progress() {
         Some(mut progress) => {
@@ -183,7 +187,11 @@ pub async fn take_over(
         );
         store.stop_mirror();
     }
-    Leader { election, term }
+    Leader {
+        election,
+        term,
+        standing,
+    }
 }
 
 /// Watches the term: a lease that cannot be renewed closes the gate,
@@ -197,7 +205,7 @@ pub fn keep_leading(
     role: watch::Sender<Role>,
 ) {
     store.on_fenced(Box::new(|why| step_down(why)));
-    let mut standing = leader.election.keep(leader.term);
+    let mut standing = leader.standing.clone();
     let term = leader.term.revision;
     tokio::spawn(async move {
         loop {
