@@ -215,13 +215,7 @@ impl ServerCertVerifier for ProvenLater {
 /// Whether `host` can be named in a certificate and a file name: what
 /// host names are made of (letters, digits, `-`, `.`, `_`).
 pub fn check_host(host: &str) -> Result<()> {
-    let ok = !host.is_empty()
-        && host.len() <= 253
-        && !host.starts_with(['.', '-'])
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-    if ok {
+    if qmesh_proto::trust::is_certificate_host(host) {
         Ok(())
     } else {
         Err(AgentError::Config(format!(

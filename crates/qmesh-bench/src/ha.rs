@@ -283,14 +283,27 @@ fn submissions(
     endpoints: &[String],
     run: &Run,
 ) -> anyhow::Result<Report> {
-    let mut heads = heads(root, endpoints, "rate")?;
-    start(qmeshd, &mut heads[0])?;
-    runtime.block_on(wait_leading(&heads[0].socket(), Duration::from_secs(30)))?;
-    start(qmeshd, &mut heads[1])?;
+    let heads = leader_and_standby(qmeshd, runtime, root, endpoints, "rate")?;
     let mut report =
         crate::submit::run(qmeshd, run.clients, run.jobs, 1, Some(&heads[0].socket()))?;
     report.text = format!("etcd (3 members, one host): {}", report.text);
     Ok(report)
+}
+
+/// The heads of a queue under `prefix`: the first started and leading,
+/// then the second, standing by.
+fn leader_and_standby(
+    qmeshd: &Path,
+    runtime: &tokio::runtime::Runtime,
+    root: &Path,
+    endpoints: &[String],
+    prefix: &str,
+) -> anyhow::Result<Vec<Head>> {
+    let mut heads = heads(root, endpoints, prefix)?;
+    start(qmeshd, &mut heads[0])?;
+    runtime.block_on(wait_leading(&heads[0].socket(), Duration::from_secs(30)))?;
+    start(qmeshd, &mut heads[1])?;
+    Ok(heads)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -305,10 +318,7 @@ fn failovers(
     endpoints: &[String],
     run: &Run,
 ) -> anyhow::Result<Report> {
-    let mut heads = heads(root, endpoints, "failover")?;
-    start(qmeshd, &mut heads[0])?;
-    runtime.block_on(wait_leading(&heads[0].socket(), Duration::from_secs(30)))?;
-    start(qmeshd, &mut heads[1])?;
+    let mut heads = leader_and_standby(qmeshd, runtime, root, endpoints, "failover")?;
     let mut agent = agent(qmeshd, root, &root.join("failover-a"), &heads)?;
     // The agent is in before the first kill: a job starts.
     let first = runtime.block_on(submit_until_acknowledged(

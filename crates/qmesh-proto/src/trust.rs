@@ -209,6 +209,18 @@ pub fn new_key_text() -> Result<String, TrustError> {
 }
 
 /// Lower-case hex, for metadata.
+/// Whether `host` can be named in a certificate (and a file name): what
+/// host names are made of (letters, digits, `-`, `.`, `_`), up to 253
+/// characters. The agent checks its `--host` with it, the CA what it signs.
+pub fn is_certificate_host(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && !host.starts_with(['.', '-'])
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+}
+
 pub fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);

@@ -317,13 +317,7 @@ impl ClusterCa {
 /// Whether `host` may be named in a certificate: what host names are
 /// made of (letters, digits, `-`, `.`, `_`), up to 253 characters.
 pub fn check_host(host: &str) -> Result<(), CaError> {
-    let ok = !host.is_empty()
-        && host.len() <= 253
-        && !host.starts_with(['.', '-'])
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-    if ok {
+    if qmesh_proto::trust::is_certificate_host(host) {
         Ok(())
     } else {
         Err(CaError::Host(format!(
