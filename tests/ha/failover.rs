@@ -31,6 +31,21 @@ fn records(q: &Queue, kind: &str) -> HashMap<String, usize> {
     count
 }
 
+/// `wait.sh`, a job that says it started (the first file) and runs until
+/// the test makes the second.
+fn waiting_job(q: &Queue) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (started, go) = (q.work.join("started"), q.work.join("go"));
+    q.script(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\ntouch {}\nwhile [ ! -e {} ]; do sleep 0.1; done\n",
+            started.display(),
+            go.display()
+        ),
+    );
+    (started, go)
+}
+
 /// kill -9 of the leader while 16 clients submit through a login node:
 /// every submission acknowledged is there once after the takeover, and
 /// a submission retried across it is not made twice.
@@ -197,16 +212,7 @@ fn a_running_job_outlives_the_leader_and_ends_once() {
     let Some(mut q) = Queue::start("running") else {
         return;
     };
-    let go = q.work.join("go");
-    let started = q.work.join("started");
-    q.script(
-        "wait.sh",
-        &format!(
-            "#!/bin/sh\ntouch {}\nwhile [ ! -e {} ]; do sleep 0.1; done\n",
-            started.display(),
-            go.display()
-        ),
-    );
+    let (started, go) = waiting_job(&q);
     let id = ok(q.on_login("qsub", &["wait.sh"]), "qsub", &q);
     q.await_that(Duration::from_secs(30), "the job started", |_| {
         started.exists()
@@ -353,16 +359,7 @@ fn a_leader_cut_off_from_etcd_stops_leading_within_its_lease() {
     let Some(mut q) = Queue::start_with("partition", true) else {
         return;
     };
-    let go = q.work.join("go");
-    let started = q.work.join("started");
-    q.script(
-        "wait.sh",
-        &format!(
-            "#!/bin/sh\ntouch {}\nwhile [ ! -e {} ]; do sleep 0.1; done\n",
-            started.display(),
-            go.display()
-        ),
-    );
+    let (started, go) = waiting_job(&q);
     q.script("true.sh", "#!/bin/sh\nexit 0\n");
     let long = ok(q.on_login("qsub", &["wait.sh"]), "qsub", &q);
     q.await_that(Duration::from_secs(30), "the job started", |_| {
