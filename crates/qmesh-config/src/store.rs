@@ -31,6 +31,10 @@ pub struct StoreSection {
     pub lease_ttl: Option<u32>,
     /// Seconds one request to one etcd member may take.
     pub request_timeout: Option<u32>,
+    /// Seconds between the leader's compactions of etcd's history (each
+    /// keeps one interval of it, for standbys' watches); 0: never, for an
+    /// etcd that compacts itself (--auto-compaction-retention).
+    pub compact_interval: Option<u32>,
     /// Where agents and login nodes reach this qmeshd when it leads
     /// (shown by standbys); default: this host's name and the port of
     /// [agents] listen.
@@ -43,7 +47,7 @@ pub enum StoreSettings {
     /// sled in the state directory.
     #[default]
     Sled,
-    Etcd(EtcdStoreSettings),
+    Etcd(Box<EtcdStoreSettings>),
 }
 
 /// `[store] backend = "etcd"`, checked.
@@ -59,11 +63,17 @@ pub struct EtcdStoreSettings {
     pub password_file: Option<PathBuf>,
     pub lease_ttl_secs: u32,
     pub request_timeout_secs: u32,
+    /// 0: the leader does not compact etcd's history.
+    pub compact_interval_secs: u32,
     pub advertise: Option<String>,
 }
 
 /// The lease's TTL by default: a dead leader is replaced in about this.
 pub const DEFAULT_LEASE_TTL: u32 = 2;
+
+/// How often the leader compacts etcd's history by default (as
+/// Kubernetes' API server does).
+pub const DEFAULT_COMPACT_INTERVAL: u32 = 300;
 
 impl StoreSection {
     /// The settings, or the key that is wrong and why.
@@ -116,7 +126,7 @@ impl StoreSection {
                         format!("{lease_ttl_secs} s is out of range: write 2 to 60 (seconds)"),
                     ));
                 }
-                Ok(StoreSettings::Etcd(EtcdStoreSettings {
+                Ok(StoreSettings::Etcd(Box::new(EtcdStoreSettings {
                     endpoints: self.endpoints,
                     prefix: self.prefix,
                     ca_file: self.ca_file,
@@ -126,8 +136,11 @@ impl StoreSection {
                     password_file: self.password_file,
                     lease_ttl_secs,
                     request_timeout_secs: self.request_timeout.unwrap_or(5).max(1),
+                    compact_interval_secs: self
+                        .compact_interval
+                        .unwrap_or(DEFAULT_COMPACT_INTERVAL),
                     advertise: self.advertise,
-                }))
+                })))
             }
             Some(other) => Err((
                 "store.backend".into(),
@@ -157,6 +170,13 @@ mod tests {
             panic!("etcd")
         };
         assert_eq!(e.lease_ttl_secs, DEFAULT_LEASE_TTL);
+        assert_eq!(e.compact_interval_secs, DEFAULT_COMPACT_INTERVAL);
+        let StoreSettings::Etcd(e) =
+            parse("backend = \"etcd\"\nendpoints = [\"a\"]\ncompact_interval = 0").unwrap()
+        else {
+            panic!("etcd")
+        };
+        assert_eq!(e.compact_interval_secs, 0, "0: the leader does not compact");
         assert!(
             parse("backend = \"zookeeper\"")
                 .unwrap_err()

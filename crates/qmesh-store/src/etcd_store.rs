@@ -29,6 +29,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
 
 use qmesh_core::account::Usage;
 use qmesh_core::job::{Job, JobId, JobPayload};
@@ -40,6 +41,7 @@ use crate::writer::{SharedObserver, Writer};
 use crate::{Change, Loaded, OnDurable, Store, StoreError};
 
 mod mirror;
+mod upkeep;
 pub use mirror::Mirror;
 
 /// How to reach the etcd that keeps the store.
@@ -52,6 +54,8 @@ pub struct EtcdSettings {
     pub max_txn_ops: usize,
     /// Bytes per transaction, with room under etcd's `--max-request-bytes`.
     pub max_txn_bytes: usize,
+    /// How often the leader compacts etcd's history; `None`: never.
+    pub compact_every: Option<Duration>,
 }
 
 impl EtcdSettings {
@@ -61,6 +65,7 @@ impl EtcdSettings {
             prefix: prefix.to_string(),
             max_txn_ops: 128,
             max_txn_bytes: 1024 * 1024,
+            compact_every: None,
         }
     }
 }
@@ -131,7 +136,18 @@ pub struct EtcdStore {
     mirror: Mutex<Option<Mirror>>,
     writer: Writer,
     observer: SharedObserver,
+    outbox_low: OutboxLow,
+    /// The leader's upkeep of etcd (`upkeep`), from its fence on.
+    upkeep: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
+
+/// The lowest outbox sequence that may still be stored; `None` when not
+/// known (never loaded, or a commit failed), and the log's confirmation
+/// then deletes from the first. etcd keeps a deleted key in its index
+/// until a compaction, so a range delete from 0 visits every record ever
+/// written: with it, each confirmation cost more than the last (the rate
+/// of submissions halved over 12,000 jobs).
+type OutboxLow = Arc<Mutex<Option<u64>>>;
 
 impl EtcdStore {
     /// A store on the etcd of `settings`; connects on first use. Writes are
@@ -156,7 +172,9 @@ impl EtcdStore {
         let term: Arc<RwLock<Option<Term>>> = Arc::new(RwLock::new(None));
         let on_fenced: Arc<OnceLock<OnFenced>> = Arc::new(OnceLock::new());
         let observer = SharedObserver::default();
+        let outbox_low: OutboxLow = Arc::new(Mutex::new(None));
         let committer = Committer {
+            outbox_low: outbox_low.clone(),
             client: client.clone(),
             keys: keys.clone(),
             term: term.clone(),
@@ -171,6 +189,7 @@ impl EtcdStore {
             move |writes| committer.commit(writes),
             || Ok(()),
             observer.clone(),
+            crate::writer::Gather::AsManyAsLastTime,
         )?;
         Ok(EtcdStore {
             handle: runtime.handle().clone(),
@@ -183,6 +202,8 @@ impl EtcdStore {
             mirror: Mutex::new(None),
             writer,
             observer,
+            outbox_low,
+            upkeep: Mutex::new(None),
         })
     }
 
@@ -222,6 +243,13 @@ impl EtcdStore {
     /// From now on every write is conditional on `term` still leading.
     pub fn fence(&self, term: Term) {
         *write_lock(&self.term) = Some(term);
+        let mut upkeep = lock(&self.upkeep);
+        if upkeep.is_none() {
+            *upkeep = Some(self.handle.spawn(upkeep::keep(
+                self.client.clone(),
+                self.settings.compact_every,
+            )));
+        }
     }
 
     /// Writes without an election (tests, benchmarks and tools that own
@@ -360,6 +388,9 @@ impl Drop for EtcdStore {
     fn drop(&mut self) {
         self.writer.close();
         lock(&self.mirror).take();
+        if let Some(task) = lock(&self.upkeep).take() {
+            task.abort();
+        }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
@@ -380,7 +411,10 @@ impl Store for EtcdStore {
                 kvs.into_iter().map(|kv| (kv.key, kv.value)).collect()
             }
         };
-        self.loaded_from(kvs.into_iter())
+        let loaded = self.loaded_from(kvs.into_iter())?;
+        // Nothing stored: the first record put will be the lowest.
+        *lock(&self.outbox_low) = Some(loaded.outbox.first().map_or(u64::MAX, |(seq, _)| *seq));
+        Ok(loaded)
     }
 
     fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
@@ -411,6 +445,7 @@ struct Committer {
     fenced: std::sync::atomic::AtomicBool,
     /// The stored next id, once read: purges in one batch see each other.
     next: Mutex<Option<u64>>,
+    outbox_low: OutboxLow,
     max_ops: usize,
     max_bytes: usize,
 }
@@ -534,14 +569,25 @@ impl Committer {
                     }
                 }
                 Change::Outbox(records) => {
+                    let mut low = lock(&self.outbox_low);
                     for (seq, record) in records {
+                        if let Some(l) = low.as_mut() {
+                            *l = (*l).min(seq);
+                        }
                         ops.push(Op::Put(self.keys.outbox(seq), record));
                     }
                 }
-                Change::OutboxWritten(upto) => ops.push(Op::Delete(
-                    self.keys.outbox(0),
-                    self.keys.outbox(upto.saturating_add(1)),
-                )),
+                Change::OutboxWritten(upto) => {
+                    let mut low = lock(&self.outbox_low);
+                    let from = low.unwrap_or(0);
+                    if from <= upto {
+                        ops.push(Op::Delete(
+                            self.keys.outbox(from),
+                            self.keys.outbox(upto.saturating_add(1)),
+                        ));
+                        *low = Some(upto.saturating_add(1));
+                    }
+                }
                 Change::Config(record) => {
                     ops.push(Op::Put(self.keys.config(), record));
                     ops.push(Op::Put(
@@ -630,7 +676,12 @@ impl Committer {
                         message: e.to_string(),
                     });
                 }
-                Err(e) => return Err(unavailable(e)),
+                Err(e) => {
+                    // What the failed transaction would have deleted is
+                    // still there: the next confirmation deletes from 0.
+                    lock(&self.outbox_low).take();
+                    return Err(unavailable(e));
+                }
             }
         }
         Ok(())

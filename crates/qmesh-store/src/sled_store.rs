@@ -172,6 +172,7 @@ impl Engine {
                 })
             },
             observer,
+            crate::writer::Gather::No,
         )?;
         Ok(Engine {
             db,

@@ -223,6 +223,57 @@ pub fn outbox_round_trip<S: Store>(
     Ok(())
 }
 
+/// The log's confirmations delete exactly the records up to them: on a
+/// store never loaded, after a load, again after a reopen, on a store
+/// whose outbox was empty at its load, and when a confirmation comes
+/// twice. (The etcd store deletes from the lowest record it knows of.)
+pub fn outbox_confirmations_delete_what_they_confirm<S: Store>(
+    store: S,
+    reopen: impl Fn(S) -> S,
+) -> Result<(), StoreError> {
+    let record = |seq: u64| (seq, format!("R {seq}").into_bytes());
+    let seqs = |store: &S| -> Result<Vec<u64>, StoreError> {
+        Ok(store
+            .load()?
+            .outbox
+            .into_iter()
+            .map(|(seq, _)| seq)
+            .collect())
+    };
+    let confirm = |store: &S, upto: u64| -> Result<(), StoreError> {
+        store.write(vec![crate::Change::OutboxWritten(upto)], None);
+        store.sync()
+    };
+    let put = |store: &S, from: u64, to: u64| -> Result<(), StoreError> {
+        store.write(
+            vec![crate::Change::Outbox((from..=to).map(record).collect())],
+            None,
+        );
+        store.sync()
+    };
+    put(&store, 5, 7)?;
+    confirm(&store, 5)?;
+    assert_eq!(seqs(&store)?, vec![6, 7], "never loaded");
+    put(&store, 8, 8)?;
+    confirm(&store, 7)?;
+    assert_eq!(seqs(&store)?, vec![8], "after a load");
+    confirm(&store, 7)?;
+    assert_eq!(seqs(&store)?, vec![8], "a confirmation twice");
+    let store = reopen(store);
+    assert_eq!(seqs(&store)?, vec![8]);
+    confirm(&store, 8)?;
+    put(&store, 9, 10)?;
+    confirm(&store, 9)?;
+    assert_eq!(seqs(&store)?, vec![10], "after a reopen");
+    confirm(&store, 10)?;
+    let store = reopen(store);
+    assert_eq!(seqs(&store)?, Vec::<u64>::new());
+    put(&store, 11, 12)?;
+    confirm(&store, 11)?;
+    assert_eq!(seqs(&store)?, vec![12], "loaded with no records");
+    Ok(())
+}
+
 /// A write too large for one transaction of an engine with limits (etcd's
 /// 128 operations) is still committed whole, jobs and records, and a job
 /// changed twice in it keeps its last change.

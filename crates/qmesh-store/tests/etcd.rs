@@ -81,6 +81,14 @@ fn outbox_round_trip() {
 }
 
 #[test]
+fn outbox_confirmations_delete_what_they_confirm() {
+    with_store!("confirmations", s => suite::outbox_confirmations_delete_what_they_confirm(s, |s| {
+        drop(s);
+        open("confirmations").unwrap()
+    }).unwrap());
+}
+
+#[test]
 fn empty() {
     with_store!("empty", s => suite::empty(s).unwrap());
 }
@@ -157,4 +165,70 @@ fn a_deposed_leaders_writes_are_refused() {
     new.put_new_job(&suite::sample_job(3), &suite::sample_payload(3))
         .unwrap();
     new.sync().unwrap();
+}
+
+/// A leader (a store fenced on a term) sends its requests to etcd's raft
+/// leader, and compacts etcd's history every interval to the revision
+/// seen one interval before: a watch from before that revision is then
+/// refused as compacted (a standby's warm copy reads the store again).
+#[test]
+fn a_leader_compacts_etcds_history() {
+    let Some(shared) = cluster() else { return };
+    let mut settings = EtcdSettings::new(shared.endpoints.clone(), "/test/compaction/");
+    settings.compact_every = Some(std::time::Duration::from_millis(200));
+    let store = EtcdStore::open(settings).unwrap();
+    let client = store.client().clone();
+    assert!(
+        store
+            .block({
+                let client = client.clone();
+                async move { client.prefer_raft_leader().await }
+            })
+            .unwrap(),
+        "a healthy cluster names its raft leader"
+    );
+    let election = qmesh_etcd::Election::new(client.clone(), store.keys().leader(), 2);
+    let term = store
+        .block(async move { election.campaign(b"leader", |_| {}).await })
+        .unwrap();
+    store.fence(term);
+    store
+        .put_new_job(&suite::sample_job(1), &suite::sample_payload(1))
+        .unwrap();
+    store.sync().unwrap();
+    let before = store
+        .block({
+            let client = client.clone();
+            async move { client.revision().await }
+        })
+        .unwrap()
+        .unwrap();
+    store
+        .put_new_job(&suite::sample_job(2), &suite::sample_payload(2))
+        .unwrap();
+    store.sync().unwrap();
+    let prefix = store.keys().prefix().to_vec();
+    let compacted = store
+        .block(async move {
+            let end = qmesh_etcd::prefix_end(&prefix);
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+            while tokio::time::Instant::now() < deadline {
+                if let Ok(mut watch) = client.watch(&prefix, &end, before).await
+                    && let Err(qmesh_etcd::EtcdError::Compacted { revision }) = watch.next().await
+                {
+                    return Some(revision);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            None
+        })
+        .unwrap();
+    let revision =
+        compacted.expect("the history before the leader's writes is compacted within 30 s");
+    assert!(
+        revision >= before,
+        "compacted to {revision}, before {before}"
+    );
+    // The latest values stay.
+    assert_eq!(store.load().unwrap().jobs.len(), 2);
 }

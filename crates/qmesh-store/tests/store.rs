@@ -117,6 +117,17 @@ fn sled_outbox_round_trip() {
     .unwrap();
 }
 
+#[test]
+fn sled_outbox_confirmations_delete_what_they_confirm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    suite::outbox_confirmations_delete_what_they_confirm(open(&path), |s| {
+        drop(s);
+        open(&path)
+    })
+    .unwrap();
+}
+
 /// The engine reopened in the process (after a full disk) holds what was
 /// durable and takes writes again.
 #[test]

@@ -68,6 +68,8 @@ fn etcd_settings(etcd: &EtcdStoreSettings, server_name: &str) -> anyhow::Result<
         .unwrap_or_else(|| format!("/qmesh/{server_name}/"));
     let mut settings = EtcdSettings::new(etcd.endpoints.clone(), &prefix);
     settings.client.request_timeout = Duration::from_secs(etcd.request_timeout_secs.into());
+    settings.compact_every = (etcd.compact_interval_secs > 0)
+        .then(|| Duration::from_secs(etcd.compact_interval_secs.into()));
     if let Some(ca) = &etcd.ca_file {
         let pem = std::fs::read(ca)
             .with_context(|| format!("read etcd's CA {} ([store] ca_file)", ca.display()))?;
