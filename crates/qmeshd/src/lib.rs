@@ -35,7 +35,6 @@ mod trust;
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Parser;
 use tokio::sync::watch;
 use tracing::{error, info, warn};
@@ -144,7 +143,7 @@ async fn run(
 ) -> anyhow::Result<()> {
     // Watched from the start: a SIGTERM that comes while a standby takes
     // over is kept until the daemon waits for it.
-    let mut signals = Signals::watch()?;
+    let mut signals = start::signals::Signals::watch()?;
     let uid = nix::unistd::getuid().as_raw();
     let dirs = start::load::take_dirs(&args, &settings, uid)?;
     let server_name = start::load::server_name(&settings);
@@ -159,59 +158,31 @@ async fn run(
     let host = start::load::short_hostname();
     let (stop_tx, stop) = watch::channel(false);
 
-    let (running, sockets, mut servers, leader) = match &store {
-        start::store::OpenStore::Sled(_) => {
-            let loaded = start::load::load(&dirs, &settings, store.clone())?;
-            let running = start::start_task(loaded, wiring, &dirs, &settings, 0)?;
-            let (_, role) = watch::channel(leader::Role::Leading { term: 0 });
-            let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
-            let files = sockets.files();
-            let servers = start::serve::serve(sockets, &link, port.tls, &stop, (&role, &host))?;
-            (running, files, servers, None)
-        }
+    let begin = start::lead::Begin {
+        args: &args,
+        settings: &settings,
+        dirs: &dirs,
+        store: &store,
+        wiring,
+        tls: port.tls,
+        stop: &stop,
+        host: &host,
+    };
+    let leading = match &store {
+        start::store::OpenStore::Sled(_) => start::lead::alone(begin).await?,
         start::store::OpenStore::Etcd(etcd) => {
-            let (role_tx, role) = watch::channel(leader::Role::Starting);
-            let sockets = start::serve::Sockets::bind(&args, &settings, &dirs).await?;
-            let files = sockets.files();
-            let me = leader::LeaderInfo {
-                host: host.clone(),
-                agents: start::advertised(&settings, args.listen.as_deref(), &host),
-                pid: std::process::id(),
-            };
-            let servers = start::serve::serve(sockets, &link, port.tls, &stop, (&role, &host))?;
-            start::notify_ready();
-            let ttl = match &settings.store {
-                qmesh_config::StoreSettings::Etcd(e) => e.lease_ttl_secs,
-                qmesh_config::StoreSettings::Sled => qmesh_config::DEFAULT_LEASE_TTL,
-            };
-            let won = tokio::select! {
-                won = leader::take_over(etcd, ttl, &me, &role_tx) => won,
-                () = signals.next() => {
-                    info!("stopping while standing by");
-                    let _ = stop_tx.send(true);
-                    for server in servers {
-                        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), server).await;
-                    }
-                    for file in files {
-                        let _ = std::fs::remove_file(&file);
-                    }
-                    return Ok(());
-                }
-            };
-            // Loading reads the store from the calling thread.
-            let loaded = {
-                let (dirs, settings, store) = (&dirs, &settings, store.clone());
-                tokio::task::block_in_place(|| start::load::load(dirs, settings, store))?
-            };
-            etcd.stop_mirror();
-            let running = start::start_task(loaded, wiring, &dirs, &settings, won.term.revision)?;
-            leader::keep_leading(&won, etcd, link.events.clone(), role_tx.clone());
-            let _ = role_tx.send(leader::Role::Leading {
-                term: won.term.revision,
-            });
-            (running, files, servers, Some((won, role_tx)))
+            match start::lead::after_standing_by(begin, etcd, &mut signals, &stop_tx).await? {
+                Some(leading) => leading,
+                None => return Ok(()),
+            }
         }
     };
+    let start::lead::Leading {
+        running,
+        sockets,
+        mut servers,
+        won: leader,
+    } = leading;
     if let Some((listener, m)) = metrics {
         servers.push(start::serve::serve_metrics(listener, m, &link, &stop)?);
     }
@@ -237,28 +208,4 @@ async fn run(
     }
     info!("stopped");
     Ok(())
-}
-
-/// SIGTERM and SIGINT, watched once for the daemon's life.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn watch() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            term: signal(SignalKind::terminate()).context("watch SIGTERM")?,
-            int: signal(SignalKind::interrupt()).context("watch SIGINT")?,
-        })
-    }
-
-    /// The next one.
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
-        }
-    }
 }

@@ -2,15 +2,18 @@
 //! state loaded before anything listens (`load.rs`), the agents' port's
 //! trust (`trust.rs`: the cluster key, the cluster CA), the scheduler
 //! task started over the state (here), the sockets bound and served
-//! (`serve.rs`), and at the end the shutdown (here).
+//! (`serve.rs`), alone on sled or after standing by on etcd (`lead.rs`),
+//! and at the end the shutdown (here).
 //!
 //! The order matters: a client never sees a half-loaded daemon (on etcd a
 //! standby serves before it loads, and its gate refuses everything until
 //! it leads: `crate::leader`), and systemd hears "ready" only once every
 //! socket listens.
 
+pub mod lead;
 pub mod load;
 pub mod serve;
+pub mod signals;
 pub mod store;
 pub mod trust;
 
