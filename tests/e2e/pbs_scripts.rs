@@ -108,6 +108,16 @@ fn pbs_pro_scripts_run_unchanged() {
     check(&d, "pbspro/pack_host.sh", &["LINES=3"]);
     let id = check(
         &d,
+        "pbspro/nodes_resources.sh",
+        &["NCPUS=16", "WALLTIME=7200"],
+    );
+    let comment = d.wait_job(&id).comment;
+    assert!(
+        comment.contains("software=abaqus/2023.1 is recorded"),
+        "{comment}"
+    );
+    let id = check(
+        &d,
         "pbspro/options.sh",
         &[
             "MODE=640",

@@ -21,7 +21,9 @@ pub enum ErrorKind {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CoreError {
-    #[error("bad wall time \"{text}\": {why}; write [[hours:]minutes:]seconds, e.g. 1:30:00")]
+    #[error(
+        "bad wall time \"{text}\": {why}; write [[hours:]minutes:]seconds, e.g. 1:30:00, or days:hours:minutes:seconds"
+    )]
     BadDuration { text: String, why: String },
     #[error("bad value \"{value}\" for resource {name}: {why}")]
     BadResource {

@@ -438,11 +438,22 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
     }
     for name in ["feature", "software"] {
         if let Some(v) = take(&mut given, name) {
-            for f in v.split([':', ',', '+']) {
-                let f = check_feature(f).map_err(|why| bad(name, &v, &why))?;
-                if !req.features.contains(&f) {
-                    req.features.push(f);
+            let features: Result<Vec<String>, String> =
+                v.split([':', ',', '+']).map(check_feature).collect();
+            match features {
+                Ok(features) => {
+                    for f in features {
+                        if !req.features.contains(&f) {
+                            req.features.push(f);
+                        }
+                    }
                 }
+                // PBS Pro's software is any string (`abaqus/2023`): one
+                // that names no feature is recorded, as PBS Pro does.
+                Err(_) if name == "software" => req.notes.push(format!(
+                    "software={v} is recorded, not asked of the nodes (it is not a list of node features)"
+                )),
+                Err(why) => return Err(bad(name, &v, &why)),
             }
             req.list.insert(name.into(), v);
         }
@@ -729,5 +740,28 @@ mod tests {
             req.layout.unwrap().chunks[0].pin,
             Some(Pin::Host("login1".into()))
         );
+    }
+
+    #[test]
+    fn software_names_features_or_is_recorded() {
+        let req = ResourceRequest::parse([("software", "matlab")]).unwrap();
+        assert_eq!(req.features, vec!["matlab".to_string()]);
+        let req = ResourceRequest::parse([("software", "abaqus/2023.1")]).unwrap();
+        assert!(req.features.is_empty());
+        assert_eq!(
+            req.list.get("software").map(String::as_str),
+            Some("abaqus/2023.1")
+        );
+        assert!(
+            req.notes
+                .iter()
+                .any(|n| n.contains("software=abaqus/2023.1 is recorded")),
+            "{:?}",
+            req.notes
+        );
+        let err = ResourceRequest::parse([("feature", "a/b")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("feature"), "{err}");
     }
 }

@@ -68,8 +68,9 @@ impl From<TimeOfDay> for String {
     }
 }
 
-/// Parses `[[H:]M:]S`. The leading field may be any size (`90` is 90 seconds,
-/// `48:00:00` two days); the fields after it must be below 60.
+/// Parses `[[H:]M:]S`, or Moab's and Torque's `D:HH:MM:SS`. The leading
+/// field may be any size (`90` is 90 seconds, `48:00:00` two days); the
+/// fields after it must be below 60, the hours after days below 24.
 pub fn parse_duration(text: &str) -> Result<u64, CoreError> {
     let bad = |why: &str| CoreError::BadDuration {
         text: text.to_string(),
@@ -80,22 +81,26 @@ pub fn parse_duration(text: &str) -> Result<u64, CoreError> {
         return Err(bad("it is empty"));
     }
     let fields: Vec<&str> = text_trim.split(':').collect();
-    if fields.len() > 3 {
-        return Err(bad("it has more than three fields"));
+    if fields.len() > 4 {
+        return Err(bad(
+            "it has more than four fields (days:hours:minutes:seconds)",
+        ));
     }
     let mut total: u64 = 0;
     for (i, field) in fields.iter().enumerate() {
+        // Days first: the hours after them count 24 to a day.
+        let base = if fields.len() == 4 && i == 1 { 24 } else { 60 };
         if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad(&format!("\"{field}\" is not a whole number")));
         }
         let value: u64 = field
             .parse()
             .map_err(|_| bad(&format!("\"{field}\" is too large")))?;
-        if i > 0 && value >= 60 {
-            return Err(bad(&format!("\"{field}\" must be below 60")));
+        if i > 0 && value >= base {
+            return Err(bad(&format!("\"{field}\" must be below {base}")));
         }
         total = total
-            .checked_mul(60)
+            .checked_mul(base)
             .and_then(|t| t.checked_add(value))
             .ok_or_else(|| bad("it is too large"))?;
     }
@@ -126,8 +131,22 @@ mod tests {
     }
 
     #[test]
+    fn moabs_days_first() {
+        assert_eq!(parse_duration("1:00:00:00").unwrap(), 86_400);
+        assert_eq!(
+            parse_duration("2:12:30:05").unwrap(),
+            2 * 86_400 + 12 * 3600 + 30 * 60 + 5
+        );
+        assert_eq!(parse_duration("1:2:3:4").unwrap(), 93_784);
+        let err = parse_duration("1:24:00:00").unwrap_err().to_string();
+        assert!(err.contains("below 24"), "{err}");
+        let err = parse_duration("1:2:3:4:5").unwrap_err().to_string();
+        assert!(err.contains("more than four fields"), "{err}");
+    }
+
+    #[test]
     fn bad_durations_say_why() {
-        for bad in ["", "1:2:3:4", "1:60", "abc", "1::2", "-5", "1.5"] {
+        for bad in ["", "1:2:3:4:5", "1:60", "abc", "1::2", "-5", "1.5"] {
             let err = parse_duration(bad).unwrap_err().to_string();
             assert!(err.contains("bad wall time"), "{bad}: {err}");
         }

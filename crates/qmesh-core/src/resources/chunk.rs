@@ -277,7 +277,8 @@ fn set_chunk_resource(
 }
 
 /// Torque: `N|NAME[:ppn=P][:gpus=G][:PROPERTY...][+...]`, an optional
-/// `#excl` or `#shared` at the end.
+/// `#excl` or `#shared` at the end; PBS Pro's `RESOURCE=VALUE` in an
+/// element too (`nodes=1:ncpus=16`), as a select chunk takes it.
 pub fn parse_nodes_spec(text: &str) -> Result<(Vec<Chunk>, Option<Place>), ChunkError> {
     let (text, suffix) = match text.trim().split_once('#') {
         Some((spec, suffix)) => (spec, Some(suffix.trim().to_ascii_lowercase())),
@@ -326,11 +327,14 @@ fn parse_nodes_element(spec: &str) -> Result<Chunk, ChunkError> {
                     chunk.mpiprocs = Some(ppn);
                 }
                 "gpus" => chunk.gpus = Some(parse_whole(value.trim(), "gpus").map_err(in_spec)?),
-                other => {
+                "procs" => {
                     return Err(format!(
-                        "\"{other}\" in \"{spec}\" is not a node attribute Torque knows; write ppn=N, gpus=N or a property name"
+                        "\"procs\" in \"{spec}\" is not a node attribute Torque knows; write ppn=N, gpus=N or a property name"
                     ));
                 }
+                // PBS Pro takes a chunk's resources in a nodes spec too
+                // (nodes=1:ncpus=16, nodes=2:ppn=4:mem=8gb), as in select.
+                other => set_chunk_resource(&mut chunk, other, value.trim(), spec)?,
             },
             None => chunk.features.push(check_feature(part).map_err(in_spec)?),
         }
@@ -444,6 +448,31 @@ mod tests {
         let cpus: Vec<u32> = layout.per_node().map(Chunk::cpus).collect();
         assert_eq!(cpus, vec![4, 4, 1]);
         assert_eq!(layout.nodes(), 3);
+    }
+
+    #[test]
+    fn pbs_pro_resources_in_a_nodes_spec() {
+        let (chunks, _) = parse_nodes_spec("1:ncpus=16").unwrap();
+        assert_eq!(chunks[0].ncpus, Some(16));
+        let (chunks, _) = parse_nodes_spec("2:ppn=4:mem=8gb:fat+node07:ncpus=2").unwrap();
+        assert_eq!(
+            (chunks[0].count, chunks[0].ncpus, chunks[0].mpiprocs),
+            (2, Some(4), Some(4))
+        );
+        assert!(chunks[0].mem.is_some());
+        assert_eq!(chunks[0].features.len(), 1);
+        assert_eq!(chunks[1].ncpus, Some(2));
+        let err = parse_nodes_spec("1:ncpus=many").unwrap_err();
+        assert!(
+            err.contains("ncpus") && err.contains("1:ncpus=many"),
+            "{err}"
+        );
+        // A site resource is kept for the caller to check, as in select.
+        let (chunks, _) = parse_nodes_spec("1:nmics=2").unwrap();
+        assert_eq!(
+            chunks[0].other,
+            vec![("nmics".to_string(), "2".to_string())]
+        );
     }
 
     #[test]
