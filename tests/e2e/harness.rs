@@ -32,6 +32,7 @@ pub fn bin(name: &str) -> &'static str {
         "qrls" => env!("CARGO_BIN_EXE_qrls"),
         "qmove" => env!("CARGO_BIN_EXE_qmove"),
         "qsig" => env!("CARGO_BIN_EXE_qsig"),
+        "printjob" => env!("CARGO_BIN_EXE_printjob"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
         "spq" => env!("CARGO_BIN_EXE_spq"),
         "spwhen" => env!("CARGO_BIN_EXE_spwhen"),

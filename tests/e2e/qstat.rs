@@ -379,3 +379,32 @@ fn the_server_and_queue_listings() {
     // Nothing left to list: nothing printed.
     assert_eq!(d.ok("qstat", &[]), "");
 }
+
+/// printjob: a job's state (PBS's number), its attributes as qstat -f
+/// names them and its script as submitted; -s the script alone, -a no
+/// script, --json the same; another user is refused the script.
+#[test]
+fn printjob_shows_a_jobs_state_attributes_and_script() {
+    let d = Daemon::start();
+    let script = "#!/bin/sh\n#PBS -N printme\necho from-the-script\n";
+    d.script("held.sh", script);
+    let id = d.qsub(&["-h", "held.sh"]);
+    let text = d.ok("printjob", &[&id]);
+    assert!(text.contains(&format!("jobid:\t\t{id}\n")), "{text}");
+    assert!(text.contains("state:\t\t0x2 (H)\n"), "{text}");
+    assert!(text.contains("\nJob_Name = printme\n"), "{text}");
+    assert!(text.contains(&format!("--script--\n{script}")), "{text}");
+    assert_eq!(d.ok("printjob", &["-s", &id]), script);
+    assert!(!d.ok("printjob", &["-a", &id]).contains("--script--"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&d.ok("printjob", &["--json", &id])).expect("JSON");
+    assert_eq!(doc["Jobs"][&id]["attributes"]["Job_Name"], "printme");
+    assert_eq!(doc["Jobs"][&id]["script"], script);
+
+    let out = d.run_as(crate::harness::NOBODY, "printjob", &[&id]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("shown only to"), "{}", stderr(&out));
+    let out = d.run("printjob", &["999"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("999"), "{}", stderr(&out));
+}

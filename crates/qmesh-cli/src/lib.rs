@@ -23,6 +23,7 @@ pub mod getjid;
 pub mod interactive;
 pub mod pbsdsh;
 pub mod pbsnodes;
+pub mod printjob;
 pub mod qalter;
 pub mod qdel;
 pub mod qdisable;

@@ -70,6 +70,8 @@ pub struct StatusQuery {
     pub arrays_only: bool,
     /// qstat's plain table: the brief line of each job.
     pub brief: bool,
+    /// printjob: the scripts of the jobs named by id.
+    pub with_script: bool,
 }
 
 pub enum Event {

@@ -124,6 +124,7 @@ impl Jobs for JobsService {
             expand_arrays: request.expand_arrays,
             arrays_only: request.arrays_only,
             brief: request.brief,
+            with_script: request.with_script,
         });
         self.link
             .ask(|reply| Event::Status { peer, query, reply })

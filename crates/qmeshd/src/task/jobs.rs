@@ -170,7 +170,11 @@ impl SchedulerTask {
                     )));
                 }
                 Ok(job) => {
-                    named.push(info(job));
+                    let mut shown = info(job);
+                    if request.with_script {
+                        shown.script = self.script_for(&caller, job)?;
+                    }
+                    named.push(shown);
                     if request.expand_arrays {
                         named.extend(self.sub_job_infos(job, request.include_finished, &info));
                     }
@@ -288,6 +292,31 @@ impl SchedulerTask {
 
     /// Whether qstat shows `job` to `caller`: always its owner, operators
     /// and managers; others only while query_other_jobs is true (PBS).
+    /// printjob's script of `job` (a sub-job's is its array's): for its
+    /// owner, an operator or a manager, whatever query_other_jobs says.
+    fn script_for(
+        &self,
+        caller: &qmesh_core::Caller,
+        job: &qmesh_core::Job,
+    ) -> Result<Vec<u8>, TaskError> {
+        let full = self.state.full_id(job.id);
+        if caller.role < qmesh_core::Role::Operator && job.owner.uid != caller.uid {
+            return Err(TaskError::Denied(format!(
+                "Unauthorized Request: the script of job {full} is shown only to {} and to operators",
+                job.owner.user
+            )));
+        }
+        let id = job.id.array_parent().unwrap_or(job.id);
+        match self.durability.store().payload(id) {
+            Ok(Some(payload)) => Ok(payload.script),
+            // A finished job's script may be purged with it.
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => Err(TaskError::Unavailable(format!(
+                "the script of job {full} could not be read from the store: {e}"
+            ))),
+        }
+    }
+
     pub(super) fn may_see(&self, caller: &qmesh_core::Caller, job: &qmesh_core::Job) -> bool {
         self.state.config().server.query_other_jobs
             || caller.role >= qmesh_core::Role::Operator
