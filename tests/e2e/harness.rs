@@ -33,6 +33,7 @@ pub fn bin(name: &str) -> &'static str {
         "qmove" => env!("CARGO_BIN_EXE_qmove"),
         "qsig" => env!("CARGO_BIN_EXE_qsig"),
         "printjob" => env!("CARGO_BIN_EXE_printjob"),
+        "qmsg" => env!("CARGO_BIN_EXE_qmsg"),
         "qmgr" => env!("CARGO_BIN_EXE_qmgr"),
         "spq" => env!("CARGO_BIN_EXE_spq"),
         "spwhen" => env!("CARGO_BIN_EXE_spwhen"),

@@ -89,3 +89,59 @@ fn another_users_job_is_refused_and_the_owners_sigterm_ends_it() {
     let info = d.wait_job(&id);
     assert_eq!(info.exit_signal, Some(15), "{info:?}");
 }
+
+/// qmsg: a line lands in the running job's error file by default, in its
+/// output file with -O, once in a joined file with both; the job's own
+/// lines are kept around it. A queued job and another user are refused.
+#[test]
+fn qmsg_writes_into_the_files_the_running_job_has_open() {
+    let d = Daemon::start();
+    let started = d.fifo("started");
+    let go = d.fifo("go");
+    d.script(
+        "talker.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho out-before\necho err-before >&2\necho go > started\nread x < go\necho out-after\n",
+    );
+    let id = d.qsub(&["-N", "talker", "talker.sh"]);
+    d.read_fifo(&started);
+    assert_eq!(d.ok("qmsg", &["to the error file", &id]), "");
+    assert_eq!(d.ok("qmsg", &["-O", "to the output file", &id]), "");
+    d.write_fifo(&go, "x\n");
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    let seq = id.split('.').next().unwrap();
+    let out = std::fs::read_to_string(d.work.join(format!("talker.o{seq}"))).unwrap();
+    let err = std::fs::read_to_string(d.work.join(format!("talker.e{seq}"))).unwrap();
+    assert_eq!(out, "out-before\nto the output file\nout-after\n");
+    assert_eq!(err, "err-before\nto the error file\n");
+
+    // Joined (-j oe): -O -E writes the line once.
+    let id = d.qsub(&["-N", "joined", "-j", "oe", "talker.sh"]);
+    d.read_fifo(&started);
+    assert_eq!(d.ok("qmsg", &["-O", "-E", "once", &id]), "");
+    d.write_fifo(&go, "x\n");
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    let seq = id.split('.').next().unwrap();
+    let joined = std::fs::read_to_string(d.work.join(format!("joined.o{seq}"))).unwrap();
+    assert_eq!(joined.matches("once\n").count(), 1, "{joined}");
+
+    // Refused: a finished job, and (as root) another user.
+    let out = d.run("qmsg", &["late", &id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("qmsg: job {id} is not running (state F); only running jobs take messages\n")
+    );
+    if is_root() {
+        let id = d.qsub(&["-N", "talker", "talker.sh"]);
+        d.read_fifo(&started);
+        let out = d.run_as(NOBODY, "qmsg", &["not mine", &id]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("only its owner, an operator or a manager"),
+            "{}",
+            stderr(&out)
+        );
+        d.write_fifo(&go, "x\n");
+        assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    }
+}

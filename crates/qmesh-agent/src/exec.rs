@@ -128,7 +128,11 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
         None => Mode::from_bits_truncate(0o644),
     };
     nix::unistd::chdir(s.workdir.as_c_str()).map_err(|e| fail(Step::Chdir, e))?;
-    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC;
+    // Appending, as PBS's MoM opens them: qmsg's lines, written through
+    // other descriptions of the same file (`qmsg.rs`), then land between
+    // the job's own, not under them.
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_APPEND | OFlag::O_CLOEXEC;
     let out: OwnedFd =
         nix::fcntl::open(s.stdout.as_c_str(), flags, mode).map_err(|e| fail(Step::Stdout, e))?;
     nix::unistd::dup2_stdout(&out).map_err(|e| fail(Step::Stdout, e))?;

@@ -77,6 +77,7 @@ pub mod lock;
 pub mod plan;
 pub mod procfs;
 pub mod pty_bridge;
+pub mod qmsg;
 pub mod record;
 pub mod relay;
 pub mod session;

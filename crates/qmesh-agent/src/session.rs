@@ -321,6 +321,10 @@ async fn handle(
                 sup.tasks.signal_job(order.job, sig);
             }
         }
+        Some(daemon_message::Kind::Message(order)) => {
+            info_span!("job", job = order.job)
+                .in_scope(|| sup.message(order.job, &order.text, order.to_output, order.to_error));
+        }
         Some(daemon_message::Kind::Ack(ack)) => {
             info_span!("job", job = ack.job).in_scope(|| sup.ack(ack.job));
             // That run's end is recorded; a requeued job's next run on this

@@ -368,6 +368,34 @@ impl Supervisor {
         crate::signals::deliver(&dir, pid, signal, reason);
     }
 
+    /// qmsg: a line for the job's error or output file, written to the
+    /// files its first process has open. A job that has ended is ignored.
+    pub fn message(&self, seq: u64, text: &str, to_output: bool, to_error: bool) {
+        let dir = self.spool.job(seq);
+        if !dir.exists() || dir.has_result() {
+            debug!("message for a job that has ended or is not here; ignored");
+            return;
+        }
+        let Some(shepherd) = dir
+            .read_pid(SHEPHERD_PID_FILE)
+            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+            .or_else(|| procfs::find_shepherd(&dir.path))
+        else {
+            debug!("message for a job whose shepherd has just ended; ignored");
+            return;
+        };
+        // The job's pid is its shepherd's child: a pid in a file proves
+        // nothing by itself (pids are reused).
+        let Some(job) = dir
+            .read_pid(JOB_PID_FILE)
+            .filter(|&pid| procfs::stat(pid).is_some_and(|s| s.ppid == shepherd && s.state != 'Z'))
+        else {
+            warn!("message for a job whose process is not found; not written");
+            return;
+        };
+        crate::qmsg::write(job, text, to_output, to_error);
+    }
+
     /// The daemon has recorded the job's end: forget the job.
     pub fn ack(&self, seq: u64) {
         let dir = self.spool.job(seq);

@@ -31,6 +31,7 @@ pub mod qenable;
 pub mod qhold;
 pub mod qmgr;
 pub mod qmove;
+pub mod qmsg;
 pub mod qorder;
 pub mod qreport;
 pub mod qrerun;

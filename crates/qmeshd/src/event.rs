@@ -114,6 +114,15 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
+    /// qmsg: a line for running jobs' error or output files.
+    Message {
+        peer: Peer,
+        text: String,
+        to_output: bool,
+        to_error: bool,
+        ids: Vec<String>,
+        reply: Reply<Vec<JobOutcome>>,
+    },
     /// spwait: the job once it has finished.
     Wait {
         job_id: String,

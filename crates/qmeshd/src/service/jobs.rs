@@ -205,6 +205,41 @@ impl Jobs for JobsService {
             .map(|outcomes| Response::new(reply::jobs(outcomes)))
     }
 
+    async fn message(
+        &self,
+        request: Request<v1::MessageRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let v1::MessageRequest {
+            job_ids: ids,
+            message,
+            to_output,
+            to_error,
+        } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the jobs to send the message to",
+            ));
+        }
+        if message.contains('\n') || message.len() > 4096 {
+            return Err(Status::invalid_argument(
+                "a message is one line of at most 4096 bytes",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Message {
+                peer,
+                text: message,
+                to_output,
+                to_error,
+                ids,
+                reply,
+            })
+            .await
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
+    }
+
     async fn wait(
         &self,
         request: Request<v1::WaitRequest>,

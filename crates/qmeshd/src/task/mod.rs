@@ -49,6 +49,7 @@ mod publish;
 mod qalter;
 mod qdel;
 mod qmove;
+mod qmsg;
 mod qorder;
 mod qrerun;
 mod qrun;
@@ -288,6 +289,16 @@ impl SchedulerTask {
                 reply,
             } => {
                 let _ = reply.send(self.signal(&peer, &signal, ids, now));
+            }
+            Event::Message {
+                peer,
+                text,
+                to_output,
+                to_error,
+                ids,
+                reply,
+            } => {
+                let _ = reply.send(self.message(&peer, &text, (to_output, to_error), ids, now));
             }
             Event::Wait { job_id, reply } => self.wait(&job_id, reply, now),
             Event::Move {
