@@ -400,6 +400,13 @@ fn printjob_shows_a_jobs_state_attributes_and_script() {
         serde_json::from_str(&d.ok("printjob", &["--json", &id])).expect("JSON");
     assert_eq!(doc["Jobs"][&id]["attributes"]["Job_Name"], "printme");
     assert_eq!(doc["Jobs"][&id]["script"], script);
+    // A sub-job not yet started shows its array's script.
+    let array = d.qsub(&["-J", "1-2", "-h", "held.sh"]);
+    assert!(array.contains("[]"), "{array}");
+    assert_eq!(
+        d.ok("printjob", &["-s", &array.replacen("[]", "[2]", 1)]),
+        script
+    );
 
     let out = d.run_as(crate::harness::NOBODY, "printjob", &[&id]);
     assert!(!out.status.success());

@@ -156,7 +156,11 @@ impl SchedulerTask {
                 .and_then(|id| self.state.unstarted_view(id))
             {
                 if self.may_see(&caller, &view) {
-                    named.push(info(&view));
+                    let mut shown = info(&view);
+                    if request.with_script {
+                        shown.script = self.script_for(&caller, &view)?;
+                    }
+                    named.push(shown);
                 }
                 continue;
             }
