@@ -104,24 +104,34 @@ fn qmsg_writes_into_the_files_the_running_job_has_open() {
     );
     let id = d.qsub(&["-N", "talker", "talker.sh"]);
     d.read_fifo(&started);
+    // qmsg answers once the job's agent has the line (as qsig does); the
+    // job goes on once the agent has written it.
+    let seq = id.split('.').next().unwrap();
+    let (out_file, err_file) = (
+        d.work.join(format!("talker.o{seq}")),
+        d.work.join(format!("talker.e{seq}")),
+    );
     assert_eq!(d.ok("qmsg", &["to the error file", &id]), "");
+    d.await_in_log(&err_file, "to the error file", 1);
     assert_eq!(d.ok("qmsg", &["-O", "to the output file", &id]), "");
+    d.await_in_log(&out_file, "to the output file", 1);
     d.write_fifo(&go, "x\n");
     assert_eq!(d.wait_job(&id).exit_status, Some(0));
-    let seq = id.split('.').next().unwrap();
-    let out = std::fs::read_to_string(d.work.join(format!("talker.o{seq}"))).unwrap();
-    let err = std::fs::read_to_string(d.work.join(format!("talker.e{seq}"))).unwrap();
+    let out = std::fs::read_to_string(&out_file).unwrap();
+    let err = std::fs::read_to_string(&err_file).unwrap();
     assert_eq!(out, "out-before\nto the output file\nout-after\n");
     assert_eq!(err, "err-before\nto the error file\n");
 
     // Joined (-j oe): -O -E writes the line once.
     let id = d.qsub(&["-N", "joined", "-j", "oe", "talker.sh"]);
     d.read_fifo(&started);
+    let seq = id.split('.').next().unwrap();
+    let joined_file = d.work.join(format!("joined.o{seq}"));
     assert_eq!(d.ok("qmsg", &["-O", "-E", "once", &id]), "");
+    d.await_in_log(&joined_file, "once", 1);
     d.write_fifo(&go, "x\n");
     assert_eq!(d.wait_job(&id).exit_status, Some(0));
-    let seq = id.split('.').next().unwrap();
-    let joined = std::fs::read_to_string(d.work.join(format!("joined.o{seq}"))).unwrap();
+    let joined = std::fs::read_to_string(&joined_file).unwrap();
     assert_eq!(joined.matches("once\n").count(), 1, "{joined}");
 
     // Refused: a finished job, and (as root) another user.
