@@ -16,8 +16,9 @@ use crate::client::{self, CliError};
 /// The message is one line, appended to the file the job writes its
 /// standard error to (`-E`, the default), its standard output (`-O`), or
 /// both. Only running jobs take messages; a user may send to their own
-/// jobs, operators and managers to any. Prints nothing when every job took
-/// it; otherwise one line per job that did not, and exits 1.
+/// jobs, operators and managers to any. Prints nothing when every job's
+/// host was given the line (it is written a moment later); otherwise one
+/// line per job whose host was not, and exits 1.
 #[derive(Parser, Debug)]
 #[command(name = "qmsg", version)]
 pub struct Args {
