@@ -159,7 +159,7 @@ const QMESH_AGENT: House = House {
         (
             "the host",
             &[
-                "procfs", "cgroup", "limits", "tmpdir", "lock", "tls", "facts",
+                "procfs", "cgroup", "limits", "tmpdir", "lock", "tls", "facts", "qmsg",
             ],
         ),
         ("the spool", &["spool", "gpus", "signals"]),

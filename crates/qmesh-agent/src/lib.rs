@@ -22,6 +22,7 @@
 //!      this agent's certificate as its spool keeps them; the connector
 //!      that keeps each connection's exporter for the proofs.
 //!    - [`facts`]: CPUs, memory, load and GPUs, with every heartbeat.
+//!    - [`qmsg`]: qmsg's line, written through a process's open files.
 //! 3. The spool.
 //!    - [`spool`]: the per-job directories, the agent's only memory.
 //!    - [`gpus`]: the host's GPUs, and which of them a job gets.
