@@ -112,10 +112,18 @@ impl Cluster {
             .map_err(|e| e.to_string())?;
         let client = format!("http://127.0.0.1:{}", m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
-        // `sh -c 'etcd ARGS & wait for stdin to close; kill etcd'`.
+        // `sh -c 'etcd ARGS & wait for a line or stdin to close; kill etcd'`.
+        // Its data (a few hundred MB of preallocated log) goes with it unless
+        // the line was "keep" (`kill_member`, to start it again): a cluster
+        // kept in a static for a whole test binary is never dropped, and
+        // its members die only when the binary's exit closes their input.
         let child = Command::new("sh")
             .arg("-c")
-            .arg("\"$0\" \"$@\" & pid=$!; cat >/dev/null; kill -9 $pid; wait $pid")
+            .arg(
+                "\"$0\" \"$@\" & pid=$!; read -r keep; kill -9 $pid; wait $pid; \
+                 [ \"$keep\" = keep ] || rm -rf \"$QMESH_ETCD_DATA\"",
+            )
+            .env("QMESH_ETCD_DATA", &data)
             .arg(&self.binary)
             .arg("--name")
             .arg(&m.name)
@@ -141,8 +149,10 @@ impl Cluster {
     /// Kills member `i` (SIGKILL) and waits for it to be gone.
     pub fn kill_member(&mut self, i: usize) {
         if let Some(mut child) = self.members[i].child.take() {
-            // Its shell kills it once its input closes.
-            drop(child.stdin.take());
+            // Its shell kills it, keeping its data for a restart.
+            if let Some(mut input) = child.stdin.take() {
+                let _ = std::io::Write::write_all(&mut input, b"keep\n");
+            }
             let _ = child.wait();
         }
     }
