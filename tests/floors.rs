@@ -79,8 +79,8 @@ const QMESH_CORE: House = House {
         (
             "commands on the state",
             &[
-                "qalter", "qmove", "qorder", "qrerun", "qdel", "signal", "reorder", "periods",
-                "joblog",
+                "qalter", "qmove", "qorder", "qrerun", "qdel", "signal", "suspend", "reorder",
+                "periods", "joblog",
             ],
         ),
         (

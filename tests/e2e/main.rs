@@ -36,6 +36,7 @@ mod restart;
 mod shutdown;
 mod site_resources;
 mod slow_reader;
+mod suspend;
 mod sp;
 mod tls;
 mod topology;

@@ -17,7 +17,10 @@
 //!   cannot hand its controllers to children, so qmesh takes its own
 //!   cgroup under the root, which may.
 //! - v1: `MOUNT/CONTROLLER/OWN/qmesh/AGENT/JOBID` for each controller,
-//!   where OWN is the agent's own cgroup there. v1 has no such rule, and
+//!   where OWN is the agent's own cgroup there. The freezer's is made only
+//!   when the job is suspended (`qsig -s suspend`), which moves the job's
+//!   processes into it: a job that is never suspended costs nothing there.
+//!   v2 freezes the job's own cgroup (`cgroup.freeze`). v1 has no such rule, and
 //!   so a job stays inside whatever limits the agent itself is under.
 //!
 //! AGENT is the agent's spool, as a name (`var-spool-qmesh`): job ids are
@@ -47,6 +50,7 @@ impl std::fmt::Display for Cgroups {
                 memory,
                 cpu,
                 cpuacct,
+                freezer,
             } => {
                 write!(f, "cgroup v1: memory under {}", memory.display())?;
                 if let Some(cpu) = cpu {
@@ -54,6 +58,9 @@ impl std::fmt::Display for Cgroups {
                 }
                 if let Some(acct) = cpuacct {
                     write!(f, ", cpuacct under {}", acct.display())?;
+                }
+                if let Some(freezer) = freezer {
+                    write!(f, ", freezer under {}", freezer.display())?;
                 }
                 Ok(())
             }
@@ -263,13 +270,15 @@ fn set_up_v1(mounts: &Mounts, own: &Own, agent: &str) -> Result<Cgroups, String>
     };
     let memory = base("memory").ok_or("no memory hierarchy is mounted")?;
     make_dir(&memory)?;
-    // cpu and cpuacct are a help, not a need: without them a job is held
-    // to its memory and killed whole, and its CPU time comes from rusage.
+    // cpu, cpuacct and freezer are a help, not a need: without them a job
+    // is held to its memory and killed whole, its CPU time comes from
+    // rusage, and a suspended job is stopped with SIGSTOP.
     let optional = |controller: &str| base(controller).filter(|dir| make_dir(dir).is_ok());
     Ok(Cgroups::V1 {
         memory,
         cpu: optional("cpu"),
         cpuacct: optional("cpuacct"),
+        freezer: optional("freezer"),
     })
 }
 
@@ -282,7 +291,8 @@ pub fn remove_agent_level(cgroups: &Cgroups) {
             memory,
             cpu,
             cpuacct,
-        } => [Some(memory), cpu.as_ref(), cpuacct.as_ref()]
+            freezer,
+        } => [Some(memory), cpu.as_ref(), cpuacct.as_ref(), freezer.as_ref()]
             .into_iter()
             .flatten()
             .collect(),
@@ -372,6 +382,7 @@ mod tests {
             memory,
             cpu,
             cpuacct,
+            ..
         } = set_up_v1(&scratch, &own, "spool-a").unwrap()
         else {
             panic!("v1 expected");

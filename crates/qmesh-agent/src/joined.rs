@@ -202,6 +202,33 @@ impl Joined {
     }
 }
 
+impl Joined {
+    /// `qsig -s suspend|resume` of a job held here: its cgroup here is
+    /// frozen or thawed (its pbsdsh tasks are also sent SIGSTOP or SIGCONT
+    /// by the caller, for hosts without a freezer). Other orders, and jobs
+    /// not held here, do nothing.
+    pub fn pause(&self, job: u64, order: crate::signals::Order) {
+        use crate::signals::Order;
+        if !matches!(order, Order::Suspend | Order::Resume) {
+            return;
+        }
+        let (Some(cgroups), Some(record)) = (&self.inner.cgroups, self.read(job)) else {
+            return;
+        };
+        let cgroup = JobCgroup::of(cgroups, &record.job_id);
+        tokio::task::spawn_blocking(move || {
+            let done = match order {
+                Order::Suspend => cgroup.freeze(std::time::Duration::from_secs(2)),
+                _ => cgroup.thaw(),
+            };
+            match done {
+                Ok(()) => info!(job, order = order.name(), "the job's cgroup here: done"),
+                Err(e) => warn!(job, order = order.name(), "the job's cgroup here: {e}"),
+            }
+        });
+    }
+}
+
 /// Runs a prologue or epilogue (see [`crate::hooks`]), with the host
 /// that launched the job in `QMESH_LAUNCHED_ON`.
 async fn run_hook(what: &str, program: &Path, record: &Record) -> std::result::Result<(), String> {

@@ -314,11 +314,11 @@ async fn handle(
         Some(daemon_message::Kind::Signal(order)) => {
             info_span!("job", job = order.job)
                 .in_scope(|| sup.signal(order.job, &order.signal, &order.reason));
-            // pbsdsh's tasks here are the job's too.
-            if let Ok(sig) =
-                <nix::sys::signal::Signal as std::str::FromStr>::from_str(&order.signal)
-            {
-                sup.tasks.signal_job(order.job, sig);
+            // pbsdsh's tasks here are the job's too; on the job's other
+            // hosts, so is its cgroup.
+            if let Some(what) = crate::signals::Order::parse(&order.signal) {
+                sup.tasks.signal_job(order.job, what.as_signal());
+                joined.pause(order.job, what);
             }
         }
         Some(daemon_message::Kind::Message(order)) => {

@@ -30,11 +30,13 @@ use crate::plan::{LaunchError, Plan};
 use qmesh_proto::v1::{FinishCause, JobFinished};
 
 use crate::record::{JOB_PID_FILE, KILL_REASON_FILE, Launch, NODE_FILE, finish};
+use crate::signals::Order;
 use crate::spool::JobDir;
 use crate::{exec, hooks, limits, plan, signals, tmpdir};
 
 mod contain;
 mod killed_line;
+mod pause;
 
 /// How long the final cleanup waits for the job's leftovers to die.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -240,6 +242,8 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobFinished {
         escalated: false,
         cgroup: contained.as_ref().map(|c| c.cgroup.clone()),
         cpu_limit: launch.limits().job_cpu_secs,
+        suspended: None,
+        suspended_for: Duration::ZERO,
     };
     let ended = watch.run(set, launch.order.walltime);
     cleanup(watch.job, set, watch.cgroup.as_ref());
@@ -261,6 +265,7 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobFinished {
         walltime: launch.order.walltime,
         mem: contained.as_ref().and_then(|c| c.allowance.mem),
         cput: launch.limits().job_cpu_secs,
+        suspended: watch.suspended_for.as_secs(),
     };
     if result.cause() == FinishCause::CpuTime {
         let why = format!(
@@ -482,6 +487,10 @@ struct Watch {
     cgroup: Option<JobCgroup>,
     /// -l cput, seconds: what all its processes may use together.
     cpu_limit: Option<u64>,
+    /// `qsig -s suspend`: the suspension under way.
+    suspended: Option<pause::Suspended>,
+    /// The suspensions that ended: not wall time.
+    suspended_for: Duration,
 }
 
 impl Watch {
@@ -555,16 +564,40 @@ impl Watch {
         }
     }
 
-    /// Sends the job's process group the signals the agent asked for.
-    fn forward(&self) {
+    /// Carries out what the agent asked: signals for the job's process
+    /// group, suspensions and resumptions.
+    fn forward(&mut self) {
         for taken in signals::take(&self.dir) {
             match taken {
-                Ok((sig, request)) => {
+                Ok((Order::Signal(sig), request)) => {
                     info!(?sig, reason = %request.reason, "signal sent to the job's process group");
                     signal_group(self.job, sig);
                 }
+                Ok((Order::Suspend, request)) => self.suspend(&request.reason),
+                Ok((Order::Resume, request)) => self.resume(&request.reason, true),
                 Err(e) => warn!("{e}"),
             }
+        }
+    }
+
+    fn suspend(&mut self, reason: &str) {
+        if let Some(cause) = self.kill {
+            info!(?cause, reason, "the job is being killed; not suspended");
+        } else if self.suspended.is_some() {
+            info!(reason, "the job is suspended already");
+        } else {
+            self.suspended = Some(pause::suspend(self.job, self.cgroup.as_ref(), reason));
+        }
+    }
+
+    /// Ends a suspension; `rearm`: the wall-time alarm goes on.
+    fn resume(&mut self, reason: &str, rearm: bool) {
+        match self.suspended.take() {
+            Some(s) => {
+                let cgroup = self.cgroup.as_ref();
+                self.suspended_for += pause::resume(self.job, cgroup, s, rearm, reason);
+            }
+            None => info!(reason, "the job is not suspended; nothing to resume"),
         }
     }
 
@@ -576,7 +609,10 @@ impl Watch {
             "killing the job: SIGTERM to its process group"
         );
         signal_group(self.job, Signal::SIGTERM);
-        // A stopped job acts on SIGTERM only once continued.
+        // A stopped or frozen job acts on SIGTERM only once continued.
+        if self.suspended.is_some() {
+            self.resume("to be killed", false);
+        }
         signal_group(self.job, Signal::SIGCONT);
         if self.grace == 0 {
             self.escalate();

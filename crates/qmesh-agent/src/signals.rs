@@ -34,6 +34,43 @@ use crate::spool::JobDir;
 /// Tells a shepherd to look in [`SIGNALS_DIR`].
 pub const DOORBELL: Signal = Signal::SIGURG;
 
+/// What a request asks of the job: a signal, or (`qsig -s suspend`,
+/// `resume`) to stop or continue the whole job with its wall-time limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    Signal(Signal),
+    Suspend,
+    Resume,
+}
+
+impl Order {
+    /// A signal's canonical name (`SIGUSR1`), `suspend` or `resume`.
+    pub fn parse(name: &str) -> Option<Order> {
+        match name {
+            "suspend" => Some(Order::Suspend),
+            "resume" => Some(Order::Resume),
+            _ => Signal::from_str(name).ok().map(Order::Signal),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Signal(sig) => sig.as_str(),
+            Order::Suspend => "suspend",
+            Order::Resume => "resume",
+        }
+    }
+
+    /// What the job's other processes (pbsdsh's tasks) are sent for it.
+    pub fn as_signal(self) -> Signal {
+        match self {
+            Order::Signal(sig) => sig,
+            Order::Suspend => Signal::SIGSTOP,
+            Order::Resume => Signal::SIGCONT,
+        }
+    }
+}
+
 /// Files posted within one nanosecond still sort in posting order.
 static POSTED: AtomicU64 = AtomicU64::new(0);
 
@@ -41,8 +78,8 @@ fn dir_of(job: &JobDir) -> PathBuf {
     job.file(SIGNALS_DIR)
 }
 
-/// Writes a request for `signal` into the job's directory.
-pub fn post(job: &JobDir, signal: Signal, reason: &str) -> Result<PathBuf> {
+/// Writes a request for `order` into the job's directory.
+pub fn post(job: &JobDir, order: Order, reason: &str) -> Result<PathBuf> {
     let dir = dir_of(job);
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -51,7 +88,7 @@ pub fn post(job: &JobDir, signal: Signal, reason: &str) -> Result<PathBuf> {
     let path = dir.join(format!("{:020}-{n:06}.json", since.as_nanos()));
     let request = SignalRequest {
         version: SIGNAL_VERSION,
-        signal: signal.as_str().to_string(),
+        signal: order.name().to_string(),
         reason: reason.to_string(),
         time: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
     };
@@ -86,8 +123,8 @@ pub fn pending(job: &JobDir) -> bool {
     !waiting(job).is_empty()
 }
 
-/// A request the shepherd took: the signal to send, or why it cannot be.
-pub type Taken = std::result::Result<(Signal, SignalRequest), String>;
+/// A request the shepherd took: what to do, or why it cannot be done.
+pub type Taken = std::result::Result<(Order, SignalRequest), String>;
 
 /// The shepherd's side: every waiting request, oldest first, each removed
 /// from the spool as it is taken.
@@ -100,9 +137,9 @@ pub fn take(job: &JobDir) -> Vec<Taken> {
                 serde_json::from_slice::<SignalRequest>(&bytes)
                     .map_err(|e| format!("cannot parse {}: {e}", path.display()))
             })
-            .and_then(|r| match Signal::from_str(&r.signal) {
-                Ok(sig) => Ok((sig, r)),
-                Err(_) => Err(format!(
+            .and_then(|r| match Order::parse(&r.signal) {
+                Some(order) => Ok((order, r)),
+                None => Err(format!(
                     "{} asks for \"{}\", which is not a signal on this host",
                     path.display(),
                     r.signal
@@ -124,7 +161,7 @@ pub fn take(job: &JobDir) -> Vec<Taken> {
 /// The agent's side: writes the request and rings the job's shepherd.
 /// Problems are logged; the daemon has already answered the request.
 pub fn deliver(job: &JobDir, shepherd: i32, name: &str, reason: &str) {
-    let Ok(signal) = Signal::from_str(name) else {
+    let Some(order) = Order::parse(name) else {
         warn!(
             signal = name,
             "the daemon asked for a signal this host does not know; not sent"
@@ -140,7 +177,7 @@ pub fn deliver(job: &JobDir, shepherd: i32, name: &str, reason: &str) {
         );
         return;
     }
-    if let Err(e) = post(job, signal, reason) {
+    if let Err(e) = post(job, order, reason) {
         warn!("{e}; the signal is not sent");
         return;
     }
@@ -194,17 +231,20 @@ mod tests {
         let (_tmp, dir) = job();
         assert!(!pending(&dir));
         assert!(take(&dir).is_empty());
-        for sig in [Signal::SIGSTOP, Signal::SIGCONT, Signal::SIGUSR1] {
-            post(&dir, sig, "qsig by alice").unwrap();
+        let orders = [
+            Order::Signal(Signal::SIGSTOP),
+            Order::Suspend,
+            Order::Resume,
+            Order::Signal(Signal::SIGUSR1),
+        ];
+        for order in orders {
+            post(&dir, order, "qsig by alice").unwrap();
         }
         // A half-written file of a writer that died is not a request.
         fs::write(dir_of(&dir).join(".x.json.1.tmp"), "{").unwrap();
         assert!(pending(&dir));
-        let taken: Vec<Signal> = take(&dir).into_iter().map(|t| t.unwrap().0).collect();
-        assert_eq!(
-            taken,
-            vec![Signal::SIGSTOP, Signal::SIGCONT, Signal::SIGUSR1]
-        );
+        let taken: Vec<Order> = take(&dir).into_iter().map(|t| t.unwrap().0).collect();
+        assert_eq!(taken, orders);
         assert!(!pending(&dir));
         assert!(take(&dir).is_empty());
     }
@@ -212,14 +252,14 @@ mod tests {
     #[test]
     fn a_request_that_cannot_be_understood_is_reported_and_dropped() {
         let (_tmp, dir) = job();
-        post(&dir, Signal::SIGUSR2, "").unwrap();
+        post(&dir, Order::Signal(Signal::SIGUSR2), "").unwrap();
         let bad = dir_of(&dir).join("00000000000000000000-000000.json");
         fs::write(&bad, r#"{"signal": "SIGNOPE"}"#).unwrap();
         let taken = take(&dir);
         assert_eq!(taken.len(), 2);
         let e = taken[0].as_ref().unwrap_err();
         assert!(e.contains("SIGNOPE") && e.contains("not a signal"), "{e}");
-        assert_eq!(taken[1].as_ref().unwrap().0, Signal::SIGUSR2);
+        assert_eq!(taken[1].as_ref().unwrap().0, Order::Signal(Signal::SIGUSR2));
         assert!(!pending(&dir));
     }
 }

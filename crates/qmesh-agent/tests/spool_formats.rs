@@ -138,6 +138,7 @@ fn added_18() -> Additions {
             memory: "/sys/fs/cgroup/memory/qmesh/a".into(),
             cpu: Some("/sys/fs/cgroup/cpu/qmesh/a".into()),
             cpuacct: None,
+            freezer: None,
         }),
         ..Additions::default()
     }
@@ -280,7 +281,11 @@ async fn write_a_fixture() {
     running.write_pid(record::JOB_PID_FILE, 4101).unwrap();
     let reason = running.file(record::KILL_REASON_FILE);
     record::write_atomic(&reason, b"qdel by alice", 0o644).unwrap();
-    qmesh_agent::signals::post(&running, Signal::SIGUSR1, "qsig by alice").unwrap();
+    qmesh_agent::signals::post(
+        &running,
+        qmesh_agent::signals::Order::Signal(Signal::SIGUSR1),
+        "qsig by alice",
+    ).unwrap();
     prepare(order_18(), added_18())
         .write_result(&end_18())
         .unwrap();

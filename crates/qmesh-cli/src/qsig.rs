@@ -2,11 +2,14 @@
 //! and the jobs and passes the signal to the agent of each job's first
 //! node, whose shepherd sends it to the job's whole process group.
 //! The signal name is checked here too, so a typo costs no round trip.
+//! `suspend` and `resume` (operators) stop and continue the whole job,
+//! its wall time paused with it (`qmesh_core::suspend`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use qmesh_core::signal::{DEFAULT_SIGNAL, parse_signal};
+use qmesh_core::suspend::Pause;
 use qmesh_proto::SignalRequest;
 
 use crate::action;
@@ -17,12 +20,16 @@ use crate::client::{self, CliError};
 /// The signal goes to every process of the job (its process group). Unlike
 /// qdel, nothing follows it: a job that traps the signal goes on. Only running
 /// jobs can be signalled; a user may signal their own jobs, operators and
-/// managers any job. Prints nothing when every job was signalled;
+/// managers any job. `-s suspend` stops every process of the job where it
+/// runs (its cgroup frozen, or SIGSTOP) and keeps its nodes; its wall time
+/// does not run until `-s resume`; both need operator rights, and qstat
+/// shows a suspended job as S. Prints nothing when every job was signalled;
 /// otherwise one line per job that was not, and exits 1.
 #[derive(Parser, Debug)]
 #[command(name = "qsig", version)]
 pub struct Args {
-    /// The signal: a name (SIGUSR1 or USR1) or a number (10).
+    /// The signal: a name (SIGUSR1 or USR1), a number (10), or suspend or
+    /// resume.
     #[arg(short = 's', value_name = "SIGNAL", default_value = DEFAULT_SIGNAL)]
     pub signal: String,
     /// Print the result for each job as JSON.
@@ -36,8 +43,12 @@ pub struct Args {
 pub fn main() -> ExitCode {
     client::restore_sigpipe();
     let args = Args::parse();
-    let signal = match parse_signal(&args.signal) {
-        Ok(name) => name,
+    let signal = match Pause::from_signal_word(&args.signal) {
+        Ok(Some(pause)) => pause.word(),
+        Ok(None) => match parse_signal(&args.signal) {
+            Ok(name) => name,
+            Err(e) => return client::fail("qsig", &CliError::msg(e.to_string())),
+        },
         Err(e) => return client::fail("qsig", &CliError::msg(e.to_string())),
     };
     let reply = client::block_on(async {

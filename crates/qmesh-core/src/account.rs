@@ -122,13 +122,14 @@ pub struct RunLimits {
 }
 
 /// The group a finished job charges and the node-hours: nodes × the
-/// wall-clock seconds from its start to its end, in whole seconds as
-/// qstat shows them (`stime`, the end; resources_used.walltime). A job that never ran
+/// wall-clock seconds from its start to its end less any time it spent
+/// suspended, in whole seconds as qstat shows them
+/// (resources_used.walltime). A job that never ran
 /// (its launch failed, or it was deleted before the launch left) charges
 /// nothing, nor does one without an account.
 pub fn charge_of(job: &Job) -> Option<(&str, f64)> {
     let account = job.account.as_deref()?;
-    let (start, end, exit) = (job.stime?, job.end_time?, job.exit.as_ref()?);
+    let (end, exit) = (job.end_time?, job.exit.as_ref()?);
     let never_ran = match exit.cause {
         ExitCause::LaunchFailed => true,
         ExitCause::Deleted => exit.code.is_none() && exit.signal.is_none(),
@@ -137,7 +138,7 @@ pub fn charge_of(job: &Job) -> Option<(&str, f64)> {
     if never_ran {
         return None;
     }
-    let seconds = (end.timestamp() - start.timestamp()).max(0) as f64;
+    let seconds = job.elapsed(end).unwrap_or(0) as f64;
     Some((group_of(account), f64::from(job.nodes) * seconds / 3600.0))
 }
 

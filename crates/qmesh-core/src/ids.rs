@@ -69,6 +69,9 @@ pub enum JobState {
     /// Being routed by a pipe queue.
     Transit,
     Running,
+    /// Stopped where it runs (`qsig -s suspend`), its nodes still its
+    /// own; its wall time does not run (PBS `S`).
+    Suspended,
     /// Kill sent; waiting for the agent to report the end.
     Exiting,
     /// An array whose sub-jobs have all started (or been deleted) and
@@ -85,15 +88,25 @@ impl JobState {
             JobState::Waiting => 'W',
             JobState::Transit => 'T',
             JobState::Running => 'R',
+            JobState::Suspended => 'S',
             JobState::Exiting => 'E',
             JobState::Begun => 'B',
             JobState::Finished => 'F',
         }
     }
 
-    /// Holds nodes: running, or killed and not yet reported ended.
+    /// Holds nodes: running, suspended, or killed and not yet reported
+    /// ended.
     pub fn is_active(self) -> bool {
-        matches!(self, JobState::Running | JobState::Exiting)
+        matches!(
+            self,
+            JobState::Running | JobState::Suspended | JobState::Exiting
+        )
+    }
+
+    /// Running or suspended: a run that has not been told to end.
+    pub fn is_running(self) -> bool {
+        matches!(self, JobState::Running | JobState::Suspended)
     }
 
     /// Not yet started: the scheduler may still pick it.
@@ -113,6 +126,7 @@ impl fmt::Display for JobState {
             JobState::Waiting => "waiting",
             JobState::Transit => "in transit",
             JobState::Running => "running",
+            JobState::Suspended => "suspended",
             JobState::Exiting => "exiting",
             JobState::Begun => "begun",
             JobState::Finished => "finished",

@@ -345,6 +345,9 @@ pub struct Job {
     pub stime: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Time>,
+    /// What of this run was spent suspended (`qsig -s suspend`).
+    #[serde(default, skip_serializing_if = "Suspension::is_none")]
+    pub suspension: Suspension,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exec_nodes: Vec<crate::node::NodeName>,
     /// How its node set's topology placed it: mesh blocks, a subtorus.
@@ -388,6 +391,42 @@ pub struct Job {
     /// failover) is answered with this job instead of making another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submission_id: Option<String>,
+}
+
+/// The time a run spent suspended: its wall time, its charge and its
+/// planned end leave it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    /// Seconds of suspensions that have ended.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub secs: u64,
+    /// When the suspension under way began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+}
+
+impl Suspension {
+    fn is_none(&self) -> bool {
+        *self == Suspension::default()
+    }
+
+    /// Seconds suspended up to `now`.
+    pub fn secs_at(&self, now: Time) -> u64 {
+        let current = self
+            .since
+            .map_or(0, |since| (now - since).num_seconds().max(0) as u64);
+        self.secs.saturating_add(current)
+    }
+
+    /// Ends the suspension under way at `now`, if any.
+    pub fn end(&mut self, now: Time) {
+        self.secs = self.secs_at(now);
+        self.since = None;
+    }
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A running job being ended at a period's end.
@@ -450,11 +489,13 @@ impl Job {
         self.layout.as_ref().is_some_and(|l| l.place.exclusive())
     }
 
-    /// Seconds since it started (for running jobs), or that it ran.
+    /// Seconds it has run since it started (for active jobs), or that it
+    /// ran: its wall time, without the time it was suspended.
     pub fn elapsed(&self, now: Time) -> Option<u64> {
         let start = self.stime?;
         let end = self.end_time.unwrap_or(now);
-        Some((end - start).num_seconds().max(0) as u64)
+        let span = (end - start).num_seconds().max(0) as u64;
+        Some(span.saturating_sub(self.suspension.secs_at(end)))
     }
 
     /// Its id as users see it: `17.server`, `12[].server` for an array,

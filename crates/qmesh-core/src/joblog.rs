@@ -7,6 +7,7 @@
 //! with PBS Pro's types and keys (read from its `accounting.c`): `Q`
 //! queued, `S` started, `E` ended, `D` deleted (`requestor=user@host`),
 //! `R` rerun (requeued after running), `A` aborted by the server (words),
+//! `z` suspended and `r` resumed (`requestor=`, the wall time so far),
 //! `a` altered, `M` moved to another server (qmesh has one server: never
 //! written). `E` and `R` carry the job's `session`, `end`, `Exit_status`,
 //! `resources_used.*` and `run_count`. Times in the keys are Unix seconds;
@@ -39,10 +40,14 @@ pub enum RecordType {
     Held,
     /// `RL`: holds were released (PBS Pro).
     Released,
+    /// `z`: suspended (PBS Pro).
+    Suspended,
+    /// `r`: resumed after a suspension (PBS Pro).
+    Resumed,
 }
 
 impl RecordType {
-    pub const ALL: [RecordType; 10] = [
+    pub const ALL: [RecordType; 12] = [
         RecordType::Queued,
         RecordType::Started,
         RecordType::Ended,
@@ -53,6 +58,8 @@ impl RecordType {
         RecordType::Moved,
         RecordType::Held,
         RecordType::Released,
+        RecordType::Suspended,
+        RecordType::Resumed,
     ];
 
     /// The record's type as PBS writes it (one letter, or `RL`).
@@ -68,6 +75,8 @@ impl RecordType {
             RecordType::Moved => "M",
             RecordType::Held => "H",
             RecordType::Released => "RL",
+            RecordType::Suspended => "z",
+            RecordType::Resumed => "r",
         }
     }
 
@@ -389,7 +398,9 @@ pub fn ended(job: &Job, server: &str, run: &EndedRun) -> String {
     keys.push(format!("end={}", run.end));
     keys.push(format!("Exit_status={}", run.exit_status));
     // resources_used.*, in PBS's (alphabetical) order.
-    let walltime = run.end.saturating_sub(run.start).max(0) as u64;
+    let end = chrono::DateTime::from_timestamp(run.end, 0).unwrap_or_default();
+    let walltime = (run.end.saturating_sub(run.start).max(0) as u64)
+        .saturating_sub(run.suspension.secs_at(end));
     if let Some(cput) = run.cput {
         keys.push(format!(
             "resources_used.cpupercent={}",
@@ -429,6 +440,8 @@ pub struct EndedRun {
     /// The largest virtual memory of all its processes (bytes), where it
     /// ran in a cgroup.
     pub vmem: Option<u64>,
+    /// Its time suspended, left out of its wall time.
+    pub suspension: crate::job::Suspension,
 }
 
 impl EndedRun {
@@ -441,6 +454,7 @@ impl EndedRun {
             exec_vnode: job.exec_vnode(),
             session: job.session_id.map_or(0, i64::from),
             ncpus: job.node_shares().iter().map(|s| s.cpus).sum(),
+            suspension: job.suspension,
             ..EndedRun::default()
         }
     }
@@ -473,6 +487,16 @@ pub fn expected_records(job: &Job, server: &str) -> Vec<(crate::time::Time, Reco
         }
     }
     out
+}
+
+/// `z` and `r`: who suspended or resumed the job, and the wall time it has
+/// run so far.
+pub fn pause_changed(user: &str, host: &str, job: &Job, now: crate::time::Time) -> String {
+    let walltime = job.elapsed(now).unwrap_or(0);
+    format!(
+        "requestor={user}@{host} resources_used.walltime={}",
+        format_hms(walltime)
+    )
 }
 
 /// `H` and `RL`: who held or released the job, and which holds (PBS Pro's
@@ -519,7 +543,7 @@ mod tests {
     #[test]
     fn each_record_type_has_pbs_s_letter_and_reads_back() {
         let letters: String = RecordType::ALL.iter().map(|t| t.code()).collect();
-        assert_eq!(letters, "QSEDRAaMHRL");
+        assert_eq!(letters, "QSEDRAaMHRLzr");
         for kind in RecordType::ALL {
             let line = accounting_line(at(), kind, "17.srv", "user=alice\nqueue=batch");
             assert!(

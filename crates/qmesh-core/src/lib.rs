@@ -47,6 +47,7 @@ pub mod signal;
 pub mod site_resources;
 pub mod state;
 pub mod submit;
+pub mod suspend;
 pub mod time;
 
 /// The allocators, a crate of their own; reached as `qmesh_core::alloc` too.

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::access::{Caller, Role};
 use crate::error::CoreError;
 use crate::job::options;
-use crate::job::{Job, JobId, JobState};
+use crate::job::{Job, JobId};
 use crate::node::NodeNeeds;
 use crate::resources::ResourceRequest;
 use crate::route::Ask;
@@ -82,7 +82,7 @@ impl State {
         let full = self.full_id(id);
         let job = self.checked(id, caller, "alter")?;
         let pending = job.state.is_pending();
-        if !pending && job.state != JobState::Running {
+        if !pending && !job.state.is_running() {
             return Err(self.wrong_state(job, "alter"));
         }
         let bad = |message: String| CoreError::BadOption { message };

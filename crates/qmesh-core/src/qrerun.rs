@@ -11,7 +11,7 @@
 use crate::access::{Caller, Role};
 use crate::command_error::CommandError;
 use crate::error::CoreError;
-use crate::job::{Job, JobId, JobState};
+use crate::job::{Job, JobId};
 use crate::state::State;
 use crate::time::Time;
 
@@ -39,7 +39,7 @@ impl State {
         if !job.rerunnable && !force {
             return Err(CommandError::NotRerunnable { id: full });
         }
-        if job.state != JobState::Running {
+        if !job.state.is_running() {
             return Err(CoreError::WrongState {
                 id: full,
                 action: "rerun".into(),
@@ -55,7 +55,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{ExitCause, JobExit};
+    use crate::job::{ExitCause, JobExit, JobState};
     use crate::state::Finished;
     use crate::state::tests::{caller, state, submit, t};
 

@@ -452,7 +452,8 @@ impl State {
                 JobState::Held => counts.held += 1,
                 JobState::Waiting => counts.waiting += 1,
                 JobState::Transit => counts.transit += 1,
-                JobState::Running => counts.running += 1,
+                // PBS counts a suspended job as running in state_count.
+                JobState::Running | JobState::Suspended => counts.running += 1,
                 JobState::Exiting => counts.exiting += 1,
                 JobState::Begun | JobState::Finished => {}
             }
@@ -662,6 +663,7 @@ impl State {
             .get_mut(&id)
             .ok_or_else(|| CoreError::NoSuchJob { id: id.to_string() })?;
         job.mtime = end;
+        job.suspension.end(end);
         if let Some(stop) = job.period_stop.take() {
             if stop.requeue {
                 // The run so far is used: charged, as ANL charged wall-clock.
@@ -687,7 +689,7 @@ impl State {
             self.book.accounting.charge(job, half_life);
             return Ok((Finished::Finished, job));
         }
-        if exit.cause == ExitCause::Lost && job.rerunnable && job.state == JobState::Running {
+        if exit.cause == ExitCause::Lost && job.rerunnable && job.state.is_running() {
             let comment = format!("requeued: {}", exit.describe(job.walltime));
             requeue(
                 job,
@@ -793,7 +795,7 @@ impl State {
         now: Time,
     ) -> Result<(String, &Job), CoreError> {
         let job = self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))?;
-        if job.state != JobState::Running {
+        if !job.state.is_running() {
             return Err(self.wrong_state(job, "end at its period's end"));
         }
         let host = self.job_host(job).unwrap_or_default().to_string();
@@ -839,7 +841,7 @@ impl State {
             .book
             .jobs
             .get_mut(&id)
-            .filter(|j| j.state == JobState::Running)
+            .filter(|j| j.state.is_running())
         {
             job.used_so_far = Some(used);
         }
@@ -1164,6 +1166,13 @@ impl State {
         CoreError::NoSuchJob {
             id: self.full_id(id),
         }
+    }
+
+    /// A job to change in place, for changes no index depends on
+    /// (between running and suspended: both are active, on the same
+    /// nodes; `suspend.rs`).
+    pub(crate) fn job_in_place(&mut self, id: JobId) -> Option<&mut Job> {
+        self.book.jobs.get_mut(&id)
     }
 
     pub(crate) fn wrong_state(&self, job: &Job, action: &str) -> CoreError {

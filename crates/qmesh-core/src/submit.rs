@@ -312,6 +312,7 @@ impl Submission {
             mtime: now,
             stime: None,
             end_time: None,
+            suspension: Default::default(),
             exec_nodes: Vec::new(),
             placement: Vec::new(),
             exit: None,

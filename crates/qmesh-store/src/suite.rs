@@ -57,6 +57,7 @@ pub fn sample_job(id: u64) -> Job {
         mtime: t,
         stime: None,
         end_time: None,
+        suspension: Default::default(),
         exec_nodes: vec![],
         placement: vec![],
         exit: None,

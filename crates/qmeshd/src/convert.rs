@@ -88,6 +88,7 @@ pub fn job_state(state: JobState) -> v1::JobState {
         JobState::Waiting => v1::JobState::Waiting,
         JobState::Transit => v1::JobState::Transit,
         JobState::Running => v1::JobState::Running,
+        JobState::Suspended => v1::JobState::Suspended,
         JobState::Exiting => v1::JobState::Exiting,
         JobState::Begun => v1::JobState::Begun,
         JobState::Finished => v1::JobState::Finished,
@@ -128,6 +129,7 @@ pub fn job_brief(job: &Job, server: &str, reason: Option<&str>, now: Time) -> v1
         end_time: unix(job.end_time),
         server_time: now.timestamp(),
         resources_used: job.resources_used(now).into_iter().collect(),
+        suspended_secs: job.suspension.secs_at(now),
         array: array.is_some(),
         array_index: job.id.array_index(),
         array_id: job.id.array_full(server).unwrap_or_default(),
@@ -197,6 +199,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         start_dir: opts.start_dir.clone().unwrap_or_default(),
         join_path: job.join_path().to_string(),
         resources_used: job.resources_used(now).into_iter().collect(),
+        suspended_secs: job.suspension.secs_at(now),
         session_id: job
             .session_id
             .filter(|_| job.state.is_active())

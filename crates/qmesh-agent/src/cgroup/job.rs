@@ -55,6 +55,8 @@ pub struct JobCgroup {
     memory: PathBuf,
     cpu: Option<PathBuf>,
     cpuacct: Option<PathBuf>,
+    /// v1: where it is frozen when suspended (made then).
+    freezer: Option<PathBuf>,
 }
 
 /// A cgroup directory's name for a job: its id, made safe for a path.
@@ -79,16 +81,19 @@ impl JobCgroup {
                 memory: base.join(&name),
                 cpu: cpu.then(|| base.join(&name)),
                 cpuacct: Some(base.join(&name)),
+                freezer: None,
             },
             Cgroups::V1 {
                 memory,
                 cpu,
                 cpuacct,
+                freezer,
             } => JobCgroup {
                 v2: false,
                 memory: memory.join(&name),
                 cpu: cpu.as_ref().map(|d| d.join(&name)),
                 cpuacct: cpuacct.as_ref().map(|d| d.join(&name)),
+                freezer: freezer.as_ref().map(|d| d.join(&name)),
             },
         }
     }
@@ -168,16 +173,82 @@ impl JobCgroup {
 
     /// The pids in it.
     pub fn pids(&self) -> Vec<i32> {
-        fs::read_to_string(self.memory.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
+        pids_of(&self.memory)
+    }
+
+    /// Freezes every process of the job (`qsig -s suspend`): v2's
+    /// `cgroup.freeze`; in v1 the job's processes move into its freezer
+    /// cgroup, frozen before they enter. Waits up to `within` for the
+    /// kernel to say all are frozen. An error: the job cannot be frozen
+    /// here (no freezer, an old kernel) and the caller stops it otherwise.
+    pub fn freeze(&self, within: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + within;
+        if self.v2 {
+            write(&self.memory, "cgroup.freeze", "1")?;
+            while keyed(&self.memory, "cgroup.events", "frozen") != Some(1) {
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("{} is not frozen within {within:?}", self.memory.display()),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            return Ok(());
+        }
+        let dir = self.freezer.as_ref().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::Unsupported, "no freezer hierarchy")
+        })?;
+        match fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(at(dir, e)),
+        }
+        write(dir, "freezer.state", "FROZEN")?;
+        // A process that forks while the others move: its child is in the
+        // job's memory cgroup and is moved in the next round.
+        loop {
+            let inside = pids_of(dir);
+            let outside: Vec<i32> = self
+                .pids()
+                .into_iter()
+                .filter(|p| !inside.contains(p))
+                .collect();
+            let state = fs::read_to_string(dir.join("freezer.state")).unwrap_or_default();
+            if outside.is_empty() && state.trim() == "FROZEN" {
+                return Ok(());
+            }
+            for pid in outside {
+                // It may have ended meanwhile.
+                let _ = write(dir, "cgroup.procs", &pid.to_string());
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{} is not frozen within {within:?}", dir.display()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Lets the job's processes run again. The v1 freezer cgroup stays
+    /// until the job ends (a later suspension takes it again).
+    pub fn thaw(&self) -> io::Result<()> {
+        if self.v2 {
+            return write(&self.memory, "cgroup.freeze", "0");
+        }
+        match &self.freezer {
+            Some(dir) if dir.is_dir() => write(dir, "freezer.state", "THAWED"),
+            _ => Ok(()),
+        }
     }
 
     /// Sends SIGKILL to every process in it (v2: at once, through
     /// `cgroup.kill` where the kernel has it). Returns how many were there.
+    /// A frozen job is thawed first: frozen processes do not die.
     pub fn kill_all(&self) -> usize {
+        let _ = self.thaw();
         let pids = self.pids();
         if self.v2 && fs::write(self.memory.join("cgroup.kill"), "1").is_ok() {
             return pids.len();
@@ -235,7 +306,8 @@ impl JobCgroup {
     /// for its processes to go (a cgroup with processes cannot be removed).
     pub fn remove(&self, within: Duration) -> io::Result<()> {
         let deadline = Instant::now() + within;
-        for dir in self.dirs().into_iter().rev() {
+        let frozen = self.freezer.as_deref().filter(|d| d.is_dir());
+        for dir in frozen.into_iter().chain(self.dirs().into_iter().rev()) {
             loop {
                 match fs::remove_dir(dir) {
                     Ok(()) => break,
@@ -268,6 +340,14 @@ pub fn join(fds: &[RawFd]) -> Result<(), nix::errno::Errno> {
 /// The raw descriptors of `files`, for [`join`].
 pub fn raw(files: &[OwnedFd]) -> Vec<RawFd> {
     files.iter().map(AsRawFd::as_raw_fd).collect()
+}
+
+fn pids_of(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 fn at(path: &Path, e: io::Error) -> io::Error {
@@ -329,9 +409,11 @@ mod tests {
                 memory: "/m/qmesh".into(),
                 cpu: Some("/c/qmesh".into()),
                 cpuacct: Some("/c/qmesh".into()),
+                freezer: Some("/f/qmesh".into()),
             },
             "4.s",
         );
+        // The freezer's is not among them: it is made at a suspension.
         assert_eq!(
             cg.dirs(),
             [Path::new("/m/qmesh/4.s"), Path::new("/c/qmesh/4.s")]
@@ -365,6 +447,7 @@ mod tests {
                 memory: tmp.path().into(),
                 cpu: None,
                 cpuacct: Some(tmp.path().into()),
+                freezer: None,
             },
             "7.s",
         );

@@ -74,6 +74,9 @@ pub enum Cgroups {
         cpu: Option<PathBuf>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cpuacct: Option<PathBuf>,
+        /// Where a suspended job is frozen (made when it is suspended).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        freezer: Option<PathBuf>,
     },
 }
 

@@ -24,6 +24,8 @@ pub struct Limits {
     pub mem: Option<u64>,
     /// CPU seconds (-l cput).
     pub cput: Option<u64>,
+    /// Seconds it was suspended: not wall time.
+    pub suspended: u64,
 }
 
 /// The line for `result`, if the job was killed for a limit: its wall
@@ -32,7 +34,8 @@ pub fn line(result: &JobFinished, limits: &Limits) -> Option<String> {
     match result.cause() {
         FinishCause::Walltime => Some(format!(
             "=>> PBS: job killed: walltime {} exceeded limit {}",
-            result.end_time.saturating_sub(result.start_time).max(0),
+            (result.end_time.saturating_sub(result.start_time).max(0) as u64)
+                .saturating_sub(limits.suspended),
             limits.walltime
         )),
         FinishCause::CpuTime => Some(format!(
@@ -107,10 +110,20 @@ mod tests {
             walltime: 120,
             mem: Some(512 << 20),
             cput: Some(60),
+            suspended: 0,
         };
         assert_eq!(
             line(&ended(FinishCause::Walltime), &limits).unwrap(),
             "=>> PBS: job killed: walltime 152 exceeded limit 120"
+        );
+        let paused = Limits {
+            suspended: 30,
+            ..limits
+        };
+        assert_eq!(
+            line(&ended(FinishCause::Walltime), &paused).unwrap(),
+            "=>> PBS: job killed: walltime 122 exceeded limit 120",
+            "time suspended is not wall time"
         );
         assert_eq!(
             line(&ended(FinishCause::Memory), &limits).unwrap(),

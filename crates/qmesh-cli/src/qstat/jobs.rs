@@ -26,6 +26,7 @@ pub fn state_letter(job: &JobInfo) -> String {
         JobState::Waiting => "W",
         JobState::Transit => "T",
         JobState::Running => "R",
+        JobState::Suspended => "S",
         JobState::Exiting => "E",
         JobState::Begun => "B",
         JobState::Finished => "F",
@@ -47,13 +48,22 @@ pub fn now_for(job: &JobInfo, fallback: i64) -> i64 {
     }
 }
 
-/// Seconds since the job started (until it ended), if it has started.
+/// Seconds the job has run since it started (until it ended), less the
+/// time it was suspended, if it has started.
 pub fn elapsed(job: &JobInfo, now: i64) -> Option<u64> {
     if job.stime <= 0 {
         return None;
     }
     let end = if job.end_time > 0 { job.end_time } else { now };
-    Some(end.saturating_sub(job.stime).max(0) as u64)
+    let span = end.saturating_sub(job.stime).max(0) as u64;
+    // Suspended time is not wall time; the server counted it up to its
+    // answer, and a suspension under way goes on until `now`.
+    let since_answer = if job.state() == JobState::Suspended && job.server_time > 0 {
+        now.saturating_sub(job.server_time).max(0) as u64
+    } else {
+        0
+    };
+    Some(span.saturating_sub(job.suspended_secs.saturating_add(since_answer)))
 }
 
 /// A Unix time in PBS's form (`Sun Nov 22 10:00:00 2026`) in zone `tz`.

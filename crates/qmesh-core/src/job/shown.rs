@@ -117,7 +117,7 @@ impl Job {
         let cpus: u32 = self.node_shares().iter().map(|s| s.cpus).sum();
         used.insert("ncpus".into(), cpus.to_string());
         let measured = match self.state {
-            JobState::Running => self.used_so_far,
+            JobState::Running | JobState::Suspended => self.used_so_far,
             JobState::Finished => self.exit.as_ref().map(|e| crate::job::UsedSoFar {
                 cput: e.cput,
                 mem: e.max_rss,

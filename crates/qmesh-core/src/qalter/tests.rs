@@ -1,4 +1,5 @@
 use super::*;
+use crate::JobState;
 use crate::state::tests::{caller, state, submit, t};
 use crate::submit::Submission;
 

@@ -11,7 +11,7 @@
 pub(crate) mod choose;
 pub mod closedown;
 mod order;
-mod plan;
+pub(crate) mod plan;
 pub mod profile;
 
 pub use crate::reason::Reason;

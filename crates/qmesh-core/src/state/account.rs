@@ -43,11 +43,11 @@ impl Accounting {
     }
 
     /// Charges the run of a job that goes back to the queue (requeued at
-    /// its period's end): its nodes × the wall-clock time it ran, as if it
-    /// had ended then.
+    /// its period's end): its nodes × the wall-clock time it ran (less
+    /// any time suspended), as if it had ended then.
     pub(crate) fn charge_run(&mut self, job: &Job, end: Time, half_life: u64) {
-        if let (Some(account), Some(start)) = (job.account.as_deref(), job.stime) {
-            let seconds = (end.timestamp() - start.timestamp()).max(0) as f64;
+        if let (Some(account), Some(seconds)) = (job.account.as_deref(), job.elapsed(end)) {
+            let seconds = seconds as f64;
             let node_hours = f64::from(job.nodes) * seconds / 3600.0;
             self.usage
                 .charge(group_of(account), node_hours, end, half_life);

@@ -122,6 +122,7 @@ pub(super) fn requeue(
     job.state = job.pending_state();
     job.comment = comment;
     job.stime = None;
+    job.suspension = Default::default();
     job.exec_nodes.clear();
     job.placement.clear();
     add_pending(pending, job);

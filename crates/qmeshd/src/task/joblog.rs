@@ -259,6 +259,23 @@ impl JobLogs {
         );
     }
 
+    /// `z` (suspended) or `r` (resumed), with the event line `text`.
+    pub(super) fn pause_changed(
+        &mut self,
+        state: &State,
+        (id, kind): (JobId, RecordType),
+        requestor: &str,
+        text: String,
+        now: Time,
+    ) {
+        let full = state.full_id(id);
+        self.log.event(now, EventClass::Job, &full, text);
+        if let Some(job) = state.job(id) {
+            let keys = joblog::pause_changed(requestor, state.server_name(), job, now);
+            self.record(now, kind, &full, keys);
+        }
+    }
+
     /// `a` (what changed), and "Job Modified at request of ...".
     pub(super) fn altered(
         &mut self,

@@ -43,6 +43,7 @@ mod jobs;
 mod links;
 mod pacing;
 mod pass;
+mod pause;
 mod period_end;
 mod plan;
 mod publish;
@@ -287,9 +288,7 @@ impl SchedulerTask {
                 signal,
                 ids,
                 reply,
-            } => {
-                let _ = reply.send(self.signal(&peer, &signal, ids, now));
-            }
+            } => self.signal(&peer, &signal, ids, reply, now),
             Event::Message {
                 peer,
                 text,

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use qmesh_core::periods::{self, QueueWindow};
-use qmesh_core::{JobId, JobState, Time};
+use qmesh_core::{JobId, Time};
 use tracing::{info, warn};
 
 use super::SchedulerTask;
@@ -50,7 +50,7 @@ impl SchedulerTask {
         let mut windows: HashMap<&str, QueueWindow> = HashMap::new();
         let mut due = Vec::new();
         for job in self.state.active_jobs() {
-            if job.state != JobState::Running {
+            if !job.state.is_running() {
                 continue;
             }
             let Some(queue) = config

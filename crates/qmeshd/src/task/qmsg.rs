@@ -4,7 +4,7 @@
 //! same rights as qsig (the owner, operators, managers) and nothing is
 //! stored. A job whose agent is away is told to the caller, not kept.
 
-use qmesh_core::{CoreError, JobState};
+use qmesh_core::CoreError;
 use qmesh_proto::v1;
 use tracing::info;
 
@@ -68,7 +68,7 @@ impl SchedulerTask {
                                 owner: job.owner.user.clone(),
                             });
                         }
-                        if job.state != JobState::Running {
+                        if !job.state.is_running() {
                             return Err(MessageError::NotRunning {
                                 id: full,
                                 state: job.state.letter(),

@@ -9,6 +9,7 @@
 //! signal being kept for later, when it might arrive after its moment.
 
 use qmesh_core::signal::{parse_signal, signal_target};
+use qmesh_core::suspend::Pause;
 use qmesh_core::{CoreError, JobId, Time};
 use qmesh_proto::v1;
 use tracing::info;
@@ -17,6 +18,7 @@ use super::SchedulerTask;
 use crate::answer::JobOutcome;
 use crate::dispatch::{Launch, Now};
 use crate::error::TaskError;
+use crate::event::Reply;
 use crate::identity::Peer;
 
 /// Why a signal was not sent.
@@ -36,7 +38,28 @@ pub enum SignalError {
 
 impl SchedulerTask {
     /// qsig: each job on its own. A bad signal name refuses the request.
+    /// `suspend` and `resume` change the jobs' state (`pause.rs`): the
+    /// answer waits for the store.
     pub(super) fn signal(
+        &mut self,
+        peer: &Peer,
+        signal: &str,
+        ids: Vec<String>,
+        reply: Reply<Vec<JobOutcome>>,
+        now: Now,
+    ) {
+        match Pause::from_signal_word(signal) {
+            Ok(Some(pause)) => self.pause(peer, pause, ids, reply, now),
+            Ok(None) => {
+                let _ = reply.send(self.send_signal(peer, signal, ids, now));
+            }
+            Err(e) => {
+                let _ = reply.send(Err(TaskError::from(e)));
+            }
+        }
+    }
+
+    fn send_signal(
         &mut self,
         peer: &Peer,
         signal: &str,

@@ -239,12 +239,21 @@ fn a_id(id: JobId) -> JobId {
     id.array_parent().unwrap_or(id)
 }
 
-/// When an active job's nodes come free: at the end of its wall time (an
-/// exiting job within the kill delay), and never before the next second.
-fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
+/// When an active job's nodes come free: at the end of its wall time,
+/// which does not run while it is suspended (a suspended job is planned
+/// as if resumed now; an exiting job ends within the kill delay), and
+/// never before the next second.
+pub(crate) fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
+    let suspended = || {
+        let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
+        job.suspension.secs_at(at) as Secs
+    };
     let end = match (job.state, job.stime) {
         (JobState::Exiting, _) => now.saturating_add(kill_delay as Secs),
-        (_, Some(stime)) => stime.timestamp().saturating_add(job.walltime as Secs),
+        (_, Some(stime)) => stime
+            .timestamp()
+            .saturating_add(job.walltime as Secs)
+            .saturating_add(suspended()),
         (_, None) => now.saturating_add(job.walltime as Secs),
     };
     end.max(now + 1)
