@@ -51,7 +51,10 @@ fn a_suspended_job_stops_keeps_its_nodes_and_its_wall_time_waits_for_it() {
     assert_eq!(job["job_state"], "S", "{job}");
     assert!(!job["exec_host"].as_str().unwrap_or("").is_empty(), "{job}");
     let held = await_stopped(&d);
-    assert!(held < 20, "the job was stopped before it ended ({held} ticks)");
+    assert!(
+        held < 20,
+        "the job was stopped before it ended ({held} ticks)"
+    );
     // Suspended past its wall-time limit: a paused alarm does not fire.
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(ticks(&d), held, "nothing of the job ran while suspended");
@@ -68,7 +71,10 @@ fn a_suspended_job_stops_keeps_its_nodes_and_its_wall_time_waits_for_it() {
     assert_eq!(info.exit_status, Some(0), "ended normally: {info:?}");
     assert_eq!(ticks(&d), 20, "it went on where it stopped");
     let job = d.job_json(&id);
-    let used = job["resources_used"]["walltime"].as_str().unwrap_or("").to_string();
+    let used = job["resources_used"]["walltime"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     let secs: u64 = used
         .split(':')
         .fold(0, |acc, part| acc * 60 + part.parse::<u64>().unwrap_or(0));
@@ -109,7 +115,11 @@ fn a_suspended_job_can_be_deleted_and_users_may_not_suspend() {
     }
     let out = d.run("qsig", &["-s", "admin-suspend", &id]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("use qsig -s suspend"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("use qsig -s suspend"),
+        "{}",
+        stderr(&out)
+    );
     d.ok("qsig", &["-s", "suspend", &id]);
     assert_eq!(d.job_json(&id)["job_state"], "S");
     await_stopped(&d);

@@ -292,10 +292,15 @@ pub fn remove_agent_level(cgroups: &Cgroups) {
             cpu,
             cpuacct,
             freezer,
-        } => [Some(memory), cpu.as_ref(), cpuacct.as_ref(), freezer.as_ref()]
-            .into_iter()
-            .flatten()
-            .collect(),
+        } => [
+            Some(memory),
+            cpu.as_ref(),
+            cpuacct.as_ref(),
+            freezer.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     };
     for base in bases {
         let _ = fs::remove_dir(base);

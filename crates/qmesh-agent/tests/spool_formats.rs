@@ -285,7 +285,8 @@ async fn write_a_fixture() {
         &running,
         qmesh_agent::signals::Order::Signal(Signal::SIGUSR1),
         "qsig by alice",
-    ).unwrap();
+    )
+    .unwrap();
     prepare(order_18(), added_18())
         .write_result(&end_18())
         .unwrap();

@@ -138,7 +138,7 @@ pub fn charge_of(job: &Job) -> Option<(&str, f64)> {
     if never_ran {
         return None;
     }
-    let seconds = job.elapsed(end).unwrap_or(0) as f64;
+    let seconds = job.charged_seconds(end) as f64;
     Some((group_of(account), f64::from(job.nodes) * seconds / 3600.0))
 }
 

@@ -498,6 +498,17 @@ impl Job {
         Some(span.saturating_sub(self.suspension.secs_at(end)))
     }
 
+    /// The whole seconds of wall clock from its start's second to `end`'s
+    /// (as qstat shows `stime` and the end), less the time it was
+    /// suspended: what its account is charged for.
+    pub fn charged_seconds(&self, end: Time) -> u64 {
+        let Some(start) = self.stime else {
+            return 0;
+        };
+        let span = (end.timestamp() - start.timestamp()).max(0) as u64;
+        span.saturating_sub(self.suspension.secs_at(end))
+    }
+
     /// Its id as users see it: `17.server`, `12[].server` for an array,
     /// `12[3].server` for a sub-job.
     pub fn full_id(&self, server: &str) -> String {

@@ -837,12 +837,7 @@ impl State {
 
     /// What a running job has used so far, as its agent measured it.
     pub fn set_used_so_far(&mut self, id: JobId, used: crate::job::UsedSoFar) {
-        if let Some(job) = self
-            .book
-            .jobs
-            .get_mut(&id)
-            .filter(|j| j.state.is_running())
-        {
+        if let Some(job) = self.book.jobs.get_mut(&id).filter(|j| j.state.is_running()) {
             job.used_so_far = Some(used);
         }
     }

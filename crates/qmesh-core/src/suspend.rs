@@ -141,7 +141,11 @@ mod tests {
         assert_eq!(job.state.letter(), 'S');
         assert!(job.state.is_active(), "it holds its nodes");
         s.check_invariants().unwrap();
-        assert_eq!(s.job(id).unwrap().elapsed(t(100)), Some(30), "stopped at 30 s");
+        assert_eq!(
+            s.job(id).unwrap().elapsed(t(100)),
+            Some(30),
+            "stopped at 30 s"
+        );
         let (_, job) = s.pause(id, &op, Pause::Resume, t(100)).unwrap();
         assert_eq!(job.state, JobState::Running);
         assert_eq!(job.suspension.secs, 60);

@@ -196,9 +196,10 @@ impl JobCgroup {
             }
             return Ok(());
         }
-        let dir = self.freezer.as_ref().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::Unsupported, "no freezer hierarchy")
-        })?;
+        let dir = self
+            .freezer
+            .as_ref()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no freezer hierarchy"))?;
         match fs::create_dir(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

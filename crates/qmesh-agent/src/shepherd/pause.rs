@@ -55,7 +55,10 @@ pub fn suspend(pgrp: Pid, cgroup: Option<&JobCgroup>, reason: &str) -> Suspended
         signal_group(pgrp, Signal::SIGSTOP);
         How::Stopped
     };
-    info!(?how, wall_left, reason, "job suspended; its wall time is paused");
+    info!(
+        ?how,
+        wall_left, reason, "job suspended; its wall time is paused"
+    );
     Suspended {
         how,
         wall_left,

@@ -183,6 +183,21 @@ fn a_finished_job_charges_nodes_times_wall_clock() {
 }
 
 #[test]
+fn the_time_a_job_was_suspended_is_not_charged() {
+    use crate::suspend::Pause;
+    let mut st = with_accounts(8, &[account("c1", Some(100), 1, &[])]);
+    let id = submit(&mut st, 1, Some("c1"), 4, 7200).unwrap();
+    st.start(id, &[0, 1, 2, 3], t(0)).unwrap();
+    let op = crate::state::tests::caller(5, crate::Role::Operator);
+    st.pause(id, &op, Pause::Suspend, t(600)).unwrap();
+    st.pause(id, &op, Pause::Resume, t(2400)).unwrap();
+    st.finish(id, exited(), t(2700)).unwrap();
+    // 2,700 s of wall clock, 1,800 of them suspended: 4 nodes × 900 s.
+    assert_eq!(st.accounting().usage().used("c1"), 1.0);
+    assert_eq!(charge_of(st.job(id).unwrap()), Some(("c1", 1.0)));
+}
+
+#[test]
 fn a_requeued_or_never_launched_job_charges_nothing() {
     let mut st = with_accounts(2, &[account("c1", None, 1, &[])]);
     let id = submit(&mut st, 1, Some("c1"), 1, 600).unwrap();

@@ -46,8 +46,8 @@ impl Accounting {
     /// its period's end): its nodes × the wall-clock time it ran (less
     /// any time suspended), as if it had ended then.
     pub(crate) fn charge_run(&mut self, job: &Job, end: Time, half_life: u64) {
-        if let (Some(account), Some(seconds)) = (job.account.as_deref(), job.elapsed(end)) {
-            let seconds = seconds as f64;
+        if let (Some(account), Some(_)) = (job.account.as_deref(), job.stime) {
+            let seconds = job.charged_seconds(end) as f64;
             let node_hours = f64::from(job.nodes) * seconds / 3600.0;
             self.usage
                 .charge(group_of(account), node_hours, end, half_life);

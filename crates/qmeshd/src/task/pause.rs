@@ -95,9 +95,7 @@ impl SchedulerTask {
                 return Err(SignalError::AgentAway { id: full, host });
             }
         }
-        let (host, job) = self
-            .state
-            .pause(id, caller, pause, now.wall)?;
+        let (host, job) = self.state.pause(id, caller, pause, now.wall)?;
         self.durability.persist(job);
         let others: Vec<String> = match self.state.job(id) {
             Some(job) => self.state.job_hosts(job).into_iter().skip(1).collect(),
@@ -120,13 +118,8 @@ impl SchedulerTask {
         };
         let server = self.state.server_name().to_string();
         let text = format!("Job {verb} at request of {}@{server}", caller.user);
-        self.logs.pause_changed(
-            &self.state,
-            (id, kind),
-            &caller.user,
-            text,
-            now.wall,
-        );
+        self.logs
+            .pause_changed(&self.state, (id, kind), &caller.user, text, now.wall);
         Ok(())
     }
 }
