@@ -105,20 +105,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{ExitCause, JobExit};
-    use crate::state::tests::{caller, state, submit, t};
-
-    fn ended() -> JobExit {
-        JobExit {
-            code: Some(0),
-            signal: None,
-            cause: ExitCause::Exited,
-            message: String::new(),
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        }
-    }
+    use crate::state::tests::{caller, exited, state, submit, t};
 
     #[test]
     fn qsig_words_are_suspend_and_resume_and_admin_ones_say_what_to_write() {
@@ -153,7 +140,7 @@ mod tests {
         // A second suspension adds to the first.
         s.pause(id, &op, Pause::Suspend, t(120)).unwrap();
         s.pause(id, &op, Pause::Resume, t(125)).unwrap();
-        let (_, job) = s.finish(id, ended(), t(130)).unwrap();
+        let (_, job) = s.finish(id, exited(0), t(130)).unwrap();
         assert_eq!(job.elapsed(t(999)), Some(55), "120 s less 65 s suspended");
     }
 
@@ -164,9 +151,9 @@ mod tests {
         s.start(id, &[0], t(0)).unwrap();
         let op = caller(5, Role::Operator);
         s.pause(id, &op, Pause::Suspend, t(20)).unwrap();
-        let (_, job) = s.finish(id, ended(), t(500)).unwrap();
+        let (_, job) = s.finish(id, exited(0), t(500)).unwrap();
         assert_eq!(job.elapsed(t(999)), Some(20));
-        let run = crate::joblog::EndedRun::of(job).ended(t(500).timestamp(), &ended());
+        let run = crate::joblog::EndedRun::of(job).ended(t(500).timestamp(), &exited(0));
         let record = crate::joblog::ended(job, "srv", &run);
         assert!(
             record.contains("resources_used.walltime=00:00:20"),
