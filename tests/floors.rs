@@ -62,6 +62,7 @@ const QMESH_CORE: House = House {
                 "node_group",
                 "site_resources",
                 "queue",
+                "hook",
             ],
         ),
         (
@@ -110,6 +111,7 @@ const QMESH_CORE_QMGR: House = House {
                 "node_group",
                 "node_set",
                 "shutdown",
+                "hook",
             ],
         ),
         ("printing", &["print"]),
@@ -139,6 +141,7 @@ const QMESHD: House = House {
                 "ca",
                 "tls",
                 "trust",
+                "site_hooks",
             ],
         ),
         ("the task's contract", &["event", "status"]),

@@ -13,6 +13,7 @@ mod depend;
 mod disk_full;
 mod examples;
 mod harness;
+mod hooks;
 mod interactive;
 mod job_env;
 mod jobs;

@@ -83,6 +83,13 @@ enum What {
         /// How many times to measure (the median is reported).
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// An executable made a queuejob hook before measuring (its
+        /// content is imported as qmgr's import hook does).
+        #[arg(long)]
+        hook: Option<PathBuf>,
+        /// The hook is persistent (one process, a line per submission).
+        #[arg(long, requires = "hook")]
+        persistent: bool,
     },
     /// One job array of many sub-jobs (qsub -J 0-N): time to its durable
     /// reply, and the store's growth.
@@ -263,8 +270,24 @@ fn main() -> ExitCode {
             jobs,
             socket,
             runs,
+            hook,
+            persistent,
         } => qmeshd().and_then(|q| {
-            submit::run(&q, *clients, *jobs, *runs, socket.as_deref()).map(|r| vec![r])
+            let hook = hook
+                .as_ref()
+                .map(|p| {
+                    anyhow::Context::with_context(std::fs::read(p), || {
+                        format!("read {}", p.display())
+                    })
+                })
+                .transpose()?;
+            submit::run_hooked(
+                &q,
+                (*clients, *jobs, *runs),
+                socket.as_deref(),
+                hook.as_deref().map(|h| (h, *persistent)),
+            )
+            .map(|r| vec![r])
         }),
         What::Ha {
             clients,

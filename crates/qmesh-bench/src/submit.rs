@@ -22,16 +22,32 @@ pub fn run(
     runs: usize,
     socket: Option<&Path>,
 ) -> anyhow::Result<Report> {
+    run_hooked(qmeshd, (clients, jobs, runs), socket, None)
+}
+
+/// [`run`], with `hook` (an executable's content) made a queuejob hook
+/// first: the cost of a site's filter on every submission.
+pub fn run_hooked(
+    qmeshd: &Path,
+    (clients, jobs, runs): (usize, usize, usize),
+    socket: Option<&Path>,
+    hook: Option<(&[u8], bool)>,
+) -> anyhow::Result<Report> {
     let mut all = Vec::new();
     for _ in 0..runs.max(1) {
-        all.push(once(qmeshd, clients, jobs, socket)?);
+        all.push(once(qmeshd, clients, jobs, socket, hook)?);
     }
     all.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     let median = &all[all.len() / 2];
     let rates: Vec<String> = all.iter().map(|m| format!("{:.0}", m.rate)).collect();
     Ok(Report {
         text: format!(
-            "submit: {jobs} jobs from {} client(s): {:.0} durable submissions/s (median of {}; all: {}); latency p50 {:.2} ms, p99 {:.2} ms",
+            "submit{}: {jobs} jobs from {} client(s): {:.0} durable submissions/s (median of {}; all: {}); latency p50 {:.2} ms, p99 {:.2} ms",
+            match hook {
+                Some((_, true)) => " (persistent queuejob hook)",
+                Some(_) => " (queuejob hook)",
+                None => "",
+            },
             clients.max(1),
             median.rate,
             all.len(),
@@ -40,7 +56,7 @@ pub fn run(
             median.p99.as_secs_f64() * 1e3
         ),
         json: serde_json::json!({
-            "bench": "submit", "clients": clients.max(1), "jobs": jobs,
+            "bench": "submit", "clients": clients.max(1), "jobs": jobs, "hook": hook.is_some(),
             "per_second": median.rate,
             "all_per_second": all.iter().map(|m| m.rate).collect::<Vec<_>>(),
             "p50_ms": median.p50.as_secs_f64() * 1e3, "p99_ms": median.p99.as_secs_f64() * 1e3,
@@ -59,6 +75,7 @@ fn once(
     clients: usize,
     jobs: usize,
     socket: Option<&Path>,
+    hook: Option<(&[u8], bool)>,
 ) -> anyhow::Result<Measured> {
     let clients = clients.max(1);
     let mut owned = None;
@@ -75,7 +92,8 @@ fn once(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (elapsed, mut latencies) = runtime.block_on(measure(socket.clone(), clients, jobs))?;
+    let (elapsed, mut latencies) =
+        runtime.block_on(measure(socket.clone(), clients, jobs, hook))?;
     drop(owned);
     latencies.sort();
     let pct = |p: f64| {
@@ -116,11 +134,27 @@ async fn measure(
     socket: std::path::PathBuf,
     clients: usize,
     jobs: usize,
+    hook: Option<(&[u8], bool)>,
 ) -> anyhow::Result<(Duration, Vec<Duration>)> {
     let channel = qmesh_proto::endpoint::connect_unix(&socket)
         .await
         .context("connect to qmeshd")?;
-    scheduling_off(channel).await?;
+    scheduling_off(channel.clone()).await?;
+    if let Some((content, persistent)) = hook {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(content);
+        v1::admin_client::AdminClient::new(channel)
+            .qmgr(v1::QmgrRequest {
+                script: format!(
+                    "create hook bench event = queuejob, persistent = {persistent}\n\
+                     import hook bench application/x-executable base64 \"{data}\""
+                ),
+                source: "-c".into(),
+                check_only: false,
+            })
+            .await
+            .context("make the queuejob hook")?;
+    }
     let cwd = Arc::new(std::env::temp_dir().display().to_string());
     let mut connections = Vec::new();
     for _ in 0..clients {

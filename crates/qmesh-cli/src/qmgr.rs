@@ -91,8 +91,10 @@ fn read_stdin() -> Result<String, CliError> {
     Ok(script)
 }
 
-/// Sends a whole script as one request.
+/// Sends a whole script as one request. A script that is one `export
+/// hook NAME TYPE ENCODING FILE` writes the hook's content to FILE.
 fn run_script(args: &Args, script: String, source: String) -> Result<bool, CliError> {
+    let (script, export_to) = export_file(&script);
     let script = expand_imports(&script)?;
     if args.echo {
         write_stdout(&echo_lines(&script))?;
@@ -106,21 +108,77 @@ fn run_script(args: &Args, script: String, source: String) -> Result<bool, CliEr
         let mut admin = client::admin().await?;
         Ok(admin.qmgr(request).await?.into_inner().output)
     })?;
+    if let Some(path) = export_to {
+        return std::fs::write(&path, output.as_bytes())
+            .map(|()| true)
+            .map_err(|e| CliError::msg(format!("cannot write the hook to {path}: {e}")));
+    }
     write_stdout(&with_newline(output))?;
     Ok(true)
+}
+
+/// `export hook NAME TYPE ENCODING FILE` alone: the command without its
+/// file, and the file. Anything else is left as it is.
+fn export_file(script: &str) -> (String, Option<String>) {
+    let commands: Vec<&str> = script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    if let [line] = commands[..] {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [verb, object, name, content_type, encoding, file] = words[..]
+            && verb.eq_ignore_ascii_case("export")
+            && object.eq_ignore_ascii_case("hook")
+            && file != "-"
+        {
+            return (
+                format!("export hook {name} {content_type} {encoding}"),
+                Some(file.trim_matches('"').to_string()),
+            );
+        }
+    }
+    (script.to_string(), None)
 }
 
 /// Replaces each `import holidays FILE` line (PBS's holidays file, read
 /// here, where the file is) by a comment, and appends the calendar
 /// commands it stands for at the end of the script: the other lines keep
 /// their numbers for the daemon's messages, and the whole still applies
-/// all or nothing.
+/// all or nothing. Each `import hook NAME TYPE ENCODING FILE` carries the
+/// file's content instead of its name, as base64 on the same line.
 fn expand_imports(script: &str) -> Result<String, CliError> {
     let mut lines = Vec::new();
     let mut imported = String::new();
     for line in script.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words[..] {
+            [import, hook, name, content_type, encoding, ref path @ ..]
+                if import.eq_ignore_ascii_case("import")
+                    && hook.eq_ignore_ascii_case("hook")
+                    && !path.is_empty()
+                    && path != ["-"] =>
+            {
+                let path = path.join(" ");
+                let path = path.trim_matches('"');
+                let bytes = std::fs::read(path).map_err(|e| {
+                    CliError::msg(format!(
+                        "cannot read hook file {path}: {e}; nothing was changed"
+                    ))
+                })?;
+                let data = if encoding.eq_ignore_ascii_case("base64") {
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .collect()
+                } else {
+                    use base64::Engine;
+                    base64::engine::general_purpose::STANDARD.encode(&bytes)
+                };
+                lines.push(format!(
+                    "import hook {name} {content_type} base64 \"{data}\""
+                ));
+            }
             [import, what, ref path @ ..]
                 if import.eq_ignore_ascii_case("import") && !path.is_empty() =>
             {
@@ -194,7 +252,7 @@ fn interactive(args: &Args) -> Result<bool, CliError> {
         if args.echo {
             write_stdout(&format!("{command}\n"))?;
         }
-        let sent = active.before(&command);
+        let sent = active.before(&expand_imports(&command)?);
         match runtime.block_on(send(&mut admin, &sent, args.check_only)) {
             Ok(output) => {
                 active.remember(&command);

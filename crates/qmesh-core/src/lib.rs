@@ -17,6 +17,7 @@ pub mod command_error;
 pub mod consumable;
 pub mod depend;
 pub mod error;
+pub mod hook;
 pub mod ids;
 pub mod job;
 pub mod joblog;

@@ -264,6 +264,9 @@ pub struct Config {
     /// type = long, flag = nh"`), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resources: BTreeMap<String, ResourceDef>,
+    /// Site hooks by name (`qmgr -c "create hook h1"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hooks: BTreeMap<String, crate::hook::Hook>,
 }
 
 fn is_default_calendar(calendar: &Calendar) -> bool {

@@ -25,6 +25,7 @@ mod mail;
 mod metrics;
 mod paths;
 mod service;
+mod site_hooks;
 mod start;
 mod status;
 mod task;
@@ -153,7 +154,11 @@ async fn run(
     let port = tokio::task::block_in_place(|| {
         start::trust::prepare(&settings, &dirs, &store, listening, tls)
     })?;
-    let wiring = start::wire(metrics.as_ref().map(|m| m.1.clone()), port.trust);
+    let wiring = start::wire(
+        metrics.as_ref().map(|m| m.1.clone()),
+        port.trust,
+        dirs.state.join("hooks"),
+    );
     let link = wiring.link.clone();
     let host = start::load::short_hostname();
     let (stop_tx, stop) = watch::channel(false);

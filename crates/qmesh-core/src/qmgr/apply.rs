@@ -4,8 +4,8 @@
 //! `print.rs`), then the cross-checks that name the line that broke them.
 
 use super::print::{self, print_server_over};
-use super::vocab::{Action, Command, Outcome, QmgrError};
-use super::{account, attrs, calendar, node, node_group, node_set, resource, shutdown};
+use super::vocab::{Action, Command, HookAction, Outcome, QmgrError};
+use super::{account, attrs, calendar, hook, node, node_group, node_set, resource, shutdown};
 use crate::access::{Caller, Role};
 use crate::queue::{Queue, valid_queue_name};
 use crate::server::Config;
@@ -41,7 +41,12 @@ pub fn run_over(
             line: cmd.line,
             message,
         };
-        if cmd.action.changes() || matches!(cmd.action, Action::ReorderQueue(_)) {
+        if cmd.action.changes()
+            || matches!(
+                cmd.action,
+                Action::ReorderQueue(_) | Action::Hook(HookAction::Export { .. })
+            )
+        {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
         let mut warnings = Vec::new();
@@ -90,6 +95,8 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::DeleteResource(..)
         | Action::SetResource(..)
         | Action::UnsetResource(..) => Role::Manager,
+        // A hook runs as the daemon's user: PBS lets root alone touch one.
+        Action::Hook(_) => Role::Manager,
         Action::CreateNodeGroup(..)
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
@@ -268,6 +275,7 @@ fn apply(
             calendar::apply(action, config, outcome)?;
         }
         Action::Shutdown(s) => shutdown::apply(s, config, state, outcome)?,
+        Action::Hook(h) => hook::apply(h, config, outcome, ctx.warnings)?,
         Action::CreateResource(..)
         | Action::DeleteResource(..)
         | Action::SetResource(..)

@@ -13,8 +13,8 @@
 //! 3. one module per object, each applying its commands to the
 //!    configuration and writing its part of `print server`: `attrs` (the
 //!    queue's and the server's attributes) over `pbs_attrs`, `inert` and
-//!    `resource`; `account`, `calendar`, `node`, `node_group`, `node_set`,
-//!    `shutdown`;
+//!    `resource`; `account`, `calendar`, `hook`, `node`, `node_group`,
+//!    `node_set`, `shutdown`;
 //! 4. `print`: `list`, `print` and `help` of queues and the server, and
 //!    `print server` whole;
 //! 5. `apply`: a script run, command by command, with its rights and
@@ -27,6 +27,7 @@ mod account;
 mod apply;
 mod attrs;
 mod calendar;
+mod hook;
 mod inert;
 mod lex;
 mod node;
@@ -50,6 +51,6 @@ pub use parse::parse_script;
 pub use print::{print_server, print_server_over};
 pub use values::parse_bool;
 pub use vocab::{
-    Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, Outcome, QmgrError,
-    ShutdownAction,
+    Action, Assignment, Command, HookAction, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, Outcome,
+    QmgrError, ShutdownAction,
 };

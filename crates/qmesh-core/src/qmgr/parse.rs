@@ -12,14 +12,19 @@
 //! shutdowns:   create|set|unset|delete|list shutdown NAME ...
 //! resources:   create|set|unset|delete|list|print resource NAME ... (PBS Pro)
 //! active:      active queue|node|... [NAME {, NAME}]
+//! hooks:       create|set|unset|delete|list|print hook NAME ...,
+//!              import|export hook NAME TYPE ENCODING ... (parse/hook.rs)
 //! ```
 //!
 //! As in PBS, `;` ends a command like a new line does, and `active queue
 //! a,b` makes later commands that name no queue act on a and b.
 
+mod hook;
+
 use super::lex::{Token, tokens};
 use super::vocab::{
-    Action, Assignment, Command, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, QmgrError, ShutdownAction,
+    Action, Assignment, Command, HookAction, MAX_COMMANDS, MAX_SCRIPT_BYTES, Op, QmgrError,
+    ShutdownAction,
 };
 
 /// Parses a whole script. Blank lines and `#` comments are skipped; a line
@@ -40,9 +45,37 @@ pub fn parse_script(script: &str) -> Result<Vec<Command>, QmgrError> {
     let mut pending = String::new();
     let mut start_line = 0;
     let mut active = Active::default();
-    for (idx, raw) in script.lines().enumerate() {
+    let lines: Vec<&str> = script.lines().collect();
+    let mut idx = 0;
+    while idx < lines.len() {
+        let raw = lines[idx];
+        idx += 1;
         if pending.is_empty() {
-            start_line = idx + 1;
+            start_line = idx;
+        }
+        if pending.is_empty()
+            && let Some((name, content_type, encoding)) = hook::stdin_import(raw)
+        {
+            // The content is on the lines that follow, to a blank line.
+            let from = idx;
+            while idx < lines.len() && !lines[idx].trim().is_empty() {
+                idx += 1;
+            }
+            let content =
+                hook::stdin_content(&lines[from..idx], &encoding).map_err(|message| QmgrError {
+                    line: start_line,
+                    message,
+                })?;
+            commands.push(Command {
+                line: start_line,
+                text: raw.trim().to_string(),
+                action: Action::Hook(HookAction::Import {
+                    name,
+                    content_type,
+                    content,
+                }),
+            });
+            continue;
         }
         if let Some(body) = raw.strip_suffix('\\') {
             pending.push_str(body);
@@ -116,12 +149,14 @@ fn object_kind(object: &str) -> &str {
         "node_set" | "node_sets" | "ns" => "node_set",
         "shutdown" | "shutdowns" => "shutdown",
         "r" | "resource" | "resources" => "resource",
+        "hook" | "hooks" => "hook",
         "s" | "server" => "server",
         other => other,
     }
 }
 
-const VERBS: &str = "create, delete, set, unset, list, print, active, reorder, help, quit";
+const VERBS: &str =
+    "create, delete, set, unset, list, print, import, export, active, reorder, help, quit";
 
 fn parse_line(line: &str, active: &mut Active) -> Result<Option<Action>, String> {
     let toks = tokens(line)?;
@@ -155,6 +190,7 @@ fn parse_line(line: &str, active: &mut Active) -> Result<Option<Action>, String>
             Action::Active(kind, if names.is_empty() { shown } else { Vec::new() })
         }
         "reorder" => p.reorder_command()?,
+        "import" | "export" => p.import_export(&verb)?,
         "q" | "quit" | "exit" => Action::Quit,
         other => return Err(format!("unknown command \"{other}\"; commands: {VERBS}")),
     };
@@ -240,9 +276,10 @@ impl Parser {
             "node_set" | "node_sets" | "ns" => self.node_set_command(verb),
             "n" | "node" | "nodes" => self.node_command(verb),
             "r" | "resource" | "resources" => self.resource_command(verb),
+            "hook" | "hooks" => self.hook_command(verb),
             other => Err(format!(
-                "unknown object \"{other}\"; objects: server, queue, resource, account, node, \
-                 node_group, node_set, calendar, shutdown (and set per_request)"
+                "unknown object \"{other}\"; objects: server, queue, resource, hook, account, \
+                 node, node_group, node_set, calendar, shutdown (and set per_request)"
             )),
         }
     }

@@ -182,6 +182,7 @@ pub fn print_server_over(config: &Config, file: &Config) -> String {
     out.push_str(&super::account::print(config));
     out.push_str(&super::shutdown::print(config));
     out.push_str(&super::node::print(config));
+    out.push_str(&super::hook::print(config));
     out.push_str(&print_removals(config, file));
     out
 }

@@ -81,6 +81,8 @@ pub enum Action {
     /// Empty: every resource the site defined.
     ListResource(Vec<String>),
     PrintResource(Vec<String>),
+    /// A site hook command (`qmgr/hook.rs`).
+    Hook(HookAction),
     /// `active OBJECT [NAMES]`: the names later commands use when they
     /// name none (already substituted by the parser); with no names, the
     /// active names are listed.
@@ -119,6 +121,7 @@ impl Action {
                 | Action::SetResource(..)
                 | Action::UnsetResource(..)
         ) || matches!(self, Action::Shutdown(s) if s.changes())
+            || matches!(self, Action::Hook(h) if h.changes())
     }
 }
 
@@ -142,6 +145,44 @@ impl ShutdownAction {
     /// Whether only managers may do it (creating and deleting).
     pub fn needs_manager(&self) -> bool {
         matches!(self, ShutdownAction::Create(..) | ShutdownAction::Delete(_))
+    }
+}
+
+/// A command on site hooks; the names it acts on first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookAction {
+    Create(Vec<String>, Vec<Assignment>),
+    Delete(Vec<String>),
+    Set(Vec<String>, Vec<Assignment>),
+    Unset(Vec<String>, Vec<String>),
+    /// Empty: every hook.
+    List(Vec<String>),
+    /// Empty: every hook.
+    Print(Vec<String>),
+    /// `import hook NAME CONTENT_TYPE ENCODING DATA`: the content, already
+    /// read from the file (qmgr's client reads it where it is) or from the
+    /// lines after `-`.
+    Import {
+        name: String,
+        content_type: String,
+        content: Vec<u8>,
+    },
+    /// `export hook NAME CONTENT_TYPE ENCODING`: the content printed,
+    /// as is (`default`) or as base64.
+    Export {
+        name: String,
+        content_type: String,
+        base64: bool,
+    },
+}
+
+impl HookAction {
+    /// Whether applying it can change the configuration.
+    pub fn changes(&self) -> bool {
+        !matches!(
+            self,
+            HookAction::List(_) | HookAction::Print(_) | HookAction::Export { .. }
+        )
     }
 }
 

@@ -88,7 +88,12 @@ impl Jobs for JobsService {
     ) -> Result<Response<v1::SubmitReply>, Status> {
         let arrived = std::time::Instant::now();
         let peer = self.link.identity.peer(&request)?;
-        let (submission, payload) = convert::submission(request.into_inner());
+        let (mut submission, mut payload) = convert::submission(request.into_inner());
+        self.link
+            .hooks
+            .queuejob(&peer, &mut submission, &mut payload)
+            .await
+            .map_err(|refusal| refusal.status())?;
         let answer = self
             .link
             .ask(|reply| Event::Submit {
@@ -468,15 +473,49 @@ impl Jobs for JobsService {
                 "name the jobs to alter: qalter OPTIONS ID...",
             ));
         }
-        let alteration = Box::new(convert::alteration(&request));
-        self.link
-            .ask(|reply| Event::Alter {
-                peer,
-                ids: request.job_ids,
-                alteration,
-                reply,
-            })
-            .await
-            .map(|outcomes| Response::new(reply::jobs(outcomes)))
+        let alteration = convert::alteration(&request);
+        if !self
+            .link
+            .hooks
+            .any_at(qmesh_core::hook::HookEvent::ModifyJob)
+        {
+            let alteration = Box::new(alteration);
+            return self
+                .link
+                .ask(|reply| Event::Alter {
+                    peer,
+                    ids: request.job_ids,
+                    alteration,
+                    reply,
+                })
+                .await
+                .map(|outcomes| Response::new(reply::jobs(outcomes)));
+        }
+        // modifyjob hooks judge each job's alteration alone, as PBS's do.
+        let mut outcomes = Vec::new();
+        for id in request.job_ids {
+            let mut alteration = alteration.clone();
+            if let Err(refusal) = self.link.hooks.modifyjob(&peer, &id, &mut alteration).await {
+                let status = refusal.status();
+                outcomes.push(crate::answer::JobOutcome {
+                    job_id: id,
+                    refused: Some(status.message().to_string()),
+                });
+                continue;
+            }
+            let alteration = Box::new(alteration);
+            let peer = peer.clone();
+            outcomes.extend(
+                self.link
+                    .ask(|reply| Event::Alter {
+                        peer,
+                        ids: vec![id],
+                        alteration,
+                        reply,
+                    })
+                    .await?,
+            );
+        }
+        Ok(Response::new(reply::jobs(outcomes)))
     }
 }

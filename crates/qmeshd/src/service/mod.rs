@@ -46,6 +46,8 @@ pub struct Link {
     pub rendezvous: Arc<attach::Rendezvous>,
     /// The Prometheus metrics, when served.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// The site's hooks, run here before a request becomes an event.
+    pub hooks: crate::site_hooks::SiteHooks,
 }
 
 impl Link {

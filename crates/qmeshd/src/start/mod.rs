@@ -62,11 +62,18 @@ pub struct Wiring {
     pub link: service::Link,
     events: mpsc::Receiver<event::Event>,
     gate: watch::Sender<Arc<identity::HostGate>>,
+    hooks: crate::site_hooks::Publisher,
 }
 
 /// The services' link to a task yet to start: other hosts are believed as
-/// `trust` says; the task publishes which hosts may relay.
-pub fn wire(metrics: Option<Arc<metrics::Metrics>>, trust: Arc<crate::trust::Trust>) -> Wiring {
+/// `trust` says; the task publishes which hosts may relay and the site
+/// hooks, whose files go under `hooks_dir`.
+pub fn wire(
+    metrics: Option<Arc<metrics::Metrics>>,
+    trust: Arc<crate::trust::Trust>,
+    hooks_dir: std::path::PathBuf,
+) -> Wiring {
+    let (site_hooks, hooks) = crate::site_hooks::SiteHooks::new(hooks_dir);
     let (gate, gate_rx) = watch::channel(Arc::new(identity::HostGate::default()));
     let (events_tx, events) = mpsc::channel(4096);
     let link = service::Link {
@@ -75,8 +82,14 @@ pub fn wire(metrics: Option<Arc<metrics::Metrics>>, trust: Arc<crate::trust::Tru
         trust,
         rendezvous: Arc::default(),
         metrics,
+        hooks: site_hooks,
     };
-    Wiring { link, events, gate }
+    Wiring {
+        link,
+        events,
+        gate,
+        hooks,
+    }
 }
 
 /// Starts the scheduler task over the loaded state: it writes the job
@@ -108,11 +121,13 @@ pub fn start_task(
     let mut scheduler =
         task::SchedulerTask::new(loaded.state, store, task_settings, durable_tx, now)
             .with_job_log(job_log, loaded.next_record)
-            .with_host_gate(wiring.gate);
+            .with_host_gate(wiring.gate)
+            .with_site_hooks(wiring.hooks);
     if let Some(m) = &wiring.link.metrics {
         scheduler = scheduler.with_metrics(m.clone());
     }
     let task = tokio::spawn(scheduler.run(wiring.events, durable_rx));
+    tokio::spawn(crate::site_hooks::periodic::run(wiring.link.hooks.clone()));
     Ok(Running {
         link: wiring.link,
         task,

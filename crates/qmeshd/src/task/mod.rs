@@ -180,6 +180,14 @@ impl SchedulerTask {
         self
     }
 
+    /// Publishes the configuration's site hooks to `hooks` now and after
+    /// every qmgr change (the services run them).
+    pub fn with_site_hooks(mut self, hooks: crate::site_hooks::Publisher) -> SchedulerTask {
+        self.published.set_site_hooks(hooks);
+        self.published.site_hooks(&self.state);
+        self
+    }
+
     /// Keeps `metrics` up to date (see `crate::metrics`).
     pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> SchedulerTask {
         self.published.set_metrics(metrics);
@@ -336,6 +344,7 @@ impl SchedulerTask {
             } => {
                 self.qmgr(&peer, (&script, &source, check_only), reply, now);
                 self.published.host_gate(&self.state);
+                self.published.site_hooks(&self.state);
             }
             Event::Usage { peer, all, reply } => {
                 let _ = reply.send(self.usage(&peer, all, now));

@@ -1,7 +1,8 @@
 //! What the task publishes for the rest of the daemon, which never reads
 //! the state itself: the Prometheus gauges (refreshed when a scrape asks,
 //! `crate::metrics`) and the hosts that may relay commands (checked by the
-//! services on every relayed request, `crate::identity`), sent again
+//! services on every relayed request, `crate::identity`) and the site
+//! hooks (run by the services, `crate::site_hooks`), both sent again
 //! after every qmgr change.
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::metrics::{JobLabels, Metrics, NodeLabels};
 pub(super) struct Published {
     metrics: Option<Arc<Metrics>>,
     gate: Option<watch::Sender<Arc<HostGate>>>,
+    hooks: Option<crate::site_hooks::Publisher>,
 }
 
 impl Published {
@@ -26,6 +28,17 @@ impl Published {
 
     pub(super) fn set_host_gate(&mut self, gate: watch::Sender<Arc<HostGate>>) {
         self.gate = Some(gate);
+    }
+
+    pub(super) fn set_site_hooks(&mut self, hooks: crate::site_hooks::Publisher) {
+        self.hooks = Some(hooks);
+    }
+
+    /// The configuration's site hooks, for the services to run.
+    pub(super) fn site_hooks(&self, state: &State) {
+        if let Some(hooks) = &self.hooks {
+            crate::site_hooks::publish(hooks, state.server_name(), &state.config().hooks);
+        }
     }
 
     /// Which hosts may relay commands, as the state's configuration and
