@@ -229,3 +229,45 @@ fn a_periodic_hook_runs_on_its_own() {
     let listed = d.ok("qmgr", &["-c", "list hook tick"]);
     assert!(listed.contains("    freq = 1"), "{listed}");
 }
+
+#[test]
+fn a_runjob_hook_refuses_a_start_and_the_job_is_held_not_lost() {
+    let d = Daemon::start();
+    d.script(
+        "gate.sh",
+        "#!/bin/sh\nif grep -q '\"Job_Name\":\"norun\"'; then\n  \
+         echo 'the licence server is down' >&2; exit 1\nfi\n",
+    );
+    d.script(
+        "job.sh",
+        "#!/bin/sh\necho ran > \"$PBS_O_WORKDIR/$PBS_JOBNAME.ran\"\n",
+    );
+    d.ok("qmgr", &["-c", "create hook gate event = runjob"]);
+    import(&d, "gate", "gate.sh");
+    let refused = d.qsub(&["-N", "norun", "job.sh"]);
+    let fine = d.qsub(&["-N", "fine", "job.sh"]);
+    assert_eq!(d.wait_job(&fine).exit_status, Some(0));
+    assert!(d.work.join("fine.ran").exists());
+    // The refused one is queued again with a system hold, never ran.
+    let mut job = d.job_json(&refused);
+    for _ in 0..300 {
+        if job["job_state"] == "H" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        job = d.job_json(&refused);
+    }
+    assert_eq!(job["job_state"], "H", "{job}");
+    assert_eq!(job["Hold_Types"], "s", "{job}");
+    let comment = job["comment"].as_str().unwrap_or_default();
+    assert!(
+        comment.contains("runjob hook \"gate\" refused it: the licence server is down"),
+        "{job}"
+    );
+    assert!(!d.work.join("norun.ran").exists());
+    // Released once the cause is gone, it runs.
+    d.ok("qmgr", &["-c", "set hook gate enabled = false"]);
+    d.ok("qrls", &["-h", "s", &refused]);
+    assert_eq!(d.wait_job(&refused).exit_status, Some(0));
+    assert!(d.work.join("norun.ran").exists());
+}

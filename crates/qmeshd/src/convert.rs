@@ -139,6 +139,13 @@ pub fn job_brief(job: &Job, server: &str, reason: Option<&str>, now: Time) -> v1
 
 pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time) -> v1::JobInfo {
     let mut comment = match (job.state.is_pending(), reason) {
+        // Held by the server with its own word on why (a runjob hook's
+        // refusal): that word says more than "held".
+        (true, Some((r, _)))
+            if r == Reason::Held.as_str() && job.comment.starts_with("Not Running: ") =>
+        {
+            job.comment.clone()
+        }
         (true, Some((_, why))) => format!("Not Running: {why}"),
         _ => job.comment.clone(),
     };

@@ -199,6 +199,13 @@ pub enum Event {
     LeadUncertain {
         why: String,
     },
+    /// The runjob hooks' verdict on a started job not yet launched
+    /// (`task/runjob.rs`): `None` they accepted it; else the hook and its
+    /// sentence.
+    RunjobVerdict {
+        job: JobId,
+        refused: Option<(String, String)>,
+    },
     /// qdel, with its options (-W force, -x); sprelease goes by `Act`.
     Delete {
         peer: Peer,

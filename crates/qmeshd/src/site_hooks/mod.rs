@@ -68,6 +68,9 @@ impl Refusal {
     }
 }
 
+/// Persistent hooks' processes by name: the content's hash and its slot.
+type Residents = HashMap<String, (u64, Arc<resident::Resident>)>;
+
 /// The services' end: the table and where hooks' files are written.
 #[derive(Clone)]
 pub struct SiteHooks {
@@ -76,7 +79,7 @@ pub struct SiteHooks {
     /// Each hook's file written for its current content: (hash, path).
     files: Arc<Mutex<HashMap<String, (u64, PathBuf)>>>,
     /// Persistent hooks' processes, by name, for the content they run.
-    residents: Arc<Mutex<HashMap<String, (u64, Arc<resident::Resident>)>>>,
+    residents: Arc<Mutex<Residents>>,
 }
 
 impl SiteHooks {

@@ -55,6 +55,7 @@ mod qorder;
 mod qrerun;
 mod qrun;
 mod read_only;
+mod runjob;
 mod server_status;
 mod signal;
 #[cfg(test)]
@@ -135,6 +136,8 @@ pub struct SchedulerTask {
     warned: HashMap<JobId, period_end::Warned>,
     /// Jobs whose history goes once they have ended (qdel -x).
     purge_on_end: HashSet<JobId>,
+    /// Where runjob hooks run, when the daemon has site hooks.
+    runjob: Option<runjob::Runjob>,
 }
 
 impl SchedulerTask {
@@ -163,6 +166,7 @@ impl SchedulerTask {
             waiters: HashMap::new(),
             warned: HashMap::new(),
             purge_on_end: HashSet::new(),
+            runjob: None,
             settings,
         };
         task.settle_loaded(now);
@@ -180,11 +184,21 @@ impl SchedulerTask {
         self
     }
 
-    /// Publishes the configuration's site hooks to `hooks` now and after
-    /// every qmgr change (the services run them).
-    pub fn with_site_hooks(mut self, hooks: crate::site_hooks::Publisher) -> SchedulerTask {
-        self.published.set_site_hooks(hooks);
+    /// Publishes the configuration's site hooks to `publisher` now and
+    /// after every qmgr change (the services run them); `hooks` runs the
+    /// runjob hooks, whose verdicts come back through `events`.
+    pub fn with_site_hooks(
+        mut self,
+        publisher: crate::site_hooks::Publisher,
+        hooks: crate::site_hooks::SiteHooks,
+        events: &mpsc::Sender<Event>,
+    ) -> SchedulerTask {
+        self.published.set_site_hooks(publisher);
         self.published.site_hooks(&self.state);
+        self.runjob = Some(runjob::Runjob {
+            hooks,
+            events: events.downgrade(),
+        });
         self
     }
 
@@ -358,6 +372,7 @@ impl SchedulerTask {
             Event::AgentSaid { session, message } => self.agent_said(session, message, now),
             Event::AgentGone { session } => self.agent_gone(session, now),
             Event::Shutdown(_) => {}
+            Event::RunjobVerdict { job, refused } => self.runjob_verdict(job, refused, now),
             Event::LeadUncertain { why } => {
                 self.durability.not_durable(Vec::new(), why);
                 for host in self.links.drop_all() {
@@ -471,10 +486,7 @@ impl SchedulerTask {
             match item {
                 AfterDurable::NotDurable { items, why } => self.durability.not_durable(items, why),
                 AfterDurable::Resynced => self.resynced(now),
-                AfterDurable::Launch(id) => self.dispatch_at(
-                    crate::dispatch::DispatchEvent::StartDurable { job: id },
-                    now,
-                ),
+                AfterDurable::Launch(id) => self.launch_or_judge(id, now),
                 AfterDurable::Ack { host, job } => {
                     self.links.ack(&host, job);
                 }
