@@ -112,6 +112,7 @@ const QMESH_CORE_QMGR: House = House {
                 "node_set",
                 "shutdown",
                 "hook",
+                "pbs_node",
             ],
         ),
         ("printing", &["print"]),

@@ -5,7 +5,9 @@
 
 use super::print::{self, print_server_over};
 use super::vocab::{Action, Command, HookAction, Outcome, QmgrError};
-use super::{account, attrs, calendar, hook, node, node_group, node_set, resource, shutdown};
+use super::{
+    account, attrs, calendar, hook, node, node_group, node_set, pbs_node, resource, shutdown,
+};
 use crate::access::{Caller, Role};
 use crate::queue::{Queue, valid_queue_name};
 use crate::server::Config;
@@ -97,6 +99,7 @@ fn check_rights(action: &Action, caller: &Caller) -> Result<(), String> {
         | Action::UnsetResource(..) => Role::Manager,
         // A hook runs as the daemon's user: PBS lets root alone touch one.
         Action::Hook(_) => Role::Manager,
+        Action::CreateNode(..) | Action::DeleteNode(..) | Action::SetSched(..) => Role::Manager,
         Action::CreateNodeGroup(..)
         | Action::DeleteNodeGroup(..)
         | Action::SetNodeGroup(..)
@@ -276,6 +279,12 @@ fn apply(
         }
         Action::Shutdown(s) => shutdown::apply(s, config, state, outcome)?,
         Action::Hook(h) => hook::apply(h, config, outcome, ctx.warnings)?,
+        Action::CreateNode(hosts, assigns) => {
+            pbs_node::create(hosts, assigns, config, state, outcome, ctx.warnings)?
+        }
+        Action::DeleteNode(hosts) => pbs_node::delete(hosts, config, state, outcome)?,
+        Action::SetSched(assigns) => pbs_node::set_sched(assigns, config, ctx.warnings)?,
+        Action::ListSched => outcome.output.push_str(&pbs_node::list_sched(config)),
         Action::CreateResource(..)
         | Action::DeleteResource(..)
         | Action::SetResource(..)

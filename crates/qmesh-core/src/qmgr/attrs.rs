@@ -132,6 +132,17 @@ pub fn set_server_attr(server: &mut ServerAttrs, name: &str, value: &str) -> Res
     set_server(server, name, Op::Assign, value)
 }
 
+/// `default_chunk.NAME` names a resource as `resources_default.NAME` must:
+/// one built in or created, else the same refusal.
+fn known_chunk_resource(name: &str, ctx: &Ctx) -> Result<(), String> {
+    match name.split_once('.') {
+        Some((head, resource)) if head.eq_ignore_ascii_case("default_chunk") => {
+            super::resource::known_kind(name, resource, ctx.resources).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Sets a queue attribute as written: aliases, `priority.PERIOD`,
 /// `resources_*.NAME`, PBS's limits and access lists, and the attributes
 /// accepted without effect (with a warning).
@@ -162,6 +173,7 @@ pub fn set_queue_named(
     if let Some(result) = pbs_attrs::set_queue(q, name, op, value, ctx.warnings) {
         return result;
     }
+    known_chunk_resource(name, ctx)?;
     let whose = format!("queue {}", q.name);
     if let Some(result) = inert::set(
         &mut q.inert,
@@ -240,6 +252,7 @@ pub fn set_server_named(
     if let Some(result) = pbs_attrs::set_server(s, name, op, value, ctx.warnings) {
         return result;
     }
+    known_chunk_resource(name, ctx)?;
     if let Some(result) = inert::set(
         &mut s.inert,
         Object::Server,

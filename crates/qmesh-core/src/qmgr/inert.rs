@@ -74,9 +74,9 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("pbs_license_max", Object::Server, None, "qmesh manages no PBS licences"),
     ("pbs_license_min", Object::Server, None, "qmesh manages no PBS licences"),
     ("power_provisioning", Object::Server, None, "qmesh does not provision nodes"),
-    ("python_restart_max_hooks", Object::Server, None, "qmesh has no hooks"),
-    ("python_restart_max_objects", Object::Server, None, "qmesh has no hooks"),
-    ("python_restart_min_interval", Object::Server, None, "qmesh has no hooks"),
+    ("python_restart_max_hooks", Object::Server, None, "qmesh's hooks are executables, not PBS's Python interpreter (docs/PBS.md, Site hooks)"),
+    ("python_restart_max_objects", Object::Server, None, "qmesh's hooks are executables, not PBS's Python interpreter (docs/PBS.md, Site hooks)"),
+    ("python_restart_min_interval", Object::Server, None, "qmesh's hooks are executables, not PBS's Python interpreter (docs/PBS.md, Site hooks)"),
     ("reserve_retry_cutoff", Object::Server, None, "qmesh has no advance reservations"),
     ("reserve_retry_init", Object::Server, None, "qmesh has no advance reservations"),
     ("reserve_retry_time", Object::Server, None, "qmesh has no advance reservations"),
@@ -87,7 +87,7 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("server_name", Object::Server, None, "the server's name comes from the configuration file (server.name)"),
     ("show_hidden_attribs", Object::Server, None, "qmesh has no hidden attributes"),
     ("single_signon_password_enable", Object::Server, None, "qmesh identifies users by the socket"),
-    ("sync_mom_hookfiles_timeout", Object::Server, None, "qmesh has no hooks"),
+    ("sync_mom_hookfiles_timeout", Object::Server, None, "qmesh's hooks are executables, not PBS's Python interpreter (docs/PBS.md, Site hooks)"),
     ("acl_host_moms_enable", Object::Server, None, "agents are admitted by the socket's mode, the cluster key or TLS"),
     ("acl_resv_enable", Object::Server, None, "qmesh has no advance reservations"),
     ("acl_resv_group_enable", Object::Server, None, "qmesh has no advance reservations"),
@@ -138,6 +138,10 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("record_job_script", Object::Server, None, "scripts are kept with the job until it leaves the history"),
     ("tcp_timeout", Object::Server, None, "agents speak gRPC with their own timeouts"),
     ("use_jobs_subdirs", Object::Server, None, "agents keep one spool directory per job"),
+    // Torque's, left in its sites' scripts.
+    ("resources_default.neednodes", Object::Both, None, "Torque's hint to its scheduler; qmesh places a job from what it asks (nodes=, select=)"),
+    ("timeout_for_job_delete", Object::Server, None, "qdel -W force removes a job at once when its host's agent is gone"),
+    ("timeout_for_job_requeue", Object::Server, None, "a requeue takes effect when the agent reports the kill"),
 ];
 
 /// Dotted attributes accepted per resource: `default_chunk.ncpus` and the

@@ -14,7 +14,8 @@
 //!    configuration and writing its part of `print server`: `attrs` (the
 //!    queue's and the server's attributes) over `pbs_attrs`, `inert` and
 //!    `resource`; `account`, `calendar`, `hook`, `node`, `node_group`,
-//!    `node_set`, `shutdown`;
+//!    `node_set`, `pbs_node` (PBS's `create node`, the `sched` object),
+//!    `shutdown`;
 //! 4. `print`: `list`, `print` and `help` of queues and the server, and
 //!    `print server` whole;
 //! 5. `apply`: a script run, command by command, with its rights and
@@ -35,6 +36,7 @@ mod node_group;
 mod node_set;
 mod parse;
 mod pbs_attrs;
+mod pbs_node;
 mod print;
 mod resource;
 mod shutdown;

@@ -277,6 +277,7 @@ impl Parser {
             "n" | "node" | "nodes" => self.node_command(verb),
             "r" | "resource" | "resources" => self.resource_command(verb),
             "hook" | "hooks" => self.hook_command(verb),
+            "sched" | "scheduler" => self.sched_command(verb),
             other => Err(format!(
                 "unknown object \"{other}\"; objects: server, queue, resource, hook, account, \
                  node, node_group, node_set, calendar, shutdown (and set per_request)"
@@ -449,6 +450,8 @@ impl Parser {
             return Err("name the node: set node n7 state = offline".into());
         }
         Ok(match verb {
+            "c" | "create" => Action::CreateNode(names, self.assignments()?),
+            "d" | "delete" => Action::DeleteNode(names),
             "s" | "set" => {
                 let attrs = self.assignments()?;
                 if attrs.is_empty() {
@@ -466,6 +469,22 @@ impl Parser {
                 );
             }
         })
+    }
+
+    /// PBS Pro's `set sched [default] attr = value`, `list sched`.
+    fn sched_command(&mut self, verb: &str) -> Result<Action, String> {
+        let _ = self.names()?;
+        match verb {
+            "s" | "set" => {
+                let attrs = self.assignments()?;
+                if attrs.is_empty() {
+                    return Err("name the attributes to set: set sched scheduling = True".into());
+                }
+                Ok(Action::SetSched(attrs))
+            }
+            "l" | "list" | "p" | "print" => Ok(Action::ListSched),
+            _ => Err("qmesh has one scheduler, in qmeshd: set or list sched".into()),
+        }
     }
 
     fn node_group_command(&mut self, verb: &str) -> Result<Action, String> {

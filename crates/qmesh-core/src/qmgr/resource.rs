@@ -295,6 +295,10 @@ impl ResourceMaps<'_> {
             return Some(result);
         }
         let (head, resource) = map_attr(attr)?;
+        if resource.eq_ignore_ascii_case("neednodes") {
+            // Torque's scheduler hint: kept with a warning (`inert.rs`).
+            return None;
+        }
         Some(set_bound(
             self.bound(head),
             head,
@@ -334,7 +338,25 @@ fn set_bound(
 ) -> Result<(), String> {
     let attr = format!("{head}.{resource}");
     scalar_only(&attr, op)?;
-    let kind = built_in(resource)
+    let kind = known_kind(&attr, resource, resources)?;
+    if resource == "nodes" {
+        crate::resource_limits::node_count(value)
+            .ok_or_else(|| format!("{attr}: \"{value}\" is not a node count; write e.g. 4"))?;
+    }
+    kind.check(value)
+        .map_err(|why| format!("{attr}: {why}; a {kind} value is needed"))?;
+    map.insert(resource.to_string(), value.trim().to_string());
+    Ok(())
+}
+
+/// The type of `resource`, built in or the site's; else the refusal that
+/// every `X.NAME` attribute gives (`resources_default`, `default_chunk`).
+pub(super) fn known_kind(
+    attr: &str,
+    resource: &str,
+    resources: &BTreeMap<String, ResourceDef>,
+) -> Result<ResourceType, String> {
+    built_in(resource)
         .or_else(|| resources.get(resource).map(|d| d.kind))
         .ok_or_else(|| {
             let probe = Config {
@@ -345,15 +367,7 @@ fn set_bound(
                 "{attr}: unknown resource \"{resource}\"; {}",
                 probe.resource_names()
             )
-        })?;
-    if resource == "nodes" {
-        crate::resource_limits::node_count(value)
-            .ok_or_else(|| format!("{attr}: \"{value}\" is not a node count; write e.g. 4"))?;
-    }
-    kind.check(value)
-        .map_err(|why| format!("{attr}: {why}; a {kind} value is needed"))?;
-    map.insert(resource.to_string(), value.trim().to_string());
-    Ok(())
+        })
 }
 
 /// The resource a `resources_available.NAME` attribute names, if `attr`

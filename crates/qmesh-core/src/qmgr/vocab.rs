@@ -61,6 +61,13 @@ pub enum Action {
     UnsetNodeSet(Vec<String>, Vec<String>),
     /// Empty: all node sets, the daemon file's and qmgr's.
     ListNodeSet(Vec<String>),
+    /// PBS's `create node HOST`: a node set of its own (`pbs_node.rs`).
+    CreateNode(Vec<String>, Vec<Assignment>),
+    /// PBS's `delete node HOST`: the node set `create node` made.
+    DeleteNode(Vec<String>),
+    /// PBS Pro's `set sched attr = value` (`pbs_node.rs`).
+    SetSched(Vec<Assignment>),
+    ListSched,
     SetNode(Vec<String>, Vec<Assignment>),
     UnsetNode(Vec<String>, Vec<String>),
     ListNode(Vec<String>),
@@ -116,6 +123,9 @@ impl Action {
                 | Action::UnsetCalendar(..)
                 | Action::SetNode(..)
                 | Action::UnsetNode(..)
+                | Action::CreateNode(..)
+                | Action::DeleteNode(..)
+                | Action::SetSched(..)
                 | Action::CreateResource(..)
                 | Action::DeleteResource(..)
                 | Action::SetResource(..)
