@@ -381,3 +381,60 @@ fn qmgr_flags_and_verbs_pbs_admins_type() {
         stderr(&out)
     );
 }
+
+/// What an OpenPBS install recipe and a Torque site's leftovers write,
+/// as one script: hosts added with create node, a hook imported from a
+/// file, the sched object, Torque's attributes. It applies whole, each
+/// line either done or answered with a WARNING saying why not.
+const OPENPBS_RECIPE: &str = "\
+create node cn01 resources_available.ncpus = 4, resources_available.mem = 8gb, Mom = cn01
+create node cn02
+set node cn02 state = offline
+create hook site_filter
+set hook site_filter event = queuejob
+set hook site_filter alarm = 10
+import hook site_filter application/x-python default HOOKFILE
+set sched scheduling = True
+set sched scheduler_iteration = 600
+set queue batch resources_default.neednodes = 1
+set server timeout_for_job_delete = 120
+set server timeout_for_job_requeue = 120
+set server default_chunk.ncpus = 1
+";
+
+#[test]
+fn an_openpbs_install_recipe_applies_whole() {
+    let d = Daemon::start();
+    let hook = d.work.join("site_filter.py");
+    std::fs::write(
+        &hook,
+        "import pbs\ne = pbs.event()\nif e.job.Resource_List['walltime'] is None:\n    \
+         e.reject('give a walltime')\ne.accept()\n",
+    )
+    .unwrap();
+    let script = d.work.join("recipe.qmgr");
+    std::fs::write(
+        &script,
+        OPENPBS_RECIPE.replace("HOOKFILE", hook.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = d.ok("qmgr", &[script.to_str().unwrap()]);
+    for said in [
+        "create node cn01: node set \"cn01\" made, one node on host cn01",
+        "Mom = cn01: not kept",
+        "imports PBS's Python module pbs",
+        "sched scheduler_iteration = 600: not kept",
+        "resources_default.neednodes",
+        "timeout_for_job_delete",
+    ] {
+        assert!(out.contains(said), "{said:?} in\n{out}");
+    }
+    let sets = d.ok("qmgr", &["-c", "list node_set cn01"]);
+    assert!(sets.contains("attributes = mem=8gb, ncpus=4"), "{sets}");
+    let hooks = d.ok("qmgr", &["-c", "list hook site_filter"]);
+    assert!(hooks.contains("enabled = false"), "{hooks}");
+    // The daemon still runs jobs where it did.
+    d.script("job.sh", "#!/bin/sh\ntrue\n");
+    let id = d.qsub(&["job.sh"]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+}
