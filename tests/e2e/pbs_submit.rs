@@ -261,3 +261,48 @@ fn quiet_and_foreground_flags_are_accepted_and_z_prints_no_id() {
     assert_eq!(ids.len(), 1, "the job was stored: {ids:?}");
     assert_eq!(d.wait_job(&ids[0]).exit_status, Some(0));
 }
+
+/// `-W sandbox=PRIVATE` (PBS Pro): the job starts in a directory of its
+/// own under its owner's home, `PBS_JOBDIR` names it, qstat -f shows
+/// `sandbox = PRIVATE`, and the directory is gone once the job has ended.
+#[test]
+fn sandbox_private_runs_a_job_in_its_own_directory_removed_at_its_end() {
+    let d = Daemon::start();
+    d.script(
+        "where.sh",
+        "#!/bin/sh\n#PBS -W sandbox=PRIVATE\ntouch made_here\n\
+         echo \"$(pwd) $PBS_JOBDIR $(ls)\" > \"$PBS_O_WORKDIR/where\"\n",
+    );
+    let id = d.qsub(&["-h", "where.sh"]);
+    assert_eq!(d.job_json(&id)["sandbox"], "PRIVATE");
+    d.ok("qrls", &[&id]);
+    assert_eq!(d.wait_job(&id).exit_status, Some(0));
+    let text = std::fs::read_to_string(d.work.join("where")).expect("the job wrote where");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .dir;
+    let private = home.join(format!("pbs.{id}"));
+    assert_eq!(
+        words,
+        [
+            private.to_str().unwrap(),
+            private.to_str().unwrap(),
+            "made_here"
+        ],
+        "started in its private directory, named by PBS_JOBDIR, empty at first"
+    );
+    assert!(
+        !private.exists(),
+        "{} is removed at the job's end",
+        private.display()
+    );
+
+    let out = d.run("qsub", &["-W", "sandbox=ELSEWHERE", "where.sh"]);
+    assert!(
+        stderr(&out).contains("write sandbox=PRIVATE"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -76,6 +76,15 @@ pub enum LaunchError {
         user: String,
         source: io::Error,
     },
+    #[error(
+        "cannot make the job's private directory {} (qsub -W sandbox=PRIVATE) for user {user}: {source}",
+        path.display()
+    )]
+    Sandbox {
+        path: PathBuf,
+        user: String,
+        source: io::Error,
+    },
     #[error("cannot open output file {}: {source}", path.display())]
     Output { path: PathBuf, source: io::Error },
     #[error("cannot prepare the job process ({step}): {source}")]
@@ -140,6 +149,9 @@ pub struct Plan {
     pub limits: ProcessLimits,
     /// The job's TMPDIR, made by the shepherd just before the start.
     pub tmpdir: Option<PathBuf>,
+    /// `-W sandbox=PRIVATE`: the directory it starts in, `HOME/pbs.JOBID`,
+    /// made with its TMPDIR and removed with it.
+    pub sandbox: Option<PathBuf>,
     /// Job variables that could not be set, for the log.
     pub dropped_env: Vec<String>,
 }
@@ -179,7 +191,12 @@ pub fn plan(launch: &Launch, dir: &JobDir) -> Result<Plan, LaunchError> {
     } else {
         PathBuf::from(&order.workdir)
     };
-    let workdir = if order.start_dir.is_empty() {
+    let sandbox = order
+        .sandbox_private
+        .then(|| crate::tmpdir::path(&user.dir, &order.job_id));
+    let workdir = if let Some(private) = &sandbox {
+        private.clone()
+    } else if order.start_dir.is_empty() {
         user.dir.clone()
     } else {
         PathBuf::from(&order.start_dir)
@@ -242,9 +259,15 @@ pub fn plan(launch: &Launch, dir: &JobDir) -> Result<Plan, LaunchError> {
         umask: order.umask,
         limits: launch.limits(),
         tmpdir,
+        sandbox,
         dropped_env,
         user,
     })
+}
+
+/// The home directory of the job's user, if the user is known here.
+pub fn home_of(order: &LaunchJob) -> Option<PathBuf> {
+    resolve_user(order).ok().map(|u| u.dir)
 }
 
 fn resolve_user(order: &LaunchJob) -> Result<User, LaunchError> {

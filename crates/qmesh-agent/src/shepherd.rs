@@ -295,25 +295,39 @@ fn shepherd(dir: &JobDir, set: &SigSet) -> JobFinished {
     result
 }
 
-/// The job's TMPDIR, made afresh for its user just before it starts.
+/// The job's TMPDIR and its private directory (`-W sandbox=PRIVATE`),
+/// made afresh for its user just before it starts.
 fn make_tmpdir(plan: &Plan) -> Result<(), LaunchError> {
-    let Some(path) = &plan.tmpdir else {
-        return Ok(());
-    };
     let owner = plan.switch_to.as_ref().map(|c| (c.uid, c.gid));
-    tmpdir::make(path, owner).map_err(|source| LaunchError::Tmpdir {
-        path: path.clone(),
-        user: plan.user.name.clone(),
-        source,
-    })
+    if let Some(path) = &plan.tmpdir {
+        tmpdir::make(path, owner).map_err(|source| LaunchError::Tmpdir {
+            path: path.clone(),
+            user: plan.user.name.clone(),
+            source,
+        })?;
+    }
+    if let Some(path) = &plan.sandbox {
+        tmpdir::make(path, owner).map_err(|source| LaunchError::Sandbox {
+            path: path.clone(),
+            user: plan.user.name.clone(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
-/// Once the job and its epilogue are over: its TMPDIR goes, with all in it.
+/// Once the job and its epilogue are over: its TMPDIR and private
+/// directory go, with all in them.
 fn remove_tmpdir(plan: &Plan) {
-    if let Some(path) = &plan.tmpdir {
-        match tmpdir::remove(path) {
-            Ok(()) => debug!(tmpdir = %path.display(), "TMPDIR removed"),
-            Err(e) => warn!("cannot remove the job's TMPDIR {}: {e}", path.display()),
+    for (what, dir) in [
+        ("TMPDIR", &plan.tmpdir),
+        ("private directory", &plan.sandbox),
+    ] {
+        if let Some(path) = dir {
+            match tmpdir::remove(path) {
+                Ok(()) => debug!(dir = %path.display(), "the job's {what} removed"),
+                Err(e) => warn!("cannot remove the job's {what} {}: {e}", path.display()),
+            }
         }
     }
 }

@@ -626,14 +626,23 @@ fn vanished(dir: &JobDir) -> JobFinished {
     result
 }
 
-/// The job's TMPDIR, which its vanished shepherd would have removed.
+/// The job's TMPDIR and private directory (`-W sandbox=PRIVATE`), which
+/// its vanished shepherd would have removed.
 fn remove_tmpdir_of(dir: &JobDir) {
-    let Some(path) = dir.read_launch().ok().as_ref().and_then(crate::tmpdir::of) else {
+    let Ok(launch) = dir.read_launch() else {
         return;
     };
-    match crate::tmpdir::remove(&path) {
-        Ok(()) => debug!(tmpdir = %path.display(), "the job's TMPDIR is gone"),
-        Err(e) => warn!("cannot remove the job's TMPDIR {}: {e}", path.display()),
+    let private = launch
+        .order
+        .sandbox_private
+        .then(|| crate::plan::home_of(&launch.order))
+        .flatten()
+        .map(|home| crate::tmpdir::path(&home, &launch.order.job_id));
+    for path in crate::tmpdir::of(&launch).into_iter().chain(private) {
+        match crate::tmpdir::remove(&path) {
+            Ok(()) => debug!(dir = %path.display(), "the job's directory is gone"),
+            Err(e) => warn!("cannot remove the job's directory {}: {e}", path.display()),
+        }
     }
 }
 

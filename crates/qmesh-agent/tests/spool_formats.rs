@@ -95,6 +95,7 @@ fn order_17() -> v1::LaunchJob {
         array_id: "17[].srv".into(),
         array_torque: true,
         interactive: false,
+        sandbox_private: false,
     }
 }
 

@@ -334,6 +334,7 @@ fn run(cli: Source, command: Option<Vec<String>>) -> Result<ExitCode, CliError> 
         array: text(opts.array_j.or(opts.array_t)),
         interactive: on(opts.interactive),
         submission_id: format!("{:032x}", rand::random::<u128>()),
+        sandbox_private: w.sandbox_private.unwrap_or(false),
     };
     if on(opts.interactive) {
         return interactive(request);

@@ -71,6 +71,9 @@ pub struct Submission {
     pub array: Option<(crate::array::ArrayStyle, String)>,
     /// `qsub -I`: the job is a terminal its qsub attaches to.
     pub interactive: bool,
+    /// `-W sandbox=PRIVATE`: the job runs in a directory of its own under
+    /// its owner's home, removed at its end.
+    pub sandbox_private: bool,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -395,6 +398,7 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
         notes: notes.iter().chain(&sub.notes).cloned().collect(),
         join_to_error: sub.join_to_error,
         interactive: sub.interactive,
+        sandbox_private: sub.sandbox_private,
         ..JobOptions::default()
     };
     if let Some(text) = given(&sub.shell) {

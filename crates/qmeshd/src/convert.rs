@@ -77,6 +77,7 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
             _ => Some((qmesh_core::array::ArrayStyle::PbsPro, req.array)),
         },
         interactive: req.interactive,
+        sandbox_private: req.sandbox_private,
     };
     (submission, payload)
 }
@@ -204,6 +205,7 @@ pub fn job_info(job: &Job, server: &str, reason: Option<(&str, &str)>, now: Time
         umask: opts.umask,
         group_list: opts.group_list.clone().unwrap_or_default(),
         start_dir: opts.start_dir.clone().unwrap_or_default(),
+        sandbox_private: opts.sandbox_private,
         join_path: job.join_path().to_string(),
         resources_used: job.resources_used(now).into_iter().collect(),
         suspended_secs: job.suspension.secs_at(now),
@@ -413,6 +415,7 @@ pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> 
             .to_string(),
         umask: job.options.umask,
         start_dir: job.options.start_dir.clone().unwrap_or_default(),
+        sandbox_private: job.options.sandbox_private,
         join_to_error: job.options.join_to_error,
         limits: Some(process_limits(job)),
         project: job.project.clone().unwrap_or_default(),

@@ -283,6 +283,9 @@ where
     if !job.group_list.is_empty() {
         a.text("group_list", &job.group_list);
     }
+    if job.sandbox_private {
+        a.text("sandbox", "PRIVATE");
+    }
     if !job.start_dir.is_empty() {
         a.text("init_work_dir", &job.start_dir);
     }

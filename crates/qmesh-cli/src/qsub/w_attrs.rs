@@ -15,6 +15,8 @@ pub struct WAttrs {
     pub group_list: Option<String>,
     /// `block=true`: qsub waits for the job and exits with its status.
     pub block: Option<bool>,
+    /// `sandbox=PRIVATE` (true) or `HOME` (false).
+    pub sandbox_private: Option<bool>,
 }
 
 impl WAttrs {
@@ -26,6 +28,7 @@ impl WAttrs {
             umask: other.umask.or(self.umask),
             group_list: other.group_list.or(self.group_list),
             block: other.block.or(self.block),
+            sandbox_private: other.sandbox_private.or(self.sandbox_private),
         }
     }
 }
@@ -78,10 +81,13 @@ pub fn parse(values: &[String]) -> Result<WAttrs, String> {
                         "-W {name}: qmesh does not stage files; its jobs see the submit host's file systems. Copy the files in the job script instead (e.g. cp or rsync before the work)"
                     ));
                 }
-                "sandbox" if val.eq_ignore_ascii_case("home") => {}
+                "sandbox" if val.eq_ignore_ascii_case("home") => out.sandbox_private = Some(false),
+                "sandbox" if val.eq_ignore_ascii_case("private") => {
+                    out.sandbox_private = Some(true)
+                }
                 "sandbox" => {
                     return Err(format!(
-                        "-W sandbox={val}: qmesh runs jobs in their start directory (sandbox=HOME); make and remove a private directory in the script ($TMPDIR is one)"
+                        "-W sandbox={val}: write sandbox=PRIVATE (a directory of the job's own under its home, removed at its end) or sandbox=HOME (the start directory)"
                     ));
                 }
                 _ => {
@@ -141,8 +147,9 @@ mod tests {
     fn what_qmesh_cannot_do_is_refused_with_what_to_do() {
         let err = w(&["stagein=/tmp/in@host:/data/in"]).unwrap_err();
         assert!(err.contains("does not stage files"), "{err}");
-        let err = w(&["sandbox=PRIVATE"]).unwrap_err();
-        assert!(err.contains("TMPDIR"), "{err}");
+        assert_eq!(w(&["sandbox=PRIVATE"]).unwrap().sandbox_private, Some(true));
+        let err = w(&["sandbox=ELSEWHERE"]).unwrap_err();
+        assert!(err.contains("write sandbox=PRIVATE"), "{err}");
         assert!(w(&["sandbox=HOME"]).is_ok());
         let err = w(&["frob=1"]).unwrap_err();
         assert!(err.contains("unknown attribute"), "{err}");

@@ -50,6 +50,11 @@ pub struct JobOptions {
     /// attaches to (PBS's `interactive = True`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interactive: bool,
+    /// `-W sandbox=PRIVATE`: the job starts in a directory of its own
+    /// under its owner's home (`pbs.JOBID`), which its host removes after
+    /// the job's end; `start_dir` does not apply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox_private: bool,
 }
 
 impl JobOptions {
@@ -86,6 +91,7 @@ static NONE: JobOptions = JobOptions {
     join_to_error: false,
     notes: Vec::new(),
     interactive: false,
+    sandbox_private: false,
 };
 
 impl Options {
