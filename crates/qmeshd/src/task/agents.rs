@@ -81,9 +81,11 @@ impl SchedulerTask {
         );
 
         let finished = hello.finished.iter().map(end_report).collect();
+        let running: Vec<JobId> = hello.running.iter().map(|&id| JobId(id)).collect();
+        self.resend_pauses(&host, &running);
         let connected = DispatchEvent::AgentConnected {
             host,
-            running: hello.running.iter().map(|&id| JobId(id)).collect(),
+            running,
             finished,
             joined: hello.joined.iter().map(|&id| JobId(id)).collect(),
         };

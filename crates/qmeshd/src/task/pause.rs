@@ -123,3 +123,31 @@ impl SchedulerTask {
         Ok(())
     }
 }
+
+impl SchedulerTask {
+    /// An agent says hello again with jobs it runs: a suspension or
+    /// resumption sent just before its session broke may never have
+    /// reached it, so each of its jobs is told again what the daemon
+    /// holds: suspended jobs `suspend`, running ones ever suspended
+    /// `resume`. The shepherd takes a word it already acted on as a no-op.
+    pub(super) fn resend_pauses(&mut self, host: &str, running: &[JobId]) {
+        for &id in running {
+            let Some(job) = self.state.job(id) else {
+                continue;
+            };
+            let word = match job.state {
+                qmesh_core::JobState::Suspended => Pause::Suspend,
+                qmesh_core::JobState::Running if job.suspension.secs > 0 => Pause::Resume,
+                _ => continue,
+            };
+            let order = v1::SignalJob {
+                job: id.0,
+                signal: word.word().to_string(),
+                reason: format!("{} again after the agent's reconnection", word.word()),
+            };
+            self.links
+                .send(host, v1::daemon_message::Kind::Signal(order));
+            info!(job = %id, host, "{} sent again to a reconnected agent", word.word());
+        }
+    }
+}

@@ -552,3 +552,57 @@ fn a_submission_sent_again_with_its_id_gets_the_same_job_even_from_a_new_leader(
         Some(first)
     );
 }
+
+#[test]
+fn a_reconnected_agent_is_told_again_whether_its_jobs_are_suspended() {
+    let mut b = Bench::new(&["n1"]);
+    let mut first = b.connect(0, "n1", 1);
+    b.submit(1, 1).expect("queued");
+    b.pass(2);
+    kinds(&mut first);
+    let root = Peer {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        group: "root".into(),
+        host: None,
+    };
+    let signal = |b: &mut Bench, word: &str, secs: u64| {
+        let outcomes = b
+            .ask(secs, |reply| Event::Signal {
+                peer: root.clone(),
+                signal: word.into(),
+                ids: vec!["1".into()],
+                reply,
+            })
+            .expect("qsig answers");
+        assert!(outcomes.iter().all(|o| o.refused.is_none()), "{outcomes:?}");
+    };
+    let reconnect = |b: &mut Bench, secs: u64, session: u64| {
+        let (outbox, mut inbox) = mpsc::channel(64);
+        let hello = v1::AgentHello {
+            host: "n1".into(),
+            running: vec![1],
+            ..Default::default()
+        };
+        b.ask(secs, |reply| Event::AgentHello {
+            session,
+            hello,
+            outbox,
+            reply,
+        })
+        .expect("welcome");
+        kinds(&mut inbox)
+            .into_iter()
+            .filter_map(|k| match k {
+                v1::daemon_message::Kind::Signal(s) => Some(s.signal),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    signal(&mut b, "suspend", 3);
+    // The session breaks: the word may not have arrived. Told again.
+    assert_eq!(reconnect(&mut b, 5, 2), ["suspend"]);
+    signal(&mut b, "resume", 10);
+    assert_eq!(reconnect(&mut b, 12, 3), ["resume"]);
+}
