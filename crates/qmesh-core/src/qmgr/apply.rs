@@ -43,21 +43,25 @@ pub fn run_over(
             line: cmd.line,
             message,
         };
+        // A hook's content is the site's code: exported or printed by
+        // managers only, as PBS lets root alone.
         if cmd.action.changes()
             || matches!(
                 cmd.action,
-                Action::ReorderQueue(_) | Action::Hook(HookAction::Export { .. })
+                Action::ReorderQueue(_)
+                    | Action::Hook(HookAction::Export { .. } | HookAction::Print(_))
             )
         {
             check_rights(&cmd.action, caller).map_err(fail)?;
         }
         let mut warnings = Vec::new();
+        let hooks_shown = caller.role >= Role::Manager;
         apply(
             &cmd.action,
             config,
             state,
             &mut outcome,
-            file,
+            (file, hooks_shown),
             &mut warnings,
         )
         .map_err(fail)?;
@@ -156,7 +160,7 @@ fn apply(
     config: &mut Config,
     state: &State,
     outcome: &mut Outcome,
-    file: &Config,
+    (file, hooks_shown): (&Config, bool),
     warnings: &mut Vec<String>,
 ) -> Result<(), String> {
     let resources = config.resources.clone();
@@ -233,7 +237,22 @@ fn apply(
             }
         }
         Action::ListServer => outcome.output.push_str(&print::list_server(config, state)),
-        Action::PrintServer => outcome.output.push_str(&print_server_over(config, file)),
+        Action::PrintServer if hooks_shown => {
+            outcome.output.push_str(&print_server_over(config, file))
+        }
+        Action::PrintServer => {
+            let mut without = config.clone();
+            without.hooks.clear();
+            outcome.output.push_str(&print_server_over(&without, file));
+            if !config.hooks.is_empty() {
+                outcome.output.push_str(
+                    "#
+# Hooks are printed for managers only (print hook).
+#
+",
+                );
+            }
+        }
         Action::PrintQueue(names) => {
             for queue in named_queues(config, names)? {
                 outcome.output.push_str(&print::print_queue(queue));

@@ -207,3 +207,28 @@ fn pbs_events_qmesh_does_not_run_are_kept_with_a_warning() {
     run_as(Role::Manager, &printed, &mut restored).unwrap();
     assert_eq!(restored.hooks, config.hooks);
 }
+
+#[test]
+fn only_managers_read_a_hooks_content() {
+    let mut config = Config::default();
+    let script = format!(
+        "create hook h1 event = queuejob\n{}\n",
+        import_line("h1", FILTER)
+    );
+    run_as(Role::Manager, &script, &mut config).unwrap();
+    let err = run_as(Role::Operator, "print hook h1", &mut config).unwrap_err();
+    assert!(err.message.contains("manager"), "{err}");
+    let printed = run_as(Role::Operator, "print server", &mut config)
+        .unwrap()
+        .output;
+    assert!(!printed.contains("import hook"), "{printed}");
+    assert!(printed.contains("printed for managers only"), "{printed}");
+    let listed = run_as(Role::Operator, "list hook h1", &mut config)
+        .unwrap()
+        .output;
+    assert!(listed.contains("event = queuejob"), "{listed}");
+    let printed = run_as(Role::Manager, "print server", &mut config)
+        .unwrap()
+        .output;
+    assert!(printed.contains("import hook h1"), "{printed}");
+}
