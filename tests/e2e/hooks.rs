@@ -80,25 +80,35 @@ fn a_queuejob_hook_rejects_rewrites_and_its_faults_are_clear() {
 
     // A hook that hangs is killed at its alarm; meanwhile the daemon
     // answers everyone else.
-    d.script("hang.sh", "#!/bin/sh\nsleep 30 &\nsleep 30\n");
+    let hook_began = d.work.join("hook_began");
+    d.script(
+        "hang.sh",
+        &format!(
+            "#!/bin/sh\necho began >> {}\nsleep 30 &\nsleep 30\n",
+            hook_began.display()
+        ),
+    );
     d.ok("qmgr", &["-c", "set hook filter alarm = 3"]);
     import(&d, "filter", "hang.sh");
     let began = Instant::now();
-    let hung = d
+    let mut hung = d
         .cmd("qsub")
         .args(["-N", "waits", "job.sh"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("qsub");
+    d.await_in_log(&hook_began, "began", 1);
     let listed = d.ok("qstat", &["-B"]);
     assert!(listed.contains("Server"), "{listed}");
-    let answered_others = began.elapsed();
+    assert!(
+        hung.try_wait().expect("qsub's state").is_none(),
+        "qstat answered while qsub's hook still ran"
+    );
     let out = hung.wait_with_output().expect("qsub's end");
     assert!(
-        answered_others < began.elapsed() && began.elapsed() >= Duration::from_secs(3),
-        "qstat answered after {answered_others:?}, qsub's hook ran {:?}",
-        began.elapsed()
+        began.elapsed() >= Duration::from_secs(3),
+        "killed at its alarm, not before"
     );
     assert_ne!(out.status.code(), Some(0));
     let said = stderr(&out);

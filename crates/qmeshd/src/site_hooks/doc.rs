@@ -146,6 +146,17 @@ fn number(key: &str, v: &Value) -> Result<Option<i64>, String> {
     }
 }
 
+/// A priority: a whole number the core then holds to PBS's range, as it
+/// does qsub's and qalter's `-p`.
+fn priority(key: &str, v: &Value) -> Result<Option<i32>, String> {
+    number(key, v)?
+        .map(|p| {
+            i32::try_from(p)
+                .map_err(|_| format!("set {key} to {p}; a job's priority runs from -1024 to 1023"))
+        })
+        .transpose()
+}
+
 fn flag(key: &str, v: &Value, yes: &str, no: &str) -> Result<Option<bool>, String> {
     match text(key, v)?.as_deref().map(str::to_ascii_lowercase) {
         None => Ok(None),
@@ -245,16 +256,7 @@ pub fn apply_to_submission(
             }
             "Account_Name" => sub.account = text(k, &v)?,
             "project" => sub.project = text(k, &v)?,
-            "Priority" => {
-                sub.priority = number(k, &v)?
-                    .map(|p| {
-                        i32::try_from(p)
-                            .ok()
-                            .filter(|p| (-1024..=1023).contains(p))
-                            .ok_or_else(|| format!("set Priority to {p}; PBS's are -1024 to 1023"))
-                    })
-                    .transpose()?
-            }
+            "Priority" => sub.priority = priority(k, &v)?,
             "Rerunable" => sub.rerunnable = flag(k, &v, "y", "n")?,
             "depend" => sub.depend = text(k, &v)?.unwrap_or_default(),
             "Execution_Time" => sub.start_after = unix_time(k, &v)?,
@@ -359,16 +361,7 @@ pub fn apply_to_alteration(answer: Value, alt: &mut Alteration) -> Result<(), St
             "Mail_Points" => alt.mail_points = text(k, &v)?,
             "Mail_Users" => alt.mail_users = text(k, &v)?,
             "Job_Name" => alt.name = text(k, &v)?,
-            "Priority" => {
-                alt.priority = number(k, &v)?
-                    .map(|p| {
-                        i32::try_from(p)
-                            .ok()
-                            .filter(|p| (-1024..=1023).contains(p))
-                            .ok_or_else(|| format!("set Priority to {p}; PBS's are -1024 to 1023"))
-                    })
-                    .transpose()?
-            }
+            "Priority" => alt.priority = priority(k, &v)?,
             "project" => alt.project = text(k, &v)?,
             "Rerunable" => alt.rerunnable = flag(k, &v, "y", "n")?,
             "Shell_Path_List" => alt.shell = text(k, &v)?,

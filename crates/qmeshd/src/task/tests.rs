@@ -151,9 +151,21 @@ impl Bench {
         host: &str,
         session: u64,
     ) -> mpsc::Receiver<v1::DaemonMessage> {
+        self.connect_running(secs, host, session, Vec::new())
+    }
+
+    /// `host`'s agent says hello, running the jobs `running`.
+    fn connect_running(
+        &mut self,
+        secs: u64,
+        host: &str,
+        session: u64,
+        running: Vec<u64>,
+    ) -> mpsc::Receiver<v1::DaemonMessage> {
         let (outbox, inbox) = mpsc::channel(64);
         let hello = v1::AgentHello {
             host: host.into(),
+            running,
             ..Default::default()
         };
         self.ask(secs, |reply| Event::AgentHello {
@@ -579,19 +591,7 @@ fn a_reconnected_agent_is_told_again_whether_its_jobs_are_suspended() {
         assert!(outcomes.iter().all(|o| o.refused.is_none()), "{outcomes:?}");
     };
     let reconnect = |b: &mut Bench, secs: u64, session: u64| {
-        let (outbox, mut inbox) = mpsc::channel(64);
-        let hello = v1::AgentHello {
-            host: "n1".into(),
-            running: vec![1],
-            ..Default::default()
-        };
-        b.ask(secs, |reply| Event::AgentHello {
-            session,
-            hello,
-            outbox,
-            reply,
-        })
-        .expect("welcome");
+        let mut inbox = b.connect_running(secs, "n1", session, vec![1]);
         kinds(&mut inbox)
             .into_iter()
             .filter_map(|k| match k {

@@ -79,7 +79,7 @@ fn what_a_hook_may_not_set_is_refused_by_name() {
             "changed interactive, which a hook may read",
         ),
         (json!({"PBS_O_WORKDIR": "/tmp"}), "changed PBS_O_WORKDIR"),
-        (json!({"Priority": 5000}), "-1024 to 1023"),
+        (json!({"Priority": 5_000_000_000u64}), "-1024 to 1023"),
         (json!({"Join_Path": "x"}), "write oe, eo or n"),
         (json!({"Resource_List": "walltime=1"}), "not an object"),
         (json!({"Job_Name": ["a"]}), "not a string"),
