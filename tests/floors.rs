@@ -63,6 +63,7 @@ const QMESH_CORE: House = House {
                 "site_resources",
                 "queue",
                 "hook",
+                "reservation",
             ],
         ),
         (
@@ -86,7 +87,7 @@ const QMESH_CORE: House = House {
         ),
         (
             "passes and languages",
-            &["scheduler", "qrun", "qmgr", "report"],
+            &["scheduler", "qrun", "qmgr", "report", "rsub"],
         ),
     ],
 };

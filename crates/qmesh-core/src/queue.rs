@@ -165,6 +165,10 @@ pub struct Queue {
     /// and prints but does not act on (qmgr warned when they were set).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub inert: BTreeMap<String, String>,
+    /// The reservation whose queue it is (`R12`): its jobs run only in
+    /// the reservation's occurrences, on its nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<u64>,
 }
 
 impl Queue {
@@ -199,6 +203,7 @@ impl Queue {
             resources_available: BTreeMap::new(),
             comment: None,
             inert: BTreeMap::new(),
+            reservation: None,
         }
     }
 

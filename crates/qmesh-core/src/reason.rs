@@ -51,6 +51,12 @@ pub enum Reason {
     Consumable,
     /// Its array runs as many sub-jobs as its throttle (`%N`) allows.
     ArrayLimit,
+    /// It is in a reservation's queue, and no occurrence of the
+    /// reservation is on (Slurm's `ReqNodeNotAvail, Reserved...`).
+    ReservationNotRunning,
+    /// Its wall time would reach past the end of its reservation's
+    /// occurrence.
+    ReservationEnd,
 }
 
 impl Reason {
@@ -77,6 +83,8 @@ impl Reason {
             Reason::OutsidePeriod => "OutsidePeriod",
             Reason::Consumable => "Consumable",
             Reason::ArrayLimit => "JobArrayTaskLimit",
+            Reason::ReservationNotRunning => "ReservationNotRunning",
+            Reason::ReservationEnd => "ReservationEnd",
         }
     }
 
@@ -122,6 +130,14 @@ impl Reason {
             Reason::ArrayLimit => {
                 "its array already runs as many sub-jobs as its %N throttle allows; \
                  the next starts when one ends"
+            }
+            Reason::ReservationNotRunning => {
+                "its queue is a reservation's; it starts when the reservation's next occurrence \
+                 begins (pbs_rstat)"
+            }
+            Reason::ReservationEnd => {
+                "its wall time would reach past the end of its reservation; give it less \
+                 (qalter -l walltime=) or extend the reservation (pbs_ralter -E)"
             }
         }
     }

@@ -4,6 +4,7 @@
 
 mod accounts;
 mod node_sets;
+mod reservations;
 mod resources;
 
 pub use node_sets::{check_node_groups, merge_sets};
@@ -127,6 +128,17 @@ pub struct ServerAttrs {
     /// and prints but does not act on (qmgr warned when they were set).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub inert: BTreeMap<String, String>,
+
+    // --- Who may reserve nodes (pbs_rsub; see `reservation`) ---
+    /// Whether pbs_rsub takes reservations at all (PBS `resv_enable`).
+    pub resv_enable: bool,
+    /// Whether `acl_resv_users` is checked (managers and operators always
+    /// may reserve).
+    pub acl_resv_user_enable: bool,
+    pub acl_resv_users: Vec<String>,
+    /// Whether `acl_resv_groups` is checked.
+    pub acl_resv_group_enable: bool,
+    pub acl_resv_groups: Vec<String>,
 }
 
 /// The order a pass takes pending jobs in.
@@ -226,6 +238,11 @@ impl Default for ServerAttrs {
             resources_available: BTreeMap::new(),
             comment: None,
             inert: BTreeMap::new(),
+            resv_enable: true,
+            acl_resv_user_enable: false,
+            acl_resv_users: Vec::new(),
+            acl_resv_group_enable: false,
+            acl_resv_groups: Vec::new(),
         }
     }
 }
@@ -267,6 +284,17 @@ pub struct Config {
     /// Site hooks by name (`qmgr -c "create hook h1"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, crate::hook::Hook>,
+    /// Advance and standing reservations by number (`pbs_rsub`), each with
+    /// its queue `R{id}` in `queues`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reservations: BTreeMap<u64, crate::reservation::Reservation>,
+    /// The number the next reservation gets.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub next_reservation: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_default_calendar(calendar: &Calendar) -> bool {

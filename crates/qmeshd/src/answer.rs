@@ -25,6 +25,17 @@ impl JobOutcome {
     }
 }
 
+/// A reservation as it stood when the task answered (pbs_rsub, pbs_rstat):
+/// with the jobs in its queue, the server's name and its calendar's zone.
+#[derive(Clone, Debug)]
+pub struct ResvShown {
+    pub resv: qmesh_core::reservation::Reservation,
+    pub jobs: u32,
+    pub server: String,
+    pub zone: String,
+    pub at: Time,
+}
+
 /// A job as it stood when the task answered, with what showing it needs
 /// (the server's name, the time).
 #[derive(Clone, Debug)]

@@ -4,6 +4,10 @@
 //! Only the daemon converts: `qmesh-proto` knows nothing of the core, so
 //! the agent and the commands' wire types do not bring the core with them.
 
+mod resv;
+
+pub use resv::{resv_info, resv_request};
+
 use qmesh_core::account::AccountReport;
 use qmesh_core::job::{ExitCause, Job, JobExit, JobPayload, JobState};
 use qmesh_core::joblog::{LineKind, LogLine};

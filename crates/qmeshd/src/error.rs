@@ -38,6 +38,19 @@ pub enum TaskError {
     Internal(String),
 }
 
+impl From<qmesh_core::reservation::ResvError> for TaskError {
+    fn from(e: qmesh_core::reservation::ResvError) -> TaskError {
+        use qmesh_core::reservation::ResvError;
+        let text = e.to_string();
+        match e {
+            ResvError::Unknown(_) => TaskError::NotFound(text),
+            ResvError::Invalid(_) => TaskError::Invalid(text),
+            ResvError::Denied(_) => TaskError::NotNow(text),
+            ResvError::NotAllowed(_) => TaskError::Denied(text),
+        }
+    }
+}
+
 impl TaskError {
     /// The store did not take a change of `what`: nothing was changed.
     pub fn not_stored(e: &StoreError, what: &str) -> TaskError {

@@ -6,7 +6,9 @@ use qmesh_core::JobId;
 use qmesh_proto::v1;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::answer::{JobOutcome, JobSnapshot, QueueList, ServerReport, Trace, UsageReport, When};
+use crate::answer::{
+    JobOutcome, JobSnapshot, QueueList, ResvShown, ServerReport, Trace, UsageReport, When,
+};
 use crate::error::TaskError;
 use crate::identity::Peer;
 
@@ -249,6 +251,25 @@ pub enum Event {
         peer: Peer,
         ids: Vec<String>,
         alteration: Box<qmesh_core::qalter::Alteration>,
+        reply: Reply<Vec<JobOutcome>>,
+    },
+    /// pbs_rsub (no `id`) and pbs_ralter: a reservation confirmed or
+    /// refused.
+    Reserve {
+        peer: Peer,
+        id: Option<String>,
+        request: Box<qmesh_core::rsub::ResvRequest>,
+        reply: Reply<ResvShown>,
+    },
+    /// pbs_rstat.
+    Reservations {
+        ids: Vec<String>,
+        reply: Reply<Vec<ResvShown>>,
+    },
+    /// pbs_rdel.
+    Unreserve {
+        peer: Peer,
+        ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
 }

@@ -227,7 +227,33 @@ pub fn check_submit(
     {
         check_queue(q, &who, true)?;
     }
-    Ok(())
+    check_reservation(config, landed, &who)
+}
+
+/// A reservation's queue takes jobs from its owner and its
+/// `Authorized_Users` and `Authorized_Groups` only (pbs_rsub -U, -G).
+fn check_reservation(config: &Config, queue: &str, who: &Asker) -> Result<(), CoreError> {
+    let Some(id) = config.queue(queue).and_then(|q| q.reservation) else {
+        return Ok(());
+    };
+    match config.reservations.get(&id) {
+        Some(r) if r.admits(who.user, who.group) => Ok(()),
+        Some(r) => Err(refuse(format!(
+            "reservation R{id} is for {} (its Authorized_Users{}), and {} is not one of them; \
+             ask its owner {} to add you (pbs_ralter -U), or submit to another queue",
+            r.users.join(","),
+            if r.groups.is_empty() {
+                String::new()
+            } else {
+                format!(" and groups {}", r.groups.join(","))
+            },
+            who.user,
+            r.owner
+        ))),
+        None => Err(refuse(format!(
+            "reservation R{id} has ended or was deleted; its queue takes no more jobs"
+        ))),
+    }
 }
 
 /// The lists a job moved by qmove passes: those of the queue named and,
@@ -248,5 +274,5 @@ pub fn check_move(config: &Config, job: &Job, dest: &str, landed: &str) -> Resul
     {
         check_queue(q, &who, true)?;
     }
-    Ok(())
+    check_reservation(config, landed, &who)
 }

@@ -185,7 +185,14 @@ fn apply(
         }
         Action::DeleteQueue(names) => {
             for name in names {
-                queue_mut(config, name)?;
+                if let Some(id) = queue_mut(config, name)?
+                    .reservation
+                    .filter(|id| config.reservations.contains_key(id))
+                {
+                    return Err(format!(
+                        "queue \"{name}\" is reservation R{id}'s; pbs_rdel R{id} removes both"
+                    ));
+                }
                 let jobs = state.counts(name).total();
                 if jobs > 0 {
                     return Err(format!(

@@ -71,6 +71,11 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("max_group_queued", &[]),
     ("max_group_run", &[]),
     ("max_group_node_hours", &[]),
+    ("resv_enable", &[]),
+    ("acl_resv_user_enable", &[]),
+    ("acl_resv_users", &[]),
+    ("acl_resv_group_enable", &[]),
+    ("acl_resv_groups", &[]),
 ];
 
 fn parse_secs(name: &str, value: &str) -> Result<u64, String> {
@@ -516,7 +521,10 @@ fn set_reorder_times(q: &mut Queue, op: Op, value: &str) -> Result<(), String> {
 }
 
 pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Result<(), String> {
-    if !matches!(name, "managers" | "operators") {
+    if !matches!(
+        name,
+        "managers" | "operators" | "acl_resv_users" | "acl_resv_groups"
+    ) {
         scalar_only(name, op)?;
     }
     match name {
@@ -579,6 +587,11 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "max_group_queued" => s.max_group_queued = Some(parse_count(name, value)?),
         "max_group_run" => s.max_group_run = Some(parse_count(name, value)?),
         "max_group_node_hours" => s.max_group_node_hours = Some(parse_whole(name, value)?.into()),
+        "resv_enable" => s.resv_enable = parse_bool(name, value)?,
+        "acl_resv_user_enable" => s.acl_resv_user_enable = parse_bool(name, value)?,
+        "acl_resv_users" => update_list(&mut s.acl_resv_users, name, op, value)?,
+        "acl_resv_group_enable" => s.acl_resv_group_enable = parse_bool(name, value)?,
+        "acl_resv_groups" => update_list(&mut s.acl_resv_groups, name, op, value)?,
         _ => return Err(format!("attribute {name} cannot be set on the server")),
     }
     Ok(())
@@ -611,6 +624,11 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "max_group_queued" => s.max_group_queued = None,
         "max_group_run" => s.max_group_run = None,
         "max_group_node_hours" => s.max_group_node_hours = None,
+        "resv_enable" => s.resv_enable = d.resv_enable,
+        "acl_resv_user_enable" => s.acl_resv_user_enable = false,
+        "acl_resv_users" => s.acl_resv_users.clear(),
+        "acl_resv_group_enable" => s.acl_resv_group_enable = false,
+        "acl_resv_groups" => s.acl_resv_groups.clear(),
         _ => {}
     }
 }
@@ -704,6 +722,31 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
         optional("max_group_queued", s.max_group_queued),
         optional("max_group_run", s.max_group_run),
         optional("max_group_node_hours", s.max_group_node_hours),
+        (
+            "resv_enable",
+            show_bool(s.resv_enable),
+            s.resv_enable != d.resv_enable,
+        ),
+        (
+            "acl_resv_user_enable",
+            show_bool(s.acl_resv_user_enable),
+            s.acl_resv_user_enable,
+        ),
+        (
+            "acl_resv_users",
+            s.acl_resv_users.join(","),
+            !s.acl_resv_users.is_empty(),
+        ),
+        (
+            "acl_resv_group_enable",
+            show_bool(s.acl_resv_group_enable),
+            s.acl_resv_group_enable,
+        ),
+        (
+            "acl_resv_groups",
+            s.acl_resv_groups.join(","),
+            !s.acl_resv_groups.is_empty(),
+        ),
     ];
     let mut out: Vec<(String, String, bool)> = fixed
         .into_iter()

@@ -80,7 +80,6 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("reserve_retry_cutoff", Object::Server, None, "qmesh has no advance reservations"),
     ("reserve_retry_init", Object::Server, None, "qmesh has no advance reservations"),
     ("reserve_retry_time", Object::Server, None, "qmesh has no advance reservations"),
-    ("resv_enable", Object::Server, None, "qmesh has no advance reservations (create shutdown windows for maintenance)"),
     ("restrict_res_to_release_on_suspend", Object::Server, None, "qmesh does not suspend jobs"),
     ("rpp_highwater", Object::Server, None, "agents speak gRPC, not RPP"),
     ("rpp_retry", Object::Server, None, "agents speak gRPC, not RPP"),
@@ -89,13 +88,9 @@ const INERT: &[(&str, Object, Option<&str>, &str)] = &[
     ("single_signon_password_enable", Object::Server, None, "qmesh identifies users by the socket"),
     ("sync_mom_hookfiles_timeout", Object::Server, None, "qmesh's hooks are executables, not PBS's Python interpreter (docs/PBS.md, Site hooks)"),
     ("acl_host_moms_enable", Object::Server, None, "agents are admitted by the socket's mode, the cluster key or TLS"),
-    ("acl_resv_enable", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_group_enable", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_groups", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_host_enable", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_hosts", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_user_enable", Object::Server, None, "qmesh has no advance reservations"),
-    ("acl_resv_users", Object::Server, None, "qmesh has no advance reservations"),
+    ("acl_resv_enable", Object::Server, None, "set acl_resv_user_enable or acl_resv_group_enable"),
+    ("acl_resv_host_enable", Object::Server, None, "qmesh checks acl_resv_users and acl_resv_groups, not hosts"),
+    ("acl_resv_hosts", Object::Server, None, "qmesh checks acl_resv_users and acl_resv_groups, not hosts"),
     // Torque, on the server.
     ("accounting_keep_days", Object::Server, None, "qmeshd keeps no accounting files"),
     ("acl_group_hosts", Object::Server, None, "use acl_users and acl_hosts"),
@@ -373,8 +368,9 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("WARNING"))
             .count();
+        assert!(config.server.resv_enable, "resv_enable takes effect now");
         assert_eq!(
-            warned, 11,
+            warned, 10,
             "one per attribute without effect:\n{}",
             out.output
         );

@@ -156,8 +156,12 @@ pub fn print_server_over(config: &Config, file: &Config) -> String {
     out.push_str(&super::node_set::print(config));
     out.push_str(&super::node_group::print_over(config, file));
     out.push_str("#\n# Create queues and set their attributes.\n");
-    // Route queues come after the queues they name, which must exist.
-    for q in crate::route::print_order(config) {
+    // Route queues come after the queues they name, which must exist. A
+    // reservation's queue is the reservation's (pbs_rsub makes it).
+    for q in crate::route::print_order(config)
+        .into_iter()
+        .filter(|q| q.reservation.is_none())
+    {
         match file.queues.get(&q.name) {
             Some(seeded) => out.push_str(&print_seeded_queue(q, seeded)),
             None => out.push_str(&print_queue(q)),

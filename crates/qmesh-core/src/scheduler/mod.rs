@@ -13,6 +13,7 @@ pub mod closedown;
 mod order;
 pub(crate) mod plan;
 pub mod profile;
+pub mod reservations;
 
 pub use crate::reason::Reason;
 pub use closedown::Closedown;
@@ -282,6 +283,26 @@ impl Scheduler {
                     reason: Reason::OutsidePeriod,
                 }
             }
+            // Its reservation's next occurrence has not begun: planned
+            // again from its start.
+            Some(entry) if entry.reason == Some(Reason::ReservationNotRunning) => {
+                let start = state
+                    .config()
+                    .reservation_of_queue(&job.queue)
+                    .and_then(|r| r.current(now))
+                    .map(|o| o.start)
+                    .filter(|&open| open > now)
+                    .and_then(|open| {
+                        Planner::new(state, open, Backfill::Conservative)
+                            .run(Stop::At(job.id))
+                            .entry(job.id)
+                            .and_then(|e| e.expected_start)
+                    });
+                When {
+                    start,
+                    reason: Reason::ReservationNotRunning,
+                }
+            }
             Some(entry) => When {
                 start: entry.expected_start,
                 reason: entry.reason.unwrap_or(Reason::Resources),
@@ -382,5 +403,7 @@ mod tests_chunks;
 mod tests_node_sets;
 #[cfg(test)]
 mod tests_placed;
+#[cfg(test)]
+mod tests_reservations;
 #[cfg(test)]
 mod tests_shared;

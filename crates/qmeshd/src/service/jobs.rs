@@ -461,6 +461,80 @@ impl Jobs for JobsService {
             .map(|trace| Response::new(reply::trace(trace)))
     }
 
+    async fn submit_reservation(
+        &self,
+        request: Request<v1::ReservationRequest>,
+    ) -> Result<Response<v1::ReservationInfo>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let request = Box::new(convert::resv_request(request.get_ref())?);
+        self.link
+            .ask(|reply| Event::Reserve {
+                peer,
+                id: None,
+                request,
+                reply,
+            })
+            .await
+            .map(|shown| Response::new(convert::resv_info(&shown)))
+    }
+
+    async fn alter_reservation(
+        &self,
+        request: Request<v1::ReservationRequest>,
+    ) -> Result<Response<v1::ReservationInfo>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let id = request.get_ref().id.clone();
+        if id.is_empty() || id.len() > 256 {
+            return Err(Status::invalid_argument(
+                "name the reservation to alter: pbs_ralter OPTIONS R12",
+            ));
+        }
+        let request = Box::new(convert::resv_request(request.get_ref())?);
+        self.link
+            .ask(|reply| Event::Reserve {
+                peer,
+                id: Some(id),
+                request,
+                reply,
+            })
+            .await
+            .map(|shown| Response::new(convert::resv_info(&shown)))
+    }
+
+    async fn reservation_status(
+        &self,
+        request: Request<v1::ReservationStatusRequest>,
+    ) -> Result<Response<v1::ReservationStatusReply>, Status> {
+        let v1::ReservationStatusRequest { ids } = request.into_inner();
+        check_ids(&ids)?;
+        self.link
+            .ask(|reply| Event::Reservations { ids, reply })
+            .await
+            .map(|all| {
+                Response::new(v1::ReservationStatusReply {
+                    reservations: all.iter().map(convert::resv_info).collect(),
+                })
+            })
+    }
+
+    async fn delete_reservation(
+        &self,
+        request: Request<v1::ReservationStatusRequest>,
+    ) -> Result<Response<v1::JobsReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let v1::ReservationStatusRequest { ids } = request.into_inner();
+        check_ids(&ids)?;
+        if ids.is_empty() {
+            return Err(Status::invalid_argument(
+                "name the reservations to delete: pbs_rdel R12",
+            ));
+        }
+        self.link
+            .ask(|reply| Event::Unreserve { peer, ids, reply })
+            .await
+            .map(|outcomes| Response::new(reply::jobs(outcomes)))
+    }
+
     async fn alter(
         &self,
         request: Request<v1::AlterRequest>,

@@ -55,6 +55,7 @@ mod qorder;
 mod qrerun;
 mod qrun;
 mod read_only;
+mod reservations;
 mod runjob;
 mod server_status;
 mod signal;
@@ -134,6 +135,8 @@ pub struct SchedulerTask {
     waiters: HashMap<JobId, Vec<Reply<crate::answer::JobSnapshot>>>,
     /// Running jobs warned that their period ends.
     warned: HashMap<JobId, period_end::Warned>,
+    /// Each reservation's occurrence and state as last seen (`reservations`).
+    resv_seen: reservations::Seen,
     /// Jobs whose history goes once they have ended (qdel -x).
     purge_on_end: HashSet<JobId>,
     /// Where runjob hooks run, when the daemon has site hooks.
@@ -165,6 +168,7 @@ impl SchedulerTask {
             published: Published::default(),
             waiters: HashMap::new(),
             warned: HashMap::new(),
+            resv_seen: HashMap::new(),
             purge_on_end: HashSet::new(),
             runjob: None,
             settings,
@@ -416,6 +420,16 @@ impl SchedulerTask {
                 alteration,
                 reply,
             } => self.alter(&peer, ids, &alteration, reply, now),
+            Event::Reserve {
+                peer,
+                id,
+                request,
+                reply,
+            } => self.reserve(&peer, id, &request, reply, now),
+            Event::Reservations { ids, reply } => {
+                let _ = reply.send(self.reservations(&ids, now));
+            }
+            Event::Unreserve { peer, ids, reply } => self.unreserve(&peer, ids, reply, now),
             Event::RefreshMetrics(done) => {
                 let agents = self.links.connected();
                 self.published
@@ -449,6 +463,18 @@ impl SchedulerTask {
             .into());
         }
         Ok(id)
+    }
+
+    /// The server itself acting (a hook's refusal, a reservation's end):
+    /// a manager named `Server`, as PBS's logs name it.
+    fn server_caller(&self) -> Caller {
+        Caller {
+            uid: self.settings.daemon_uid,
+            gid: 0,
+            user: "Server".into(),
+            group: String::new(),
+            role: qmesh_core::Role::Manager,
+        }
     }
 
     fn caller(&self, peer: &Peer) -> Caller {

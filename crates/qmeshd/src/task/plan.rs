@@ -129,6 +129,27 @@ impl SchedulerTask {
                 None => format!("its queue runs only in {periods}, and none begins soon"),
             };
         }
+        if matches!(
+            reason,
+            Reason::ReservationNotRunning | Reason::ReservationEnd
+        ) && let Some(r) = self.state.config().reservation_of_queue(&job.queue)
+        {
+            let zone = self.zone();
+            let name = r.queue_name();
+            return match (reason, r.current(now)) {
+                (Reason::ReservationNotRunning, Some(o)) => format!(
+                    "reservation {name} begins {} (until {}); its jobs start then",
+                    qmesh_core::shutdown::format_local(o.start, &zone),
+                    qmesh_core::shutdown::format_local(o.end, &zone)
+                ),
+                (Reason::ReservationEnd, Some(o)) => format!(
+                    "its wall time would reach past the end of reservation {name} ({}); \
+                     give it less (qalter -l walltime=) or extend the reservation (pbs_ralter -E)",
+                    qmesh_core::shutdown::format_local(o.end, &zone)
+                ),
+                _ => format!("reservation {name} has no occurrence to come"),
+            };
+        }
         if matches!(reason, Reason::Shutdown | Reason::PeriodEnd)
             && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
         {

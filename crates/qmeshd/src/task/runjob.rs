@@ -9,7 +9,7 @@
 use qmesh_core::hook::HookEvent;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
-use qmesh_core::{Caller, Holds, JobId, JobState, Role};
+use qmesh_core::{Holds, JobId, JobState};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -96,13 +96,7 @@ impl SchedulerTask {
             },
             now,
         );
-        let server = Caller {
-            uid: self.settings.daemon_uid,
-            gid: 0,
-            user: "Server".into(),
-            group: String::new(),
-            role: Role::Manager,
-        };
+        let server = self.server_caller();
         let system = Holds {
             system: true,
             ..Holds::default()

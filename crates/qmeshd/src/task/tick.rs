@@ -42,6 +42,7 @@ impl SchedulerTask {
         }
         self.reorder_on_time(now);
         self.enforce_period_ends(now);
+        self.enforce_reservations(now);
         let iteration = Duration::from_secs(self.state.config().server.scheduler_iteration);
         self.pacing.iterate(now.mono, iteration);
     }

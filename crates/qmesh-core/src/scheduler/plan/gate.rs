@@ -84,7 +84,11 @@ impl<'a> Planner<'a> {
             return Err(Waits::waiting(Reason::QueueStopped));
         }
         if !queue.open {
-            return Err(Waits::waiting(Reason::OutsidePeriod));
+            return Err(Waits::waiting(if queue.reservation.is_some() {
+                Reason::ReservationNotRunning
+            } else {
+                Reason::OutsidePeriod
+            }));
         }
         if view.has_account && job().is_some_and(|job| state.allocation_short(job)) {
             return Err(Waits::waiting(Reason::Allocation));
@@ -187,16 +191,30 @@ pub(super) struct QueueNow {
     /// Indexed by set: when its jobs there are ended ([`FOREVER`]: not);
     /// `None` when no set has a cut.
     pub cuts: Option<Rc<[Secs]>>,
+    /// The reservation whose queue it is: open while an occurrence is on.
+    pub reservation: Option<u64>,
 }
 
 impl QueueNow {
     pub fn of(state: &State, queue: &crate::queue::Queue, now: Time, n_sets: usize) -> QueueNow {
+        if let Some(id) = queue.reservation {
+            let r = state.config().reservations.get(&id);
+            let set = r.and_then(|r| state.node_sets().iter().position(|s| s.name == r.node_set));
+            return QueueNow {
+                started: queue.started,
+                open: r.is_some_and(|r| r.state_at(now) == crate::reservation::ResvState::Running),
+                sets: set.into_iter().collect::<Vec<_>>().into(),
+                cuts: None,
+                reservation: Some(id),
+            };
+        }
         if !queue.follows_calendar() {
             return QueueNow {
                 started: queue.started,
                 open: true,
                 sets: state.sets_now(queue, |_| false).into(),
                 cuts: None,
+                reservation: None,
             };
         }
         let window = periods::window(state, queue, now);
@@ -214,6 +232,7 @@ impl QueueNow {
             open: window.open,
             sets: window.sets.into(),
             cuts,
+            reservation: None,
         }
     }
 }

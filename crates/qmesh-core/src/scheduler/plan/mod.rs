@@ -37,6 +37,7 @@
 //!
 //! [`Profile`]: super::profile::Profile
 
+mod advance;
 mod gate;
 mod place;
 mod reserve;
@@ -86,6 +87,9 @@ pub(super) struct Planner<'a> {
     considered: usize,
     /// Sub-jobs this pass started, per array (for their throttles).
     array_starts: HashMap<JobId, u32>,
+    /// The advance reservations on now, with their nodes left for their
+    /// own jobs (see `advance`).
+    advance: Vec<advance::OnNow>,
 }
 
 impl<'a> Planner<'a> {
@@ -128,8 +132,14 @@ impl<'a> Planner<'a> {
             blocked: false,
             considered: 0,
             array_starts: HashMap::new(),
+            advance: Vec::new(),
         };
         planner.close(&closedown::collect(state, now));
+        let held = crate::scheduler::reservations::held_spans(state, now);
+        if !held.is_empty() {
+            let nodes = state.nodes();
+            planner.hold_reservations(held, |i| nodes[i].job().map(&end_of));
+        }
         planner
     }
 
@@ -174,6 +184,7 @@ impl<'a> Planner<'a> {
         for ranked in order {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
+                && self.advance.iter().all(|on| on.free.is_empty())
             {
                 break;
             }

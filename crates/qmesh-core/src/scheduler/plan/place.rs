@@ -3,9 +3,9 @@
 //! waits. A job starts now only if its nodes stay free for its whole wall
 //! time in the profiles, so it cannot delay a reservation already made.
 
+use super::Planner;
 use super::gate::Admitted;
 use super::set_plan::{Fit, Release};
-use super::{Planner, a_id};
 use crate::node_resources::HostResource;
 use crate::scheduler::choose::Wants;
 use crate::scheduler::order::Ranked;
@@ -47,6 +47,9 @@ impl<'a> Planner<'a> {
         let state = self.state;
         let job = || state.job(view.id);
         let queue = self.queues[ranked.queue].clone();
+        if let Some(resv) = queue.reservation {
+            return self.place_in_reservation(ranked, resv, starts);
+        }
         let sets = admitted.sets(&queue);
         let cuts = queue.cuts.as_deref();
         let n = view.nodes as usize;
@@ -75,24 +78,7 @@ impl<'a> Planner<'a> {
         if free_now >= n {
             match self.start_now(usable, n, end, reserve, wants) {
                 Now::Started(nodes, parts) => {
-                    if let Some(running) = &mut self.running
-                        && let Some(job) = job()
-                    {
-                        running.count(state, job);
-                    }
-                    if let Some(consumables) = &mut self.consumables
-                        && let Some(job) = job()
-                    {
-                        consumables.add(job);
-                    }
-                    starts.push(Start {
-                        job: view.id,
-                        nodes,
-                        parts,
-                    });
-                    if view.array {
-                        *self.array_starts.entry(a_id(view.id)).or_default() += 1;
-                    }
+                    self.record_start(view.id, view.array, nodes, parts, starts);
                     return entry(Status::Startable, None, Some(self.now));
                 }
                 Now::NoPlacement => unplaceable = true,
@@ -242,6 +228,15 @@ impl<'a> Planner<'a> {
                 }
                 let window = set.profile.min_over(now, end).max(0) as usize;
                 let mut cap = window.min(set.free);
+                if !set.held.is_empty() {
+                    let held = set.held_over(now, end);
+                    let clear = self
+                        .free
+                        .ones(set.nodes.start, set.nodes.end)
+                        .filter(|i| !held.contains(i))
+                        .count();
+                    cap = cap.min(clear);
+                }
                 if set.shared() {
                     // One slot per node: as many nodes as have room.
                     cap = cap.min(self.free.ones(set.nodes.start, set.nodes.end).count());
@@ -294,6 +289,19 @@ impl<'a> Planner<'a> {
         for (s, k) in take {
             if self.sets[s].shared() {
                 let picked = self.take_least_busy(s, k);
+                nodes.extend(picked);
+            } else if !self.sets[s].held.is_empty() {
+                let set = &self.sets[s];
+                let held = set.held_over(now, end);
+                let picked: Vec<usize> = self
+                    .free
+                    .ones(set.nodes.start, set.nodes.end)
+                    .filter(|i| !held.contains(i))
+                    .take(k)
+                    .collect();
+                for &i in &picked {
+                    self.free.set(i, false);
+                }
                 nodes.extend(picked);
             } else {
                 let range = &self.sets[s].nodes;

@@ -46,6 +46,9 @@ pub(super) struct SetPlan {
     /// The closedowns that close it. Their nodes are taken from the
     /// profile for their time (see `close`).
     pub closed: Vec<Closed>,
+    /// On a flat set: the advance reservations' occurrences still to come
+    /// (see `advance`). A start that would overlap one keeps off its nodes.
+    pub held: Vec<super::advance::Held>,
 }
 
 /// A running job's (or this pass's start's) nodes in a set with a
@@ -180,6 +183,18 @@ impl SetPlan {
     }
 }
 
+impl SetPlan {
+    /// On a flat set, the nodes of the advance reservations a job running
+    /// over `[from, to)` must keep off (none, mostly: no allocation then).
+    pub fn held_over(&self, from: Secs, to: Secs) -> Vec<usize> {
+        self.held
+            .iter()
+            .filter(|h| h.start < to && from < h.end)
+            .flat_map(|h| h.nodes.iter().copied())
+            .collect()
+    }
+}
+
 /// The nodes of the reservations of `placed` that overlap `[from, to)`.
 pub(super) fn placed_over(
     placed: &[Reservation],
@@ -253,6 +268,7 @@ pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs
             placed: Vec::new(),
             hints: BTreeMap::new(),
             closed: Vec::new(),
+            held: Vec::new(),
         })
         .collect()
 }
@@ -322,6 +338,7 @@ mod tests {
             placed: Vec::new(),
             hints: BTreeMap::new(),
             closed: Vec::new(),
+            held: Vec::new(),
         }
     }
 
