@@ -32,6 +32,7 @@ mod qmgr;
 mod qmgr_pbs;
 mod qrun;
 mod qsig;
+mod reservations;
 mod qstat;
 mod restart;
 mod shutdown;
