@@ -116,7 +116,10 @@ fn a_reservation_runs_its_jobs_inside_it_keeps_others_off_and_ends_with_them() {
 
     let said = d.read_fifo(&inside);
     let mut lines = said.lines();
-    let began: i64 = lines.next().and_then(|l| l.trim().parse().ok()).expect("a time");
+    let began: i64 = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("a time");
     assert!(began >= start.timestamp(), "ran at {began}, before {start}");
     let ran_on: Vec<&str> = lines.collect();
     assert_eq!(ran_on.len(), 2, "{said}");
@@ -142,6 +145,17 @@ fn a_reservation_runs_its_jobs_inside_it_keeps_others_off_and_ends_with_them() {
             .is_none_or(|all| all.is_empty()),
         "{doc:#}"
     );
+
+    // ASAP: a queued job's nodes and wall time at the earliest (now, on
+    // the four nodes the outsider leaves), and the job moved into it.
+    let asap_job = d.qsub(&["-h", "-l", "nodes=4,walltime=5", "inside.sh"]);
+    let asap = rsub(&d, "UTC", &["-W", &format!("qmove={asap_job}")]);
+    assert!(asap.status.success(), "{}\n{}", stderr(&asap), d.log());
+    assert!(String::from_utf8_lossy(&asap.stdout).starts_with("R2."));
+    assert_eq!(d.job_json(&asap_job)["queue"], "R2");
+    d.ok("qrls", &[&asap_job]);
+    let said = d.read_fifo(&inside);
+    assert_eq!(said.lines().count(), 5, "a time and four nodes: {said}");
     d.ok("qdel", &[&outsider]);
 }
 
@@ -169,7 +183,16 @@ fn a_weekly_reservation_keeps_its_local_hour_across_summer_time_and_a_restart() 
     let never = rsub(
         &d,
         "Europe/London",
-        &["-R", "202703231000", "-D", "60", "-r", "FREQ=DAILY", "-lP", "1"],
+        &[
+            "-R",
+            "202703231000",
+            "-D",
+            "60",
+            "-r",
+            "FREQ=DAILY",
+            "-lP",
+            "1",
+        ],
     );
     assert!(!never.status.success());
     assert!(stderr(&never).contains("add COUNT=N"), "{}", stderr(&never));
@@ -198,7 +221,10 @@ fn a_weekly_reservation_keeps_its_local_hour_across_summer_time_and_a_restart() 
             "{resv:#}"
         );
         let full = d.ok("pbs_rstat", &["-f"]);
-        assert!(full.contains("reserve_rrule = FREQ=WEEKLY;BYDAY=MO;COUNT=3"), "{full}");
+        assert!(
+            full.contains("reserve_rrule = FREQ=WEEKLY;BYDAY=MO;COUNT=3"),
+            "{full}"
+        );
         assert!(full.contains("reserve_count = 3"), "{full}");
         assert_eq!(
             full.matches(" 10:00:00 2027 .. ").count(),

@@ -63,7 +63,9 @@ pub struct Args {
     /// Accepted (PBS waits this long for confirmation; qmesh confirms at once).
     #[arg(short = 'I', value_name = "SECONDS", allow_negative_numbers = true)]
     pub wait: Option<String>,
-    /// More attributes (PBS): accepted and not used, with a note; qmove=JOBID (an ASAP reservation) is not provided.
+    /// More attributes (PBS): qmove=JOBID makes an ASAP reservation of a
+    /// queued job's nodes and wall time, at the earliest, and moves the job
+    /// into it; others are accepted and not used, with a note.
     #[arg(short = 'W', value_name = "ATTR=VALUE")]
     pub attributes: Vec<String>,
     /// Mail points: accepted, no mail is sent.
@@ -98,7 +100,10 @@ pub fn main() -> ExitCode {
         Err(message) => return usage_error(&message),
     };
     // The -W notes (a refused -W already failed `request`).
-    for note in check_extended("pbs_rsub", &args.attributes).unwrap_or_default() {
+    for note in check_extended("pbs_rsub", &args.attributes)
+        .map(|(notes, _)| notes)
+        .unwrap_or_default()
+    {
         eprintln!("{note}");
     }
     let reply = client::block_on(async {
@@ -137,8 +142,9 @@ pub fn request(
     if args.rrule.is_some() && rrule.trim().is_empty() {
         return Err("-r needs a rule, e.g. -r \"FREQ=WEEKLY;BYDAY=MO;COUNT=4\"".into());
     }
-    check_extended("pbs_rsub", &args.attributes)?;
+    let (_, qmove_job) = check_extended("pbs_rsub", &args.attributes)?;
     Ok(ReservationRequest {
+        qmove_job: qmove_job.unwrap_or_default(),
         start,
         end,
         duration,
@@ -167,25 +173,30 @@ pub(crate) fn duration_of(given: Option<&str>, walltime: Option<u64>) -> Result<
     }
 }
 
-/// `-W` values: qmesh has no ASAP reservation (`qmove=JOBID`), and says
-/// so; PBS's other attributes are accepted and not used, each with a note
-/// (returned) so no one is left to guess.
-pub(crate) fn check_extended(cmd: &str, values: &[String]) -> Result<Vec<String>, String> {
+/// `-W` values: `qmove=JOBID` makes an ASAP reservation for a queued job
+/// (returned); PBS's other attributes are accepted and not used, each with
+/// a note (returned) so no one is left to guess.
+pub(crate) fn check_extended(
+    cmd: &str,
+    values: &[String],
+) -> Result<(Vec<String>, Option<String>), String> {
     let mut notes = Vec::new();
+    let mut qmove = None;
     for value in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
         if value.is_empty() {
             continue;
         }
-        let name = value.split_once('=').map_or(value, |(n, _)| n).trim();
-        if name == "qmove" {
-            return Err(format!(
-                "-W {value}: ASAP reservations (-W qmove=JOBID) are not provided yet; make one with \
-                 -R, -D and -l for the job's nodes, then move the job into its queue: qmove R12 JOBID"
-            ));
+        let (name, arg) = value.split_once('=').unwrap_or((value, ""));
+        if name.trim() == "qmove" {
+            if arg.trim().is_empty() {
+                return Err("-W qmove= needs a queued job's id, e.g. -W qmove=17".into());
+            }
+            qmove = Some(arg.trim().to_string());
+            continue;
         }
         notes.push(format!("{cmd}: -W {value} is not used by qmesh; ignored"));
     }
-    Ok(notes)
+    Ok((notes, qmove))
 }
 
 /// `R12.server CONFIRMED` (pbs_ralter: with its `pbs_ralter: ` prefix), or
@@ -304,12 +315,19 @@ mod tests {
         assert_eq!(req("-lP 2 -I -10").unwrap(), plain);
         let err = req("-lP 2 -I soon").unwrap_err();
         assert!(err.starts_with("-I soon: give whole seconds"), "{err}");
-        let err = req("-lP 2 -W qmove=17.server").unwrap_err();
-        assert!(err.contains("ASAP reservations"), "{err}");
+        assert_eq!(req("-W qmove=17.server").unwrap().qmove_job, "17.server");
+        assert!(
+            req("-W qmove=")
+                .unwrap_err()
+                .contains("needs a queued job's id")
+        );
         assert_eq!(req("-lP 2 -W delete_idle_time=60").unwrap(), plain);
         assert_eq!(
             check_extended("pbs_rsub", &["delete_idle_time=60".into()]).unwrap(),
-            vec!["pbs_rsub: -W delete_idle_time=60 is not used by qmesh; ignored"]
+            (
+                vec!["pbs_rsub: -W delete_idle_time=60 is not used by qmesh; ignored".to_string()],
+                None
+            )
         );
     }
 

@@ -30,6 +30,8 @@ pub struct ResvRequest {
     pub time_zone: Option<String>,
     /// Only this node set (`-l nodeset=NAME`).
     pub node_set: Option<String>,
+    /// An ASAP reservation for this queued job (`-W qmove=JOBID`).
+    pub qmove_job: Option<String>,
 }
 
 /// A start given this far in the past is taken as now (a script's `-R`
@@ -74,6 +76,125 @@ pub fn submit(
     let spans = occurrence_spans(start, duration, req.rrule.as_deref(), zone)?;
     let (node_set, occurrences) =
         place_reservation(state, &spans, req.nodes, req.node_set.as_deref(), None, now)?;
+    let req = ResvRequest {
+        time_zone: Some(zone_name),
+        ..req.clone()
+    };
+    Ok(made(
+        state,
+        caller,
+        host,
+        &req,
+        start,
+        node_set,
+        occurrences,
+        now,
+    ))
+}
+
+/// The most instants an ASAP reservation tries before it is refused.
+const ASAP_TRIES: usize = 2000;
+
+/// pbs_rsub -W qmove=JOBID: a reservation of the job's nodes and wall time
+/// at the earliest instant they are free together (now, or when a running
+/// job, a reservation's occurrence or a shutdown window ends), for the
+/// job's owner; the daemon then moves the job into its queue. Returns the
+/// job too.
+pub fn submit_asap(
+    state: &State,
+    caller: &Caller,
+    host: &str,
+    req: &ResvRequest,
+    now: Time,
+) -> Result<(Config, Reservation, crate::job::JobId), ResvError> {
+    may_reserve(state.config(), caller)?;
+    let text = req.qmove_job.as_deref().unwrap_or_default();
+    let id = state
+        .parse_id(text)
+        .map_err(|e| ResvError::Invalid(format!("-W qmove={text}: {e}")))?;
+    let job = state
+        .job(id)
+        .ok_or_else(|| ResvError::Unknown(format!("job {text}")))?;
+    if !caller.may_act_on(job) {
+        return Err(ResvError::NotAllowed(format!(
+            "job {} belongs to {}; only its owner, an operator or a manager may reserve for it",
+            state.full_id(id),
+            job.owner.user
+        )));
+    }
+    if !job.state.is_pending() || job.array.is_some() {
+        return Err(ResvError::Invalid(format!(
+            "job {} is not a queued job; an ASAP reservation is for a job waiting in a queue",
+            state.full_id(id)
+        )));
+    }
+    let config = state.config();
+    let kill_delay = config.server.kill_delay;
+    let wall = chrono::Duration::seconds(job.walltime.max(1) as i64);
+    let mut instants: Vec<Time> = state
+        .active_jobs()
+        .filter_map(|j| {
+            let end = crate::scheduler::plan::expected_end(j, now.timestamp(), kill_delay);
+            chrono::DateTime::from_timestamp(end, 0)
+        })
+        .chain(
+            config
+                .reservations
+                .values()
+                .flat_map(|r| r.occurrences.iter().map(|o| o.end)),
+        )
+        .chain(config.shutdowns.values().map(|w| w.end))
+        .filter(|&t| t > now)
+        .collect();
+    instants.push(now);
+    instants.sort();
+    instants.dedup();
+    let mut last = None;
+    for &t in instants.iter().take(ASAP_TRIES) {
+        match place_reservation(
+            state,
+            &[(t, t + wall)],
+            job.nodes,
+            req.node_set.as_deref(),
+            None,
+            now,
+        ) {
+            Ok((node_set, occurrences)) => {
+                let asap = ResvRequest {
+                    users: if req.users.is_empty() {
+                        vec![format!("{}@{}", job.owner.user, job.submit_host)]
+                    } else {
+                        req.users.clone()
+                    },
+                    nodes: job.nodes,
+                    resources: format!("nodes={}", job.nodes),
+                    start: Some(t),
+                    duration: Some(job.walltime.max(1)),
+                    ..req.clone()
+                };
+                let (config, r) = made(state, caller, host, &asap, t, node_set, occurrences, now);
+                return Ok((config, r, id));
+            }
+            Err(e @ ResvError::Denied(_)) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ResvError::Denied("no instant was found".into())))
+}
+
+/// The configuration with the confirmed reservation `req` asks for (its
+/// nodes found) and its queue.
+#[allow(clippy::too_many_arguments)]
+fn made(
+    state: &State,
+    caller: &Caller,
+    host: &str,
+    req: &ResvRequest,
+    start: Time,
+    node_set: String,
+    occurrences: Vec<crate::reservation::Occurrence>,
+    now: Time,
+) -> (Config, Reservation) {
     let mut config = state.config().clone();
     let id = config.take_reservation_id();
     let users = if req.users.is_empty() {
@@ -81,6 +202,10 @@ pub fn submit(
     } else {
         req.users.clone()
     };
+    let zone = req
+        .time_zone
+        .clone()
+        .unwrap_or_else(|| state.config().calendar.time_zone.clone());
     let r = Reservation {
         id,
         name: req.name.clone().filter(|n| !n.is_empty()),
@@ -91,16 +216,18 @@ pub fn submit(
         nodes: req.nodes,
         resources: req.resources.clone(),
         start,
-        duration,
+        duration: occurrences
+            .first()
+            .map_or(0, |o| (o.end - o.start).num_seconds() as u64),
         rrule: req.rrule.clone().filter(|r| !r.trim().is_empty()),
-        time_zone: req.rrule.as_ref().map(|_| zone_name),
+        time_zone: req.rrule.as_ref().map(|_| zone),
         node_set,
         occurrences,
         ctime: now,
         mtime: now,
     };
     config.put_reservation(r.clone());
-    Ok((config, r))
+    (config, r)
 }
 
 /// pbs_ralter: a changed start, end, duration, name or users. A running

@@ -166,6 +166,37 @@ fn on_a_mesh_a_big_job_is_promised_the_end_of_the_reservation_and_nothing_delays
     );
 }
 
+#[test]
+fn an_asap_reservation_takes_the_first_time_the_jobs_nodes_are_free_and_its_owner() {
+    let mut s = flat(4);
+    let running = submit_to(&mut s, "batch", 1, 3, 1000, t(0));
+    let plan = Scheduler.pass(&s, t(0));
+    s.start(running, &plan.starts[0].nodes, t(0)).unwrap();
+    let waiting = submit_to(&mut s, "batch", 7, 2, 100, t(0));
+    let req = ResvRequest {
+        qmove_job: Some(waiting.to_string()),
+        ..ResvRequest::default()
+    };
+    let err = rsub::submit_asap(&s, &caller(8, Role::User), "h", &req, t(10)).unwrap_err();
+    assert!(
+        matches!(err, ResvError::NotAllowed(_)),
+        "not its owner: {err}"
+    );
+    let (config, r, job) = rsub::submit_asap(&s, &caller(7, Role::User), "h", &req, t(10)).unwrap();
+    assert_eq!(job, waiting);
+    assert_eq!(
+        r.occurrences[0].start,
+        t(1000),
+        "when the running job's wall time ends"
+    );
+    assert_eq!(r.occurrences[0].end, t(1100));
+    assert_eq!(r.nodes, 2);
+    s.set_config(config);
+    s.move_job(waiting, "R1", &caller(7, Role::User), t(10))
+        .unwrap();
+    assert_eq!(s.job(waiting).unwrap().queue, "R1");
+}
+
 fn started(plan: &Plan) -> Vec<JobId> {
     plan.starts.iter().map(|s| s.job).collect()
 }

@@ -27,9 +27,16 @@ pub fn resv_request(r: &v1::ReservationRequest) -> Result<ResvRequest, Status> {
             "a reservation names at most {MAX_NAMES} users and {MAX_NAMES} groups"
         )));
     }
-    if [&r.resources, &r.rrule, &r.name, &r.time_zone, &r.node_set]
-        .iter()
-        .any(|t| t.len() > MAX_TEXT)
+    if [
+        &r.resources,
+        &r.rrule,
+        &r.name,
+        &r.time_zone,
+        &r.node_set,
+        &r.qmove_job,
+    ]
+    .iter()
+    .any(|t| t.len() > MAX_TEXT)
     {
         return Err(Status::invalid_argument(format!(
             "a reservation's -l, -r, -N and zone are at most {MAX_TEXT} bytes each"
@@ -52,6 +59,7 @@ pub fn resv_request(r: &v1::ReservationRequest) -> Result<ResvRequest, Status> {
         rrule: text(&r.rrule),
         time_zone: text(&r.time_zone),
         node_set: text(&r.node_set),
+        qmove_job: text(&r.qmove_job),
     })
 }
 

@@ -43,7 +43,16 @@ impl SchedulerTask {
             .host
             .clone()
             .unwrap_or_else(|| self.state.server_name().to_string());
+        let mut asap_job = None;
         let made = match &id {
+            None if request.qmove_job.is_some() => {
+                rsub::submit_asap(&self.state, &caller, &host, request, now.wall).map(
+                    |(config, r, job)| {
+                        asap_job = Some(job);
+                        (config, r)
+                    },
+                )
+            }
             None => rsub::submit(&self.state, &caller, &host, request, now.wall),
             Some(text) => reservation::parse_id(text)
                 .and_then(|id| rsub::alter(&self.state, &caller, id, request, now.wall)),
@@ -59,6 +68,15 @@ impl SchedulerTask {
         if let Err(e) = self.put_config(config) {
             let _ = reply.send(Err(e));
             return;
+        }
+        // ASAP: the job moves into the reservation's queue.
+        if let Some(job) = asap_job {
+            match self.state.move_job(job, &r.queue_name(), &caller, now.wall) {
+                Ok(moved) => self.durability.persist(moved),
+                Err(e) => {
+                    warn!(job = %job, error = %e, "could not move the job into its ASAP reservation")
+                }
+            }
         }
         let verb = if id.is_some() { "altered" } else { "confirmed" };
         info!(
