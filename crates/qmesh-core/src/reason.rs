@@ -57,6 +57,9 @@ pub enum Reason {
     /// Its wall time would reach past the end of its reservation's
     /// occurrence.
     ReservationEnd,
+    /// Its wall time would reach into an advance reservation on nodes it
+    /// needs (pbs_rsub); shorter jobs may run before it.
+    ReservedNodes,
 }
 
 impl Reason {
@@ -85,6 +88,7 @@ impl Reason {
             Reason::ArrayLimit => "JobArrayTaskLimit",
             Reason::ReservationNotRunning => "ReservationNotRunning",
             Reason::ReservationEnd => "ReservationEnd",
+            Reason::ReservedNodes => "ReservedNodes",
         }
     }
 
@@ -134,6 +138,10 @@ impl Reason {
             Reason::ReservationNotRunning => {
                 "its queue is a reservation's; it starts when the reservation's next occurrence \
                  begins (pbs_rstat)"
+            }
+            Reason::ReservedNodes => {
+                "it would still run when a reservation begins on nodes it needs (pbs_rstat); \
+                 shorter jobs may run before it"
             }
             Reason::ReservationEnd => {
                 "its wall time would reach past the end of its reservation; give it less \

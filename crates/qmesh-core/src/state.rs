@@ -37,6 +37,7 @@ mod node_resources;
 mod node_sets;
 mod occupancy;
 mod placeable;
+mod reserved;
 
 pub use arrays::Targets;
 pub use book::PendingView;
@@ -45,6 +46,7 @@ pub use hosts::{HostFacts, overloaded};
 use machine::Machine;
 
 pub(crate) use occupancy::{NodeBits, Occupancy};
+pub use reserved::ReservedSpan;
 
 #[derive(Clone, Debug)]
 pub struct State {
@@ -54,6 +56,8 @@ pub struct State {
     book: JobBook,
     /// The nodes and what holds them (`machine.rs`).
     machine: Machine,
+    /// The reservations' occurrences by node index (`reserved.rs`).
+    reserved: Vec<reserved::ReservedSpan>,
 }
 
 /// What `delete` did.
@@ -125,7 +129,9 @@ impl State {
                 node_index,
                 up_hosts: BTreeSet::new(),
             },
+            reserved: Vec::new(),
         };
+        state.index_reservations();
         state.apply_node_marks();
         Ok(state)
     }
@@ -225,7 +231,11 @@ impl State {
             .tally
             .count_entities(counting, pending, active);
         let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
+        let resv_changed = sets_changed || config.reservations != self.config.reservations;
         self.config = config;
+        if resv_changed {
+            self.index_reservations();
+        }
         if sets_changed || marks_changed {
             self.apply_node_marks();
         }

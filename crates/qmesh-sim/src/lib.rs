@@ -8,6 +8,7 @@ pub mod machine;
 pub mod metrics;
 pub mod plot;
 pub mod replay;
+pub mod reservations;
 pub mod sweep;
 pub mod swf;
 pub mod to_swf;

@@ -130,6 +130,13 @@ struct Args {
     /// Threads for a sweep (default: every core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Make the advance and standing reservations of FILE during the
+    /// replay, one a line: SUBMIT START DURATION NODES [RRULE] [share=F]
+    /// [set=NAME] (times in seconds after the trace's start or RFC 3339;
+    /// share: of the jobs that could use an occurrence, those sent to its
+    /// queue). Reports what they held and what their jobs used.
+    #[arg(long, value_name = "FILE", requires = "trace")]
+    reservations: Option<PathBuf>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -174,6 +181,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(_) => Policy::Config,
         None => Policy::Easy,
     });
+    let reservations = match &args.reservations {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read reservations file {}", path.display()))?;
+            qmesh_sim::reservations::parse(&text, &path.display().to_string())?
+        }
+        None => Vec::new(),
+    };
     let options = Options {
         policy,
         machine,
@@ -186,6 +201,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         cap_walltime: args.cap_walltime,
         arrays: args.arrays,
         accounting: args.write_accounting.is_some(),
+        reservations,
     };
     if let (None, Some(dir)) = (&args.trace, &args.accounting) {
         // What-if: the site's own history replayed on this configuration.
@@ -235,6 +251,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let m = measure(&result.records, result.nodes);
+    let resv = args.reservations.is_some().then(|| {
+        qmesh_sim::metrics::reservations(&result.reservations, &result.records, result.nodes)
+    });
     let rate = result.records.len() as f64 / secs.max(1e-9);
     if args.json {
         let mut doc = serde_json::json!({
@@ -254,6 +273,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         });
         if let Some(formed) = result.arrays {
             doc["arrays"] = serde_json::json!(formed);
+        }
+        if let Some(r) = &resv {
+            doc["reservations"] = serde_json::json!(r);
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
@@ -275,6 +297,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     out.push_str(&report(&m));
+    if let Some(r) = &resv {
+        out.push_str(&reservations_report(r));
+    }
     // Per kind of reason, how many, and the first in full where it says
     // more (--json lists them all).
     let mut kinds: std::collections::BTreeMap<&str, (usize, &qmesh_sim::replay::Skipped)> =
@@ -366,6 +391,40 @@ fn report(m: &Metrics) -> String {
             })
             .collect(),
     );
+    out
+}
+
+/// What the reservations held and cost, as the text report prints it.
+fn reservations_report(r: &qmesh_sim::metrics::ResvMetrics) -> String {
+    let mut out = format!(
+        "  reservations     {} confirmed, {} refused\n",
+        r.confirmed, r.refused
+    );
+    for o in &r.list {
+        if let Some(why) = &o.refused {
+            out.push_str(&format!("    line {}: refused: {why}\n", o.line));
+        }
+    }
+    out.push_str(&format!(
+        "  held by reservations: {:.1}% of capacity, {:.1}% of that used by their jobs\n",
+        r.held_share * 100.0,
+        r.used_share * 100.0
+    ));
+    out.push_str(&format!(
+        "  their jobs       {} sent, {} ran (mean wait {:.0} s), {} left queued at their end\n",
+        r.jobs, r.ran, r.mean_wait, r.deleted
+    ));
+    let o = &r.others;
+    out.push_str(&format!(
+        "  other jobs       {}: utilization {:.1} % ({:.1} % of the capacity not held), \
+         wait mean {:.0} s, median {:.0} s, bounded slowdown {:.2}\n",
+        o.jobs,
+        o.utilization * 100.0,
+        o.utilization_not_held * 100.0,
+        o.mean_wait,
+        o.median_wait,
+        o.mean_bounded_slowdown
+    ));
     out
 }
 

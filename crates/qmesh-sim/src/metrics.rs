@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::replay::JobRecord;
+use crate::reservations::Outcome;
 
 /// Bounded slowdown's floor on the run time (seconds), as in the
 /// literature: very short jobs do not dominate the mean.
@@ -158,6 +159,98 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
     }
 }
 
+/// What reservations cost (`--reservations`): the node-seconds they held
+/// and how much of that their own jobs used, and every other job measured
+/// apart.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ResvMetrics {
+    pub confirmed: usize,
+    pub refused: usize,
+    /// Node-seconds their occurrences held (nodes × duration, summed).
+    pub held_node_seconds: f64,
+    /// Of those, the ones within the span measured (the first submission
+    /// to the last end), which the capacity counts.
+    pub held_in_span: f64,
+    /// `held_in_span` over the capacity (nodes × makespan).
+    pub held_share: f64,
+    /// Node-seconds their jobs ran (inside them).
+    pub used_node_seconds: f64,
+    /// `used_node_seconds` over `held_in_span`.
+    pub used_share: f64,
+    /// Jobs sent to their queues; of those, the ones that ran, and those
+    /// still queued at their reservation's last end (deleted).
+    pub jobs: usize,
+    pub ran: usize,
+    pub deleted: usize,
+    /// Mean wait of their jobs that ran.
+    pub mean_wait: f64,
+    /// Every job that ran outside the reservations.
+    pub others: Others,
+    /// Each line of the file, in its order.
+    pub list: Vec<Outcome>,
+}
+
+/// The jobs outside the reservations.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Others {
+    pub jobs: usize,
+    /// Their node-seconds over the capacity.
+    pub utilization: f64,
+    /// Their node-seconds over the capacity the reservations did not hold.
+    pub utilization_not_held: f64,
+    pub mean_wait: f64,
+    pub median_wait: f64,
+    pub mean_bounded_slowdown: f64,
+}
+
+/// The reservations' measures, from what became of them and the records
+/// of the replay on `nodes` nodes.
+pub fn reservations(outcomes: &[Outcome], records: &[JobRecord], nodes: u32) -> ResvMetrics {
+    let first = records.iter().map(|r| r.submit).min().unwrap_or(0);
+    let last_end = records.iter().map(|r| r.end).max().unwrap_or(0);
+    let makespan = (last_end - first).max(1);
+    let capacity = f64::from(nodes) * makespan as f64;
+    let spans = || outcomes.iter().flat_map(|o| o.occurrences.iter());
+    let held: f64 = spans().map(|s| s.held()).sum();
+    let held_in_span: f64 = spans()
+        .map(|s| {
+            let length = (s.end.min(first + makespan) - s.start.max(first)).max(0);
+            s.nodes.len() as f64 * length as f64
+        })
+        .sum();
+    let (own, others): (Vec<&JobRecord>, Vec<&JobRecord>) =
+        records.iter().partition(|r| r.reservation.is_some());
+    let run = |r: &&JobRecord| f64::from(r.nodes) * r.run() as f64;
+    let used: f64 = own.iter().map(run).sum();
+    let others_used: f64 = others.iter().map(run).sum();
+    let others: Vec<JobRecord> = others.into_iter().cloned().collect();
+    let m = measure(&others, nodes);
+    // (An empty f64 sum is -0.0: shown as "-0.0 %".)
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b + 0.0 } else { 0.0 };
+    ResvMetrics {
+        confirmed: outcomes.iter().filter(|o| o.id.is_some()).count(),
+        refused: outcomes.iter().filter(|o| o.refused.is_some()).count(),
+        held_node_seconds: held,
+        held_in_span,
+        held_share: ratio(held_in_span, capacity),
+        used_node_seconds: used,
+        used_share: ratio(used, held_in_span),
+        jobs: outcomes.iter().map(|o| o.jobs).sum(),
+        ran: own.len(),
+        deleted: outcomes.iter().map(|o| o.deleted).sum(),
+        mean_wait: ratio(own.iter().map(|r| r.wait() as f64).sum(), own.len() as f64),
+        others: Others {
+            jobs: m.jobs,
+            utilization: ratio(others_used, capacity),
+            utilization_not_held: ratio(others_used, capacity - held_in_span),
+            mean_wait: m.mean_wait,
+            median_wait: m.median_wait,
+            mean_bounded_slowdown: m.mean_bounded_slowdown,
+        },
+        list: outcomes.to_vec(),
+    }
+}
+
 /// Count and sums per key, as means per key.
 fn groups<K: Ord>(sums: BTreeMap<K, (usize, f64, f64)>) -> BTreeMap<K, Group> {
     sums.into_iter()
@@ -188,6 +281,7 @@ mod tests {
             nodes,
             queue: queue.into(),
             predicted: None,
+            reservation: None,
         }
     }
 
@@ -216,6 +310,64 @@ mod tests {
         assert_eq!(m.by_queue["q1"].jobs, 2);
         assert!((m.by_queue["q1"].mean_wait - 99.0 / 2.0).abs() < 1e-12);
         assert!((m.by_size[&4].expansion - 149.0 / 50.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reservations_by_hand() {
+        use crate::reservations::Span;
+        // 4 nodes, 0..1000 measured. R1 holds 2 nodes over 100..300 and
+        // 900..1100 (100 s of it past the last end); its one job ran 2
+        // nodes for 100 s. The others: 4 nodes 0..100, 1 node 300..1000.
+        let span = |start, end| Span {
+            start,
+            end,
+            nodes: vec!["n0".into(), "n1".into()],
+        };
+        let outcome = Outcome {
+            line: 1,
+            submit: 0,
+            nodes: 2,
+            share: 1.0,
+            id: Some(1),
+            refused: None,
+            node_set: Some("machine".into()),
+            occurrences: vec![span(100, 300), span(900, 1100)],
+            jobs: 2,
+            ran: 1,
+            deleted: 1,
+            used: 200.0,
+        };
+        let refused = Outcome {
+            id: None,
+            refused: Some("no".into()),
+            occurrences: Vec::new(),
+            jobs: 0,
+            ran: 0,
+            deleted: 0,
+            used: 0.0,
+            ..outcome.clone()
+        };
+        let records = [
+            rec(0, 0, 100, 4, "q"),
+            rec(0, 300, 1000, 1, "q"),
+            JobRecord {
+                reservation: Some(1),
+                ..rec(50, 150, 250, 2, "R1")
+            },
+        ];
+        let r = reservations(&[outcome, refused], &records, 4);
+        assert_eq!((r.confirmed, r.refused), (1, 1));
+        assert_eq!(r.held_node_seconds, 800.0);
+        assert_eq!(r.held_in_span, 600.0);
+        assert_eq!(r.held_share, 600.0 / 4000.0);
+        assert_eq!(r.used_node_seconds, 200.0);
+        assert_eq!(r.used_share, 200.0 / 600.0);
+        assert_eq!((r.jobs, r.ran, r.deleted), (2, 1, 1));
+        assert_eq!(r.mean_wait, 100.0);
+        assert_eq!(r.others.jobs, 2);
+        assert_eq!(r.others.utilization, 1100.0 / 4000.0);
+        assert_eq!(r.others.utilization_not_held, 1100.0 / 3400.0);
+        assert_eq!(r.others.mean_wait, 150.0);
     }
 
     #[test]

@@ -16,17 +16,27 @@
 //! at its first job's submit time; each sub-job, as the pass starts it,
 //! runs its own job's run time, and its record counts its wait from the
 //! array's submission.
+//!
+//! With `--reservations` (see `reservations.rs`) each reservation is made
+//! at its submit time, by the core's own `pbs_rsub`, confirmed or refused;
+//! the planner keeps its nodes for it, and the clock stops at each of its
+//! occurrences' starts and ends while jobs wait, as the daemon passes
+//! then. Jobs the file sends to it run in its queue, inside it; those
+//! still queued when its last occurrence ends are deleted, as PBS does.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::ops::Bound;
 
 use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
+use qmesh_core::rsub::{self, ResvRequest};
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
 use crate::accounting::Record;
 use crate::arrays::{self, Formed, Key, Program};
 use crate::machine::{Machine, MachineError, Policy, build_state, next_calendar_change};
+use crate::reservations::{Booked, Outcome, ResvSpec, Span};
 use crate::swf::{SwfJob, Trace};
 
 /// How the trace is read into the machine.
@@ -59,6 +69,8 @@ pub struct Options {
     /// Keep the accounting records the daemon would have written (`Q`,
     /// `S`, `E`, by its own formatting) in [`Replay::accounting`].
     pub accounting: bool,
+    /// Reservations made during the replay (`--reservations`).
+    pub reservations: Vec<ResvSpec>,
 }
 
 impl Default for Options {
@@ -75,6 +87,7 @@ impl Default for Options {
             cap_walltime: false,
             arrays: false,
             accounting: false,
+            reservations: Vec::new(),
         }
     }
 }
@@ -94,6 +107,9 @@ pub struct JobRecord {
     /// The start spwhen predicted right after its submission (seconds from
     /// the trace's start); `None` when not asked for or not given.
     pub predicted: Option<i64>,
+    /// The reservation (its number) whose queue it ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<u64>,
 }
 
 impl JobRecord {
@@ -142,6 +158,8 @@ pub struct Replay {
     pub accounting: Vec<Record>,
     /// The calendar's zone, where the log's days begin.
     pub zone: chrono_tz::Tz,
+    /// With `reservations`: what became of each, in the file's order.
+    pub reservations: Vec<Outcome>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,6 +268,27 @@ pub fn replay_with_progress(
     // The clock reads the log's own dates; records count from its start.
     let base = trace.unix_start().unwrap_or(0);
     let site = matches!(options.machine, Machine::Site { .. });
+    // Reservations by submit time (the file's order among equals), and
+    // what became of each.
+    let mut resv_order: Vec<(i64, usize)> = options
+        .reservations
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| (spec.submit.secs(base), i))
+        .collect();
+    resv_order.sort_unstable();
+    let mut outcomes: Vec<Outcome> = options
+        .reservations
+        .iter()
+        .map(|spec| Outcome::new(spec, spec.submit.secs(base)))
+        .collect();
+    let mut next_resv = 0;
+    let mut booked: Vec<Booked> = Vec::new();
+    // Every confirmed occurrence's start and end: a pass at each while
+    // jobs wait. And each reservation's last end (with its number and
+    // outcome), when the jobs left in its queue go.
+    let mut bounds: BTreeSet<i64> = BTreeSet::new();
+    let mut finishes: BinaryHeap<Reverse<(i64, u64, usize)>> = BinaryHeap::new();
     // What each job runs, by trace index: its run time, cut at its wall time.
     let mut run_of = vec![0i64; trace.jobs.len()];
 
@@ -294,7 +333,21 @@ pub fn replay_with_progress(
         } else {
             None
         };
-        let now_s = match (arrival.into_iter().chain(end).min(), turn) {
+        let resv_submit = resv_order.get(next_resv).map(|&(t, _)| t);
+        let bound = if state.pending_count() > 0 {
+            bounds
+                .range((Bound::Excluded(clock), Bound::Unbounded))
+                .next()
+                .copied()
+        } else {
+            None
+        };
+        let soon = arrival
+            .into_iter()
+            .chain(end)
+            .chain(resv_submit)
+            .chain(bound);
+        let now_s = match (soon.min(), turn) {
             (Some(t), Some(w)) => t.min(w),
             (Some(t), None) => t,
             (None, Some(w)) if w <= last_progress.saturating_add(STUCK_AFTER) => w,
@@ -334,6 +387,77 @@ pub fn replay_with_progress(
         }
         // Nothing depends on an array here: its end needs no more.
         state.take_ended_arrays();
+        // Reservations over: the jobs left in their queues go.
+        while let Some(&Reverse((last, id, o))) = finishes.peek() {
+            if last > now_s {
+                break;
+            }
+            finishes.pop();
+            let queue = format!("R{id}");
+            let left: Vec<JobId> = state.pending_in(&queue).map(|j| j.id).collect();
+            for job in left {
+                state
+                    .delete(job, &admin(), now)
+                    .map_err(|e| ReplayError::Core(e.to_string()))?;
+                let Some(index) = by_id.remove(&job) else {
+                    continue;
+                };
+                records[index] = None;
+                outcomes[o].deleted += 1;
+                skipped.push((
+                    index,
+                    Skipped::new(
+                        trace.jobs[index].number,
+                        "left in a reservation's queue",
+                        format!(
+                            "still queued in {queue} when its last occurrence ended (deleted, as PBS does)"
+                        ),
+                    ),
+                ));
+            }
+        }
+        // Reservations made now.
+        while let Some(&(t, i)) = resv_order.get(next_resv).filter(|&&(t, _)| t <= now_s) {
+            next_resv += 1;
+            let spec = &options.reservations[i];
+            let request = ResvRequest {
+                name: Some(format!("line{}", spec.line)),
+                users: vec!["*".into()],
+                nodes: spec.nodes,
+                start: Some(at(base + spec.start.secs(base))),
+                duration: Some(spec.duration),
+                rrule: spec.rrule.clone(),
+                node_set: spec.node_set.clone(),
+                ..ResvRequest::default()
+            };
+            match rsub::submit(&state, &admin(), "sim", &request, now) {
+                Ok((config, r)) => {
+                    state.set_config(config);
+                    let spans: Vec<Span> = r
+                        .occurrences
+                        .iter()
+                        .map(|o| Span {
+                            start: o.start.timestamp() - base,
+                            end: o.end.timestamp() - base,
+                            nodes: o.nodes.clone(),
+                        })
+                        .collect();
+                    bounds.extend(spans.iter().flat_map(|s| [s.start, s.end]));
+                    if let Some(last) = spans.last() {
+                        finishes.push(Reverse((last.end, r.id, i)));
+                    }
+                    let pairs: Vec<(i64, i64)> = spans.iter().map(|s| (s.start, s.end)).collect();
+                    booked.push(Booked::new(i, r.id, r.nodes, spec.share, t, &pairs));
+                    let outcome = &mut outcomes[i];
+                    outcome.id = Some(r.id);
+                    outcome.node_set = Some(r.node_set);
+                    outcome.occurrences = spans;
+                    // The calendar's next turn is worked out again.
+                    wake = None;
+                }
+                Err(e) => outcomes[i].refused = Some(e.to_string()),
+            }
+        }
         let mut arrived = Vec::new();
         while let Some(range) = arrivals
             .get(next)
@@ -356,6 +480,15 @@ pub fn replay_with_progress(
             // An array asks for its longest job's time; each sub-job runs
             // its own job's time, cut at that job's request as alone.
             let walltime = group.iter().map(|m| m.walltime).max().unwrap_or(p.walltime);
+            // A lone job may go to a reservation (the first that takes it).
+            let resv = if group.len() == 1 {
+                booked.iter_mut().find_map(|b| {
+                    b.takes(p.submit, p.nodes, walltime)
+                        .then(|| (b.id, b.outcome, b.queue.clone()))
+                })
+            } else {
+                None
+            };
             match submit(
                 &mut state,
                 p,
@@ -364,9 +497,14 @@ pub fn replay_with_progress(
                 trace,
                 options,
                 caller,
+                resv.as_ref().map(|r| r.2.as_str()),
                 now,
             ) {
                 Ok((id, queue, walltime)) => {
+                    let in_resv = resv.filter(|r| r.2 == queue);
+                    if let Some((_, o, _)) = in_resv {
+                        outcomes[o].jobs += 1;
+                    }
                     if options.accounting
                         && let Some(job) = state.job(id)
                     {
@@ -380,12 +518,13 @@ pub fn replay_with_progress(
                             start: -1,
                             end: -1,
                             nodes: m.nodes,
-                            queue: if site {
+                            queue: if site || in_resv.is_some() {
                                 queue.clone()
                             } else {
                                 trace.queue_name(m.queue)
                             },
                             predicted: None,
+                            reservation: in_resv.as_ref().map(|r| r.0),
                         });
                     }
                     if group.len() > 1 {
@@ -470,14 +609,26 @@ pub fn replay_with_progress(
         });
     }
     skipped.sort_by_key(|(index, _)| *index);
+    let records: Vec<JobRecord> = records.into_iter().flatten().collect();
+    for r in &records {
+        let Some(o) = r
+            .reservation
+            .and_then(|id| outcomes.iter_mut().find(|o| o.id == Some(id)))
+        else {
+            continue;
+        };
+        o.ran += 1;
+        o.used += f64::from(r.nodes) * r.run() as f64;
+    }
     Ok(Replay {
         nodes,
-        records: records.into_iter().flatten().collect(),
+        records,
         skipped: skipped.into_iter().map(|(_, s)| s).collect(),
         passes,
         arrays: formed,
         accounting: log,
         zone: state.config().calendar.zone().unwrap_or(chrono_tz::Tz::UTC),
+        reservations: outcomes,
     })
 }
 
@@ -495,8 +646,9 @@ fn trace_index(
 }
 
 /// Submits one job, or with `count` above 1 an array `-J 0-(count-1)` of
-/// jobs like it, asking `walltime`: to the queue its trace names if the
-/// configuration has it and it takes the job, else to the default queue.
+/// jobs like it, asking `walltime`: to reservation queue `resv` if given,
+/// else to the queue its trace names if the configuration has it; if that
+/// queue does not take the job, to the default queue.
 /// Returns its id, the queue it landed in and its wall time; or why no
 /// queue took it.
 #[allow(clippy::too_many_arguments)]
@@ -508,10 +660,16 @@ fn submit(
     trace: &Trace,
     options: &Options,
     caller: &Caller,
+    resv: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(JobId, String, u64), String> {
-    let named = trace.queue_name(p.queue);
-    let named = state.config().queues.contains_key(&named).then_some(named);
+    let named = match resv {
+        Some(queue) => Some(queue.to_string()),
+        None => {
+            let named = trace.queue_name(p.queue);
+            state.config().queues.contains_key(&named).then_some(named)
+        }
+    };
     let mut attempt = |queue: Option<&str>| -> Result<(JobId, String, u64), String> {
         let config = state.config();
         let target = queue.or(config.server.default_queue.as_deref());
@@ -669,6 +827,8 @@ fn at(secs: i64) -> DateTime<Utc> {
 
 #[cfg(test)]
 mod array_tests;
+#[cfg(test)]
+mod resv_tests;
 #[cfg(test)]
 mod site_tests;
 #[cfg(test)]

@@ -78,6 +78,7 @@ fn history(trace: &Trace) -> Vec<JobRecord> {
             nodes: u32::try_from(j.procs().max(1)).unwrap_or(u32::MAX),
             queue: trace.queue_name(j.queue),
             predicted: None,
+            reservation: None,
         })
         .collect()
 }

@@ -367,3 +367,51 @@ fn write_accounting_leaves_the_log_the_daemon_would_have_written() {
     );
     assert_eq!(std::fs::read_to_string(&day).unwrap(), log);
 }
+
+#[test]
+fn reservations_are_reported_and_a_bad_line_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, TRACE).unwrap();
+    let resv = dir.path().join("r.txt");
+    // All four nodes from 100 for 100 s (J2 waits for its end); one made
+    // at 1 from 10 is refused (J1, started at 0, holds two nodes until 100).
+    std::fs::write(&resv, "# two\n0 100 100 4\n1 10 60 4\n").unwrap();
+    let run = |args: &[&str]| {
+        sim()
+            .args(["--trace", trace.to_str().unwrap()])
+            .args(["--reservations", resv.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("reservations     1 confirmed, 1 refused"),
+        "{text}"
+    );
+    assert!(
+        text.contains("line 3: refused: reservation request denied"),
+        "{text}"
+    );
+    // 400 node-seconds of 4 nodes × 250 s (J2 runs from 200 to 250).
+    assert!(
+        text.contains("held by reservations: 40.0% of capacity, 0.0% of that used by their jobs"),
+        "{text}"
+    );
+    let out = run(&["--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["reservations"]["confirmed"], 1);
+    assert_eq!(doc["reservations"]["held_node_seconds"], 400.0);
+    std::fs::write(&resv, "0 100 100 4\n0 200 1:xx 4\n").unwrap();
+    let out = run(&[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("r.txt, line 2: DURATION \"1:xx\""), "{err}");
+}

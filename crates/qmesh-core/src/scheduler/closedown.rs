@@ -62,6 +62,7 @@ impl Closedown {
         let what = match self.reason {
             Reason::PeriodEnd => self.name.clone(),
             Reason::Shutdown => format!("shutdown \"{}\"", self.name),
+            Reason::ReservedNodes => format!("reservation {}", self.name),
             other => format!("{} \"{}\"", other.as_str(), self.name),
         };
         let start = shutdown::format_local(self.start, zone);

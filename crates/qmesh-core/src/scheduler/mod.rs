@@ -344,7 +344,27 @@ impl Scheduler {
                 reason: Reason::PeriodEnd,
                 name: c.what,
             });
-        [shutdown, period]
+        // An advance reservation's occurrence on the queue's sets (not the
+        // job's own reservation).
+        let reserved = state
+            .config()
+            .reservations
+            .values()
+            .filter(|r| r.queue_name() != job.queue && queue.uses_set(&r.node_set))
+            .flat_map(|r| {
+                r.occurrences
+                    .iter()
+                    .filter(|o| o.overlaps(now, end))
+                    .map(move |o| Closedown {
+                        start: o.start,
+                        end: Some(o.end),
+                        sets: vec![r.node_set.clone()],
+                        reason: Reason::ReservedNodes,
+                        name: r.queue_name(),
+                    })
+            })
+            .min_by_key(|c| c.start);
+        [shutdown, period, reserved]
             .into_iter()
             .flatten()
             .min_by_key(|c| c.start)

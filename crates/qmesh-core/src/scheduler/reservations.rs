@@ -238,42 +238,46 @@ fn taken_in(
     taken
 }
 
-/// The reservations' nodes as the pass needs them: for each occurrence
-/// that has not ended, its span and its nodes' indices in `State::nodes`.
+/// The reservations' nodes as the pass needs them: each occurrence that
+/// has not ended, its span and its nodes (indexed with the configuration,
+/// `State::reserved_spans`).
+///
+/// Only those that begin within a horizon: what a job started now, or
+/// reserved after the running jobs end, could still reach (the longest
+/// running job's rest and twice the longest wall time waiting). A standing
+/// reservation of a thousand occurrences costs a pass its next few.
 pub(crate) fn held_spans(state: &State, now: Time) -> Vec<HeldSpan> {
-    let config = state.config();
-    if config.reservations.is_empty() {
+    let spans = state.reserved_spans();
+    if spans.is_empty() {
         return Vec::new();
     }
-    let mut spans = Vec::new();
-    let mut base = 0;
-    let mut first_of = std::collections::HashMap::new();
-    for (s, set) in state.node_sets().iter().enumerate() {
-        first_of.insert(set.name.as_str(), (s, base));
-        base += set.nodes.len();
-    }
-    for r in config.reservations.values() {
-        let Some(&(set, first)) = first_of.get(r.node_set.as_str()) else {
-            continue;
-        };
-        let names = &state.node_sets()[set].nodes;
-        for o in r.occurrences.iter().filter(|o| now < o.end) {
-            let nodes = o
-                .nodes
-                .iter()
-                .filter_map(|name| names.iter().position(|n| &*n.name == name.as_str()))
-                .map(|i| first + i)
-                .collect();
-            spans.push(HeldSpan {
-                resv: r.id,
-                set,
-                start: o.start.timestamp(),
-                end: o.end.timestamp(),
-                nodes,
-            });
-        }
-    }
+    let now_s = now.timestamp();
+    let kill_delay = state.config().server.kill_delay;
+    let running = state
+        .active_jobs()
+        .map(|j| expected_end(j, now_s, kill_delay) - now_s)
+        .max()
+        .unwrap_or(0);
+    let waiting = state
+        .pending_jobs()
+        .map(|j| j.walltime)
+        .max()
+        .unwrap_or(0)
+        .min(i64::MAX as u64 / 4) as i64;
+    let horizon = now_s
+        .saturating_add(running)
+        .saturating_add(waiting.saturating_mul(2));
     spans
+        .iter()
+        .filter(|o| now < o.end && o.start.timestamp() < horizon)
+        .map(|o| HeldSpan {
+            resv: o.resv,
+            set: o.set,
+            start: o.start.timestamp(),
+            end: o.end.timestamp(),
+            nodes: o.nodes.clone(),
+        })
+        .collect()
 }
 
 /// One occurrence of a reservation as a pass sees it.

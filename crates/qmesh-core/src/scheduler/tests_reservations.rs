@@ -107,6 +107,12 @@ fn a_start_that_would_overlap_a_reservation_keeps_off_its_nodes() {
     let long3 = submit_to(&mut s, "batch", 1, 3, 300, t(0));
     let plan = Scheduler.pass(&s, t(0));
     assert_ne!(plan.entry(long3).unwrap().status, Status::Startable);
+    assert_eq!(
+        why(&plan, &s, long3),
+        Reason::Resources,
+        "two nodes are free"
+    );
+
     let start = plan
         .starts
         .iter()
@@ -116,6 +122,25 @@ fn a_start_that_would_overlap_a_reservation_keeps_off_its_nodes() {
         start.nodes.iter().all(|i| !held.contains(i)),
         "{:?} against the reservation's {held:?}",
         start.nodes
+    );
+
+    // Four free, but three for 300 s would run into the reservation.
+    let mut s = flat(4);
+    reserve(&mut s, 2, 100, 200, 0).unwrap();
+    let long3 = submit_to(&mut s, "batch", 1, 3, 300, t(0));
+    let plan = Scheduler.pass(&s, t(0));
+    assert_eq!(why(&plan, &s, long3), Reason::ReservedNodes);
+    assert_eq!(plan.entry(long3).unwrap().expected_start, Some(t(200)));
+    let crossed = Scheduler
+        .closedown_crossed(&s, s.job(long3).unwrap(), t(0))
+        .expect("the reservation");
+    assert_eq!(
+        crossed.describe(&chrono::Utc),
+        format!(
+            "would cross reservation R1 ({} until {})",
+            crate::shutdown::format_local(t(100), &chrono::Utc),
+            crate::shutdown::format_local(t(200), &chrono::Utc)
+        )
     );
 }
 
@@ -195,6 +220,25 @@ fn an_asap_reservation_takes_the_first_time_the_jobs_nodes_are_free_and_its_owne
     s.move_job(waiting, "R1", &caller(7, Role::User), t(10))
         .unwrap();
     assert_eq!(s.job(waiting).unwrap().queue, "R1");
+}
+
+#[test]
+fn first_come_first_served_blocking_does_not_hold_back_a_reservations_jobs() {
+    let mut s = flat(4);
+    let mut config = s.config().clone();
+    // qmesh-sim's fcfs: no backfill, every job above block_priority.
+    config.server.backfill = Backfill::None;
+    config.server.block_priority = 0.5;
+    for q in config.queues.values_mut() {
+        q.priority = 1;
+    }
+    s.set_config(config);
+    reserve(&mut s, 2, 0, 600, 0).unwrap();
+    let head = submit_to(&mut s, "batch", 1, 4, 60, t(0));
+    let inside = submit_to(&mut s, "R1", 1000, 2, 60, t(0));
+    let plan = Scheduler.pass(&s, t(0));
+    assert_eq!(plan.entry(head).unwrap().status, Status::Blocked);
+    assert_eq!(started(&plan), [inside]);
 }
 
 fn started(plan: &Plan) -> Vec<JobId> {

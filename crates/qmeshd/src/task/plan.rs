@@ -150,8 +150,10 @@ impl SchedulerTask {
                 _ => format!("reservation {name} has no occurrence to come"),
             };
         }
-        if matches!(reason, Reason::Shutdown | Reason::PeriodEnd)
-            && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
+        if matches!(
+            reason,
+            Reason::Shutdown | Reason::PeriodEnd | Reason::ReservedNodes
+        ) && let Some(closedown) = self.scheduler.closedown_crossed(&self.state, job, now)
         {
             return closedown.describe(&self.zone());
         }

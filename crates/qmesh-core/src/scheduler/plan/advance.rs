@@ -48,6 +48,7 @@ impl Planner<'_> {
         for span in spans {
             let set = &mut self.sets[span.set];
             let base = set.nodes.start;
+            set.reserved.push((span.start, span.end));
             if span.start > now {
                 set.profile
                     .add(span.start, span.end, -(span.nodes.len() as i64));

@@ -130,7 +130,8 @@ impl<'a> Planner<'a> {
         {
             return Err(Waits::waiting(Reason::Consumable));
         }
-        if self.blocked {
+        // SDSC blocking holds the machine's nodes, not a reservation's.
+        if self.blocked && queue.reservation.is_none() {
             return Err(Waits::waiting(Reason::Blocked));
         }
         Ok(admitted)

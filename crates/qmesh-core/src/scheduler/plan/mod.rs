@@ -169,6 +169,15 @@ impl<'a> Planner<'a> {
             .map(|c| c.reason)
     }
 
+    /// Whether a job running from now until `end` on `sets` would still
+    /// run during an advance reservation's occurrence there.
+    fn reserved_over(&self, sets: &[usize], end: Secs) -> Option<Reason> {
+        sets.iter()
+            .flat_map(|&s| &self.sets[s].reserved)
+            .any(|&(from, to)| from < end && self.now_s < to)
+            .then_some(Reason::ReservedNodes)
+    }
+
     /// Plans every pending job (`Stop::Never`), or up to one (spwhen), or,
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.

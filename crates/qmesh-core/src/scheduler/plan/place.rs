@@ -90,6 +90,7 @@ impl<'a> Planner<'a> {
         let closed = if free_now >= n {
             self.crossing(sets, end)
                 .or(cut_off.then_some(Reason::PeriodEnd))
+                .or_else(|| self.reserved_over(sets, end))
         } else {
             None
         };

@@ -49,6 +49,9 @@ pub(super) struct SetPlan {
     /// On a flat set: the advance reservations' occurrences still to come
     /// (see `advance`). A start that would overlap one keeps off its nodes.
     pub held: Vec<super::advance::Held>,
+    /// Every advance reservation's occurrence here, on any topology: what
+    /// a job that cannot start is told it would cross.
+    pub reserved: Vec<(Secs, Secs)>,
 }
 
 /// A running job's (or this pass's start's) nodes in a set with a
@@ -269,6 +272,7 @@ pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs
             hints: BTreeMap::new(),
             closed: Vec::new(),
             held: Vec::new(),
+            reserved: Vec::new(),
         })
         .collect()
 }
@@ -339,6 +343,7 @@ mod tests {
             hints: BTreeMap::new(),
             closed: Vec::new(),
             held: Vec::new(),
+            reserved: Vec::new(),
         }
     }
 
