@@ -161,7 +161,9 @@ impl SchedulerTask {
                 continue;
             }
             changed = true;
-            if before.is_some_and(|(_, s)| s == ResvState::Running) && at.1 != ResvState::Running {
+            // An occurrence ended (or had, while the daemon was down):
+            // whatever of its queue still runs is ended.
+            if at.1 != ResvState::Running {
                 ended_occurrence.push(r.queue_name());
             }
             if at.1 == ResvState::Finished {
