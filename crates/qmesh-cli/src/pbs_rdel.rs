@@ -7,10 +7,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use qmesh_proto::{JobResult, JobsReply, ReservationStatusRequest};
+use qmesh_proto::ReservationStatusRequest;
 
 use crate::client::{self, CliError};
-use crate::output::{self, Output, Tree};
 
 /// Delete reservations and the jobs in them.
 ///
@@ -37,118 +36,14 @@ pub fn main() -> ExitCode {
         let request = ReservationStatusRequest { ids: args.ids };
         Ok::<_, CliError>(jobs.delete_reservation(request).await?.into_inner())
     });
-    let reply = match reply {
-        Ok(reply) => reply,
-        Err(err) => return client::fail("pbs_rdel", &err),
-    };
-    if let Err(e) = output::emit(&Results(&reply), args.json) {
-        return client::fail(
-            "pbs_rdel",
-            &CliError::msg(format!("cannot write the results: {e}")),
-        );
-    }
-    let failures = failure_lines(&reply.results);
-    for line in &failures {
-        eprintln!("{line}");
-    }
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
-/// `pbs_rdel: MESSAGE` for each reservation not deleted.
-fn failure_lines(results: &[JobResult]) -> Vec<String> {
-    results
-        .iter()
-        .filter(|r| !r.ok)
-        .map(|r| {
-            if r.error.is_empty() {
-                format!("pbs_rdel: reservation {} was not deleted", r.job_id)
-            } else {
-                format!("pbs_rdel: {}", r.error)
-            }
-        })
-        .collect()
-}
-
-/// Nothing as text (as PBS); a list as JSON.
-struct Results<'a>(&'a JobsReply);
-
-impl Output for Results<'_> {
-    fn text(&self) -> String {
-        String::new()
-    }
-
-    fn json(&self) -> Tree {
-        Tree::List(
-            self.0
-                .results
-                .iter()
-                .map(|r| {
-                    let mut entry = vec![
-                        ("id".to_string(), Tree::text(&r.job_id)),
-                        ("ok".to_string(), Tree::Bool(r.ok)),
-                    ];
-                    if !r.ok {
-                        entry.push(("error".to_string(), Tree::text(&r.error)));
-                    }
-                    Tree::Map(entry)
-                })
-                .collect(),
-        )
-    }
+    // qdel's report: nothing for those deleted, `pbs_rdel: MESSAGE` for
+    // the others, a list with --json.
+    crate::action::report("pbs_rdel", reply, args.json)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn reply() -> JobsReply {
-        JobsReply {
-            results: vec![
-                JobResult {
-                    job_id: "R12.server".into(),
-                    ok: true,
-                    error: String::new(),
-                },
-                JobResult {
-                    job_id: "R99.server".into(),
-                    ok: false,
-                    error: "reservation R99 does not exist; see pbs_rstat".into(),
-                },
-                JobResult {
-                    job_id: "R7.server".into(),
-                    ok: false,
-                    error: String::new(),
-                },
-            ],
-        }
-    }
-
-    #[test]
-    fn only_failures_are_printed() {
-        assert_eq!(
-            failure_lines(&reply().results),
-            vec![
-                "pbs_rdel: reservation R99 does not exist; see pbs_rstat",
-                "pbs_rdel: reservation R7.server was not deleted",
-            ]
-        );
-        assert_eq!(Results(&reply()).text(), "");
-    }
-
-    #[test]
-    fn json_lists_every_result() {
-        let doc = serde_json::to_value(Results(&reply()).json()).unwrap();
-        assert_eq!(doc[0], serde_json::json!({"id": "R12.server", "ok": true}));
-        assert_eq!(doc[1]["ok"], false);
-        assert_eq!(
-            doc[1]["error"],
-            "reservation R99 does not exist; see pbs_rstat"
-        );
-    }
 
     #[test]
     fn ids_are_required() {

@@ -267,17 +267,11 @@ impl Scheduler {
             // next begins, with the jobs running then (an estimate: jobs
             // that start before then are not seen).
             Some(entry) if entry.reason == Some(Reason::OutsidePeriod) => {
-                let start = state
+                let open = state
                     .config()
                     .queue(&job.queue)
-                    .and_then(|q| crate::periods::next_open(state, q, now))
-                    .filter(|&open| open > now)
-                    .and_then(|open| {
-                        Planner::new(state, open, Backfill::Conservative)
-                            .run(Stop::At(job.id))
-                            .entry(job.id)
-                            .and_then(|e| e.expected_start)
-                    });
+                    .and_then(|q| crate::periods::next_open(state, q, now));
+                let start = expected_from(state, job, open, now);
                 When {
                     start,
                     reason: Reason::OutsidePeriod,
@@ -286,18 +280,12 @@ impl Scheduler {
             // Its reservation's next occurrence has not begun: planned
             // again from its start.
             Some(entry) if entry.reason == Some(Reason::ReservationNotRunning) => {
-                let start = state
+                let open = state
                     .config()
                     .reservation_of_queue(&job.queue)
                     .and_then(|r| r.current(now))
-                    .map(|o| o.start)
-                    .filter(|&open| open > now)
-                    .and_then(|open| {
-                        Planner::new(state, open, Backfill::Conservative)
-                            .run(Stop::At(job.id))
-                            .entry(job.id)
-                            .and_then(|e| e.expected_start)
-                    });
+                    .map(|o| o.start);
+                let start = expected_from(state, job, open, now);
                 When {
                     start,
                     reason: Reason::ReservationNotRunning,
@@ -413,6 +401,17 @@ impl Scheduler {
         }
         self.reason(state, job)
     }
+}
+
+/// A job's start planned again from `open`, when its queue opens (its
+/// next period, its reservation's next occurrence): an estimate, since
+/// jobs that start before then are not seen.
+fn expected_from(state: &State, job: &Job, open: Option<Time>, now: Time) -> Option<Time> {
+    let open = open.filter(|&open| open > now)?;
+    Planner::new(state, open, Backfill::Conservative)
+        .run(Stop::At(job.id))
+        .entry(job.id)
+        .and_then(|e| e.expected_start)
 }
 
 #[cfg(test)]

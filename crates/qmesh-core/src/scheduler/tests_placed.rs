@@ -28,7 +28,7 @@ use crate::state::tests::{caller, t};
 use crate::submit::Submission;
 use crate::{Role, Time};
 
-fn machine(topology: Topology, mode: Backfill) -> State {
+pub(super) fn machine(topology: Topology, mode: Backfill) -> State {
     let size = topology.size().unwrap();
     let set = NodeSet {
         name: "m".into(),

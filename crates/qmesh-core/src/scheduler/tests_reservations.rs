@@ -8,39 +8,17 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use super::tests_placed::machine;
 use super::*;
 use crate::job::{ExitCause, JobExit};
-use crate::node::{NodeAttrs, NodeDef, NodeSet, Topology, TorusConversion, TorusPartition};
-use crate::queue::Queue;
+use crate::node::{Topology, TorusConversion, TorusPartition};
 use crate::reservation::ResvError;
 use crate::rsub::{self, ResvRequest};
-use crate::server::{Backfill, Config};
+use crate::server::Backfill;
 use crate::shutdown::Shutdown;
 use crate::state::tests::{caller, t};
 use crate::submit::Submission;
 use crate::{Role, Time};
-
-fn machine(topology: Topology, mode: Backfill) -> State {
-    let size = topology.size().unwrap();
-    let set = NodeSet {
-        name: "m".into(),
-        topology,
-        nodes: (0..size)
-            .map(|i| NodeDef {
-                name: format!("m{i}"),
-                host: "h".into(),
-            })
-            .collect(),
-        attrs: NodeAttrs::default(),
-    };
-    let mut config = Config::default();
-    config.queues.insert("batch".into(), Queue::open("batch"));
-    config.server.default_queue = Some("batch".into());
-    config.server.backfill = mode;
-    let mut state = State::new("srv", config, vec![set]).unwrap();
-    state.set_host_up("h", true);
-    state
-}
 
 /// One flat set of `n` nodes (`n0`...), queue `batch`.
 fn flat(n: u32) -> State {
