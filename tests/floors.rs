@@ -74,6 +74,7 @@ const QMESH_CORE: House = House {
                 "node_resources",
                 "resource_limits",
                 "consumable",
+                "preempt",
             ],
         ),
         ("requests", &["route", "submit"]),

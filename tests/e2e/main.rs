@@ -26,6 +26,7 @@ mod pbs_submit;
 mod pbsdsh;
 mod periods;
 mod pipe;
+mod preempt;
 mod qalter;
 mod qdel;
 mod qmgr;

@@ -186,6 +186,11 @@ pub enum CoreError {
     NotRunning { id: String, state: char },
     /// PBS's "Unauthorized Request": an access list (acl_users,
     /// acl_groups, acl_hosts, acl_roots, from_route_only) refuses.
+    #[error(
+        "cannot resume job {id}: preemption suspended it and lent its nodes to job {to}; \
+         it resumes by itself when they are all free (qdel {to} to free them now)"
+    )]
+    NodesLent { id: String, to: String },
     #[error("Unauthorized Request: {why}")]
     Unauthorized { why: String },
     /// PBS's "Maximum number of jobs already in queue": a queued limit
@@ -235,7 +240,8 @@ impl CoreError {
             | WrongState { .. }
             | NotMovable { .. }
             | RouteLoop { .. }
-            | NotRunning { .. } => ErrorKind::Conflict,
+            | NotRunning { .. }
+            | NodesLent { .. } => ErrorKind::Conflict,
             BadDuration { .. }
             | BadResource { .. }
             | UnknownResource { .. }

@@ -403,6 +403,10 @@ pub struct Suspension {
     /// When the suspension under way began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Time>,
+    /// Suspended by preemption: its nodes are lent to this job, and it
+    /// holds none until they are all free again (`preempt.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lent_to: Option<JobId>,
 }
 
 impl Suspension {
@@ -418,10 +422,12 @@ impl Suspension {
         self.secs.saturating_add(current)
     }
 
-    /// Ends the suspension under way at `now`, if any.
+    /// Ends the suspension under way at `now`, if any (and the lending
+    /// of its nodes).
     pub fn end(&mut self, now: Time) {
         self.secs = self.secs_at(now);
         self.since = None;
+        self.lent_to = None;
     }
 }
 
@@ -436,6 +442,10 @@ pub struct PeriodStop {
     pub what: String,
     /// Queued again once it is gone (else it is finished).
     pub requeue: bool,
+    /// Ended by preemption: the job that preempted it, which waits until
+    /// it is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_by: Option<JobId>,
 }
 
 fn yes() -> bool {

@@ -27,6 +27,7 @@ pub mod node_group;
 pub mod node_resources;
 pub mod periods;
 pub mod qalter;
+pub mod preempt;
 pub mod qdel;
 pub mod qmgr;
 pub mod qmove;

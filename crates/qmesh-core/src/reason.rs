@@ -60,6 +60,9 @@ pub enum Reason {
     /// Its wall time would reach into an advance reservation on nodes it
     /// needs (pbs_rsub); shorter jobs may run before it.
     ReservedNodes,
+    /// It preempted running jobs (requeued or deleted, `preempt_order`)
+    /// and waits for them to be gone.
+    Preempting,
 }
 
 impl Reason {
@@ -89,6 +92,7 @@ impl Reason {
             Reason::ReservationNotRunning => "ReservationNotRunning",
             Reason::ReservationEnd => "ReservationEnd",
             Reason::ReservedNodes => "ReservedNodes",
+            Reason::Preempting => "Preempting",
         }
     }
 
@@ -142,6 +146,9 @@ impl Reason {
             Reason::ReservedNodes => {
                 "it would still run when a reservation begins on nodes it needs (pbs_rstat); \
                  shorter jobs may run before it"
+            }
+            Reason::Preempting => {
+                "it preempted running jobs of lower queues and starts when they have ended"
             }
             Reason::ReservationEnd => {
                 "its wall time would reach past the end of its reservation; give it less \

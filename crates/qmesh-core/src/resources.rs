@@ -49,6 +49,7 @@ const ACTED_ON: &[&str] = &[
     "pcput",
     "file",
     "nice",
+    "preempt_targets",
 ];
 
 /// Recorded for qstat and accounting; not acted on, and the job's comment
@@ -72,6 +73,61 @@ const RECORDED_ONLY: &[&str] = &[
 /// checked apart).
 pub fn is_known(name: &str) -> bool {
     ACTED_ON.contains(&name) || RECORDED_ONLY.contains(&name)
+}
+
+/// PBS Pro's `preempt_targets` resource (a job's, or a queue's
+/// `resources_default`): whom a job may preempt (`preempt.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PreemptTargets {
+    /// Any job of a normal queue (not set).
+    Any,
+    /// None (`NONE`).
+    Nobody,
+    /// Jobs of these queues (`queue=workq,queue=long`).
+    Queues(Vec<String>),
+}
+
+impl PreemptTargets {
+    /// The attribute's name in a queue's `resources_default` map.
+    pub const RESOURCE: &'static str = "preempt_targets";
+
+    pub fn parse(text: &str) -> Result<PreemptTargets, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("none") {
+            return Ok(PreemptTargets::Nobody);
+        }
+        let mut queues = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some((key, queue))
+                    if key.trim().eq_ignore_ascii_case("queue") && !queue.trim().is_empty() =>
+                {
+                    queues.push(queue.trim().to_string());
+                }
+                _ => {
+                    return Err(format!(
+                        "preempt_targets \"{text}\": \"{item}\" is not queue=NAME; write \
+                         queue=NAME[,queue=NAME...] or NONE (qmesh does not target jobs by \
+                         Resource_List)"
+                    ));
+                }
+            }
+        }
+        if queues.is_empty() {
+            return Err(format!(
+                "preempt_targets \"{text}\" names no queue; write queue=NAME[,queue=NAME...] or NONE"
+            ));
+        }
+        Ok(PreemptTargets::Queues(queues))
+    }
+
+    pub fn allow(&self, queue: &str) -> bool {
+        match self {
+            PreemptTargets::Any => true,
+            PreemptTargets::Nobody => false,
+            PreemptTargets::Queues(names) => names.iter().any(|n| n == queue),
+        }
+    }
 }
 
 /// What a job asked for; `None` where it named nothing.
@@ -428,6 +484,10 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
             parse_duration(&v).map_err(|e| bad(name, &v, &e.to_string()))?;
             req.list.insert(name.into(), v);
         }
+    }
+    if let Some(v) = take(&mut given, PreemptTargets::RESOURCE) {
+        PreemptTargets::parse(&v).map_err(|why| CoreError::BadOption { message: why })?;
+        req.list.insert(PreemptTargets::RESOURCE.into(), v);
     }
     if let Some(v) = take(&mut given, "nice") {
         match v.trim().parse::<i32>() {

@@ -139,6 +139,15 @@ pub struct ServerAttrs {
     /// Whether `acl_resv_groups` is checked.
     pub acl_resv_group_enable: bool,
     pub acl_resv_groups: Vec<String>,
+
+    // --- Preemption (see `preempt`) ---
+    /// Queues at or above this priority are express: their jobs may
+    /// preempt (PBS Pro's `preempt_queue_prio`, 150).
+    pub preempt_queue_prio: i32,
+    /// How a preempted job gives its nodes up (PBS Pro's `SCR`).
+    pub preempt_order: String,
+    /// PBS Pro's preemption levels; `express_queue` turns preemption on.
+    pub preempt_prio: Vec<String>,
 }
 
 /// The order a pass takes pending jobs in.
@@ -243,6 +252,10 @@ impl Default for ServerAttrs {
             acl_resv_users: Vec::new(),
             acl_resv_group_enable: false,
             acl_resv_groups: Vec::new(),
+            // PBS Pro's default (`preempt::EXPRESS_PRIORITY`).
+            preempt_queue_prio: 150,
+            preempt_order: "SCR".into(),
+            preempt_prio: vec!["express_queue".into(), "normal_jobs".into()],
         }
     }
 }

@@ -31,6 +31,7 @@ mod arrays;
 mod book;
 mod depend;
 mod hosts;
+mod lent;
 pub mod limits;
 mod machine;
 mod node_resources;
@@ -157,7 +158,13 @@ impl State {
             } else if job.state.is_active() {
                 self.book.active.insert(id);
                 self.book.accounting.tally.enter_active(&job);
-                for name in &job.exec_nodes {
+                // A job suspended by preemption has lent its nodes.
+                let held = if job.suspension.lent_to.is_some() {
+                    &[][..]
+                } else {
+                    &job.exec_nodes[..]
+                };
+                for name in held {
                     match self.machine.node_index.get(&**name) {
                         Some(&idx) => {
                             // A running job keeps its node, even past the
@@ -825,6 +832,7 @@ impl State {
         job.period_stop = Some(crate::job::PeriodStop {
             what: what.to_string(),
             requeue,
+            preempted_by: None,
         });
         Ok((host, job))
     }

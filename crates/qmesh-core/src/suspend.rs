@@ -81,6 +81,11 @@ impl State {
         if job.state != pause.acts_on() {
             return Err(self.wrong_state(job, pause.word()));
         }
+        if pause == Pause::Resume && job.suspension.lent_to.is_some() {
+            // Preemption suspended it: it resumes only on its own nodes,
+            // when they are free.
+            return self.take_back(id, now);
+        }
         let host = self.job_host(job).unwrap_or_default().to_string();
         let job = self
             .job_in_place(id)

@@ -76,6 +76,9 @@ pub const SERVER_ATTRS: &[(&str, &[&str])] = &[
     ("acl_resv_users", &[]),
     ("acl_resv_group_enable", &[]),
     ("acl_resv_groups", &[]),
+    ("preempt_queue_prio", &[]),
+    ("preempt_order", &[]),
+    ("preempt_prio", &[]),
 ];
 
 fn parse_secs(name: &str, value: &str) -> Result<u64, String> {
@@ -592,6 +595,22 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "acl_resv_users" => update_list(&mut s.acl_resv_users, name, op, value)?,
         "acl_resv_group_enable" => s.acl_resv_group_enable = parse_bool(name, value)?,
         "acl_resv_groups" => update_list(&mut s.acl_resv_groups, name, op, value)?,
+        "preempt_queue_prio" => {
+            s.preempt_queue_prio = match value.trim().parse::<i32>() {
+                Ok(p) if (-1024..=1023).contains(&p) => p,
+                _ => {
+                    return Err(format!(
+                        "\"{value}\" is not a priority for preempt_queue_prio; write a whole \
+                         number from -1024 to 1023 (queues at or above it are express)"
+                    ));
+                }
+            }
+        }
+        "preempt_order" => {
+            let order = crate::preempt::PreemptOrder::parse(value)?;
+            s.preempt_order = order.to_string();
+        }
+        "preempt_prio" => s.preempt_prio = crate::preempt::parse_levels(value)?,
         _ => return Err(format!("attribute {name} cannot be set on the server")),
     }
     Ok(())
@@ -629,6 +648,9 @@ pub fn unset_server(s: &mut ServerAttrs, name: &str) {
         "acl_resv_users" => s.acl_resv_users.clear(),
         "acl_resv_group_enable" => s.acl_resv_group_enable = false,
         "acl_resv_groups" => s.acl_resv_groups.clear(),
+        "preempt_queue_prio" => s.preempt_queue_prio = d.preempt_queue_prio,
+        "preempt_order" => s.preempt_order = d.preempt_order,
+        "preempt_prio" => s.preempt_prio = d.preempt_prio,
         _ => {}
     }
 }
@@ -746,6 +768,21 @@ pub fn server_values(s: &ServerAttrs) -> Vec<(String, String, bool)> {
             "acl_resv_groups",
             s.acl_resv_groups.join(","),
             !s.acl_resv_groups.is_empty(),
+        ),
+        (
+            "preempt_queue_prio",
+            s.preempt_queue_prio.to_string(),
+            s.preempt_queue_prio != d.preempt_queue_prio,
+        ),
+        (
+            "preempt_order",
+            s.preempt_order.clone(),
+            s.preempt_order != d.preempt_order,
+        ),
+        (
+            "preempt_prio",
+            s.preempt_prio.join(", "),
+            s.preempt_prio != d.preempt_prio,
         ),
     ];
     let mut out: Vec<(String, String, bool)> = fixed

@@ -142,15 +142,15 @@ const SCHED_ATTRS: &[(&str, &str)] = &[
     ("pbs_version", "read only"),
     ("do_not_span_psets", "a job runs in one node set"),
     ("only_explicit_psets", "node groups are qmgr's node_group objects"),
-    ("preempt_queue_prio", "qmesh does not preempt yet"),
-    ("preempt_prio", "qmesh does not preempt yet"),
-    ("preempt_order", "qmesh does not preempt yet"),
-    ("preempt_sort", "qmesh does not preempt yet"),
-    ("sched_preempt_enforce_resumption", "qmesh does not preempt yet"),
+    ("preempt_sort", "the lowest-priority, latest-started jobs are preempted first"),
+    ("sched_preempt_enforce_resumption", "a suspended job resumes as soon as its nodes are all free, before any other start"),
     ("server_dyn_res_alarm", "qmesh has no dynamic server resources"),
     ("attr_update_period", "qstat reads the last pass's plan"),
     ("comment", "see the server's comment"),
 ];
+
+/// The scheduler's preemption attributes, kept on the server.
+const SERVER_PREEMPT: &[&str] = &["preempt_queue_prio", "preempt_order", "preempt_prio"];
 
 /// `set sched [NAME] attr = value, ...`.
 pub(super) fn set_sched(
@@ -164,6 +164,11 @@ pub(super) fn set_sched(
             config.server.scheduling = super::values::parse_bool(&name, &a.value)?;
             continue;
         }
+        if SERVER_PREEMPT.contains(&name.as_str()) {
+            // PBS Pro keeps them on the scheduler, qmesh on the server.
+            super::attrs::set_server_attr(&mut config.server, &name, &a.value)?;
+            continue;
+        }
         match SCHED_ATTRS.iter().find(|(n, _)| *n == name) {
             Some((_, why)) => warnings.push(format!(
                 "sched {name} = {}: not kept; {why}",
@@ -171,6 +176,7 @@ pub(super) fn set_sched(
             )),
             None => {
                 let known: Vec<&str> = std::iter::once("scheduling")
+                    .chain(SERVER_PREEMPT.iter().copied())
                     .chain(SCHED_ATTRS.iter().map(|(n, _)| *n))
                     .collect();
                 return Err(format!(

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use super::values::scalar_only;
 use super::vocab::{Action, Assignment, Op, Outcome};
+use crate::resources::PreemptTargets as Targets;
 use crate::server::Config;
 use crate::site_resources::{ResourceDef, ResourceType, built_in, check_name, parse_flags};
 
@@ -298,6 +299,13 @@ impl ResourceMaps<'_> {
         if resource.eq_ignore_ascii_case("neednodes") {
             // Torque's scheduler hint: kept with a warning (`inert.rs`).
             return None;
+        }
+        if head == "resources_default" && resource.eq_ignore_ascii_case(Targets::RESOURCE) {
+            // Whom a queue's jobs may preempt (`preempt.rs`).
+            return Some(Targets::parse(value).map(|_| {
+                self.default
+                    .insert(Targets::RESOURCE.to_string(), value.trim().to_string());
+            }));
         }
         Some(set_bound(
             self.bound(head),

@@ -116,11 +116,27 @@ pub struct Start {
     pub parts: Vec<qmesh_alloc::Part>,
 }
 
-/// What one pass decided.
+/// A running job a pass preempts for a job of an express queue
+/// (`crate::preempt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preempted {
+    pub job: JobId,
+    /// The express job it makes room for.
+    pub by: JobId,
+    pub method: crate::preempt::Method,
+}
+
+/// What one pass decided. Applied in this order: `resumes`, `preempted`,
+/// `starts` (a start may use nodes a preempted job gives up).
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
     /// When the pass ran; `None` for a plan no pass made.
     pub now: Option<Time>,
+    /// Jobs suspended by preemption whose nodes are all free again: they
+    /// resume on them.
+    pub resumes: Vec<JobId>,
+    /// Running jobs to suspend, requeue or delete for express jobs.
+    pub preempted: Vec<Preempted>,
     pub starts: Vec<Start>,
     /// Every pending job the pass saw, in the order it took them.
     pub queue: Vec<Entry>,
@@ -242,13 +258,18 @@ impl Scheduler {
     /// the jobs behind get no entry and no reason. What a simulator needs
     /// from each instant, at a fraction of the cost when queues are long.
     pub fn starts(&self, state: &State, now: Time) -> Vec<Start> {
+        self.changes(state, now).starts
+    }
+
+    /// What [`Scheduler::starts`] gives, with the pass's resumptions and
+    /// preemptions (apply them first: see [`Plan`]); the plan has no
+    /// entries for waiting jobs.
+    pub fn changes(&self, state: &State, now: Time) -> Plan {
         let attrs = &state.config().server;
         if !attrs.scheduling {
-            return Vec::new();
+            return Plan::default();
         }
-        Planner::new(state, now, attrs.backfill)
-            .run(Stop::NothingStarts)
-            .starts
+        Planner::new(state, now, attrs.backfill).run(Stop::NothingStarts)
     }
 
     /// When a pending job is expected to start, given the jobs ahead of
@@ -422,6 +443,8 @@ mod tests_chunks;
 mod tests_node_sets;
 #[cfg(test)]
 mod tests_placed;
+#[cfg(test)]
+mod tests_preempt;
 #[cfg(test)]
 mod tests_reservations;
 #[cfg(test)]

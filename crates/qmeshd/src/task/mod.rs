@@ -46,6 +46,7 @@ mod pass;
 mod pause;
 mod period_end;
 mod plan;
+mod preempt;
 mod publish;
 mod qalter;
 mod qdel;

@@ -25,8 +25,13 @@ impl SchedulerTask {
         let _enter = span.enter();
         let plan = self.scheduler.pass(&self.state, now.wall);
         let starts = plan.starts.len();
+        let held_back = if plan.resumes.is_empty() && plan.preempted.is_empty() {
+            Default::default()
+        } else {
+            self.apply_preemption(&plan, now)
+        };
         let mut launches = Vec::new();
-        for start in &plan.starts {
+        for start in plan.starts.iter().filter(|s| !held_back.contains(&s.job)) {
             match self.start_job(start.job, (&start.nodes, &start.parts), "Scheduler", now) {
                 Ok(started) => launches.push(AfterDurable::Launch(started)),
                 Err(e) => error!(job = %start.job, error = %e, "the plan could not be applied"),

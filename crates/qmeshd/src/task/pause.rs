@@ -97,20 +97,8 @@ impl SchedulerTask {
         }
         let (host, job) = self.state.pause(id, caller, pause, now.wall)?;
         self.durability.persist(job);
-        let others: Vec<String> = match self.state.job(id) {
-            Some(job) => self.state.job_hosts(job).into_iter().skip(1).collect(),
-            None => Vec::new(),
-        };
         let reason = format!("qsig -s {} by {}", pause.word(), caller.user);
-        let order = v1::SignalJob {
-            job: id.0,
-            signal: pause.word().to_string(),
-            reason,
-        };
-        for to in std::iter::once(&host).chain(&others) {
-            self.links
-                .send(to, v1::daemon_message::Kind::Signal(order.clone()));
-        }
+        self.tell_pause(id, &host, pause, &reason);
         info!(job = %full, host, user = %caller.user, "job {}ed", pause.word());
         let (kind, verb) = match pause {
             Pause::Suspend => (RecordType::Suspended, "suspended"),

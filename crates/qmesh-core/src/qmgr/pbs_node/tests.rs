@@ -128,3 +128,51 @@ fn torque_leftovers_are_kept_with_a_warning_and_unknown_resources_refused_alike(
     run_as(Role::Manager, &print_server(&config), &mut restored).unwrap();
     assert_eq!(restored, config);
 }
+
+#[test]
+fn preemption_is_set_on_the_sched_or_the_server_and_targets_on_a_queue() {
+    let mut config = Config::default();
+    run_as(
+        Role::Manager,
+        "set sched preempt_queue_prio = 170\n\
+         set sched preempt_order = \"SR 50 S\"\n\
+         set server preempt_prio = \"express_queue, normal_jobs\"\n\
+         create queue expressq queue_type = e, priority = 200, enabled = t, started = t\n\
+         set queue expressq resources_default.preempt_targets = \"queue=workq,queue=long\"",
+        &mut config,
+    )
+    .unwrap();
+    assert_eq!(config.server.preempt_queue_prio, 170);
+    assert_eq!(config.server.preempt_order, "SR 50 S");
+    assert_eq!(
+        config.queues["expressq"].resources_default["preempt_targets"],
+        "queue=workq,queue=long"
+    );
+    let printed = print_server(&config);
+    assert!(
+        printed.contains("set server preempt_queue_prio = 170"),
+        "{printed}"
+    );
+    assert!(printed.contains("preempt_order = \"SR 50 S\""), "{printed}");
+    assert!(
+        printed.contains("resources_default.preempt_targets"),
+        "{printed}"
+    );
+    // Printed, it reads back the same.
+    let mut again = Config::default();
+    run_as(Role::Manager, &printed, &mut again).unwrap();
+    assert_eq!(again.server, config.server);
+    assert_eq!(again.queues, config.queues);
+    for (bad, says) in [
+        ("set sched preempt_order = SX", "'X' is not a method"),
+        ("set server preempt_prio = vip", "not a preemption level"),
+        ("set server preempt_queue_prio = high", "not a priority"),
+        (
+            "set queue expressq resources_default.preempt_targets = \"ncpus=4\"",
+            "queue=NAME",
+        ),
+    ] {
+        let err = run_as(Role::Manager, bad, &mut config).unwrap_err();
+        assert!(err.message.contains(says), "{bad}: {err}");
+    }
+}

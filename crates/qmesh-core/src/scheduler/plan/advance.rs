@@ -20,6 +20,7 @@ use crate::scheduler::{Entry, Reason, Start, Status};
 use crate::time::Time;
 
 /// An occurrence on now, as its jobs see it.
+#[derive(Clone)]
 pub(super) struct OnNow {
     pub resv: u64,
     pub set: usize,
@@ -30,6 +31,7 @@ pub(super) struct OnNow {
 
 /// An occurrence still to come on a flat set: starts overlapping it keep
 /// off its nodes.
+#[derive(Clone)]
 pub(super) struct Held {
     pub start: Secs,
     pub end: Secs,

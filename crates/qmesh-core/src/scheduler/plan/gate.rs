@@ -141,7 +141,7 @@ impl<'a> Planner<'a> {
 /// Running jobs per user and group, and per queue and server, user, Unix
 /// group and project for PBS's limits (`limits.rs`), this pass's starts
 /// counted. Kept only while the configuration sets a run limit.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Running<'a> {
     user: HashMap<&'a str, u32>,
     group: HashMap<String, u32>,
@@ -197,6 +197,11 @@ pub(super) struct QueueNow {
 }
 
 impl QueueNow {
+    /// The sets it draws on now.
+    pub fn sets_now(&self) -> &[usize] {
+        &self.sets
+    }
+
     pub fn of(state: &State, queue: &crate::queue::Queue, now: Time, n_sets: usize) -> QueueNow {
         if let Some(id) = queue.reservation {
             let r = state.config().reservations.get(&id);

@@ -40,6 +40,7 @@
 mod advance;
 mod gate;
 mod place;
+mod preempt;
 mod reserve;
 mod set_plan;
 mod shared;
@@ -58,7 +59,9 @@ use gate::{QueueNow, Running, Waits};
 use set_plan::SetPlan;
 use shared::Started;
 
-/// The planner's working state for one pass.
+/// The planner's working state for one pass. A clone is a trial: a
+/// preempting job is planned on one with its victims' nodes given back.
+#[derive(Clone)]
 pub(super) struct Planner<'a> {
     state: &'a State,
     now: Time,
@@ -90,6 +93,9 @@ pub(super) struct Planner<'a> {
     /// The advance reservations on now, with their nodes left for their
     /// own jobs (see `advance`).
     advance: Vec<advance::OnNow>,
+    /// Preemption's share of the pass, when a queue is express or a job
+    /// lent its nodes (see `preempt`).
+    preempt: Option<Box<preempt::Preempting>>,
 }
 
 impl<'a> Planner<'a> {
@@ -133,6 +139,7 @@ impl<'a> Planner<'a> {
             considered: 0,
             array_starts: HashMap::new(),
             advance: Vec::new(),
+            preempt: None,
         };
         planner.close(&closedown::collect(state, now));
         let held = crate::scheduler::reservations::held_spans(state, now);
@@ -140,6 +147,8 @@ impl<'a> Planner<'a> {
             let nodes = state.nodes();
             planner.hold_reservations(held, |i| nodes[i].job().map(&end_of));
         }
+        let nodes = state.nodes();
+        planner.prepare_preemption(|i| nodes[i].job().map(&end_of));
         planner
     }
 
@@ -194,6 +203,7 @@ impl<'a> Planner<'a> {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
                 && self.advance.iter().all(|on| on.free.is_empty())
+                && !self.is_express(&ranked)
             {
                 break;
             }
@@ -203,7 +213,11 @@ impl<'a> Planner<'a> {
             // planner's hot path stays inlined.)
             let mut left: Option<u32> = None;
             let entry = loop {
-                let entry = self.plan_job(&ranked, &mut plan.starts);
+                let entry = if self.is_express(&ranked) {
+                    self.plan_preempting(&ranked, &mut plan.starts)
+                } else {
+                    self.plan_job(&ranked, &mut plan.starts)
+                };
                 if !ranked.view.array || entry.status != Status::Startable {
                     break entry;
                 }
@@ -219,6 +233,7 @@ impl<'a> Planner<'a> {
                 break;
             }
         }
+        (plan.resumes, plan.preempted) = self.preemption_outcome();
         if stop != Stop::NothingStarts {
             plan.steps = self
                 .sets

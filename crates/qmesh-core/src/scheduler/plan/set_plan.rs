@@ -56,6 +56,7 @@ pub(super) struct SetPlan {
 
 /// A running job's (or this pass's start's) nodes in a set with a
 /// topology, and when they come back.
+#[derive(Clone)]
 pub(super) struct Release {
     /// The end of its wall time.
     pub end: Secs,
@@ -64,6 +65,7 @@ pub(super) struct Release {
 }
 
 /// A window reserved for a job: `[start, end)` in one set.
+#[derive(Clone)]
 pub(super) struct Reservation {
     pub start: Secs,
     pub end: Secs,
@@ -91,6 +93,25 @@ pub(super) enum Fit {
     /// It could be placed, but only on nodes a reservation needs.
     InTheWay,
     No,
+}
+
+impl Clone for SetPlan {
+    fn clone(&self) -> Self {
+        SetPlan {
+            profile: self.profile.clone(),
+            free: self.free,
+            up: self.up,
+            slots: self.slots,
+            nodes: self.nodes.clone(),
+            allocator: self.allocator.as_ref().map(|a| a.boxed_clone()),
+            releases: self.releases.clone(),
+            placed: self.placed.clone(),
+            hints: self.hints.clone(),
+            closed: self.closed.clone(),
+            held: self.held.clone(),
+            reserved: self.reserved.clone(),
+        }
+    }
 }
 
 impl SetPlan {

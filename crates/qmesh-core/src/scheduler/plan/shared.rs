@@ -15,7 +15,7 @@ use crate::scheduler::profile::Secs;
 
 /// What this pass's starts took on the nodes of shared sets: the room and
 /// the run queue the state does not show yet.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Started<'a> {
     /// Jobs started, per node.
     on_node: HashMap<usize, u32>,
