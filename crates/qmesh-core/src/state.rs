@@ -160,6 +160,7 @@ impl State {
                 self.book.accounting.tally.enter_active(&job);
                 // A job suspended by preemption has lent its nodes.
                 let held = if job.suspension.lent_to.is_some() {
+                    self.book.lent.insert(id);
                     &[][..]
                 } else {
                     &job.exec_nodes[..]
@@ -674,6 +675,7 @@ impl State {
         self.book.accounting.tally.leave_active(job);
         self.machine.release_nodes(id);
         self.book.active.remove(&id);
+        self.book.lent.remove(&id);
         let job = self
             .book
             .jobs
@@ -1363,6 +1365,10 @@ impl State {
             }
             if job.state.is_active() != self.book.active.contains(&job.id) {
                 return Err(format!("job {} ({}) vs active set", job.id, job.state));
+            }
+            let lent = job.state.is_active() && job.suspension.lent_to.is_some();
+            if lent != self.book.lent.contains(&job.id) {
+                return Err(format!("job {} ({}) vs lent set", job.id, job.state));
             }
         }
         if self.machine.occupancy

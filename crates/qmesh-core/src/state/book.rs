@@ -23,6 +23,9 @@ pub(super) struct JobBook {
     /// stops when the nodes run out.
     pub(super) pending: Pending,
     pub(super) active: BTreeSet<JobId>,
+    /// Active jobs suspended by preemption, their nodes lent (`lent.rs`):
+    /// a pass reads them without walking the active jobs.
+    pub(super) lent: BTreeSet<JobId>,
     /// Jobs that named each job in `-W depend` and may still wait for it;
     /// entries go when the named job ends ([`super::State::take_dependents`]).
     pub(super) dependents: HashMap<JobId, Vec<JobId>>,
@@ -45,6 +48,7 @@ impl JobBook {
             jobs: HashMap::default(),
             pending: BTreeMap::new(),
             active: BTreeSet::new(),
+            lent: BTreeSet::new(),
             dependents: HashMap::default(),
             next_id: 1,
             ended_arrays: Vec::new(),

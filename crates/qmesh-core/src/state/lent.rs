@@ -37,6 +37,7 @@ impl State {
         job.state = JobState::Suspended;
         job.suspension.since = Some(now);
         job.suspension.lent_to = Some(by);
+        self.book.lent.insert(id);
         job.mtime = now;
         job.comment = format!(
             "suspended: preempted by job {by_name}; it resumes when its nodes are free again"
@@ -76,11 +77,7 @@ impl State {
 
     /// The jobs suspended by preemption, their nodes lent.
     pub fn lent_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.book
-            .active
-            .iter()
-            .filter_map(|id| self.book.jobs.get(id))
-            .filter(|j| j.state == JobState::Suspended && j.suspension.lent_to.is_some())
+        self.book.lent.iter().filter_map(|id| self.book.jobs.get(id))
     }
 
     /// A lent job's nodes, by index (those the configuration still has).
@@ -143,6 +140,7 @@ impl State {
         job.state = JobState::Running;
         job.suspension.end(now);
         job.suspension.lent_to = None;
+        self.book.lent.remove(&id);
         job.mtime = now;
         job.comment = "resumed: the nodes it lent by preemption are free again".to_string();
         Ok((host, job))
