@@ -11,7 +11,9 @@
 //!
 //! With `by_queue` (the default), queue priority sorts first and the order
 //! applies within each priority; `priority_aging` has the queue priority in
-//! its formula and ignores `by_queue`.
+//! its formula and ignores `by_queue`. Before all of it, as PBS Pro sorts
+//! by preemption level first, the jobs of express queues (`preempt.rs`)
+//! come before the others.
 
 use std::cmp::Ordering;
 
@@ -26,6 +28,8 @@ pub(super) struct Ranked {
     /// The job order's measure (higher first); for fifo, the queue priority.
     pub priority: f64,
     queue_priority: i32,
+    /// Its queue is express: it may preempt, and goes first.
+    express: bool,
     /// Its queue, as an index into the configuration's queues (in name
     /// order).
     pub queue: usize,
@@ -44,7 +48,8 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
     let fifo = attrs.job_order == JobOrder::Fifo;
     // A queue's priority is the one of the periods on (EPCC: the order
     // reversed on Monday nights).
-    let mut queues: Vec<(usize, &crate::queue::Queue, i32)> = config
+    let policy = crate::preempt::Policy::of(config);
+    let mut queues: Vec<(usize, &crate::queue::Queue, i32, bool)> = config
         .queues
         .values()
         .enumerate()
@@ -54,19 +59,20 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
             } else {
                 q.priority_in(|p| state.period_active(p, now))
             };
-            (i, q, priority)
+            let express = policy.as_ref().is_some_and(|p| p.is_express(q));
+            (i, q, priority, express)
         })
         .collect();
     if fifo && by_queue {
         // Each queue is already in order: take the queues by priority (then
         // name, as NQS walked them) and nothing needs sorting.
-        queues.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        queues.sort_by(|a, b| b.3.cmp(&a.3).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
     }
     let age_factor = attrs.age_factor;
     let order = attrs.job_order;
     let all = queues
         .into_iter()
-        .flat_map(move |(index, queue, queue_priority)| {
+        .flat_map(move |(index, queue, queue_priority, express)| {
             state
                 .pending_views(&queue.name)
                 .enumerate()
@@ -90,6 +96,7 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
                         view: *view,
                         priority,
                         queue_priority,
+                        express,
                         queue: index,
                         position,
                     }
@@ -121,7 +128,9 @@ fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {
     } else {
         Ordering::Equal
     };
-    queue
+    b.express
+        .cmp(&a.express)
+        .then(queue)
         .then(measure)
         .then(within)
         .then(a.view.id.cmp(&b.view.id))

@@ -476,3 +476,53 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_express_job_never_preempts_across_a_shutdown_window() {
+    let mut s = flat(2, "S");
+    let mut config = s.config().clone();
+    config.shutdowns.insert(
+        "maint".into(),
+        crate::shutdown::Shutdown::new("maint", t(100), t(200)),
+    );
+    s.set_config(config);
+    let low = submit(&mut s, "low", 2, 50, true, t(0));
+    start(&mut s, low, &[0, 1]);
+    // It would run into the window: no victim can help.
+    let long = submit(&mut s, "express", 1, 1000, true, t(10));
+    let plan = Scheduler.pass(&s, t(10));
+    assert!(plan.preempted.is_empty());
+    assert_ne!(plan.entry(long).unwrap().reason, Some(Reason::Preempting));
+    // One that ends before it may.
+    let short = submit(&mut s, "express", 1, 60, true, t(10));
+    let plan = Scheduler.pass(&s, t(10));
+    assert_eq!(victims(&plan), [(low, Method::Suspend)]);
+    assert_eq!(plan.starts[0].job, short);
+    apply(&mut s, &plan, t(10));
+    // The short job ends at 70; the low job's 40 s left would cross the
+    // window from 100: it stays suspended until after it.
+    s.finish(short, exit(), t(70)).unwrap();
+    assert!(Scheduler.pass(&s, t(70)).resumes.is_empty());
+    assert_eq!(Scheduler.pass(&s, t(200)).resumes, [low]);
+}
+
+#[test]
+fn express_jobs_go_first_whatever_the_job_order() {
+    for (order, by_queue) in [
+        (crate::server::JobOrder::Fifo, false),
+        (crate::server::JobOrder::Hrn, true),
+        (crate::server::JobOrder::PriorityAging, true),
+    ] {
+        let mut s = flat(2, "S");
+        let mut config = s.config().clone();
+        config.server.job_order = order;
+        config.server.by_queue = by_queue;
+        s.set_config(config);
+        let first = submit(&mut s, "batch", 2, 100, true, t(0));
+        let express = submit(&mut s, "express", 2, 1000, true, t(5));
+        let plan = Scheduler.pass(&s, t(10));
+        assert_eq!(plan.queue[0].job, express, "{order:?}");
+        assert_eq!(plan.starts[0].job, express, "{order:?}");
+        assert_eq!(plan.queue[1].job, first, "{order:?}");
+    }
+}
