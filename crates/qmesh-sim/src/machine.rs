@@ -7,11 +7,16 @@
 //! classic three, or the configuration's own server attributes; qmgr
 //! commands (`--qmgr`) may change the configuration first, as an
 //! administrator would.
+//!
+//! With `--express` the configuration gains a queue `express` of
+//! priority 200 on the default queue's node sets, whose jobs preempt
+//! (see `qmesh_core::preempt`); `--preempt-order` sets how.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use qmesh_core::node::{NodeDef, NodeSet, Topology};
+use qmesh_core::preempt::PreemptOrder;
 use qmesh_core::{Backfill, Caller, Config, JobOrder, Queue, Role, State};
 
 /// The scheduling policy replayed. The classic three take jobs in the
@@ -206,13 +211,34 @@ pub enum MachineError {
     Qmgr { line: usize, message: String },
     #[error("the scheduler's core refused the set-up: {0}")]
     Core(String),
+    #[error("--preempt-order: {0}")]
+    PreemptOrder(String),
+    #[error("--express: {0}")]
+    Express(String),
+}
+
+/// The queue `--express` adds, and its priority: above PBS Pro's
+/// `preempt_queue_prio` (150), so its jobs preempt.
+pub const EXPRESS_QUEUE: &str = "express";
+pub const EXPRESS_PRIORITY: i32 = 200;
+
+/// How preemption is set up for a replay.
+#[derive(Clone, Debug, Default)]
+pub struct Preemption<'a> {
+    /// Add the queue [`EXPRESS_QUEUE`] (`--express`).
+    pub express: bool,
+    /// The server's `preempt_order` (`--preempt-order`); `None` keeps the
+    /// configuration's (PBS Pro's `SCR` unless its file sets one).
+    pub order: Option<&'a str>,
 }
 
 /// The replay's scheduler state over `machine`, every host up, under
-/// `policy`, then `qmgr` applied; `trace_size` is the trace header's size.
+/// `policy`, with `preemption`'s queue and order, then `qmgr` applied;
+/// `trace_size` is the trace header's size.
 pub fn build_state(
     machine: &Machine,
     policy: Policy,
+    preemption: &Preemption,
     qmgr: &[String],
     trace_size: Option<u32>,
 ) -> Result<State, MachineError> {
@@ -257,6 +283,13 @@ pub fn build_state(
     // records and drops them from the state as it goes.
     config.server.job_history_duration = 0;
     policy.configure(&mut config);
+    if let Some(order) = preemption.order {
+        let parsed = PreemptOrder::parse(order).map_err(MachineError::PreemptOrder)?;
+        config.server.preempt_order = parsed.to_string();
+    }
+    if preemption.express {
+        add_express(&mut config)?;
+    }
     let hosts: BTreeSet<String> = sets
         .iter()
         .flat_map(|s| s.nodes.iter().map(|n| n.host.clone()))
@@ -270,6 +303,43 @@ pub fn build_state(
         apply_qmgr(&mut state, qmgr)?;
     }
     Ok(state)
+}
+
+/// Adds the queue [`EXPRESS_QUEUE`] of priority [`EXPRESS_PRIORITY`] on
+/// the default queue's node sets (or node group; a route queue's: every
+/// set), and makes sure its jobs may preempt: `preempt_prio` names
+/// `express_queue`. Express jobs go first in every job order (the core's
+/// `scheduler/order.rs`), so the site's order is kept for the others.
+fn add_express(config: &mut Config) -> Result<(), MachineError> {
+    if config.queues.contains_key(EXPRESS_QUEUE) {
+        return Err(MachineError::Express(format!(
+            "the configuration already has a queue \"{EXPRESS_QUEUE}\""
+        )));
+    }
+    let server = &mut config.server;
+    if server.preempt_queue_prio > EXPRESS_PRIORITY {
+        return Err(MachineError::Express(format!(
+            "the configuration's preempt_queue_prio is {}: a queue of priority {EXPRESS_PRIORITY} \
+             would not preempt",
+            server.preempt_queue_prio
+        )));
+    }
+    if !server.preempt_prio.iter().any(|l| l == "express_queue") {
+        server.preempt_prio.insert(0, "express_queue".into());
+    }
+    let mut express = Queue::open(EXPRESS_QUEUE);
+    express.priority = EXPRESS_PRIORITY;
+    if let Some(default) = server
+        .default_queue
+        .as_deref()
+        .and_then(|name| config.queues.get(name))
+        .filter(|q| !q.is_route())
+    {
+        express.node_sets = default.node_sets.clone();
+        express.node_group = default.node_group.clone();
+    }
+    config.queues.insert(EXPRESS_QUEUE.into(), express);
+    Ok(())
 }
 
 /// Runs qmgr commands against the state's configuration, all or nothing.

@@ -137,6 +137,25 @@ struct Args {
     /// queue). Reports what they held and what their jobs used.
     #[arg(long, value_name = "FILE", requires = "trace")]
     reservations: Option<PathBuf>,
+    /// What preemption would cost: send SHARE (0 to 1) of the trace's jobs
+    /// to a queue `express` of priority 200 (at or above preempt_queue_prio,
+    /// 150: express), on the default queue's node sets, whose jobs that
+    /// cannot start preempt running jobs of the other queues as
+    /// --preempt-order says. A job is express when the SplitMix64 hash of
+    /// its job number (SWF field 1), over 2^64, is below SHARE: the same
+    /// jobs in every replay, spread over the trace, and those of a smaller
+    /// share among those of a larger one. Reports the express jobs' waits,
+    /// the others', the preemptions by method and the work lost.
+    #[arg(long, value_name = "SHARE", conflicts_with_all = ["arrays", "write_accounting"])]
+    express: Option<f64>,
+    /// The server's preempt_order: how a preempted job gives its nodes up,
+    /// the first that can be done of S (suspend until its nodes are free
+    /// again), C (checkpoint: never done), R (requeue, if rerunnable: every
+    /// job unless --config sets default_rerunnable = false), D (delete),
+    /// optionally in bands of wall time left ("SCR 80 SC 50 S").
+    /// Default: the configuration's, SCR unless --config sets one.
+    #[arg(long, value_name = "ORDER")]
+    preempt_order: Option<String>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -155,6 +174,11 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     if !(args.size_scale > 0.0 && args.load_scale > 0.0) {
         anyhow::bail!("--size-scale and --load-scale must be greater than 0");
+    }
+    if let Some(share) = args.express
+        && !(0.0..=1.0).contains(&share)
+    {
+        anyhow::bail!("--express {share}: the share of jobs must be from 0 to 1");
     }
     if let Some(out) = &args.to_swf {
         let dir = args
@@ -202,6 +226,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         arrays: args.arrays,
         accounting: args.write_accounting.is_some(),
         reservations,
+        express: args.express,
+        preempt_order: args.preempt_order.clone(),
     };
     if let (None, Some(dir)) = (&args.trace, &args.accounting) {
         // What-if: the site's own history replayed on this configuration.
@@ -236,7 +262,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let secs = began.elapsed().as_secs_f64();
     if let Some(path) = &args.jobs_out {
-        write_jobs(path, &result).with_context(|| format!("write {}", path.display()))?;
+        write_jobs(path, &result, args.express.is_some())
+            .with_context(|| format!("write {}", path.display()))?;
     }
     if let Some(dir) = &args.write_accounting {
         let files = qmesh_sim::accounting::write_log(dir, &result.accounting, result.zone)
@@ -254,6 +281,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let resv = args.reservations.is_some().then(|| {
         qmesh_sim::metrics::reservations(&result.reservations, &result.records, result.nodes)
     });
+    let preemption = args
+        .express
+        .is_some()
+        .then(|| qmesh_sim::metrics::preemption(&result.records, result.nodes));
     let rate = result.records.len() as f64 / secs.max(1e-9);
     if args.json {
         let mut doc = serde_json::json!({
@@ -277,6 +308,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         if let Some(r) = &resv {
             doc["reservations"] = serde_json::json!(r);
         }
+        if let Some(p) = &preemption {
+            doc["preemption"] = serde_json::json!(p);
+        }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
@@ -299,6 +333,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     out.push_str(&report(&m));
     if let Some(r) = &resv {
         out.push_str(&reservations_report(r));
+    }
+    if let Some(p) = &preemption {
+        out.push_str(&preemption_report(p));
     }
     // Per kind of reason, how many, and the first in full where it says
     // more (--json lists them all).
@@ -428,6 +465,33 @@ fn reservations_report(r: &qmesh_sim::metrics::ResvMetrics) -> String {
     out
 }
 
+/// What preemption cost, as the text report prints it.
+fn preemption_report(p: &qmesh_sim::metrics::PreemptMetrics) -> String {
+    let (x, o) = (&p.express, &p.others);
+    let mut out = format!(
+        "  express jobs     {}: wait mean {:.0} s, median {:.0} s\n",
+        x.jobs, x.mean_wait, x.median_wait
+    );
+    out.push_str(&format!(
+        "  other jobs       {}: wait mean {:.0} s, median {:.0} s\n",
+        o.jobs, o.mean_wait, o.median_wait
+    ));
+    out.push_str(&format!(
+        "  preempted        {} jobs: {} suspensions ({} s suspended in all), {} requeues, \
+         {} deletions\n",
+        p.jobs_preempted, p.suspended, p.suspended_seconds, p.requeued, p.deleted
+    ));
+    out.push_str(&format!(
+        "  work lost        {:.0} node-s ({:.2} % of capacity): utilization {:.1} %, \
+         {:.1} % kept\n",
+        p.lost_node_seconds,
+        p.lost_share * 100.0,
+        p.utilization * 100.0,
+        p.useful_utilization * 100.0
+    ));
+    out
+}
+
 /// The one-set machine of --alloc, --dims and --nodes.
 fn single(args: &Args, alloc: Option<Alloc>) -> anyhow::Result<Machine> {
     let topology = alloc
@@ -544,10 +608,18 @@ fn run_sweep(
     Ok(())
 }
 
-fn write_jobs(path: &std::path::Path, result: &Replay) -> std::io::Result<()> {
+/// One row per job; with `preemption` (`--express`) also whether it was
+/// express, its seconds suspended, its requeues and whether it was killed.
+fn write_jobs(path: &std::path::Path, result: &Replay, preemption: bool) -> std::io::Result<()> {
     let predict = result.records.iter().any(|r| r.predicted.is_some());
     let mut out = String::from("job,submit,start,end,nodes,queue");
-    out.push_str(if predict { ",predicted\n" } else { "\n" });
+    if predict {
+        out.push_str(",predicted");
+    }
+    if preemption {
+        out.push_str(",express,suspended,requeues,killed");
+    }
+    out.push('\n');
     for r in &result.records {
         out.push_str(&format!(
             "{},{},{},{},{},{}",
@@ -558,6 +630,15 @@ fn write_jobs(path: &std::path::Path, result: &Replay) -> std::io::Result<()> {
             if let Some(p) = r.predicted {
                 out.push_str(&p.to_string());
             }
+        }
+        if preemption {
+            out.push_str(&format!(
+                ",{},{},{},{}",
+                u8::from(r.express),
+                r.suspended,
+                r.requeues,
+                u8::from(r.killed)
+            ));
         }
         out.push('\n');
     }

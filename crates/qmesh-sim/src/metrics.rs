@@ -1,6 +1,9 @@
 //! What a replay is judged by (the seeds' measures): utilization, makespan,
 //! waits, bounded slowdown, and the SDSC tables' expansion factor per queue
-//! and per request size.
+//! and per request size; what reservations and preemption cost.
+//!
+//! A job's run is its last one (a job requeued by preemption ran before,
+//! and that work was lost); the time it spent suspended is not running.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +18,8 @@ pub const BSLD_TAU: f64 = 10.0;
 pub struct Metrics {
     pub jobs: usize,
     /// Node-seconds used over node-seconds available from the first
-    /// submission to the last end.
+    /// submission to the last end. Used: nodes held by running jobs, the
+    /// runs requeued by preemption too, not the time suspended.
     pub utilization: f64,
     /// Node-seconds offered (every job's nodes × run time) over the
     /// machine's node-seconds from the first submission to the last one.
@@ -112,7 +116,7 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
     let makespan = (last_end - first).max(1);
     let used: f64 = records
         .iter()
-        .map(|r| f64::from(r.nodes) * r.run() as f64)
+        .map(|r| f64::from(r.nodes) * r.ran() as f64 + r.requeued_work as f64)
         .sum();
     let machine = f64::from(nodes);
     let mut waits: Vec<i64> = records.iter().map(JobRecord::wait).collect();
@@ -123,13 +127,14 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
     } else {
         (waits[waits.len() / 2 - 1] + waits[waits.len() / 2]) as f64 / 2.0
     };
+    // Over its running time: a suspension slows a job down.
     let bsld = |r: &JobRecord| {
-        let run = r.run() as f64;
-        ((r.wait() as f64 + run) / run.max(BSLD_TAU)).max(1.0)
+        let ran = r.ran() as f64;
+        ((r.wait() as f64 + r.run() as f64) / ran.max(BSLD_TAU)).max(1.0)
     };
     let expansion = |r: &JobRecord| {
-        let run = r.run().max(1) as f64;
-        (r.wait() as f64 + run) / run
+        let ran = r.ran().max(1) as f64;
+        (r.wait() as f64 + r.run().max(1) as f64) / ran
     };
     // Per group: jobs, waits and expansions summed.
     let mut by_queue: BTreeMap<String, (usize, f64, f64)> = BTreeMap::new();
@@ -251,6 +256,91 @@ pub fn reservations(outcomes: &[Outcome], records: &[JobRecord], nodes: u32) -> 
     }
 }
 
+/// What preemption cost (`--express`): the express jobs' waits against
+/// the others', how many jobs were preempted and how, and the work lost.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PreemptMetrics {
+    /// The jobs of the queue `express`.
+    pub express: Waits,
+    /// Every other job.
+    pub others: Waits,
+    /// Preemptions by method: suspensions, requeues, deletions.
+    pub suspended: usize,
+    pub requeued: usize,
+    pub deleted: usize,
+    /// Jobs preempted at least once.
+    pub jobs_preempted: usize,
+    /// Seconds the jobs' last runs spent suspended, in all.
+    pub suspended_seconds: i64,
+    /// Node-seconds of work thrown away: the runs requeued, and those of
+    /// the jobs deleted.
+    pub lost_node_seconds: f64,
+    /// `lost_node_seconds` over the capacity (nodes × makespan).
+    pub lost_share: f64,
+    /// As [`Metrics::utilization`]: the nodes' running time, lost work
+    /// included, over the capacity.
+    pub utilization: f64,
+    /// The work kept: `utilization` less `lost_share`.
+    pub useful_utilization: f64,
+}
+
+/// Some jobs' waits.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Waits {
+    pub jobs: usize,
+    pub mean_wait: f64,
+    pub median_wait: f64,
+}
+
+impl Waits {
+    fn of<'a>(records: impl Iterator<Item = &'a JobRecord>) -> Waits {
+        let mut waits: Vec<i64> = records.map(JobRecord::wait).collect();
+        if waits.is_empty() {
+            return Waits::default();
+        }
+        waits.sort_unstable();
+        let n = waits.len();
+        let median_wait = if n % 2 == 1 {
+            waits[n / 2] as f64
+        } else {
+            (waits[n / 2 - 1] + waits[n / 2]) as f64 / 2.0
+        };
+        Waits {
+            jobs: n,
+            mean_wait: waits.iter().sum::<i64>() as f64 / n as f64,
+            median_wait,
+        }
+    }
+}
+
+/// Preemption's measures, from the records of the replay on `nodes` nodes.
+pub fn preemption(records: &[JobRecord], nodes: u32) -> PreemptMetrics {
+    let m = measure(records, nodes);
+    let capacity = f64::from(nodes) * m.makespan.max(1) as f64;
+    let lost = records.iter().map(|r| r.lost() as f64).sum::<f64>() + 0.0;
+    let lost_share = if records.is_empty() {
+        0.0
+    } else {
+        lost / capacity
+    };
+    PreemptMetrics {
+        express: Waits::of(records.iter().filter(|r| r.express)),
+        others: Waits::of(records.iter().filter(|r| !r.express)),
+        suspended: records.iter().map(|r| r.suspensions as usize).sum(),
+        requeued: records.iter().map(|r| r.requeues as usize).sum(),
+        deleted: records.iter().filter(|r| r.killed).count(),
+        jobs_preempted: records
+            .iter()
+            .filter(|r| r.suspensions > 0 || r.requeues > 0 || r.killed)
+            .count(),
+        suspended_seconds: records.iter().map(|r| r.suspended).sum(),
+        lost_node_seconds: lost,
+        lost_share,
+        utilization: m.utilization,
+        useful_utilization: m.utilization - lost_share,
+    }
+}
+
 /// Count and sums per key, as means per key.
 fn groups<K: Ord>(sums: BTreeMap<K, (usize, f64, f64)>) -> BTreeMap<K, Group> {
     sums.into_iter()
@@ -274,14 +364,9 @@ mod tests {
 
     fn rec(submit: i64, start: i64, end: i64, nodes: u32, queue: &str) -> JobRecord {
         JobRecord {
-            number: 0,
-            submit,
             start,
             end,
-            nodes,
-            queue: queue.into(),
-            predicted: None,
-            reservation: None,
+            ..JobRecord::new(0, submit, nodes, queue.into())
         }
     }
 
@@ -368,6 +453,70 @@ mod tests {
         assert_eq!(r.others.utilization, 1100.0 / 4000.0);
         assert_eq!(r.others.utilization_not_held, 1100.0 / 3400.0);
         assert_eq!(r.others.mean_wait, 150.0);
+    }
+
+    #[test]
+    fn preemption_by_hand() {
+        // 4 nodes, 0..500 measured. Express A (2 nodes) ran at once
+        // 100..200, express B waited 60 s. C (2 nodes, 0..400) was
+        // suspended 100 s of it; D (2 nodes) ran 100 s, was requeued and
+        // ran again 300..500; E (1 node) was deleted at 150 after 100 s.
+        let records = [
+            JobRecord {
+                express: true,
+                ..rec(100, 100, 200, 2, "express")
+            },
+            JobRecord {
+                express: true,
+                ..rec(100, 160, 260, 2, "express")
+            },
+            JobRecord {
+                suspensions: 1,
+                suspended: 100,
+                ..rec(0, 0, 400, 2, "batch")
+            },
+            JobRecord {
+                requeues: 1,
+                requeued_work: 200,
+                ..rec(0, 300, 500, 2, "batch")
+            },
+            JobRecord {
+                killed: true,
+                ..rec(50, 50, 150, 1, "batch")
+            },
+        ];
+        let p = preemption(&records, 4);
+        assert_eq!(
+            p.express,
+            Waits {
+                jobs: 2,
+                mean_wait: 30.0,
+                median_wait: 30.0
+            }
+        );
+        assert_eq!(
+            p.others,
+            Waits {
+                jobs: 3,
+                mean_wait: 100.0,
+                median_wait: 0.0
+            }
+        );
+        assert_eq!((p.suspended, p.requeued, p.deleted), (1, 1, 1));
+        assert_eq!((p.jobs_preempted, p.suspended_seconds), (3, 100));
+        // Lost: D's first run (2 × 100) and E's (1 × 100).
+        assert_eq!(p.lost_node_seconds, 300.0);
+        assert_eq!(p.lost_share, 300.0 / 2000.0);
+        // Used: A 200, B 200, C 2 × 300 (not its 100 s suspended), D 400
+        // and its 200 lost, E 100.
+        assert_eq!(p.utilization, 1700.0 / 2000.0);
+        assert!((p.useful_utilization - 1400.0 / 2000.0).abs() < 1e-12);
+        let m = measure(&records, 4);
+        assert_eq!(m.utilization, p.utilization);
+        // C's bounded slowdown is over its 300 s running: 400 / 300.
+        let c = measure(&records[2..3], 4);
+        assert!((c.mean_bounded_slowdown - 400.0 / 300.0).abs() < 1e-12);
+        assert_eq!(preemption(&[], 4), PreemptMetrics::default());
     }
 
     #[test]

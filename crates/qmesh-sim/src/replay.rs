@@ -23,6 +23,18 @@
 //! occurrences' starts and ends while jobs wait, as the daemon passes
 //! then. Jobs the file sends to it run in its queue, inside it; those
 //! still queued when its last occurrence ends are deleted, as PBS does.
+//!
+//! Each pass is `Scheduler::changes`: its resumptions and preemptions are
+//! applied before its starts, as the daemon applies them. A job suspended
+//! for an express job stops its clock: it ends its trace's run time of
+//! running later, its end moved by the time it was suspended. A job
+//! requeued or deleted is reported gone at once, and the replay passes
+//! again at the same instant, in which the express job starts; a requeued
+//! job waits again and runs its whole run time from its next start (its
+//! record is that run; the work thrown away is counted), a deleted one
+//! ends there, killed. With `--express` (`express`) a share of the jobs,
+//! chosen by [`express_job`], is submitted to the queue `express` that
+//! `machine.rs` adds.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -30,12 +42,15 @@ use std::ops::Bound;
 
 use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
+use qmesh_core::preempt::Method;
 use qmesh_core::rsub::{self, ResvRequest};
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
 use crate::accounting::Record;
 use crate::arrays::{self, Formed, Key, Program};
-use crate::machine::{Machine, MachineError, Policy, build_state, next_calendar_change};
+use crate::machine::{
+    EXPRESS_QUEUE, Machine, MachineError, Policy, Preemption, build_state, next_calendar_change,
+};
 use crate::reservations::{Booked, Outcome, ResvSpec, Span};
 use crate::swf::{SwfJob, Trace};
 
@@ -67,10 +82,20 @@ pub struct Options {
     /// Spwhen's predictions (`predict`) are then made for lone jobs only.
     pub arrays: bool,
     /// Keep the accounting records the daemon would have written (`Q`,
-    /// `S`, `E`, by its own formatting) in [`Replay::accounting`].
+    /// `S`, `E`, by its own formatting) in [`Replay::accounting`]. (The
+    /// records of preemptions, `z`, `r` and a killed job's `E`, are not
+    /// written.)
     pub accounting: bool,
     /// Reservations made during the replay (`--reservations`).
     pub reservations: Vec<ResvSpec>,
+    /// `--express SHARE`: this share (0 to 1) of the jobs, those
+    /// [`express_job`] picks, go to the queue `express` (priority 200, on
+    /// the default queue's node sets), whose jobs preempt. Not with
+    /// `arrays`: an array is never express.
+    pub express: Option<f64>,
+    /// The server's `preempt_order` (`SCR`, `R`, `SCR 80 S`...); `None`
+    /// keeps the configuration's (`SCR` unless its file sets one).
+    pub preempt_order: Option<String>,
 }
 
 impl Default for Options {
@@ -88,6 +113,8 @@ impl Default for Options {
             arrays: false,
             accounting: false,
             reservations: Vec::new(),
+            express: None,
+            preempt_order: None,
         }
     }
 }
@@ -110,16 +137,94 @@ pub struct JobRecord {
     /// The reservation (its number) whose queue it ran in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation: Option<u64>,
+    /// It ran in the queue `express` (`--express`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub express: bool,
+    /// Times it was suspended for an express job (in all its runs).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub suspensions: u32,
+    /// Seconds its run (`start` to `end`) spent suspended, its nodes lent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub suspended: i64,
+    /// Times it was requeued for an express job; `start` and `end` are
+    /// its last run's.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub requeues: u32,
+    /// Node-seconds of the runs those requeues threw away.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub requeued_work: i64,
+    /// Deleted for an express job at `end` (its run's work lost).
+    #[serde(skip_serializing_if = "is_false")]
+    pub killed: bool,
 }
 
 impl JobRecord {
+    /// A record of a job that has not started, with nothing happened to
+    /// it yet.
+    pub fn new(number: u64, submit: i64, nodes: u32, queue: String) -> JobRecord {
+        JobRecord {
+            number,
+            submit,
+            start: -1,
+            end: -1,
+            nodes,
+            queue,
+            predicted: None,
+            reservation: None,
+            express: false,
+            suspensions: 0,
+            suspended: 0,
+            requeues: 0,
+            requeued_work: 0,
+            killed: false,
+        }
+    }
+
     pub fn wait(&self) -> i64 {
         self.start - self.submit
     }
 
+    /// Its last run, start to end, suspensions included.
     pub fn run(&self) -> i64 {
         self.end - self.start
     }
+
+    /// The seconds its last run ran: [`JobRecord::run`] less the time it
+    /// was suspended.
+    pub fn ran(&self) -> i64 {
+        self.run() - self.suspended
+    }
+
+    /// Node-seconds of work preemption threw away: the runs requeued, and
+    /// the last run if it was deleted.
+    pub fn lost(&self) -> i64 {
+        let killed = if self.killed {
+            i64::from(self.nodes) * self.ran()
+        } else {
+            0
+        };
+        self.requeued_work + killed
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// Whether `--express SHARE` makes job `number` express: when the
+/// SplitMix64 hash of its number, over 2^64, is below `share`. The choice
+/// is the job's own (not its place in the trace), spreads over the trace,
+/// and a larger share keeps the jobs of a smaller one.
+pub fn express_job(number: u64, share: f64) -> bool {
+    let mut z = number.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z as f64) / 18_446_744_073_709_551_616.0 < share
 }
 
 /// A job the replay left out, and why.
@@ -171,7 +276,8 @@ pub enum ReplayError {
     #[error("the scheduler's core refused a step: {0}")]
     Core(String),
     #[error(
-        "{count} jobs never started, though nothing more would happen; the first is job {first}: {why}"
+        "{count} jobs never started or never resumed, though nothing more would happen; \
+         the first is job {first}: {why}"
     )]
     Stuck {
         count: usize,
@@ -205,6 +311,10 @@ impl Planned {
     }
 }
 
+/// Passes at one instant that may each requeue or delete jobs for express
+/// jobs before the replay gives up (each ends jobs: a few suffice).
+const MAX_ROUNDS: usize = 10_000;
+
 /// Finished jobs dropped from the state once this many have ended: the
 /// state stays the size of what is queued and running.
 const PURGE_EVERY: usize = 4096;
@@ -230,9 +340,14 @@ pub fn replay_with_progress(
     options: &Options,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Replay, ReplayError> {
+    let preemption = Preemption {
+        express: options.express.is_some(),
+        order: options.preempt_order.as_deref(),
+    };
     let mut state = build_state(
         &options.machine,
         options.policy,
+        &preemption,
         &options.qmgr,
         trace.max_procs(),
     )?;
@@ -296,7 +411,23 @@ pub fn replay_with_progress(
     let mut by_id: HashMap<JobId, usize> = HashMap::with_capacity(arrivals.len());
     // An array's jobs, by trace index, in the order of its sub-jobs.
     let mut members: HashMap<JobId, Vec<usize>> = HashMap::new();
-    let mut ends: BinaryHeap<Reverse<(i64, JobId)>> = BinaryHeap::new();
+    // Running jobs' ends, with the number of the end set last for each
+    // (`end_of`): an end moved by a suspension, or a job requeued or
+    // deleted, leaves its old entry behind, which is passed over.
+    let mut ends: BinaryHeap<Reverse<(i64, JobId, u64)>> = BinaryHeap::new();
+    let mut end_of: HashMap<JobId, (i64, u64)> = HashMap::new();
+    let mut end_seq = 0u64;
+    // Jobs suspended by preemption: since when, and their run time left.
+    let mut lent: HashMap<JobId, (i64, i64)> = HashMap::new();
+    let exit = JobExit {
+        code: Some(0),
+        signal: None,
+        cause: ExitCause::Exited,
+        message: String::new(),
+        cput: None,
+        max_rss: None,
+        vmem: None,
+    };
     // Arrivals taken, and the jobs they held.
     let mut next = 0;
     let mut submitted = 0;
@@ -316,8 +447,16 @@ pub fn replay_with_progress(
             .get(next)
             .and_then(|r| planned.get(r.start))
             .map(|p| p.submit);
-        let end = ends.peek().map(|Reverse((end, _))| *end);
-        let turn = if state.pending_count() > 0 {
+        while let Some(&Reverse((_, id, seq))) = ends.peek() {
+            if end_of.get(&id).is_some_and(|&(_, s)| s == seq) {
+                break;
+            }
+            ends.pop();
+        }
+        let end = ends.peek().map(|Reverse((end, _, _))| *end);
+        // Jobs wait: queued, or suspended until their nodes are free.
+        let waiting = state.pending_count() > 0 || !lent.is_empty();
+        let turn = if waiting {
             let stale = match wake {
                 None => true,
                 Some((_, Some(t))) => t <= clock,
@@ -334,7 +473,7 @@ pub fn replay_with_progress(
             None
         };
         let resv_submit = resv_order.get(next_resv).map(|&(t, _)| t);
-        let bound = if state.pending_count() > 0 {
+        let bound = if waiting {
             bounds
                 .range((Bound::Excluded(clock), Bound::Unbounded))
                 .next()
@@ -355,20 +494,15 @@ pub fn replay_with_progress(
         };
         clock = now_s;
         let now = at(base + now_s);
-        while let Some(&Reverse((end, id))) = ends.peek() {
+        while let Some(&Reverse((end, id, seq))) = ends.peek() {
             if end > now_s {
                 break;
             }
             ends.pop();
-            let exit = JobExit {
-                code: Some(0),
-                signal: None,
-                cause: ExitCause::Exited,
-                message: String::new(),
-                cput: None,
-                max_rss: None,
-                vmem: None,
-            };
+            if end_of.get(&id).is_none_or(|&(_, s)| s != seq) {
+                continue;
+            }
+            end_of.remove(&id);
             let run = options
                 .accounting
                 .then(|| state.job(id).map(qmesh_core::joblog::EndedRun::of))
@@ -480,8 +614,13 @@ pub fn replay_with_progress(
             // An array asks for its longest job's time; each sub-job runs
             // its own job's time, cut at that job's request as alone.
             let walltime = group.iter().map(|m| m.walltime).max().unwrap_or(p.walltime);
+            // A lone job may be express (`--express`).
+            let express = group.len() == 1
+                && options
+                    .express
+                    .is_some_and(|share| express_job(p.number, share));
             // A lone job may go to a reservation (the first that takes it).
-            let resv = if group.len() == 1 {
+            let resv = if group.len() == 1 && !express {
                 booked.iter_mut().find_map(|b| {
                     b.takes(p.submit, p.nodes, walltime)
                         .then(|| (b.id, b.outcome, b.queue.clone()))
@@ -497,7 +636,9 @@ pub fn replay_with_progress(
                 trace,
                 options,
                 caller,
-                resv.as_ref().map(|r| r.2.as_str()),
+                resv.as_ref()
+                    .map(|r| r.2.as_str())
+                    .or(express.then_some(EXPRESS_QUEUE)),
                 now,
             ) {
                 Ok((id, queue, walltime)) => {
@@ -510,21 +651,18 @@ pub fn replay_with_progress(
                     {
                         log.push(Record::queued(job, &server, now));
                     }
+                    let in_express = options.express.is_some() && queue == EXPRESS_QUEUE;
                     for m in group {
                         run_of[m.index] = m.run.min(m.walltime.min(walltime) as i64).max(0);
+                        let name = if site || in_resv.is_some() || in_express {
+                            queue.clone()
+                        } else {
+                            trace.queue_name(m.queue)
+                        };
                         records[m.index] = Some(JobRecord {
-                            number: m.number,
-                            submit: p.submit,
-                            start: -1,
-                            end: -1,
-                            nodes: m.nodes,
-                            queue: if site || in_resv.is_some() {
-                                queue.clone()
-                            } else {
-                                trace.queue_name(m.queue)
-                            },
-                            predicted: None,
                             reservation: in_resv.as_ref().map(|r| r.0),
+                            express: in_express,
+                            ..JobRecord::new(m.number, p.submit, m.nodes, name)
                         });
                     }
                     if group.len() > 1 {
@@ -542,33 +680,111 @@ pub fn replay_with_progress(
                 })),
             }
         }
-        if state.pending_count() == 0 {
+        if state.pending_count() == 0 && lent.is_empty() {
             continue;
         }
-        // The starts are all a replay needs of a pass.
-        let starts = Scheduler.starts(&state, now);
-        passes += 1;
-        for start in &starts {
-            // An array's start is its next sub-job's.
-            let started = state
-                .start_placed(start.job, &start.nodes, &start.parts, now)
-                .map_err(|e| ReplayError::Core(e.to_string()))?
-                .id;
-            if options.accounting
-                && let Some(job) = state.job(started)
-            {
-                log.push(Record::started(job, &server, now));
+        let core = |e: qmesh_core::CoreError| ReplayError::Core(e.to_string());
+        let index_of = |id: JobId, what: &str| {
+            trace_index(&by_id, &members, id)
+                .ok_or_else(|| ReplayError::Core(format!("it {what} job {id}, never submitted")))
+        };
+        // A pass's starts, resumptions and preemptions are all a replay
+        // needs of it. Jobs requeued or deleted for an express job are
+        // gone at once (their agents' reports): the express job starts in
+        // the pass after, at the same instant.
+        for round in 0.. {
+            if round == MAX_ROUNDS {
+                return Err(ReplayError::Core(format!(
+                    "{MAX_ROUNDS} passes at {now_s} s each preempted jobs, and no express job \
+                     started"
+                )));
             }
-            last_progress = now_s;
-            let index = trace_index(&by_id, &members, started).ok_or_else(|| {
-                ReplayError::Core(format!("it started job {started}, never submitted"))
-            })?;
-            let end = now_s + run_of[index];
-            if let Some(r) = records[index].as_mut() {
-                r.start = now_s;
-                r.end = end;
+            let plan = Scheduler.changes(&state, now);
+            passes += 1;
+            for &id in &plan.resumes {
+                state.take_back(id, now).map_err(core)?;
+                let (since, left) = lent.remove(&id).ok_or_else(|| {
+                    ReplayError::Core(format!("it resumed job {id}, not suspended"))
+                })?;
+                let index = index_of(id, "resumed")?;
+                if let Some(r) = records[index].as_mut() {
+                    r.suspended += now_s - since;
+                    r.end += now_s - since;
+                }
+                end_seq += 1;
+                end_of.insert(id, (now_s + left, end_seq));
+                ends.push(Reverse((now_s + left, id, end_seq)));
+                last_progress = now_s;
             }
-            ends.push(Reverse((end, started)));
+            for p in &plan.preempted {
+                let index = index_of(p.job, "preempted")?;
+                let (end, _) = end_of.remove(&p.job).ok_or_else(|| {
+                    ReplayError::Core(format!("it preempted job {}, not running", p.job))
+                })?;
+                let r = records[index].as_mut().ok_or_else(|| {
+                    ReplayError::Core(format!("it preempted job {}, not recorded", p.job))
+                })?;
+                match p.method {
+                    Method::Suspend => {
+                        state.suspend_for(p.job, p.by, now).map_err(core)?;
+                        lent.insert(p.job, (now_s, end - now_s));
+                        r.suspensions += 1;
+                    }
+                    Method::Requeue | Method::Delete => {
+                        let requeue = p.method == Method::Requeue;
+                        state.stop_for(p.job, p.by, requeue, now).map_err(core)?;
+                        state.finish(p.job, exit.clone(), now).map_err(core)?;
+                        if requeue {
+                            r.requeues += 1;
+                            r.requeued_work += i64::from(r.nodes) * (now_s - r.start - r.suspended);
+                            (r.start, r.end, r.suspended) = (-1, -1, 0);
+                        } else {
+                            r.end = now_s;
+                            r.killed = true;
+                            finished += 1;
+                            if finished % PURGE_EVERY == 0 {
+                                state.purge_history(now);
+                            }
+                        }
+                    }
+                    Method::Checkpoint => {
+                        return Err(ReplayError::Core(format!(
+                            "it checkpointed job {}, which qmesh never does",
+                            p.job
+                        )));
+                    }
+                }
+                last_progress = now_s;
+            }
+            for start in &plan.starts {
+                // An array's start is its next sub-job's.
+                let started = state
+                    .start_placed(start.job, &start.nodes, &start.parts, now)
+                    .map_err(core)?
+                    .id;
+                if options.accounting
+                    && let Some(job) = state.job(started)
+                {
+                    log.push(Record::started(job, &server, now));
+                }
+                last_progress = now_s;
+                let index = index_of(started, "started")?;
+                let end = now_s + run_of[index];
+                if let Some(r) = records[index].as_mut() {
+                    r.start = now_s;
+                    r.end = end;
+                }
+                end_seq += 1;
+                end_of.insert(started, (end, end_seq));
+                ends.push(Reverse((end, started, end_seq)));
+            }
+            // The tests replay with the core's own checks: no node runs two
+            // jobs, what each job holds is what its nodes say.
+            #[cfg(test)]
+            state.check_invariants().map_err(ReplayError::Core)?;
+            if plan.preempted.iter().all(|p| p.method == Method::Suspend) {
+                break;
+            }
         }
         if options.predict {
             // What spwhen says once the pass after the submission is done.
@@ -594,6 +810,17 @@ pub fn replay_with_progress(
         lone.chain(subs)
             .filter(|&(_, index)| records[index].as_ref().is_some_and(|r| r.start < 0))
     };
+    let never_resumed = || {
+        lent.keys()
+            .filter_map(|&id| trace_index(&by_id, &members, id).map(|index| (id, index)))
+    };
+    if let Some((_, index)) = never_resumed().min_by_key(|&(_, index)| index) {
+        return Err(ReplayError::Stuck {
+            count: never_resumed().count(),
+            first: trace.jobs[index].number,
+            why: "suspended for an express job, its nodes were never all free again".into(),
+        });
+    }
     if let Some((id, index)) = stuck().min_by_key(|&(_, index)| index) {
         let why = state.job(id).map_or_else(String::new, |job| {
             Scheduler
@@ -646,8 +873,8 @@ fn trace_index(
 }
 
 /// Submits one job, or with `count` above 1 an array `-J 0-(count-1)` of
-/// jobs like it, asking `walltime`: to reservation queue `resv` if given,
-/// else to the queue its trace names if the configuration has it; if that
+/// jobs like it, asking `walltime`: to queue `resv` (a reservation's, or
+/// `express`) if given, else to the queue its trace names if the configuration has it; if that
 /// queue does not take the job, to the default queue.
 /// Returns its id, the queue it landed in and its wall time; or why no
 /// queue took it.
@@ -827,6 +1054,8 @@ fn at(secs: i64) -> DateTime<Utc> {
 
 #[cfg(test)]
 mod array_tests;
+#[cfg(test)]
+mod preempt_tests;
 #[cfg(test)]
 mod resv_tests;
 #[cfg(test)]

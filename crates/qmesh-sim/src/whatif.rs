@@ -71,14 +71,14 @@ fn history(trace: &Trace) -> Vec<JobRecord> {
         .iter()
         .filter(|j| j.wait >= 0 && j.run >= 0)
         .map(|j| JobRecord {
-            number: j.number,
-            submit: j.submit,
             start: j.submit + j.wait,
             end: j.submit + j.wait + j.run,
-            nodes: u32::try_from(j.procs().max(1)).unwrap_or(u32::MAX),
-            queue: trace.queue_name(j.queue),
-            predicted: None,
-            reservation: None,
+            ..JobRecord::new(
+                j.number,
+                j.submit,
+                u32::try_from(j.procs().max(1)).unwrap_or(u32::MAX),
+                trace.queue_name(j.queue),
+            )
         })
         .collect()
 }

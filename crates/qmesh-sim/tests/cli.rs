@@ -415,3 +415,71 @@ fn reservations_are_reported_and_a_bad_line_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("r.txt, line 2: DURATION \"1:xx\""), "{err}");
 }
+
+#[test]
+fn express_jobs_preempt_and_the_cost_is_reported() {
+    // Four nodes, all held by job 1 from 0 to 1000; job 10 (express at
+    // --express 0.1: the hash of its number) needs two at 100 for 200 s.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 4
+1 0 -1 1000 4 -1 -1 4 2000 -1 1 1 1 -1 1 -1 -1 -1
+10 100 -1 200 2 -1 -1 2 300 -1 1 1 1 -1 1 -1 -1 -1
+",
+    )
+    .unwrap();
+    let csv = dir.path().join("jobs.csv");
+    let run = |args: &[&str]| {
+        sim()
+            .args(["--trace", trace.to_str().unwrap(), "--express", "0.1"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--jobs-out", csv.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("express jobs     1: wait mean 0 s, median 0 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("preempted        1 jobs: 1 suspensions (200 s suspended in all), 0 requeues, 0 deletions"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "job,submit,start,end,nodes,queue,express,suspended,requeues,killed\n\
+         1,0,0,1200,4,1,0,200,0,0\n10,100,100,300,2,express,1,0,0,0\n"
+    );
+    let out = run(&["--preempt-order", "R", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &doc["preemption"];
+    assert_eq!(p["requeued"], 1);
+    assert_eq!(p["express"]["jobs"], 1);
+    assert_eq!(p["lost_node_seconds"], 400.0);
+    for (args, says) in [
+        (&["--preempt-order", "SX"][..], "'X' is not a method"),
+        (&["--arrays"][..], "cannot be used with"),
+    ] {
+        let out = run(args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+    let out = sim()
+        .args(["--trace", trace.to_str().unwrap(), "--express", "1.5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--express 1.5: the share of jobs must be from 0 to 1"),
+        "{err}"
+    );
+}
