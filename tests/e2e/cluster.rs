@@ -287,6 +287,11 @@ nodes = [{nodes}]
                 .arg(self.d.work.join("prologue"))
                 .arg("--epilogue")
                 .arg(self.d.work.join("epilogue"));
+            // A checkpoint program, where the hooks wrote one.
+            let checkpoint = self.d.work.join("checkpoint");
+            if checkpoint.is_file() {
+                cmd.arg("--checkpoint").arg(checkpoint);
+            }
         }
         let child = cmd
             .stdin(Stdio::null())

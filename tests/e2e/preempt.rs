@@ -5,9 +5,12 @@
 //! express job runs (the express job watches it not move) and goes on
 //! where it stopped once the express job ends; with R it is killed,
 //! queued again and run a second time after the express job; with D it
-//! is killed for good. Each express job checks from inside that the low
-//! job's process is stopped or gone.
+//! is killed for good; with C the agent runs the site's checkpoint
+//! program (`qmesh-agent --checkpoint`) before the kill and the job is
+//! queued again. Each express job checks from inside that the low job's
+//! process is stopped or gone.
 
+use crate::cluster::Cluster;
 use crate::harness::Daemon;
 use crate::tracejob::records;
 
@@ -161,4 +164,55 @@ fn an_express_job_requeues_then_deletes_a_low_job_and_runs_when_it_is_gone() {
         .unwrap_or_default()
         .to_string();
     assert!(comment.contains("preemption by job"), "{comment}");
+}
+
+#[test]
+fn a_checkpointed_job_runs_the_sites_program_then_is_requeued() {
+    let hooks = |d: &Daemon| {
+        let log = d.work.join("checkpointed");
+        d.script(
+            "checkpoint",
+            &format!(
+                "#!/bin/sh\nkill -0 \"$PBS_SID\" && up=alive\necho \"$1 $2 sid=$PBS_SID $up\" >> {}\n",
+                log.display()
+            ),
+        );
+        (
+            "#!/bin/sh\nexit 0\n".to_string(),
+            "#!/bin/sh\nexit 0\n".to_string(),
+        )
+    };
+    let c = Cluster::start(1, 4, 30, Some(&hooks));
+    let d = &c.d;
+    setup(d, "C");
+    let started = d.fifo("started");
+    let low = d.qsub(&["-l", "nodes=4,walltime=00:01:00", "low.sh"]);
+    d.read_fifo(&started);
+    let pid = std::fs::read_to_string(d.work.join("lowpid")).unwrap();
+    let express = d.qsub(&[
+        "-q",
+        "express",
+        "-l",
+        "nodes=2,walltime=00:00:30",
+        "express.sh",
+    ]);
+    assert_eq!(d.wait_job(&express).exit_status, Some(0), "{}", d.log());
+    let (_, _, alive) = seen(d);
+    assert_eq!(alive, "no", "checkpointed, then killed");
+    let said = std::fs::read_to_string(d.work.join("checkpointed")).unwrap();
+    let words: Vec<&str> = said.split_whitespace().collect();
+    assert_eq!(words[0], low, "{said}");
+    assert_eq!(
+        words[2],
+        format!("sid={}", pid.trim()),
+        "its session: {said}"
+    );
+    assert_eq!(
+        words.get(3),
+        Some(&"alive"),
+        "it ran before the kill: {said}"
+    );
+    // Queued again, it runs a second time after the express job.
+    assert_eq!(d.wait_job(&low).exit_status, Some(0), "{}", d.log());
+    assert_eq!(runs(d), 2);
 }

@@ -104,11 +104,15 @@ pub fn run(cli: Cli) -> Result<()> {
     let hooks = Hooks {
         prologue: cli.prologue,
         epilogue: cli.epilogue,
+        checkpoint: cli.checkpoint,
     };
-    for path in [&hooks.prologue, &hooks.epilogue].into_iter().flatten() {
+    for path in [&hooks.prologue, &hooks.epilogue, &hooks.checkpoint]
+        .into_iter()
+        .flatten()
+    {
         if !path.is_file() {
             return Err(AgentError::Config(format!(
-                "the prologue or epilogue {} is not a file; give its full path",
+                "the prologue, epilogue or checkpoint program {} is not a file; give its full path",
                 path.display()
             )));
         }

@@ -129,6 +129,14 @@ pub struct Cli {
     #[arg(long, value_name = "PROGRAM")]
     pub epilogue: Option<PathBuf>,
 
+    /// The site's checkpoint program (PBS's checkpoint_abort): run like
+    /// the prologue, with the job's session in PBS_SID, when preemption
+    /// checkpoints a job launched here (preempt_order C); the job is then
+    /// killed and queued again, to restart from what it saved. A failure
+    /// or five minutes' silence is logged and the job killed all the same.
+    #[arg(long, value_name = "PROGRAM")]
+    pub checkpoint: Option<PathBuf>,
+
     /// Run each job in its own cgroup, holding it to the memory it asked
     /// for and, on a shared node, to its CPUs: auto (v2 where it has the
     /// memory controller, else v1, else none, which the agent says at

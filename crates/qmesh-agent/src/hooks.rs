@@ -19,6 +19,9 @@ pub const HOOK_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct Hooks {
     pub prologue: Option<PathBuf>,
     pub epilogue: Option<PathBuf>,
+    /// Run by the agent when preemption checkpoints a job launched here
+    /// (`supervise.rs`, `Supervisor::checkpoint`).
+    pub checkpoint: Option<PathBuf>,
 }
 
 /// What a hook is told about its job.

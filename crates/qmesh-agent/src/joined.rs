@@ -301,6 +301,7 @@ mod tests {
                 "epilogue",
                 &format!("echo \"epi $1\" >> {}", log.display()),
             )),
+            checkpoint: None,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let joined = Joined::open(dir.path(), hooks, None, tx).unwrap();
@@ -340,6 +341,7 @@ mod tests {
                 "echo 'scratch not mounted' >&2; exit 3",
             )),
             epilogue: None,
+            checkpoint: None,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let joined = Joined::open(dir.path(), hooks, None, tx).unwrap();

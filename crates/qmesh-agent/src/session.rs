@@ -32,6 +32,10 @@ use crate::shepherd::now;
 use crate::supervise::{Event, Supervisor};
 use crate::trust::Trust;
 
+/// The word of a SignalJob that asks for preemption's checkpoint (C):
+/// the site's program, then the kill (`Supervisor::checkpoint`).
+pub const CHECKPOINT: &str = "checkpoint";
+
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
 /// When the Welcome says 0.
@@ -311,6 +315,10 @@ async fn handle(
             sup.tasks.end_job(kill.job);
         }
         Some(daemon_message::Kind::Task(order)) => sup.tasks.start(order, channel.clone()),
+        Some(daemon_message::Kind::Signal(order)) if order.signal == CHECKPOINT => {
+            info_span!("job", job = order.job)
+                .in_scope(|| sup.checkpoint(order.job, &order.reason));
+        }
         Some(daemon_message::Kind::Signal(order)) => {
             info_span!("job", job = order.job)
                 .in_scope(|| sup.signal(order.job, &order.signal, &order.reason));

@@ -68,6 +68,8 @@ pub struct Supervisor {
     host_gpus: u32,
     /// pbsdsh's tasks and interactive terminals of jobs here.
     pub tasks: crate::tasks::Tasks,
+    /// The site's checkpoint program (`--checkpoint`).
+    checkpoint: Option<PathBuf>,
 }
 
 impl Supervisor {
@@ -79,6 +81,7 @@ impl Supervisor {
             zygote: None,
             additions: Additions::default(),
             host_gpus: 0,
+            checkpoint: None,
         }
     }
 
@@ -86,6 +89,7 @@ impl Supervisor {
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.additions.prologue = hooks.prologue;
         self.additions.epilogue = hooks.epilogue;
+        self.checkpoint = hooks.checkpoint;
         self
     }
 
@@ -314,33 +318,26 @@ impl Supervisor {
     /// Passes a kill order to the job's shepherd (SIGTERM), which performs
     /// the kill sequence.
     pub fn kill(&self, seq: u64, reason: &str) {
-        let dir = self.spool.job(seq);
-        if !dir.exists() {
-            debug!("kill for a job not in the spool; ignored");
-            return;
-        }
-        if dir.has_result() {
-            debug!("kill for a job that has ended; ignored");
-            return;
-        }
-        let Some(pid) = dir
-            .read_pid(SHEPHERD_PID_FILE)
-            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
-            .or_else(|| procfs::find_shepherd(&dir.path))
-        else {
-            info!("kill for a job whose shepherd has just ended; its watcher reports the end");
-            return;
-        };
-        if !reason.is_empty() {
-            let path = dir.file(KILL_REASON_FILE);
-            if let Err(e) = write_atomic(&path, reason.as_bytes(), 0o644) {
-                warn!("{e}; the kill goes on without its reason");
-            }
-        }
-        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM) {
-            Ok(()) => info!(shepherd = pid, reason, "kill passed to the shepherd"),
-            Err(e) => warn!(shepherd = pid, "cannot signal the shepherd ({e})"),
-        }
+        kill_job(&self.spool, seq, reason);
+    }
+
+    /// Preemption's C: the site's checkpoint program runs for the job
+    /// (as the prologue does, with the job's session in `PBS_SID`), then
+    /// the job is killed, to be queued again by the daemon. It runs on a
+    /// task of its own: other orders go on meanwhile. Without a program,
+    /// or when it fails, the job is killed all the same.
+    pub fn checkpoint(&self, seq: u64, reason: &str) {
+        let spool = self.spool.clone();
+        let program = self.checkpoint.clone();
+        let reason = reason.to_string();
+        tokio::spawn(async move {
+            let said = match program {
+                Some(program) => run_checkpoint(&spool, seq, &program).await,
+                None => "no checkpoint program on this host (qmesh-agent --checkpoint)".into(),
+            };
+            info!(job = seq, "{said}");
+            kill_job(&spool, seq, &format!("{reason}: {said}"));
+        });
     }
 
     /// Passes a signal for the job to its shepherd, which sends it to the
@@ -411,6 +408,77 @@ impl Supervisor {
             Ok(()) => debug!("acknowledged; removed from the spool"),
             Err(e) => error!("{e}"),
         }
+    }
+}
+
+/// The checkpoint program's run for job `seq`, in words for the job's
+/// comment.
+async fn run_checkpoint(spool: &Spool, seq: u64, program: &std::path::Path) -> String {
+    let dir = spool.job(seq);
+    let launch = match dir.read_launch() {
+        Ok(launch) => launch,
+        Err(e) => return format!("not checkpointed ({e})"),
+    };
+    let order = &launch.order;
+    let job = crate::hooks::HookJob {
+        job_id: &order.job_id,
+        user: &order.user,
+        group: &order.group,
+        nodes: launch.local_nodes(),
+    };
+    let mut cmd = tokio::process::Command::from(crate::hooks::command(program, &job));
+    if let Some(pid) = dir.read_pid(crate::record::JOB_PID_FILE) {
+        cmd.env("PBS_SID", pid.to_string());
+    }
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let run = async {
+        let out = cmd.output().await?;
+        Ok::<_, std::io::Error>((out.status, out.stderr))
+    };
+    match tokio::time::timeout(crate::hooks::HOOK_TIMEOUT, run).await {
+        Ok(Ok((status, stderr))) => {
+            match crate::hooks::failure("checkpoint program", program, status, &stderr) {
+                None => format!("checkpointed by {}", program.display()),
+                Some(why) => format!("{why}; not checkpointed"),
+            }
+        }
+        Ok(Err(e)) => crate::hooks::unstartable("checkpoint program", program, &e),
+        Err(_) => crate::hooks::overran("checkpoint program", program),
+    }
+}
+
+/// Passes a kill order to job `seq`'s shepherd (SIGTERM), which performs
+/// the kill sequence; `reason` goes into its end's message.
+fn kill_job(spool: &Spool, seq: u64, reason: &str) {
+    let dir = spool.job(seq);
+    if !dir.exists() {
+        debug!("kill for a job not in the spool; ignored");
+        return;
+    }
+    if dir.has_result() {
+        debug!("kill for a job that has ended; ignored");
+        return;
+    }
+    let Some(pid) = dir
+        .read_pid(SHEPHERD_PID_FILE)
+        .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+        .or_else(|| procfs::find_shepherd(&dir.path))
+    else {
+        info!("kill for a job whose shepherd has just ended; its watcher reports the end");
+        return;
+    };
+    if !reason.is_empty() {
+        let path = dir.file(KILL_REASON_FILE);
+        if let Err(e) = write_atomic(&path, reason.as_bytes(), 0o644) {
+            warn!("{e}; the kill goes on without its reason");
+        }
+    }
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM) {
+        Ok(()) => info!(shepherd = pid, reason, "kill passed to the shepherd"),
+        Err(e) => warn!(shepherd = pid, "cannot signal the shepherd ({e})"),
     }
 }
 

@@ -15,9 +15,11 @@
 //! the first method of its band that can be done. S suspends it (its
 //! nodes are lent to the express job and it resumes when they are all
 //! free again; the suspended span is not charged), R requeues it (only if
-//! it may be rerun), D deletes it. C (checkpoint) needs a site's
-//! checkpoint script, which qmesh does not run: it is skipped, as PBS
-//! skips it for a job that cannot be checkpointed.
+//! it may be rerun), D deletes it. C checkpoints it: the agent of its
+//! first host runs the site's checkpoint program (`qmesh-agent
+//! --checkpoint`, PBS's checkpoint_abort), then it is killed and queued
+//! again, to restart from what it saved; a job submitted with `-c n` or
+//! not rerunnable is not checkpointed (the next method is tried).
 //!
 //! This module is the policy as values; the pass (`scheduler`) chooses
 //! the fewest, lowest jobs that free a placement, and `suspend` holds the
@@ -38,7 +40,7 @@ pub const EXPRESS_PRIORITY: i32 = 150;
 pub enum Method {
     /// Suspended; its nodes lent until they are all free again.
     Suspend,
-    /// Checkpointed and requeued (by a site's script; not provided).
+    /// Checkpointed by the site's program, then killed and queued again.
     Checkpoint,
     /// Killed and queued again.
     Requeue,
@@ -151,14 +153,31 @@ impl PreemptOrder {
             .map_or(&[], |(m, _)| m.as_slice())
     }
 
+    /// Whether C may be chosen: in some band it comes before S and D,
+    /// which can always be done.
+    pub fn may_checkpoint(&self) -> bool {
+        self.bands.iter().any(|(methods, _)| {
+            methods
+                .iter()
+                .take_while(|m| !matches!(m, Method::Suspend | Method::Delete))
+                .any(|m| *m == Method::Checkpoint)
+        })
+    }
+
     /// The first method of `job`'s band that can be done to it (with
     /// `used` seconds of its wall time run); `None` if none can.
     pub fn method_for(&self, job: &Job, used: u64) -> Option<Method> {
         let wall = job.walltime.max(1) as f64;
         let left = 100.0 * (wall - used as f64).max(0.0) / wall;
+        let checkpointable = job
+            .options
+            .checkpoint
+            .as_deref()
+            .is_none_or(crate::job::options::wants_checkpoints);
         self.methods_at(left).iter().copied().find(|m| match m {
             Method::Suspend | Method::Delete => true,
-            Method::Checkpoint => false,
+            // Checkpointed, then queued again: it must be rerunnable.
+            Method::Checkpoint => job.rerunnable && checkpointable,
             Method::Requeue => job.rerunnable,
         })
     }
@@ -285,6 +304,8 @@ mod tests {
         for bad in ["", "SX", "S 80", "S 80 R 90 D", "S 100 R"] {
             assert!(PreemptOrder::parse(bad).is_err(), "{bad:?}");
         }
+        assert!(!PreemptOrder::parse("SCR").unwrap().may_checkpoint());
+        assert!(PreemptOrder::parse("S 50 CR").unwrap().may_checkpoint());
         let err = PreemptOrder::parse("SX").unwrap_err();
         assert!(err.contains("'X' is not a method"), "{err}");
     }

@@ -130,7 +130,9 @@ impl State {
             if options::wants_checkpoints(&checkpoint) {
                 note(
                     &mut new,
-                    format!("Checkpoint={checkpoint}: qmesh does not checkpoint jobs"),
+                    format!(
+                        "Checkpoint={checkpoint}: qmesh does not checkpoint jobs by interval; only preemption (preempt_order C) runs the site's checkpoint program"
+                    ),
                 );
             }
             changes.push(format!("Checkpoint={checkpoint}"));

@@ -423,7 +423,7 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
         let checkpoint = options::parse_checkpoint(text).map_err(bad)?;
         if options::wants_checkpoints(&checkpoint) {
             opts.notes.push(format!(
-                "Checkpoint={checkpoint}: qmesh does not checkpoint jobs"
+                "Checkpoint={checkpoint}: qmesh does not checkpoint jobs by interval; only preemption (preempt_order C) runs the site's checkpoint program"
             ));
         }
         opts.checkpoint = Some(checkpoint);

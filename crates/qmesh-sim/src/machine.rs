@@ -287,6 +287,15 @@ pub fn build_state(
         let parsed = PreemptOrder::parse(order).map_err(MachineError::PreemptOrder)?;
         config.server.preempt_order = parsed.to_string();
     }
+    // What a checkpoint keeps is the site's program's business: a replay
+    // cannot say, so it does not pretend to.
+    if PreemptOrder::parse(&config.server.preempt_order).is_ok_and(|o| o.may_checkpoint()) {
+        return Err(MachineError::PreemptOrder(format!(
+            "\"{}\" may checkpoint (C) before it suspends or deletes; a replay cannot tell \
+             what a site's checkpoint keeps: use S, R and D",
+            config.server.preempt_order
+        )));
+    }
     if preemption.express {
         add_express(&mut config)?;
     }

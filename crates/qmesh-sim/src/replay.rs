@@ -749,7 +749,7 @@ pub fn replay_with_progress(
                     }
                     Method::Checkpoint => {
                         return Err(ReplayError::Core(format!(
-                            "it checkpointed job {}, which qmesh never does",
+                            "it checkpointed job {}, which a replay refuses to do (machine.rs)",
                             p.job
                         )));
                     }

@@ -77,12 +77,11 @@ fn apply(s: &mut State, plan: &Plan, now: Time) {
             Method::Suspend => {
                 s.suspend_for(p.job, p.by, now).unwrap();
             }
-            Method::Requeue | Method::Delete => {
-                s.stop_for(p.job, p.by, p.method == Method::Requeue, now)
+            Method::Requeue | Method::Delete | Method::Checkpoint => {
+                s.stop_for(p.job, p.by, p.method != Method::Delete, now)
                     .unwrap();
                 s.finish(p.job, exit(), now).unwrap();
             }
-            Method::Checkpoint => unreachable!("checkpoint is never chosen"),
         }
     }
     for start in &plan.starts {
@@ -405,7 +404,7 @@ proptest! {
     /// suspended job is charged only its running time.
     #[test]
     fn preempting_never_overlaps_a_reservation_and_every_job_ends(
-        order in prop::sample::select(vec!["S", "R", "D", "SR", "SCR 50 D"]),
+        order in prop::sample::select(vec!["S", "R", "D", "SR", "SCR 50 D", "CD"]),
         topology in prop_oneof![
             Just(Topology::Flat),
             prop::sample::select(vec![TorusPartition::Ep, TorusPartition::Nep]).prop_map(
@@ -525,4 +524,35 @@ fn express_jobs_go_first_whatever_the_job_order() {
         assert_eq!(plan.starts[0].job, express, "{order:?}");
         assert_eq!(plan.queue[1].job, first, "{order:?}");
     }
+}
+
+#[test]
+fn c_checkpoints_a_rerunnable_job_unless_it_said_c_n() {
+    let mut s = flat(3, "CD");
+    let plain = submit(&mut s, "low", 1, 1000, true, t(0));
+    let fixed = submit(&mut s, "low", 1, 1000, false, t(0));
+    let sub = Submission {
+        script_name: "job.sh".into(),
+        workdir: "/tmp".into(),
+        queue: Some("low".into()),
+        resources: vec![("nodes".into(), "1".into())],
+        checkpoint: Some("n".into()),
+        ..Submission::default()
+    };
+    let never = s.submit(sub, &caller(1000, Role::User), t(0)).unwrap().id;
+    start(&mut s, plain, &[0]);
+    start(&mut s, fixed, &[1]);
+    start(&mut s, never, &[2]);
+    submit(&mut s, "express", 3, 100, true, t(10));
+    let plan = Scheduler.pass(&s, t(10));
+    let mut got = victims(&plan);
+    got.sort_by_key(|(id, _)| *id);
+    assert_eq!(
+        got,
+        [
+            (plain, Method::Checkpoint),
+            (fixed, Method::Delete),
+            (never, Method::Delete)
+        ]
+    );
 }

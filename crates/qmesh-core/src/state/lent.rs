@@ -77,7 +77,10 @@ impl State {
 
     /// The jobs suspended by preemption, their nodes lent.
     pub fn lent_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.book.lent.iter().filter_map(|id| self.book.jobs.get(id))
+        self.book
+            .lent
+            .iter()
+            .filter_map(|id| self.book.jobs.get(id))
     }
 
     /// A lent job's nodes, by index (those the configuration still has).

@@ -337,6 +337,19 @@ node_sets = ["fat"]
     )
     .unwrap_err();
     assert!(err.to_string().contains("'X' is not a method"), "{err}");
+    // A checkpoint keeps what the site's program saves: no replay says.
+    let err = build_state(
+        &machine,
+        Policy::Easy,
+        &Preemption {
+            express: true,
+            order: Some("CR"),
+        },
+        &[],
+        None,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("may checkpoint (C)"), "{err}");
 }
 
 #[test]

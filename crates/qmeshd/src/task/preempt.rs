@@ -87,7 +87,19 @@ impl SchedulerTask {
                     reason.clone(),
                     now.wall,
                 );
-                self.end_active(p.job, &host, &reason, now);
+                if p.method == Method::Checkpoint && self.links.is_connected(&host) {
+                    // Its first host's agent runs the site's checkpoint
+                    // program, then kills it; its end requeues it.
+                    let order = v1::SignalJob {
+                        job: p.job.0,
+                        signal: "checkpoint".to_string(),
+                        reason: format!("checkpoint at preemption by job {by}"),
+                    };
+                    self.links
+                        .send(&host, v1::daemon_message::Kind::Signal(order));
+                } else {
+                    self.end_active(p.job, &host, &reason, now);
+                }
             }
         }
         info!(job = %p.job, by = %by, method = %p.method.letter(), "preempted");
