@@ -44,6 +44,22 @@ fn setup(d: &Daemon, order: &str) {
     d.script("express.sh", EXPRESS);
 }
 
+/// A low job over `low` nodes, then, once it runs, an express job of
+/// `express` nodes: their ids.
+fn low_then_express(d: &Daemon, low: u32, express: u32) -> (String, String) {
+    let started = d.fifo("started");
+    let low = d.qsub(&["-l", &format!("nodes={low},walltime=00:01:00"), "low.sh"]);
+    d.read_fifo(&started);
+    let express = d.qsub(&[
+        "-q",
+        "express",
+        "-l",
+        &format!("nodes={express},walltime=00:00:30"),
+        "express.sh",
+    ]);
+    (low, express)
+}
+
 /// (It tells the test it runs through the fifo `xstarted` where there is
 /// one.)
 ///
@@ -70,17 +86,8 @@ fn runs(d: &Daemon) -> usize {
 fn an_express_job_suspends_a_low_job_which_resumes_where_it_stopped() {
     let mut d = Daemon::start();
     setup(&d, "S");
-    let started = d.fifo("started");
-    let low = d.qsub(&["-l", "nodes=16,walltime=00:01:00", "low.sh"]);
-    d.read_fifo(&started);
     let xstarted = d.fifo("xstarted");
-    let express = d.qsub(&[
-        "-q",
-        "express",
-        "-l",
-        "nodes=4,walltime=00:00:30",
-        "express.sh",
-    ]);
+    let (low, express) = low_then_express(&d, 16, 4);
     d.read_fifo(&xstarted);
     let job = d.job_json(&low);
     assert_eq!(job["job_state"], "S", "{job:#}");
@@ -116,16 +123,7 @@ fn an_express_job_suspends_a_low_job_which_resumes_where_it_stopped() {
 fn an_express_job_requeues_then_deletes_a_low_job_and_runs_when_it_is_gone() {
     let d = Daemon::start();
     setup(&d, "R");
-    let started = d.fifo("started");
-    let low = d.qsub(&["-l", "nodes=16,walltime=00:01:00", "low.sh"]);
-    d.read_fifo(&started);
-    let express = d.qsub(&[
-        "-q",
-        "express",
-        "-l",
-        "nodes=4,walltime=00:00:30",
-        "express.sh",
-    ]);
+    let (low, express) = low_then_express(&d, 16, 4);
     let info = d.wait_job(&express);
     assert_eq!(info.exit_status, Some(0), "{info:?}\n{}", d.log());
     let (_, _, alive) = seen(&d);
@@ -143,16 +141,7 @@ fn an_express_job_requeues_then_deletes_a_low_job_and_runs_when_it_is_gone() {
     // D: the low job is killed for good.
     d.ok("qmgr", &["-c", "set server preempt_order = D"]);
     std::fs::remove_file(d.work.join("express")).unwrap();
-    let started = d.fifo("started");
-    let low = d.qsub(&["-l", "nodes=16,walltime=00:01:00", "low.sh"]);
-    d.read_fifo(&started);
-    let express = d.qsub(&[
-        "-q",
-        "express",
-        "-l",
-        "nodes=4,walltime=00:00:30",
-        "express.sh",
-    ]);
+    let (low, express) = low_then_express(&d, 16, 4);
     assert_eq!(d.wait_job(&express).exit_status, Some(0), "{}", d.log());
     let (_, _, alive) = seen(&d);
     assert_eq!(alive, "no");
@@ -185,17 +174,8 @@ fn a_checkpointed_job_runs_the_sites_program_then_is_requeued() {
     let c = Cluster::start(1, 4, 30, Some(&hooks));
     let d = &c.d;
     setup(d, "C");
-    let started = d.fifo("started");
-    let low = d.qsub(&["-l", "nodes=4,walltime=00:01:00", "low.sh"]);
-    d.read_fifo(&started);
+    let (low, express) = low_then_express(d, 4, 2);
     let pid = std::fs::read_to_string(d.work.join("lowpid")).unwrap();
-    let express = d.qsub(&[
-        "-q",
-        "express",
-        "-l",
-        "nodes=2,walltime=00:00:30",
-        "express.sh",
-    ]);
     assert_eq!(d.wait_job(&express).exit_status, Some(0), "{}", d.log());
     let (_, _, alive) = seen(d);
     assert_eq!(alive, "no", "checkpointed, then killed");

@@ -55,15 +55,7 @@ fn submit(s: &mut State, queue: &str, nodes: u32, secs: u64, rerun: bool, at: Ti
 }
 
 fn exit() -> JobExit {
-    JobExit {
-        code: Some(0),
-        signal: None,
-        cause: ExitCause::Exited,
-        message: String::new(),
-        cput: None,
-        max_rss: None,
-        vmem: None,
-    }
+    crate::state::tests::exited(0)
 }
 
 /// Applies a plan as the daemon does: resumes, preemptions, starts. A job
