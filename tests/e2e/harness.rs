@@ -26,6 +26,7 @@ pub const QMESHD: &str = env!("CARGO_BIN_EXE_qmeshd");
 pub fn bin(name: &str) -> &'static str {
     match name {
         "qsub" => env!("CARGO_BIN_EXE_qsub"),
+        "sbatch" => env!("CARGO_BIN_EXE_sbatch"),
         "qstat" => env!("CARGO_BIN_EXE_qstat"),
         "qdel" => env!("CARGO_BIN_EXE_qdel"),
         "qhold" => env!("CARGO_BIN_EXE_qhold"),
@@ -373,6 +374,21 @@ impl Daemon {
     }
 
     /// `qstat -x -f --json ID` as a JSON value for the job.
+    /// A job's full id (`12.server`, `13[].server`) from the number Slurm's
+    /// commands print.
+    pub fn full_id(&self, number: &str) -> String {
+        let out = self.ok("qstat", &["-x", "-t", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("qstat JSON");
+        doc["Jobs"]
+            .as_object()
+            .and_then(|jobs| {
+                jobs.keys()
+                    .find(|k| k.split(['.', '[']).next() == Some(number))
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("no job {number} in qstat:\n{out}"))
+    }
+
     pub fn job_json(&self, id: &str) -> serde_json::Value {
         let out = self.ok("qstat", &["-x", "-f", "--json", id]);
         let doc: serde_json::Value = serde_json::from_str(&out).expect("qstat JSON");

@@ -36,6 +36,7 @@ mod qsig;
 mod qstat;
 mod reservations;
 mod restart;
+mod sbatch;
 mod shutdown;
 mod site_resources;
 mod slow_reader;

@@ -51,6 +51,7 @@ pub mod qstart;
 pub mod qstat;
 pub mod qstop;
 pub mod qsub;
+pub mod sbatch;
 pub mod spfree;
 pub mod sphelp;
 pub mod spmap;

@@ -335,6 +335,7 @@ fn run(cli: Source, command: Option<Vec<String>>) -> Result<ExitCode, CliError> 
         interactive: on(opts.interactive),
         submission_id: format!("{:032x}", rand::random::<u128>()),
         sandbox_private: w.sandbox_private.unwrap_or(false),
+        slurm: None,
     };
     if on(opts.interactive) {
         return interactive(request);
@@ -386,7 +387,7 @@ fn worth_retrying(err: &CliError) -> bool {
 /// Submits, and on a refusal that a failover explains, submits again with
 /// the same submission id: the daemon makes one job whatever the number
 /// of tries that reached it.
-async fn submit_with_retries(request: SubmitRequest) -> Result<String, CliError> {
+pub(crate) async fn submit_with_retries(request: SubmitRequest) -> Result<String, CliError> {
     let deadline = std::time::Instant::now() + retry_window();
     let mut pause = std::time::Duration::from_millis(100);
     let mut said = false;
@@ -484,7 +485,7 @@ impl crate::output::Output for JobId {
 }
 
 /// The script's bytes and the name the server uses for the default job name.
-fn read_script(path: Option<&Path>) -> Result<(Vec<u8>, String), CliError> {
+pub(crate) fn read_script(path: Option<&Path>) -> Result<(Vec<u8>, String), CliError> {
     let mut script = Vec::new();
     let Some(path) = path else {
         std::io::stdin().read_to_end(&mut script).map_err(|e| {
@@ -790,7 +791,7 @@ fn valid_var_name(name: &str) -> bool {
 /// PBS's `PBS_O_*` variables: qsub's own environment, which only qsub can
 /// see, recorded for the job (PBS_O_WORKDIR and PBS_O_HOST follow from the
 /// workdir and submit_host fields).
-fn pbs_o_vars(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+pub(crate) fn pbs_o_vars(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
     ["HOME", "LANG", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ"]
         .iter()
         .filter_map(|name| Some((format!("PBS_O_{name}"), lookup(name)?)))
@@ -798,7 +799,7 @@ fn pbs_o_vars(lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> 
 }
 
 /// One entry per name, the last value winning, at the first one's place.
-fn dedup_env(vars: Vec<(String, String)>) -> Vec<EnvVar> {
+pub(crate) fn dedup_env(vars: Vec<(String, String)>) -> Vec<EnvVar> {
     let mut out: Vec<EnvVar> = Vec::with_capacity(vars.len());
     let mut seen = std::collections::HashMap::new();
     for (name, value) in vars {

@@ -6,6 +6,7 @@
 
 pub mod options;
 pub mod shown;
+pub mod slurm;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -74,6 +74,8 @@ pub struct Submission {
     /// `-W sandbox=PRIVATE`: the job runs in a directory of its own under
     /// its owner's home, removed at its end.
     pub sandbox_private: bool,
+    /// sbatch's: the job speaks Slurm (`job/slurm.rs`).
+    pub slurm: Option<crate::job::slurm::SlurmJob>,
 }
 
 /// The nodes a queue can reach for a job, and the sets it reaches them in
@@ -399,6 +401,7 @@ fn run_options(sub: &Submission, notes: &[String]) -> Result<JobOptions, CoreErr
         join_to_error: sub.join_to_error,
         interactive: sub.interactive,
         sandbox_private: sub.sandbox_private,
+        slurm: sub.slurm,
         ..JobOptions::default()
     };
     if let Some(text) = given(&sub.shell) {

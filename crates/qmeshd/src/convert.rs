@@ -82,6 +82,13 @@ pub fn submission(req: v1::SubmitRequest) -> (Submission, JobPayload) {
         },
         interactive: req.interactive,
         sandbox_private: req.sandbox_private,
+        slurm: req.slurm.map(|s| qmesh_core::job::slurm::SlurmJob {
+            ntasks: s.ntasks,
+            cpus_per_task: s.cpus_per_task,
+            ntasks_per_node: s.ntasks_per_node,
+            mem_per_node_mb: s.mem_per_node_mb,
+            mem_per_cpu_mb: s.mem_per_cpu_mb,
+        }),
     };
     (submission, payload)
 }
@@ -375,8 +382,26 @@ pub fn job_exit(f: &v1::JobFinished) -> (JobExit, Option<Time>) {
     (exit, from_unix(f.end_time))
 }
 
-/// The launch order for a job that has been given its nodes.
+/// The launch order for a job that has been given its nodes. A job sbatch
+/// submitted gets its output paths' patterns filled in and Slurm's
+/// variables after its own (`qmesh_core::job::slurm`).
 pub fn launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> v1::LaunchJob {
+    let mut order = pbs_launch(job, payload, server, kill_grace);
+    if job.slurm().is_some() {
+        let parts = job.path_parts();
+        let expand = |p: &str| qmesh_core::job::slurm::expand_path(p, &parts);
+        order.stdout_path = expand(&order.stdout_path);
+        order.stderr_path = expand(&order.stderr_path);
+        order.env.extend(
+            job.slurm_env(server)
+                .into_iter()
+                .map(|(name, value)| v1::EnvVar { name, value }),
+        );
+    }
+    order
+}
+
+fn pbs_launch(job: &Job, payload: JobPayload, server: &str, kill_grace: u64) -> v1::LaunchJob {
     v1::LaunchJob {
         job: job.id.0,
         job_id: job.id.full(server),

@@ -55,6 +55,9 @@ pub struct JobOptions {
     /// the job's end; `start_dir` does not apply.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox_private: bool,
+    /// Submitted by sbatch: what it asked in Slurm's terms (`slurm.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<super::slurm::SlurmJob>,
 }
 
 impl JobOptions {
@@ -92,6 +95,7 @@ static NONE: JobOptions = JobOptions {
     notes: Vec::new(),
     interactive: false,
     sandbox_private: false,
+    slurm: None,
 };
 
 impl Options {

@@ -1,0 +1,138 @@
+//! sbatch to the same daemon as qsub: `#SBATCH` lines and the command
+//! line, the output file Slurm names (`slurm-%j.out` in the submission
+//! directory, `%x-%j.out` and arrays' `%A_%a`), the `SLURM_*` variables the
+//! job sees, `--parsable`, `--wrap`, `-W` and its exit status, a
+//! dependency, and the job in qstat under its partition.
+
+use crate::harness::{Daemon, stderr};
+
+/// Prints the job's Slurm variables, sorted.
+const ENV_DUMP: &str = "#!/bin/bash\n#SBATCH -J envdump\n#SBATCH --time=5 -N 2 --ntasks-per-node=2 -c 1\n#SBATCH --mem=100\nenv | grep ^SLURM_ | sort\n";
+
+fn lines_of(d: &Daemon, file: &str) -> Vec<String> {
+    std::fs::read_to_string(d.work.join(file))
+        .unwrap_or_else(|e| panic!("{file}: {e}\n{}", d.log()))
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_slurm_script_runs_with_slurms_output_file_and_variables() {
+    let d = Daemon::start();
+    d.script("env.sh", ENV_DUMP);
+    let out = d.ok("sbatch", &["env.sh"]);
+    let id = out
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap_or_else(|| panic!("sbatch said {out:?}"))
+        .to_string();
+    // The same job in qstat, under the default queue, named by -J.
+    let full = d.full_id(&id);
+    let job = d.job_json(&full);
+    assert_eq!(job["Job_Name"], "envdump", "{job:#}");
+    assert_eq!(d.wait_job(&full).exit_status, Some(0), "{}", d.log());
+    let vars = lines_of(&d, &format!("slurm-{id}.out"));
+    let get = |name: &str| {
+        vars.iter()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} missing: {vars:?}"))
+            .to_string()
+    };
+    assert_eq!(get("SLURM_JOB_ID"), id);
+    assert_eq!(get("SLURM_JOB_NAME"), "envdump");
+    assert_eq!(get("SLURM_JOB_NUM_NODES"), "2");
+    assert_eq!(get("SLURM_NTASKS"), "4");
+    assert_eq!(get("SLURM_TASKS_PER_NODE"), "2(x2)");
+    assert_eq!(get("SLURM_CPUS_PER_TASK"), "1");
+    assert_eq!(get("SLURM_MEM_PER_NODE"), "100");
+    assert_eq!(get("SLURM_SUBMIT_DIR"), d.work.display().to_string());
+    let nodelist = get("SLURM_JOB_NODELIST");
+    assert!(
+        nodelist.contains('[') || nodelist.contains(','),
+        "{nodelist}"
+    );
+}
+
+#[test]
+fn patterns_parsable_wrap_wait_arrays_and_dependencies() {
+    let d = Daemon::start();
+    // --parsable prints the number alone; -o's pattern is filled in.
+    let id = d
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "-J",
+                "named",
+                "-o",
+                "%x-%j.log",
+                "--wrap",
+                "echo wrapped",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert!(id.chars().all(|c| c.is_ascii_digit()), "{id}");
+    let full = d.full_id(&id);
+    assert_eq!(d.wait_job(&full).exit_status, Some(0), "{}", d.log());
+    assert_eq!(lines_of(&d, &format!("named-{id}.log")), ["wrapped"]);
+
+    // -W waits and exits with the job's status; -e keeps stderr apart.
+    let out = d.run(
+        "sbatch",
+        &["-W", "-e", "err-%j.txt", "--wrap", "echo oops >&2; exit 3"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    let waited = said
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap()
+        .to_string();
+    assert_eq!(lines_of(&d, &format!("err-{waited}.txt")), ["oops"]);
+
+    // An array: each task its own file, slurm-%A_%a.out.
+    d.script(
+        "task.sh",
+        "#!/bin/sh\n#SBATCH --array=1-3%2\necho $SLURM_ARRAY_TASK_ID\n",
+    );
+    let array = d
+        .ok("sbatch", &["--parsable", "task.sh"])
+        .trim()
+        .to_string();
+    // A job that waits for the array to succeed.
+    let after = d
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                &format!("--dependency=afterok:{array}[]"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(
+        d.wait_job(&d.full_id(&after)).exit_status,
+        Some(0),
+        "{}",
+        d.log()
+    );
+    for i in 1..=3 {
+        assert_eq!(
+            lines_of(&d, &format!("slurm-{array}_{i}.out")),
+            [i.to_string()]
+        );
+    }
+
+    // What cannot be done says what to write.
+    let out = d.run("sbatch", &["-w", "h1", "--wrap", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("sbatch: error: -w/--nodelist"),
+        "{}",
+        stderr(&out)
+    );
+}
