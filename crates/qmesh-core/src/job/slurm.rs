@@ -142,9 +142,13 @@ impl Job {
         put("SLURM_CLUSTER_NAME", server.to_string());
         put("SLURM_SUBMIT_DIR", self.workdir.clone());
         put("SLURM_SUBMIT_HOST", self.submit_host.clone());
-        if let Some(account) = &self.account {
-            put("SLURM_JOB_ACCOUNT", account.clone());
-        }
+        // Slurm always names one: the user's default association's when
+        // none was asked; qmesh has none, so the user's name stands in.
+        let account = self.account.clone();
+        put(
+            "SLURM_JOB_ACCOUNT",
+            account.unwrap_or_else(|| self.owner.user.clone()),
+        );
         let nodes: Vec<String> = self.exec_nodes.iter().map(|n| n.to_string()).collect();
         let list = compressed(&nodes);
         put("SLURM_JOB_NODELIST", list.clone());
@@ -162,13 +166,36 @@ impl Job {
             put("SLURM_NTASKS", n.to_string());
             put("SLURM_NPROCS", n.to_string());
         }
-        if let Some(p) = per_node {
+        if let Some(p) = slurm.ntasks_per_node {
             put("SLURM_NTASKS_PER_NODE", p.to_string());
-            put(
-                "SLURM_TASKS_PER_NODE",
-                tasks_per_node(ntasks.unwrap_or(p * count), count),
-            );
         }
+        // One task per node unless told (a batch job's own count).
+        let tasks = ntasks.unwrap_or(per_node.unwrap_or(1) * count);
+        put("SLURM_TASKS_PER_NODE", tasks_per_node(tasks, count));
+        // The CPUs each node gives the job: its share, as the node file
+        // counts them.
+        let cpus = self.node_shares().first().map_or(1, |s| s.cpus.max(1));
+        put("SLURM_CPUS_ON_NODE", cpus.to_string());
+        put(
+            "SLURM_JOB_CPUS_PER_NODE",
+            tasks_per_node(cpus * count, count),
+        );
+        // The batch step's own: task 0 on the first node.
+        for name in [
+            "SLURM_NODEID",
+            "SLURM_PROCID",
+            "SLURM_LOCALID",
+            "SLURM_GTIDS",
+        ] {
+            put(name, "0".into());
+        }
+        put("SLURM_PRIO_PROCESS", "0".into());
+        let qos = self.resource_list.get("qos").cloned();
+        put("SLURM_JOB_QOS", qos.unwrap_or_else(|| "normal".into()));
+        let first = nodes.first().cloned().unwrap_or_default();
+        put("SLURM_TOPOLOGY_ADDR", first);
+        put("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
+        put("SLURM_NODE_ALIASES", "(null)".into());
         if let Some(c) = slurm.cpus_per_task {
             put("SLURM_CPUS_PER_TASK", c.to_string());
         }
