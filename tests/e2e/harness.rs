@@ -27,6 +27,7 @@ pub fn bin(name: &str) -> &'static str {
     match name {
         "qsub" => env!("CARGO_BIN_EXE_qsub"),
         "sbatch" => env!("CARGO_BIN_EXE_sbatch"),
+        "squeue" => env!("CARGO_BIN_EXE_squeue"),
         "qstat" => env!("CARGO_BIN_EXE_qstat"),
         "qdel" => env!("CARGO_BIN_EXE_qdel"),
         "qhold" => env!("CARGO_BIN_EXE_qhold"),

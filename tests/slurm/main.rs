@@ -10,3 +10,4 @@ mod harness;
 mod oracle;
 mod rig;
 mod sbatch;
+mod squeue;

@@ -139,6 +139,15 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The local host name, as PBS records it (`submit_host`, `Job_Owner`).
+/// The name of the user running the command (its uid's, else the number).
+pub fn current_user() -> String {
+    let uid = nix::unistd::getuid();
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name)
+}
+
 pub fn hostname() -> String {
     nix::unistd::gethostname()
         .ok()

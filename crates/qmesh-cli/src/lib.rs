@@ -63,4 +63,5 @@ pub mod spusage;
 pub mod spwait;
 pub mod spwhat;
 pub mod spwhen;
+pub mod squeue;
 pub mod tracejob;
