@@ -28,6 +28,7 @@ pub fn bin(name: &str) -> &'static str {
         "qsub" => env!("CARGO_BIN_EXE_qsub"),
         "sbatch" => env!("CARGO_BIN_EXE_sbatch"),
         "squeue" => env!("CARGO_BIN_EXE_squeue"),
+        "scancel" => env!("CARGO_BIN_EXE_scancel"),
         "qstat" => env!("CARGO_BIN_EXE_qstat"),
         "qdel" => env!("CARGO_BIN_EXE_qdel"),
         "qhold" => env!("CARGO_BIN_EXE_qhold"),

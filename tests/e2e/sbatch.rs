@@ -136,3 +136,41 @@ fn patterns_parsable_wrap_wait_arrays_and_dependencies() {
         stderr(&out)
     );
 }
+
+#[test]
+fn scancel_ends_jobs_by_id_by_name_and_whole_arrays() {
+    let d = Daemon::start();
+    d.script("sleep.sh", "#!/bin/sh\n#SBATCH -J sleeper\nsleep 60\n");
+    let one = d
+        .ok("sbatch", &["--parsable", "sleep.sh"])
+        .trim()
+        .to_string();
+    let two = d
+        .ok("sbatch", &["--parsable", "-J", "other", "sleep.sh"])
+        .trim()
+        .to_string();
+    let array = d
+        .ok("sbatch", &["--parsable", "--array=1-4", "-H", "sleep.sh"])
+        .trim()
+        .to_string();
+    // By id, as Slurm says nothing.
+    assert_eq!(d.ok("scancel", &[&one]), "");
+    assert_ne!(d.wait_job(&d.full_id(&one)).exit_status, Some(0));
+    // By name: only that one.
+    assert_eq!(d.ok("scancel", &["-n", "other"]), "");
+    assert_ne!(d.wait_job(&d.full_id(&two)).exit_status, Some(0));
+    // One task of an array, then the whole array by its number.
+    assert_eq!(d.ok("scancel", &[&format!("{array}_2")]), "");
+    let left = d.ok("squeue", &["-h", "-o", "%i"]);
+    assert!(!left.contains(&format!("{array}_2")), "{left}");
+    assert_eq!(d.ok("scancel", &[&array]), "", "{}", d.log());
+    assert_eq!(d.ok("squeue", &["-h", "-o", "%i"]), "", "nothing left");
+    // A job that is not there: Slurm's error line, exit 1.
+    let out = d.run("scancel", &["999"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("scancel: error: Kill job error on job id 999"),
+        "{}",
+        stderr(&out)
+    );
+}

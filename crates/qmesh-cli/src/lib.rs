@@ -52,6 +52,7 @@ pub mod qstat;
 pub mod qstop;
 pub mod qsub;
 pub mod sbatch;
+pub mod scancel;
 pub mod spfree;
 pub mod sphelp;
 pub mod spmap;
