@@ -178,10 +178,7 @@ impl Supervisor {
                 debug!("finished, waiting for the daemon's acknowledgement");
                 continue;
             }
-            let pid = dir
-                .read_pid(SHEPHERD_PID_FILE)
-                .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
-                .or_else(|| procfs::find_shepherd(&dir.path));
+            let pid = shepherd_of(&dir);
             match pid {
                 Some(pid) => {
                     info!(shepherd = pid, "adopting the running shepherd");
@@ -351,11 +348,7 @@ impl Supervisor {
             );
             return;
         }
-        let Some(pid) = dir
-            .read_pid(SHEPHERD_PID_FILE)
-            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
-            .or_else(|| procfs::find_shepherd(&dir.path))
-        else {
+        let Some(pid) = shepherd_of(&dir) else {
             debug!(
                 signal,
                 "signal for a job whose shepherd has just ended; ignored"
@@ -373,11 +366,7 @@ impl Supervisor {
             debug!("message for a job that has ended or is not here; ignored");
             return;
         }
-        let Some(shepherd) = dir
-            .read_pid(SHEPHERD_PID_FILE)
-            .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
-            .or_else(|| procfs::find_shepherd(&dir.path))
-        else {
+        let Some(shepherd) = shepherd_of(&dir) else {
             debug!("message for a job whose shepherd has just ended; ignored");
             return;
         };
@@ -462,11 +451,7 @@ fn kill_job(spool: &Spool, seq: u64, reason: &str) {
         debug!("kill for a job that has ended; ignored");
         return;
     }
-    let Some(pid) = dir
-        .read_pid(SHEPHERD_PID_FILE)
-        .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
-        .or_else(|| procfs::find_shepherd(&dir.path))
-    else {
+    let Some(pid) = shepherd_of(&dir) else {
         info!("kill for a job whose shepherd has just ended; its watcher reports the end");
         return;
     };
@@ -480,6 +465,14 @@ fn kill_job(spool: &Spool, seq: u64, reason: &str) {
         Ok(()) => info!(shepherd = pid, reason, "kill passed to the shepherd"),
         Err(e) => warn!(shepherd = pid, "cannot signal the shepherd ({e})"),
     }
+}
+
+/// The running shepherd of a job's directory: the one its pid file
+/// names, if that is still it, else one found by its working directory.
+fn shepherd_of(dir: &crate::spool::JobDir) -> Option<i32> {
+    dir.read_pid(SHEPHERD_PID_FILE)
+        .filter(|&pid| procfs::is_shepherd(pid, &dir.path))
+        .or_else(|| procfs::find_shepherd(&dir.path))
 }
 
 /// The program that runs shepherds: this very binary. When it was replaced
