@@ -127,11 +127,31 @@ fn patterns_parsable_wrap_wait_arrays_and_dependencies() {
         );
     }
 
+    // -w: on the nodes named, whichever the scheduler would have picked.
+    let pinned = d
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "-w",
+                "local[03,05]",
+                "-o",
+                "pinned.out",
+                "--wrap",
+                "echo $SLURM_JOB_NODELIST",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(d.wait_job(&d.full_id(&pinned)).exit_status, Some(0));
+    assert_eq!(d.exec_nodes(&d.full_id(&pinned)), ["local03", "local05"]);
+    assert_eq!(lines_of(&d, "pinned.out"), ["local[03,05]"]);
+
     // What cannot be done says what to write.
-    let out = d.run("sbatch", &["-w", "h1", "--wrap", "true"]);
+    let out = d.run("sbatch", &["-x", "local01", "--wrap", "true"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).starts_with("sbatch: error: -w/--nodelist"),
+        stderr(&out).starts_with("sbatch: error: --exclude=local01: qmesh cannot"),
         "{}",
         stderr(&out)
     );

@@ -18,15 +18,20 @@ use std::time::Duration;
 
 use crate::harness::{Daemon, bin};
 
-/// The tools and versions the tests were written against.
-const REQUIREMENTS: [&str; 4] = [
+/// The tools and versions the tests were written against (these and
+/// `slurm_tools.rs`'s: one environment for both).
+const REQUIREMENTS: [&str; 8] = [
     "dask-jobqueue==0.9.0",
     "distributed==2026.8.0",
     "dask==2026.8.0",
     "parsl==2026.10.26",
+    "submitit==1.5.4",
+    "snakemake==9.27.1",
+    "snakemake-executor-plugin-slurm==2.8.0",
+    "snakemake-executor-plugin-slurm-jobstep==0.6.1",
 ];
 
-fn skipped() -> bool {
+pub fn skipped() -> bool {
     if std::env::var_os("QMESH_SKIP_PYTHON_TOOLS").is_some_and(|v| v == "1") {
         eprintln!("skipped: QMESH_SKIP_PYTHON_TOOLS=1");
         return true;
@@ -36,7 +41,7 @@ fn skipped() -> bool {
 
 /// The virtual environment with the tools, made once per build directory
 /// and test run (a marker file says it is complete).
-fn venv() -> &'static Path {
+pub fn venv() -> &'static Path {
     static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     match VENV.get_or_init(make_venv) {
         Ok(path) => path,
@@ -87,7 +92,7 @@ fn make_venv() -> Result<PathBuf, String> {
 
 /// Runs a driver in `tests/tools` with the venv's python, qsub & co. of
 /// this build first on PATH, against `d`; gives up after `limit`.
-fn run_driver(d: &Daemon, script: &str, args: &[&str], limit: Duration) -> Output {
+pub fn run_driver(d: &Daemon, script: &str, args: &[&str], limit: Duration) -> Output {
     let venv = venv();
     let commands = Path::new(bin("qsub"))
         .parent()
@@ -131,7 +136,7 @@ fn run_driver(d: &Daemon, script: &str, args: &[&str], limit: Duration) -> Outpu
 }
 
 /// The driver's stdout, or a panic with everything that explains a failure.
-fn succeeded(d: &Daemon, script: &str, out: &Output) -> String {
+pub fn succeeded(d: &Daemon, script: &str, out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -145,7 +150,7 @@ fn succeeded(d: &Daemon, script: &str, out: &Output) -> String {
 }
 
 /// The words after `key` on the lines that start with it.
-fn lines_of<'a>(stdout: &'a str, key: &str) -> Vec<&'a str> {
+pub fn lines_of<'a>(stdout: &'a str, key: &str) -> Vec<&'a str> {
     stdout
         .lines()
         .filter_map(|l| l.strip_prefix(key).map(str::trim))
@@ -197,11 +202,11 @@ fn parsl_runs(kind: &str) {
     std::fs::create_dir_all(&work).expect("the driver's directory");
     let out = run_driver(
         &d,
-        "parsl_pbs.py",
+        "parsl_providers.py",
         &[kind, work.to_str().expect("a UTF-8 path")],
         Duration::from_secs(420),
     );
-    let stdout = succeeded(&d, "parsl_pbs.py", &out);
+    let stdout = succeeded(&d, "parsl_providers.py", &out);
     // The states Parsl read with its own qstat parsing.
     let states = lines_of(&stdout, "STATES");
     assert!(states.contains(&"done RUNNING COMPLETED"), "{stdout}");

@@ -4,10 +4,15 @@
 //! tests. `oracle.rs` proves the rig and records what Slurm prints; the
 //! fixtures beside this file keep it for the comparisons.
 
+mod bench;
 #[path = "../e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
 mod oracle;
 mod rig;
+mod sacct;
 mod sbatch;
+mod scontrol;
+mod sinfo;
 mod squeue;
+mod srun;

@@ -256,7 +256,11 @@ async fn run_command(
     if !order.env.iter().any(|e| e.name == "PATH") {
         cmd.env("PATH", crate::env::DEFAULT_PATH);
     }
-    let workdir = std::path::Path::new(&order.workdir);
+    let workdir = std::path::Path::new(if order.cwd.is_empty() {
+        &order.workdir
+    } else {
+        &order.cwd
+    });
     cmd.current_dir(if workdir.is_dir() {
         workdir
     } else {

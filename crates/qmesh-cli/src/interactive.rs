@@ -63,13 +63,22 @@ impl Drop for RawMode {
     }
 }
 
-/// Attaches to `job_id`'s terminal until its shell ends; the shell's exit
-/// status.
-pub async fn attach(
+/// An interactive job's terminal, attached: the job has started.
+pub struct Terminal {
+    tx: mpsc::Sender<v1::TaskFrame>,
+    inbound: tonic::Streaming<v1::TaskFrame>,
+    /// The host of the job's first node, where the shell runs.
+    pub host: String,
+}
+
+/// Opens `job_id`'s terminal: answers once the job has started (the
+/// daemon holds the attach until then). While it is open the job lives;
+/// should this process go away, the daemon deletes the job.
+pub async fn open(
     mut jobs: qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
     job_id: &str,
     env: Vec<v1::EnvVar>,
-) -> Result<i32, CliError> {
+) -> Result<Terminal, CliError> {
     let (tx, rx) = mpsc::channel(64);
     let open = v1::TaskOpen {
         job_id: job_id.to_string(),
@@ -84,16 +93,65 @@ pub async fn attach(
     match inbound.message().await? {
         Some(v1::TaskFrame {
             kind: Some(Kind::Started(host)),
-        }) => eprintln!("qsub: job {job_id} ready (on {host})\n"),
+        }) => Ok(Terminal { tx, inbound, host }),
         Some(v1::TaskFrame {
             kind: Some(Kind::Error(why)),
-        }) => return Err(CliError::msg(why)),
-        _ => {
-            return Err(CliError::msg(format!(
-                "job {job_id}: the daemon ended the attach before the job started"
-            )));
+        }) => Err(CliError::msg(why)),
+        _ => Err(CliError::msg(format!(
+            "job {job_id}: the daemon ended the attach before the job started"
+        ))),
+    }
+}
+
+impl Terminal {
+    /// Ends the job's shell as if `exit CODE` were typed (what the
+    /// terminal shows is not read); the shell's exit status. srun and
+    /// salloc hold their allocation this way and give it their status.
+    pub async fn end(mut self, code: i32) -> Result<i32, CliError> {
+        let line = format!("\nexit {}\n", code.clamp(0, 255));
+        let _ = self.tx.send(frame(Kind::Stdin(line.into_bytes()))).await;
+        loop {
+            match self.inbound.message().await? {
+                Some(v1::TaskFrame {
+                    kind: Some(Kind::Exit(code)),
+                }) => return Ok(code),
+                Some(v1::TaskFrame {
+                    kind: Some(Kind::Error(why)),
+                }) => return Err(CliError::msg(why)),
+                Some(_) => {}
+                None => {
+                    return Err(CliError::msg(
+                        "the job's terminal closed without an exit status",
+                    ));
+                }
+            }
         }
     }
+}
+
+/// Attaches to `job_id`'s terminal until its shell ends; the shell's exit
+/// status.
+pub async fn attach(
+    jobs: qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    job_id: &str,
+    env: Vec<v1::EnvVar>,
+) -> Result<i32, CliError> {
+    attach_as("qsub", jobs, job_id, env).await
+}
+
+/// [`attach`], for the command `cmd` (qsub, srun --pty), which says so.
+pub async fn attach_as(
+    cmd: &str,
+    jobs: qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    job_id: &str,
+    env: Vec<v1::EnvVar>,
+) -> Result<i32, CliError> {
+    let Terminal {
+        tx,
+        mut inbound,
+        host,
+    } = open(jobs, job_id, env).await?;
+    eprintln!("{cmd}: job {job_id} ready (on {host})\n");
     let raw = RawMode::enter();
     let keys = tokio::spawn(forward_keys(tx.clone()));
     let windows = tokio::spawn(forward_windows(tx.clone()));
@@ -128,7 +186,7 @@ pub async fn attach(
     windows.abort();
     drop(raw);
     if outcome.is_ok() {
-        eprintln!("\nqsub: job {job_id} completed");
+        eprintln!("\n{cmd}: job {job_id} completed");
     }
     outcome
 }

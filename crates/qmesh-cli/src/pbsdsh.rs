@@ -19,11 +19,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use qmesh_proto::v1;
-use qmesh_proto::v1::task_frame::Kind;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 use crate::client::{self, CliError};
+use crate::job_tasks::{self, Event, JobsClient, environment, job_nodes};
 
 /// Run a program on the nodes of the current job (inside a job only).
 #[derive(Debug, Parser)]
@@ -71,18 +69,6 @@ fn current_job(cmd: &str) -> Result<String, CliError> {
             "PBS_JOBID is not set: {cmd} runs inside a job, to start programs on the job's nodes"
         ))
     })
-}
-
-/// This process's environment, for the tasks (as the job's own).
-fn environment() -> Vec<v1::EnvVar> {
-    std::env::vars_os()
-        .filter_map(|(n, v)| {
-            Some(v1::EnvVar {
-                name: n.into_string().ok()?,
-                value: v.into_string().ok()?,
-            })
-        })
-        .collect()
 }
 
 /// `pbs_tmrsh [-n] [-l user] HOST [-n] [-l user] program [args]`.
@@ -170,31 +156,6 @@ fn tmrsh(host: &str, command: Vec<String>) -> Result<ExitCode, CliError> {
     })
 }
 
-/// The nodes of a running job, in its order.
-async fn job_nodes(
-    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
-    job_id: &str,
-) -> Result<Vec<String>, CliError> {
-    let status = jobs
-        .status(v1::StatusRequest {
-            job_ids: vec![job_id.to_string()],
-            ..Default::default()
-        })
-        .await?
-        .into_inner();
-    let Some(job) = status.jobs.into_iter().next() else {
-        return Err(CliError::msg(format!(
-            "job {job_id} is not known to the server"
-        )));
-    };
-    if job.exec_nodes.is_empty() {
-        return Err(CliError::msg(format!(
-            "job {job_id} holds no nodes: is it running?"
-        )));
-    }
-    Ok(job.exec_nodes)
-}
-
 fn run(args: Args) -> Result<ExitCode, CliError> {
     let job_id = current_job("pbsdsh")?;
     let env = environment();
@@ -255,7 +216,7 @@ impl Args {
 async fn targets(
     args: &Args,
     nodes: &[String],
-    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    jobs: &mut JobsClient,
 ) -> Result<Vec<u32>, CliError> {
     let count = nodes.len() as u32;
     if let Some(n) = args.node {
@@ -295,60 +256,42 @@ async fn targets(
 
 /// One task, to its end; its exit status.
 async fn one(
-    jobs: &mut qmesh_proto::jobs_client::JobsClient<tonic::transport::Channel>,
+    jobs: &mut JobsClient,
     job_id: &str,
     node: u32,
     args: &Args,
     env: &[v1::EnvVar],
     task: usize,
 ) -> Result<i32, CliError> {
-    let (tx, rx) = mpsc::channel(4);
-    let open = v1::TaskOpen {
+    let spec = job_tasks::Task {
         job_id: job_id.to_string(),
-        argv: args.command.clone(),
         node_index: node,
+        argv: args.command.clone(),
         env: env.to_vec(),
-        ..Default::default()
+        workdir: String::new(),
     };
-    let _ = tx
-        .send(v1::TaskFrame {
-            kind: Some(Kind::Open(open)),
-        })
-        .await;
-    let mut inbound = jobs.attach(ReceiverStream::new(rx)).await?.into_inner();
-    loop {
-        let Some(frame) = inbound.message().await? else {
-            return Err(CliError::msg(format!(
-                "task {task} on node {node}: the stream ended without an exit status"
-            )));
-        };
-        match frame.kind {
-            Some(Kind::Started(host)) if args.verbose => {
-                eprintln!("pbsdsh: task {task} started on node {node} (host {host})");
-            }
-            Some(Kind::Stdout(bytes)) if !args.no_output => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(&bytes);
-                let _ = out.flush();
-            }
-            Some(Kind::Stderr(bytes)) if !args.no_output => {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(&bytes);
-                let _ = err.flush();
-            }
-            Some(Kind::Exit(code)) => {
-                if args.verbose || code != 0 {
-                    eprintln!("pbsdsh: task {task} on node {node} exited with status {code}");
-                }
-                drop(tx);
-                return Ok(code);
-            }
-            Some(Kind::Error(why)) => {
-                return Err(CliError::msg(format!("task {task} on node {node}: {why}")));
-            }
-            _ => {}
+    let what = format!("task {task} on node {node}");
+    let code = job_tasks::run(jobs, spec, &what, None, |event| match event {
+        Event::Started(host) if args.verbose => {
+            eprintln!("pbsdsh: task {task} started on node {node} (host {host})");
         }
+        Event::Stdout(bytes) if !args.no_output => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(bytes);
+            let _ = out.flush();
+        }
+        Event::Stderr(bytes) if !args.no_output => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(bytes);
+            let _ = err.flush();
+        }
+        _ => {}
+    })
+    .await?;
+    if args.verbose || code != 0 {
+        eprintln!("pbsdsh: task {task} on node {node} exited with status {code}");
     }
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ impl Source {
 const INPUT_VARS: &[(&str, &str)] = &[
     ("SBATCH_ACCOUNT", "--account"),
     ("SBATCH_ARRAY_INX", "--array"),
+    ("SBATCH_CLUSTERS", "--clusters"),
     ("SBATCH_CONSTRAINT", "--constraint"),
     ("SBATCH_EXCLUSIVE", "--exclusive"),
     ("SBATCH_EXPORT", "--export"),
@@ -62,6 +63,7 @@ const INPUT_VARS: &[(&str, &str)] = &[
     ("SBATCH_SIGNAL", "--signal"),
     ("SBATCH_TIMELIMIT", "--time"),
     ("SBATCH_WAIT", "--wait"),
+    ("SBATCH_WCKEY", "--wckey"),
 ];
 
 /// The options of the flags among [`INPUT_VARS`], which take no value.
@@ -183,12 +185,12 @@ fn gather(
 /// be, saying what to write.
 fn check(opts: &Args) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
-    if opts.nodelist.is_some() || opts.exclude.is_some() {
-        return Err(
-            "-w/--nodelist and -x/--exclude are not supported yet; ask for node features with \
-             -C, or name hosts with qsub -l select=1:host=NAME"
-                .into(),
-        );
+    if let Some(excluded) = &opts.exclude {
+        return Err(format!(
+            "--exclude={excluded}: qmesh cannot keep a job off named nodes; name the nodes it \
+             may use with -w, ask for node features with -C, or have the nodes taken offline \
+             (pbsnodes -o)"
+        ));
     }
     if let Some(input) = opts.input.as_deref().filter(|i| *i != "/dev/null") {
         return Err(format!(
@@ -215,6 +217,18 @@ fn check(opts: &Args) -> Result<Vec<String>, String> {
     }
     if opts.comment.is_some() {
         warnings.push("--comment: not kept (qstat shows the server's comment)".into());
+    }
+    if let Some(k) = &opts.wckey {
+        warnings.push(format!(
+            "--wckey={k}: not kept; qmesh accounts by account (-A) and project"
+        ));
+    }
+    if let Some(c) = opts
+        .clusters
+        .as_deref()
+        .filter(|c| !matches!(*c, "all" | ""))
+    {
+        warnings.push(format!("--clusters={c}: qmesh's server is the one cluster"));
     }
     if let Some(e) = opts.exclusive.as_deref().filter(|e| !e.is_empty()) {
         warnings.push(format!("--exclusive={e}: the nodes are the job's alone"));

@@ -1,8 +1,8 @@
 //! squeue: the jobs as Slurm lists them, whichever command submitted them.
 //! The default table is Slurm 22.05's (`%.18i %.9P %.8j %.8u %.2t %.10M
-//! %.6D %R`, checked against the real one's fixture); `-o` takes Slurm's
-//! format letters with their widths (`%.18i` right-justified, `%-8j`
-//! left, each cut to its width as Slurm cuts it).
+//! %.6D %R`, checked against the real one's fixture); `-o` and `-O` are
+//! Slurm's two format languages (`format.rs`), `-S` its sort (`sort.rs`),
+//! `--json` its job records (`json.rs`).
 
 use std::process::ExitCode;
 
@@ -11,10 +11,18 @@ use qmesh_proto::{JobInfo, StatusRequest};
 
 use crate::client::{self, CliError};
 
+mod format;
+mod json;
+mod sort;
+
+pub use format::{Piece, line, parse_format, parse_long_format};
+
 /// Slurm's default format.
 pub const DEFAULT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 /// `-l`.
 pub const LONG: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+/// `--start`.
+pub const START: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 
 /// View the jobs (Slurm's squeue, to qmesh).
 #[derive(Parser, Debug, Default)]
@@ -32,6 +40,12 @@ pub struct Args {
     /// Only jobs of these partitions (queues).
     #[arg(short = 'p', long = "partition", value_name = "PARTITIONS")]
     pub partitions: Option<String>,
+    /// Only jobs of these names (comma list).
+    #[arg(short = 'n', long = "name", value_name = "NAMES")]
+    pub names: Option<String>,
+    /// Accepted: qmesh's server is the one cluster.
+    #[arg(short = 'M', long = "clusters", value_name = "CLUSTERS")]
+    pub clusters: Option<String>,
     /// Only jobs in these states: PD, R, S, CG, CD, F, CA or their long
     /// names, or all.
     #[arg(short = 't', long = "states", value_name = "STATES")]
@@ -39,6 +53,23 @@ pub struct Args {
     /// Slurm's format letters, e.g. "%.18i %.9P %.8j %.2t".
     #[arg(short = 'o', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
+    /// Slurm's format names, e.g. "JobID:10,Name:.12,State".
+    #[arg(short = 'O', long = "Format", value_name = "FIELDS")]
+    pub long_format: Option<String>,
+    /// The order: format letters, each + or -, e.g. "P,t,-p" (the default).
+    #[arg(
+        short = 'S',
+        long = "sort",
+        value_name = "KEYS",
+        allow_hyphen_values = true
+    )]
+    pub sort: Option<String>,
+    /// Pending jobs with their expected start, soonest first.
+    #[arg(long = "start")]
+    pub start: bool,
+    /// Slurm 22.05's JSON job records.
+    #[arg(long = "json")]
+    pub json: bool,
     /// The long table.
     #[arg(short = 'l', long = "long")]
     pub long: bool,
@@ -67,19 +98,39 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The fields asked for: `-O`, `-o`, or the table the options name.
+fn fields(args: &Args) -> Result<Vec<Piece>, String> {
+    if let Some(names) = &args.long_format {
+        return parse_long_format(names);
+    }
+    let format = match &args.format {
+        Some(f) => f.as_str(),
+        None if args.start => START,
+        None if args.long => LONG,
+        None => DEFAULT,
+    };
+    parse_format(format)
+}
+
 fn run(args: &Args) -> Result<String, CliError> {
-    let format = args
-        .format
-        .clone()
-        .unwrap_or_else(|| if args.long { LONG } else { DEFAULT }.to_string());
-    let fields = parse_format(&format).map_err(CliError::Msg)?;
-    let states = wanted_states(args.states.as_deref()).map_err(CliError::Msg)?;
+    let fields = fields(args).map_err(CliError::Msg)?;
+    let sort_keys = sort::parse(args.sort.as_deref().unwrap_or(if args.start {
+        sort::BY_START
+    } else {
+        sort::DEFAULT
+    }))
+    .map_err(CliError::Msg)?;
+    let states = match (&args.states, args.start) {
+        (None, true) => vec!["PD"],
+        _ => wanted_states(args.states.as_deref()).map_err(CliError::Msg)?,
+    };
     let mut users: Vec<String> = list(args.users.as_deref());
     if args.me {
         users.push(client::current_user());
     }
     let ids: Vec<String> = list(args.jobs.as_deref());
     let partitions = list(args.partitions.as_deref());
+    let names = list(args.names.as_deref());
     let reply = client::block_on(async {
         let mut jobs = client::jobs().await?;
         let request = StatusRequest {
@@ -87,20 +138,36 @@ fn run(args: &Args) -> Result<String, CliError> {
             include_finished: states.iter().any(|s| matches!(*s, "CD" | "F" | "CA")),
             expand_arrays: true,
             report_refused: true,
+            brief: !args.json
+                && fields.iter().all(Piece::brief)
+                && sort_keys.iter().all(sort::Key::brief),
             ..StatusRequest::default()
         };
         Ok(jobs.status(request).await?.into_inner())
     })?;
     let now = reply.server_time;
-    let rows: Vec<&JobInfo> = reply
+    let mut rows: Vec<&JobInfo> = reply
         .jobs
         .iter()
         .filter(|j| !(j.array && j.state_letter == "B"))
         .filter(|j| states.contains(&state(j).0))
         .filter(|j| partitions.is_empty() || partitions.contains(&j.queue))
-        .filter(|j| ids.is_empty() || ids.iter().any(|i| *i == slurm_id(&j.id)))
+        .filter(|j| names.is_empty() || names.contains(&j.name))
+        .filter(|j| ids.is_empty() || ids.iter().any(|i| id_matches(i, j)))
         .collect();
+    sort::sort(&mut rows, &sort_keys, now);
+    if args.json {
+        let cluster = reply.server.split('.').next().unwrap_or("qmesh");
+        return Ok(json::document(&rows, cluster));
+    }
     let mut out = String::new();
+    if args.long && args.format.is_none() && args.long_format.is_none() {
+        // Slurm's -l begins with the time, as ctime(3) writes it.
+        if let Some(t) = chrono::DateTime::from_timestamp(now, 0) {
+            let local = t.with_timezone(&chrono::Local);
+            out.push_str(&format!("{}\n", local.format("%a %b %e %H:%M:%S %Y")));
+        }
+    }
     if !args.noheader {
         out.push_str(&line(&fields, |f| f.header().to_string()));
     }
@@ -108,6 +175,13 @@ fn run(args: &Args) -> Result<String, CliError> {
         out.push_str(&line(&fields, |f| f.value(job, now)));
     }
     Ok(out)
+}
+
+/// Whether `-j ID` names the job: `12`, `13_4`, or `13` for all of an
+/// array's tasks.
+fn id_matches(asked: &str, job: &JobInfo) -> bool {
+    let id = slurm_id(&job.id);
+    id == asked || id.split_once('_').is_some_and(|(base, _)| base == asked)
 }
 
 fn list(text: Option<&str>) -> Vec<String> {
@@ -119,196 +193,6 @@ fn list(text: Option<&str>) -> Vec<String> {
             .collect()
     })
     .unwrap_or_default()
-}
-
-/// One piece of a format: text as written, or a field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Piece {
-    Text(String),
-    Field {
-        letter: char,
-        width: Option<usize>,
-        right: bool,
-    },
-}
-
-/// Reads Slurm's format: `%[.][-]WIDTHletter` fields between text.
-pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
-    let mut pieces = Vec::new();
-    let mut text = String::new();
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            text.push(c);
-            continue;
-        }
-        let right = chars.next_if_eq(&'.').is_some();
-        let _left = chars.next_if_eq(&'-').is_some();
-        let mut digits = String::new();
-        while let Some(d) = chars.next_if(|d| d.is_ascii_digit()) {
-            digits.push(d);
-        }
-        let Some(letter) = chars.next() else {
-            return Err(format!("--format \"{format}\" ends with an unfinished %"));
-        };
-        if letter == '%' {
-            text.push('%');
-            continue;
-        }
-        if header_of(letter).is_none() {
-            return Err(format!(
-                "--format \"{format}\": %{letter} is not a field qmesh's squeue knows; \
-                 known: {}",
-                KNOWN
-                    .iter()
-                    .map(|(l, _)| format!("%{l}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ));
-        }
-        if !text.is_empty() {
-            pieces.push(Piece::Text(std::mem::take(&mut text)));
-        }
-        pieces.push(Piece::Field {
-            letter,
-            width: digits.parse().ok(),
-            right,
-        });
-    }
-    if !text.is_empty() {
-        pieces.push(Piece::Text(text));
-    }
-    Ok(pieces)
-}
-
-/// The fields known, with their headers.
-const KNOWN: &[(char, &str)] = &[
-    ('i', "JOBID"),
-    ('A', "ARRAY_JOB_ID"),
-    ('P', "PARTITION"),
-    ('j', "NAME"),
-    ('u', "USER"),
-    ('a', "ACCOUNT"),
-    ('t', "ST"),
-    ('T', "STATE"),
-    ('M', "TIME"),
-    ('l', "TIME_LIMIT"),
-    ('L', "TIME_LEFT"),
-    ('D', "NODES"),
-    ('C', "CPUS"),
-    ('R', "NODELIST(REASON)"),
-    ('N', "NODELIST"),
-    ('r', "REASON"),
-    ('q', "QOS"),
-    ('Q', "PRIORITY"),
-    ('V', "SUBMIT_TIME"),
-    ('S', "START_TIME"),
-    ('Z', "WORK_DIR"),
-];
-
-fn header_of(letter: char) -> Option<&'static str> {
-    KNOWN.iter().find(|(l, _)| *l == letter).map(|(_, h)| *h)
-}
-
-impl Piece {
-    fn header(&self) -> &str {
-        match self {
-            Piece::Text(t) => t,
-            Piece::Field { letter, .. } => header_of(*letter).unwrap_or(""),
-        }
-    }
-
-    fn value(&self, job: &JobInfo, now: i64) -> String {
-        let Piece::Field { letter, .. } = self else {
-            return self.header().to_string();
-        };
-        let running = !job.exec_nodes.is_empty() && job.stime > 0;
-        let used = if running {
-            let end = if job.end_time > 0 { job.end_time } else { now };
-            (end - job.stime).max(0) as u64
-        } else {
-            0
-        };
-        match letter {
-            'i' => slurm_id(&job.id),
-            'A' => slurm_id(&job.id)
-                .split('_')
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-            'P' => job.queue.clone(),
-            'j' => job.name.clone(),
-            'u' => job.owner.split('@').next().unwrap_or_default().to_string(),
-            'a' => job.account.clone(),
-            't' => state(job).0.to_string(),
-            'T' => state(job).1.to_string(),
-            'M' => duration(used),
-            'l' => limit(job.walltime),
-            'L' => {
-                if job.walltime == 0 {
-                    "UNLIMITED".into()
-                } else {
-                    duration(job.walltime.saturating_sub(used))
-                }
-            }
-            'D' => {
-                let n = if running {
-                    job.exec_nodes.len() as u32
-                } else {
-                    job.nodes
-                };
-                n.max(1).to_string()
-            }
-            'C' => (job.ncpus.unwrap_or(1) * job.nodes.max(1)).to_string(),
-            'N' => nodelist(job),
-            'R' => {
-                if running {
-                    nodelist(job)
-                } else {
-                    format!("({})", reason(job))
-                }
-            }
-            'r' => reason(job),
-            'q' => job
-                .resource_list
-                .get("qos")
-                .cloned()
-                .unwrap_or_else(|| "normal".into()),
-            'Q' => job.job_priority.to_string(),
-            'V' => timestamp(job.qtime),
-            'S' => timestamp(if running {
-                job.stime
-            } else {
-                job.expected_start
-            }),
-            'Z' => job.workdir.clone(),
-            _ => String::new(),
-        }
-    }
-}
-
-/// A line of the pieces: each field padded (or cut) to its width.
-fn line(pieces: &[Piece], value: impl Fn(&Piece) -> String) -> String {
-    let mut out = String::new();
-    for piece in pieces {
-        let text = value(piece);
-        match piece {
-            Piece::Text(_) => out.push_str(&text),
-            Piece::Field { width, right, .. } => {
-                let cut: String = match width {
-                    Some(w) => text.chars().take(*w).collect(),
-                    None => text,
-                };
-                match (width, right) {
-                    (Some(w), true) => out.push_str(&format!("{cut:>w$}")),
-                    (Some(w), false) => out.push_str(&format!("{cut:<w$}")),
-                    (None, _) => out.push_str(&cut),
-                }
-            }
-        }
-    }
-    out.push('\n');
-    out
 }
 
 /// A qmesh id as Slurm writes it: `12.srv` 12, `13[4].srv` 13_4,
@@ -329,7 +213,7 @@ pub fn slurm_id(id: &str) -> String {
 }
 
 /// Slurm's compact and long state names.
-fn state(job: &JobInfo) -> (&'static str, &'static str) {
+pub fn state(job: &JobInfo) -> (&'static str, &'static str) {
     match job.state_letter.as_str() {
         "R" | "B" => ("R", "RUNNING"),
         "S" => ("S", "SUSPENDED"),
@@ -344,7 +228,7 @@ fn state(job: &JobInfo) -> (&'static str, &'static str) {
 }
 
 /// The states `-t` asks for (compact names); the default: those not done.
-fn wanted_states(text: Option<&str>) -> Result<Vec<&'static str>, String> {
+pub fn wanted_states(text: Option<&str>) -> Result<Vec<&'static str>, String> {
     let Some(text) = text else {
         return Ok(vec!["PD", "R", "S", "CG"]);
     };
@@ -372,7 +256,7 @@ fn wanted_states(text: Option<&str>) -> Result<Vec<&'static str>, String> {
 }
 
 /// Why a pending job waits, in Slurm's words.
-fn reason(job: &JobInfo) -> String {
+pub fn reason(job: &JobInfo) -> String {
     match job.reason.as_str() {
         "" => "None".into(),
         "Held" if job.hold_types.contains('u') && job.hold_types.len() == 1 => "JobHeldUser".into(),
@@ -383,7 +267,7 @@ fn reason(job: &JobInfo) -> String {
     }
 }
 
-fn nodelist(job: &JobInfo) -> String {
+pub fn nodelist(job: &JobInfo) -> String {
     qmesh_core::job::slurm::compressed(&job.exec_nodes)
 }
 
@@ -404,7 +288,7 @@ pub fn duration(secs: u64) -> String {
     }
 }
 
-fn limit(secs: u64) -> String {
+pub fn limit(secs: u64) -> String {
     if secs == 0 {
         "UNLIMITED".into()
     } else {
@@ -412,7 +296,7 @@ fn limit(secs: u64) -> String {
     }
 }
 
-fn timestamp(secs: i64) -> String {
+pub fn timestamp(secs: i64) -> String {
     if secs <= 0 {
         return "N/A".into();
     }

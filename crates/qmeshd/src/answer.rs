@@ -45,12 +45,21 @@ pub struct JobSnapshot {
     pub at: Time,
 }
 
-/// qstat -Q: each queue with its jobs by state and its capacity (nodes).
+/// qstat -Q: each queue with its jobs by state, its capacity (nodes) and
+/// what the calendar makes of it now.
 #[derive(Debug)]
 pub struct QueueList {
-    pub queues: Vec<(Queue, StateCounts, u32)>,
+    pub queues: Vec<(Queue, StateCounts, u32, QueueNow)>,
     pub server: String,
     pub at: Time,
+}
+
+/// A queue by the calendar now: one of its periods is on, and the node
+/// sets (names) it draws on.
+#[derive(Debug)]
+pub struct QueueNow {
+    pub open: bool,
+    pub sets: Vec<String>,
 }
 
 /// spusage: the accounts' reports.

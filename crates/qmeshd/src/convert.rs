@@ -122,8 +122,8 @@ fn shown_state(job: &Job, reason: Option<&str>) -> JobState {
     }
 }
 
-/// What qstat's plain table shows of a job ([`v1::StatusRequest::brief`]);
-/// `reason` as for [`job_info`].
+/// What qstat's plain table and squeue's default one show of a job
+/// ([`v1::StatusRequest::brief`]); `reason` as for [`job_info`].
 pub fn job_brief(job: &Job, server: &str, reason: Option<&str>, now: Time) -> v1::JobInfo {
     let shown = shown_state(job, reason);
     let array = job.array.as_deref();
@@ -145,6 +145,13 @@ pub fn job_brief(job: &Job, server: &str, reason: Option<&str>, now: Time) -> v1
         array: array.is_some(),
         array_index: job.id.array_index(),
         array_id: job.id.array_full(server).unwrap_or_default(),
+        // squeue's NODELIST(REASON) and its states.
+        exec_nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
+        exit_status: job.exit.as_ref().map(JobExit::exit_status),
+        exit_signal: job.exit.as_ref().and_then(|e| e.signal),
+        reason: reason.map(str::to_string).unwrap_or_default(),
+        hold_types: job.holds.types(),
+        job_priority: job.priority,
         ..v1::JobInfo::default()
     }
 }
@@ -280,6 +287,9 @@ pub fn queue_info(q: &Queue, counts: StateCounts, capacity: u32) -> v1::QueueInf
         resources_min: pairs(&q.resources_min),
         resources_default: pairs(&q.resources_default),
         comment: q.comment.clone().unwrap_or_default(),
+        // The calendar's view, which needs the state: `service::reply`.
+        open_now: false,
+        sets_now: Vec::new(),
     }
 }
 
@@ -614,6 +624,9 @@ mod tests {
                     (i.walltime, i.qtime, i.stime, i.end_time, i.server_time),
                     i.resources_used.clone(),
                     (i.array, i.array_index, i.array_id.clone()),
+                    // squeue's default table.
+                    (i.reason.clone(), i.hold_types.clone(), i.exec_nodes.clone()),
+                    (i.exit_status, i.exit_signal, i.nodes, i.job_priority),
                 )
             };
             assert_eq!(table(&brief), table(&full), "{r:?}");

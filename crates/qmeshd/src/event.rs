@@ -239,6 +239,13 @@ pub enum Event {
         nodes: Option<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
+    /// sacct: the jobs of a time window, from the accounting log and the
+    /// state (`task/accounting.rs`).
+    Accounting {
+        peer: Peer,
+        request: v1::AccountingRequest,
+        reply: Reply<v1::AccountingReply>,
+    },
     /// tracejob: a job's lines in the job logs.
     Trace {
         peer: Peer,

@@ -125,6 +125,12 @@ pub struct Args {
     pub signal: Option<String>,
     #[arg(long = "comment", value_name = "TEXT")]
     pub comment: Option<String>,
+    /// Slurm's workload characterization key: not kept.
+    #[arg(long = "wckey", value_name = "KEY")]
+    pub wckey: Option<String>,
+    /// Clusters: qmesh's server is the one cluster.
+    #[arg(short = 'M', long = "clusters", value_name = "CLUSTERS")]
+    pub clusters: Option<String>,
     #[arg(long = "nice", value_name = "N", num_args = 0..=1, default_missing_value = "100", allow_negative_numbers = true)]
     pub nice: Option<i32>,
     /// Say nothing but errors.

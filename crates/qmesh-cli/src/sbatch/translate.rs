@@ -251,11 +251,20 @@ pub fn resources(args: &Args) -> Result<(Vec<(String, String)>, u32), String> {
         }
         None => None,
     };
+    // -w: these nodes, each a chunk pinned to it (PBS Pro's vnode=), and
+    // as many more as -N asks.
+    let named = match &args.nodelist {
+        Some(list) => {
+            qmesh_core::job::slurm::expanded(list).map_err(|e| format!("--nodelist={list}: {e}"))?
+        }
+        None => Vec::new(),
+    };
     let nodes = match (nodes_given, args.ntasks, args.ntasks_per_node) {
         (Some(n), _, _) => n,
         (None, Some(t), Some(p)) if p > 0 => t.div_ceil(p),
         _ => 1,
-    };
+    }
+    .max(named.len() as u32);
     let per_node = args
         .ntasks_per_node
         .or_else(|| args.ntasks.map(|t| t.div_ceil(nodes)));
@@ -286,7 +295,18 @@ pub fn resources(args: &Args) -> Result<(Vec<(String, String)>, u32), String> {
     if let Some(g) = gpus.filter(|&g| g > 0) {
         chunk.push_str(&format!(":ngpus={g}"));
     }
-    if chunk.contains(':') {
+    if !named.is_empty() {
+        let body = chunk
+            .split_once(':')
+            .map(|(_, b)| format!(":{b}"))
+            .unwrap_or_default();
+        let mut chunks: Vec<String> = named.iter().map(|n| format!("1{body}:vnode={n}")).collect();
+        let rest = nodes - named.len() as u32;
+        if rest > 0 {
+            chunks.push(format!("{rest}{body}"));
+        }
+        out.push(("select".into(), chunks.join("+")));
+    } else if chunk.contains(':') {
         out.push(("select".into(), chunk));
     } else {
         out.push(("nodes".into(), nodes.to_string()));
@@ -383,6 +403,28 @@ mod tests {
             resources(&args("-C a|b"))
                 .unwrap_err()
                 .contains("alternatives")
+        );
+    }
+
+    #[test]
+    fn a_nodelist_pins_a_chunk_to_each_node() {
+        let (l, nodes) = resources(&args("-w n[1-2] -N 3 --ntasks-per-node=2")).unwrap();
+        assert_eq!(nodes, 3);
+        assert_eq!(
+            l[0],
+            (
+                "select".to_string(),
+                "1:ncpus=2:mpiprocs=2:vnode=n1+1:ncpus=2:mpiprocs=2:vnode=n2+1:ncpus=2:mpiprocs=2"
+                    .to_string()
+            )
+        );
+        let (l, nodes) = resources(&args("--nodelist=a1,a2")).unwrap();
+        assert_eq!(nodes, 2, "-w without -N: as many nodes as named");
+        assert_eq!(l[0].1, "1:vnode=a1+1:vnode=a2");
+        assert!(
+            resources(&args("-w n[1-"))
+                .unwrap_err()
+                .starts_with("--nodelist=n[1-:")
         );
     }
 

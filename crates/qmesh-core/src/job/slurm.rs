@@ -7,6 +7,8 @@
 //! node are known (`expand_path`). The variables are Slurm 22.05's names
 //! for a batch job; their values come from the job's record and its nodes.
 
+pub mod hostlist;
+
 use serde::{Deserialize, Serialize};
 
 use super::Job;
@@ -91,17 +93,16 @@ pub fn expand_path(pattern: &str, parts: &PathParts) -> String {
 /// What Slurm writes for `%a` of a job that is not in an array.
 pub const NO_ARRAY_INDEX: u32 = 4_294_967_294;
 
-/// The nodes as Slurm writes a list of them: `h1[a-c]`, `n[01-03,7]`.
+/// The nodes as Slurm writes a list of them, in their order:
+/// `n[01-03,7]`.
 pub fn compressed(nodes: &[String]) -> String {
-    hostlist_iter::collapse_hosts(nodes).unwrap_or_else(|_| nodes.join(","))
+    hostlist::compress(nodes)
 }
 
-/// A Slurm hostlist written out (`n[1-3]` to `n1 n2 n3`); the reason when
-/// it is not one.
+/// A Slurm hostlist written out (`n[01-03]` to `n01 n02 n03`); the reason
+/// when it is not one.
 pub fn expanded(list: &str) -> Result<Vec<String>, String> {
-    hostlist_iter::expand_hostlist(list).map_err(|e| {
-        format!("\"{list}\" is not a list of hosts ({e}); write e.g. n[1-4,7] or n1,n2")
-    })
+    hostlist::expand(list).map_err(|e| format!("{e}; write e.g. n[1-4,7], n[01-16] or n1,n2"))
 }
 
 impl Job {
@@ -271,10 +272,13 @@ mod tests {
         let nodes: Vec<String> = ["n1", "n2", "n3", "n7"].map(String::from).to_vec();
         assert_eq!(compressed(&nodes), "n[1-3,7]");
         assert_eq!(expanded("n[1-3,7]").unwrap(), nodes);
-        assert!(
-            expanded("n[1-")
-                .unwrap_err()
-                .contains("not a list of hosts")
+        assert_eq!(
+            expanded("n[1-").unwrap_err(),
+            "Invalid hostlist: n[1-; write e.g. n[1-4,7], n[01-16] or n1,n2"
         );
+        // Zero padding kept both ways, as SLURM_JOB_NODELIST needs it.
+        let padded: Vec<String> = ["local03", "local04", "local05"].map(String::from).to_vec();
+        assert_eq!(compressed(&padded), "local[03-05]");
+        assert_eq!(expanded("local[03-05]").unwrap(), padded);
     }
 }

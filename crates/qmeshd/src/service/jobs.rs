@@ -461,6 +461,22 @@ impl Jobs for JobsService {
             .map(|trace| Response::new(reply::trace(trace)))
     }
 
+    async fn accounting(
+        &self,
+        request: Request<v1::AccountingRequest>,
+    ) -> Result<Response<v1::AccountingReply>, Status> {
+        let peer = self.link.identity.peer(&request)?;
+        let request = request.into_inner();
+        self.link
+            .ask(|reply| Event::Accounting {
+                peer,
+                request,
+                reply,
+            })
+            .await
+            .map(Response::new)
+    }
+
     async fn submit_reservation(
         &self,
         request: Request<v1::ReservationRequest>,

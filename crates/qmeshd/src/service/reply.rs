@@ -31,7 +31,11 @@ pub fn queues(list: QueueList) -> v1::QueueStatusReply {
         queues: list
             .queues
             .iter()
-            .map(|(queue, counts, capacity)| convert::queue_info(queue, *counts, *capacity))
+            .map(|(queue, counts, capacity, now)| v1::QueueInfo {
+                open_now: now.open,
+                sets_now: now.sets.clone(),
+                ..convert::queue_info(queue, *counts, *capacity)
+            })
             .collect(),
         server: list.server,
         server_time: list.at.timestamp(),

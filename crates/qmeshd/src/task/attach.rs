@@ -126,6 +126,7 @@ impl SchedulerTask {
             workdir: job.workdir.clone(),
             env: open.env.clone(),
             window: open.window,
+            cwd: open.workdir.clone(),
         };
         if !self
             .links

@@ -10,7 +10,7 @@ use qmesh_store::Store;
 use tracing::info;
 
 use super::SchedulerTask;
-use crate::answer::{JobOutcome, JobSnapshot, QueueList};
+use crate::answer::{JobOutcome, JobSnapshot, QueueList, QueueNow};
 use crate::dispatch::Now;
 use crate::error::TaskError;
 use crate::event::{JobAction, Reply, StatusQuery};
@@ -625,10 +625,23 @@ impl SchedulerTask {
             let queue = config.queue(name).ok_or_else(|| CoreError::NoSuchQueue {
                 queue: name.to_string(),
             })?;
+            // sinfo's partition: the calendar's periods on now.
+            let active = |period: &str| self.state.period_active(period, now.wall);
+            let sets = self
+                .state
+                .sets_now(queue, active)
+                .iter()
+                .filter_map(|&i| self.state.node_sets().get(i))
+                .map(|set| set.name.clone())
+                .collect();
             queues.push((
                 queue.clone(),
                 self.state.counts(name),
                 self.state.capacity(name),
+                QueueNow {
+                    open: queue.open_in(active),
+                    sets,
+                },
             ));
         }
         Ok(QueueList {

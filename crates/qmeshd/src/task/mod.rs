@@ -31,6 +31,7 @@
 //! durable. Errors are [`TaskError`]s (`crate::error`), made gRPC
 //! statuses by the services.
 
+mod accounting;
 mod admin;
 mod agents;
 mod attach;
@@ -352,7 +353,7 @@ impl SchedulerTask {
                 let _ = reply.send(self.when(&caller, &job_id, now));
             }
             Event::Nodes { names, host, reply } => {
-                let _ = reply.send(self.nodes(&names, &host));
+                let _ = reply.send(self.nodes(&names, &host, now));
             }
             Event::Qmgr {
                 peer,
@@ -415,6 +416,11 @@ impl SchedulerTask {
                 days,
                 reply,
             } => self.trace(&peer, &job_id, days, reply, now),
+            Event::Accounting {
+                peer,
+                request,
+                reply,
+            } => self.accounting(&peer, request, reply, now),
             Event::Alter {
                 peer,
                 ids,

@@ -364,13 +364,32 @@ impl SchedulerTask {
         })
     }
 
-    /// getjid: nodes (by name, or of one host) and the jobs holding them.
-    pub(super) fn nodes(&self, names: &[String], host: &str) -> Result<v1::NodesReply, TaskError> {
+    /// getjid, pbsnodes, sinfo: nodes (by name, or of one host) and the
+    /// jobs holding them.
+    pub(super) fn nodes(
+        &self,
+        names: &[String],
+        host: &str,
+        now: Now,
+    ) -> Result<v1::NodesReply, TaskError> {
         let state = &self.state;
         let server = state.server_name();
-        let info = |node: &qmesh_core::node::Node| {
+        let reserved: Vec<usize> = state
+            .reserved_spans()
+            .iter()
+            .filter(|span| span.start <= now.wall && now.wall < span.end)
+            .flat_map(|span| span.nodes.iter().copied())
+            .collect();
+        let info = |index: usize, node: &qmesh_core::node::Node| {
             let job = node.job().and_then(|id| state.job(id));
+            let held = held_of(state, node, index);
             v1::NodeInfo {
+                node_cpus: held.cpus,
+                gpus: held.gpus,
+                cpus_alloc: held.cpus_alloc,
+                gpus_alloc: held.gpus_alloc,
+                mem_alloc: held.mem_alloc,
+                reserved: reserved.contains(&index),
                 name: node.name.to_string(),
                 node_set: state
                     .node_sets()
@@ -407,17 +426,21 @@ impl SchedulerTask {
             state
                 .nodes()
                 .iter()
-                .filter(|n| host_ok(n))
-                .map(info)
+                .enumerate()
+                .filter(|(_, n)| host_ok(n))
+                .map(|(i, n)| info(i, n))
                 .collect()
         } else {
             let mut nodes = Vec::with_capacity(names.len());
             for name in names {
-                let node = state
-                    .node_by_name(name)
+                let index = state
+                    .nodes()
+                    .iter()
+                    .position(|n| *n.name == **name)
                     .ok_or_else(|| CoreError::NoSuchNode { node: name.clone() })?;
+                let node = &state.nodes()[index];
                 if host_ok(node) {
-                    nodes.push(info(node));
+                    nodes.push(info(index, node));
                 }
             }
             nodes
@@ -437,6 +460,62 @@ impl SchedulerTask {
             server: server.to_string(),
         })
     }
+}
+
+/// A node's CPUs and GPUs and what its jobs hold of them (Slurm's
+/// CPUTot, CPUAlloc, Gres, AllocMem).
+struct Held {
+    cpus: u32,
+    gpus: u32,
+    cpus_alloc: u32,
+    gpus_alloc: u32,
+    mem_alloc: u64,
+}
+
+/// What the jobs on `node` (index `index` in `State::nodes`) hold of it: a
+/// job on an exclusive node holds all its CPUs and the memory it asked per
+/// node; on a shared one each job its share (`Job::node_shares`, by the
+/// node's place in its exec_nodes; shared sets run small jobs).
+fn held_of(state: &qmesh_core::State, node: &qmesh_core::node::Node, index: usize) -> Held {
+    let attrs = state.effective_attrs(node.set);
+    let cpus = attrs
+        .cpus
+        .or_else(|| state.host_load(&node.host).map(|(_, cpus)| cpus))
+        .unwrap_or(0);
+    let gpus = attrs.gpus.unwrap_or(0);
+    let mut held = Held {
+        cpus,
+        gpus,
+        cpus_alloc: 0,
+        gpus_alloc: gpus.saturating_sub(state.gpus_free(index)),
+        mem_alloc: 0,
+    };
+    if node.slots <= 1 {
+        if let Some(job) = node.job().and_then(|id| state.job(id)) {
+            held.cpus_alloc = if cpus > 0 {
+                cpus
+            } else {
+                job.ncpus.unwrap_or(1)
+            };
+            held.mem_alloc = job.mem.unwrap_or(0);
+        }
+        return held;
+    }
+    for job in node.jobs.iter().filter_map(|id| state.job(id)) {
+        let share = job
+            .exec_nodes
+            .iter()
+            .position(|n| *n == node.name)
+            .and_then(|i| job.node_shares().get(i).copied());
+        if let Some(share) = share {
+            held.cpus_alloc += share.cpus;
+            held.mem_alloc += share.mem.unwrap_or(0);
+        }
+    }
+    if cpus > 0 {
+        held.cpus_alloc = held.cpus_alloc.min(cpus);
+    }
+    held
 }
 
 #[cfg(test)]

@@ -1,17 +1,21 @@
-"""Parsl's PBSProProvider and TorqueProvider against a real qmesh daemon.
+"""Parsl's PBSProProvider, TorqueProvider and SlurmProvider against a real
+qmesh daemon.
 
-Run by tests/e2e/workflow_tools.rs as `parsl_pbs.py pbspro|torque WORKDIR`,
-with qsub, qstat and qdel of the build first on PATH and QMESH_SOCKET
-naming the daemon. Each provider writes its own PBS script (#PBS -S
-/bin/bash, #PBS -m n, select= or nodes=...:ppn=...), submits it with qsub,
-and reads states with its own qstat parsing: PBSProProvider with
+Run by tests/e2e/workflow_tools.rs as `parsl_providers.py pbspro|torque
+WORKDIR` with qsub, qstat and qdel of the build first on PATH, and by
+tests/e2e/slurm_tools.rs as `parsl_providers.py slurm WORKDIR` with sbatch,
+squeue, sacct and scancel; QMESH_SOCKET names the daemon. Each provider
+writes its own script (#PBS -S /bin/bash, #PBS -m n, select= or
+nodes=...:ppn=...; #SBATCH --partition, --nodes, --exclusive...), submits
+it, and reads states with its own parsing: PBSProProvider with
 `qstat -x -f -F json ID...`, TorqueProvider from the fifth column of plain
-`qstat ID...`.
+`qstat ID...`, SlurmProvider with `sacct -X --noheader
+--format=jobid,state --job ID,...` once `sacct -X` has answered.
 
 Two parts:
 1. The provider alone: a job watched from submission to completion, and a
-   job watched until it runs, then cancelled (qdel) and watched until
-   Parsl sees it completed. Prints `STATES <name> <state> <state>...`, the
+   job watched until it runs, then cancelled (qdel, scancel) and watched
+   until Parsl sees it end (COMPLETED for PBS, CANCELLED for Slurm). Prints `STATES <name> <state> <state>...`, the
    distinct states in the order Parsl saw them.
 2. A Parsl workflow: a HighThroughputExecutor whose block is a PBS job;
    apps run on the worker that job starts; the DataFlowKernel's cleanup
@@ -28,12 +32,16 @@ from parsl.config import Config
 from parsl.executors import HighThroughputExecutor
 from parsl.jobs.states import JobState
 from parsl.launchers import SimpleLauncher
-from parsl.providers import PBSProProvider, TorqueProvider
+from parsl.providers import PBSProProvider, SlurmProvider, TorqueProvider
 
 
 def provider_of(kind: str, **kwargs):
     if kind == "pbspro":
         return PBSProProvider(launcher=SimpleLauncher(), cpus_per_node=1, **kwargs)
+    if kind == "slurm":
+        return SlurmProvider(
+            launcher=SimpleLauncher(), partition="debug", exclusive=False, **kwargs
+        )
     return TorqueProvider(launcher=SimpleLauncher(), **kwargs)
 
 
@@ -65,7 +73,7 @@ def provider_alone(kind: str, workdir: str) -> None:
     # A job that runs until it is let go, so that its running is seen.
     go = os.path.join(workdir, f"{kind}-go")
     done = provider.submit(
-        f"echo hello from $PBS_JOBID; while [ ! -e {go} ]; do sleep 0.1; done", 1
+        f"echo hello from $PBS_JOBID $SLURM_JOB_ID; while [ ! -e {go} ]; do sleep 0.1; done", 1
     )
     print("JOB done", done, flush=True)
     seen = watch(provider, done, {JobState.RUNNING})
@@ -77,7 +85,7 @@ def provider_alone(kind: str, workdir: str) -> None:
     print("JOB cancelled", long, flush=True)
     seen = watch(provider, long, {JobState.RUNNING})
     print("CANCEL", provider.cancel([long]), flush=True)
-    seen += watch(provider, long, {JobState.COMPLETED})
+    seen += watch(provider, long, {JobState.COMPLETED, JobState.CANCELLED})
     show("cancelled", seen)
 
 
