@@ -718,6 +718,13 @@ impl State {
             );
             return Ok((Finished::Requeued, job));
         }
+        // Deleted while it ran (qdel, scancel): it was deleted, whether
+        // its processes ended by the kill or on their own before the kill
+        // reached them (a task ended first, its script returned).
+        let mut exit = exit;
+        if job.state == JobState::Exiting && exit.cause == ExitCause::Exited {
+            exit.cause = ExitCause::Deleted;
+        }
         job.comment = exit.describe(job.walltime);
         job.state = JobState::Finished;
         job.end_time = Some(end);
@@ -1604,7 +1611,11 @@ pub(crate) mod tests {
         assert_eq!(how, Deleted::Kill { host: "h".into() });
         assert_eq!(job.state, JobState::Exiting);
         assert!(s.hold(id, &op, t(2)).is_err(), "cannot hold a running job");
-        s.finish(id, exited(0), t(3)).unwrap();
+        // It ended on its own before the kill reached it: still deleted.
+        let (_, job) = s.finish(id, exited(143), t(3)).unwrap();
+        let exit = job.exit.as_ref().unwrap();
+        assert_eq!(exit.cause, ExitCause::Deleted);
+        assert_eq!(exit.code, Some(143));
         s.check_invariants().unwrap();
     }
 
