@@ -227,6 +227,12 @@ fn squeue_long_formats_start_sort_and_json_as_slurms() {
         "a ctime date first:\n{ours}"
     );
 
+    // The rig is shared with the other tests of this binary: each side
+    // lists only this test's two jobs.
+    let ours_ids = format!("{run},{held}");
+    let theirs_ids = format!("{slurm_run},{slurm_held}");
+    let (ours_ids, theirs_ids) = (ours_ids.as_str(), theirs_ids.as_str());
+
     // --start: pending jobs only, on both.
     let rows = |text: &str| -> Vec<String> {
         text.lines()
@@ -234,21 +240,33 @@ fn squeue_long_formats_start_sort_and_json_as_slurms() {
             .filter_map(|l| l.split_whitespace().next().map(String::from))
             .collect()
     };
-    assert_eq!(rows(&d.ok("squeue", &["--start"])), std::slice::from_ref(&held));
-    assert_eq!(rows(&s.ok("squeue", &["--start"])), std::slice::from_ref(&slurm_held));
+    assert_eq!(
+        rows(&d.ok("squeue", &["--start", "-j", ours_ids])),
+        std::slice::from_ref(&held)
+    );
+    assert_eq!(
+        rows(&s.ok("squeue", &["--start", "-j", theirs_ids])),
+        std::slice::from_ref(&slurm_held)
+    );
 
     // The same sorts give the same order of (held, running) on both.
     let order =
         |text: &str, held: &str| -> Vec<bool> { rows(text).iter().map(|id| id == held).collect() };
     for sort in ["i", "-i", "t,-i", "P,t,-p"] {
         assert_eq!(
-            order(&d.ok("squeue", &["-S", sort]), &held),
-            order(&s.ok("squeue", &["-S", sort]), &slurm_held),
+            order(&d.ok("squeue", &["-S", sort, "-j", ours_ids]), &held),
+            order(
+                &s.ok("squeue", &["-S", sort, "-j", theirs_ids]),
+                &slurm_held
+            ),
             "squeue -S {sort}"
         );
     }
     // Without -S: Slurm's P,t,-p, pending first.
-    assert_eq!(order(&d.ok("squeue", &[]), &held), [true, false]);
+    assert_eq!(
+        order(&d.ok("squeue", &["-j", ours_ids]), &held),
+        [true, false]
+    );
 
     // Refusals: both fail on a bad sort and print Slurm's words.
     for bad in [vec!["-S", "bogus"], vec!["-O", "bogus"]] {
