@@ -21,6 +21,7 @@ pub mod job_tasks;
 pub mod output;
 pub mod queue_switch;
 pub mod resv;
+pub mod slurm_format;
 pub mod spview;
 pub mod spwatch;
 

@@ -82,27 +82,19 @@ fn header_of(letter: char) -> Option<&'static str> {
 /// default formats' own) is a column as wide as its longest value.
 pub fn parse(format: &str) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
-    let mut text = String::new();
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            text.push(c);
-            continue;
-        }
-        let right = chars.next_if_eq(&'.').is_some();
-        let _left = chars.next_if_eq(&'-').is_some();
-        let longest = chars.next_if_eq(&'#').is_some();
-        let mut digits = String::new();
-        while let Some(d) = chars.next_if(|d| d.is_ascii_digit()) {
-            digits.push(d);
-        }
-        let Some(letter) = chars.next() else {
-            return Err(format!("--format \"{format}\" ends with an unfinished %"));
+    for spec in crate::slurm_format::specs(format)? {
+        let (letter, digits, right, longest) = match spec {
+            crate::slurm_format::Spec::Text(t) => {
+                pieces.push(Piece::Text(t));
+                continue;
+            }
+            crate::slurm_format::Spec::Field {
+                letter,
+                width,
+                right,
+                longest,
+            } => (letter, width, right, longest),
         };
-        if letter == '%' {
-            text.push('%');
-            continue;
-        }
         if header_of(letter).is_none() {
             let known: Vec<String> = KNOWN.iter().map(|(l, _)| format!("%{l}")).collect();
             return Err(format!(
@@ -110,12 +102,9 @@ pub fn parse(format: &str) -> Result<Vec<Piece>, String> {
                 known.join(" ")
             ));
         }
-        if !text.is_empty() {
-            pieces.push(Piece::Text(std::mem::take(&mut text)));
-        }
-        let width = match (longest, digits.parse::<usize>()) {
+        let width = match (longest, digits) {
             (true, _) => Width::Longest,
-            (false, Ok(n)) if n > 0 => Width::Fixed(n),
+            (false, Some(n)) if n > 0 => Width::Fixed(n),
             _ => Width::Free,
         };
         pieces.push(Piece::Field {
@@ -123,9 +112,6 @@ pub fn parse(format: &str) -> Result<Vec<Piece>, String> {
             width,
             right,
         });
-    }
-    if !text.is_empty() {
-        pieces.push(Piece::Text(text));
     }
     Ok(pieces)
 }

@@ -7,6 +7,8 @@
 
 use qmesh_proto::JobInfo;
 
+use crate::slurm_format::Spec;
+
 use super::{duration, limit, nodelist, reason, slurm_id, state, timestamp};
 
 /// One piece of a format: text as written, or a field.
@@ -102,26 +104,19 @@ impl Piece {
 /// Reads `-o`: `%[.][-]WIDTHletter` fields between text.
 pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
-    let mut text = String::new();
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            text.push(c);
-            continue;
-        }
-        let right = chars.next_if_eq(&'.').is_some();
-        let _left = chars.next_if_eq(&'-').is_some();
-        let mut digits = String::new();
-        while let Some(d) = chars.next_if(|d| d.is_ascii_digit()) {
-            digits.push(d);
-        }
-        let Some(letter) = chars.next() else {
-            return Err(format!("--format \"{format}\" ends with an unfinished %"));
+    for spec in crate::slurm_format::specs(format)? {
+        let (letter, width, right) = match spec {
+            Spec::Text(t) => {
+                pieces.push(Piece::Text(t));
+                continue;
+            }
+            Spec::Field {
+                letter,
+                width,
+                right,
+                ..
+            } => (letter, width, right),
         };
-        if letter == '%' {
-            text.push('%');
-            continue;
-        }
         let Some(field) = by_letter(letter) else {
             let known: Vec<String> = FIELDS
                 .iter()
@@ -133,17 +128,11 @@ pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
                 known.join(" ")
             ));
         };
-        if !text.is_empty() {
-            pieces.push(Piece::Text(std::mem::take(&mut text)));
-        }
         pieces.push(Piece::Field {
             field,
-            width: digits.parse().ok(),
+            width,
             right,
         });
-    }
-    if !text.is_empty() {
-        pieces.push(Piece::Text(text));
     }
     Ok(pieces)
 }
