@@ -5,6 +5,7 @@
 //! fixtures beside this file keep it for the comparisons.
 
 mod bench;
+mod depend;
 #[path = "../e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;

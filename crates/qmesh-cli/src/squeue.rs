@@ -11,6 +11,7 @@ use qmesh_proto::{JobInfo, StatusRequest};
 
 use crate::client::{self, CliError};
 
+mod arrays;
 mod format;
 mod json;
 mod sort;
@@ -76,6 +77,9 @@ pub struct Args {
     /// No header line.
     #[arg(short = 'h', long = "noheader")]
     pub noheader: bool,
+    /// One row per array task, pending ones too (otherwise they share one).
+    #[arg(short = 'r', long = "array")]
+    pub one_task_per_line: bool,
     /// Accepted (every partition is shown).
     #[arg(short = 'a', long = "all")]
     pub all: bool,
@@ -146,8 +150,8 @@ fn run(args: &Args) -> Result<String, CliError> {
         Ok(jobs.status(request).await?.into_inner())
     })?;
     let now = reply.server_time;
-    let mut rows: Vec<&JobInfo> = reply
-        .jobs
+    let folded = arrays::fold(&reply.jobs, args.one_task_per_line);
+    let mut rows: Vec<&JobInfo> = folded
         .iter()
         .filter(|j| !(j.array && j.state_letter == "B"))
         .filter(|j| states.contains(&state(j).0))
@@ -196,14 +200,15 @@ fn list(text: Option<&str>) -> Vec<String> {
 }
 
 /// A qmesh id as Slurm writes it: `12.srv` 12, `13[4].srv` 13_4,
-/// `13[].srv` 13_[...].
+/// `13[2-5%2].srv` (tasks left to start) 13_[2-5%2].
 pub fn slurm_id(id: &str) -> String {
     let seq = id.split('.').next().unwrap_or(id);
     match seq.split_once('[') {
         Some((base, rest)) => {
             let index = rest.trim_end_matches(']');
-            if index.is_empty() {
-                format!("{base}_[]")
+            if index.is_empty() || index.contains(['-', ',', '%']) {
+                // An array, or the tasks of one left to start.
+                format!("{base}_[{index}]")
             } else {
                 format!("{base}_{index}")
             }

@@ -9,6 +9,12 @@
 //! `state/depend.rs`, with the rest of what the state does with them).
 //! A named job that has left the history was necessarily met: had it not
 //! been, its dependents would have been deleted when it ended.
+//!
+//! Slurm's forms are read here too, so that one job's dependencies read the
+//! same from both dialects: `?` between items (any of them, not all),
+//! `after:ID+MINUTES` (so long after the named job started), `aftercorr`
+//! (each sub-job of an array after the same sub-job of another ended well)
+//! and `singleton` (after every other job of the same owner and name).
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +33,10 @@ pub enum DependKind {
     AfterAny,
     /// It ended with a non-zero status, was killed or deleted.
     AfterNotOk,
+    /// Slurm's `aftercorr`: each sub-job of this array after the sub-job
+    /// of the named array with the same index ended with status 0; for a
+    /// job that is not an array, `afterok`.
+    AfterCorr,
 }
 
 impl DependKind {
@@ -43,25 +53,45 @@ impl DependKind {
             DependKind::AfterOk => "afterok",
             DependKind::AfterAny => "afterany",
             DependKind::AfterNotOk => "afternotok",
+            DependKind::AfterCorr => "aftercorr",
         }
+    }
+
+    /// The kind a word names (`afterok`, `aftercorr`...), and whether it is
+    /// a `before` form.
+    fn from_word(word: &str) -> Option<(DependKind, bool)> {
+        if word == DependKind::AfterCorr.as_str() {
+            return Some((DependKind::AfterCorr, false));
+        }
+        DependKind::ALL.into_iter().find_map(|k| {
+            if k.as_str() == word {
+                Some((k, false))
+            } else if k.before_str() == word {
+                Some((k, true))
+            } else {
+                None
+            }
+        })
     }
 
     /// Whether a job that ended with this PBS exit status meets it.
     pub fn met_by(self, exit_status: i32) -> bool {
         match self {
             DependKind::After => true,
-            DependKind::AfterOk => exit_status == 0,
+            DependKind::AfterOk | DependKind::AfterCorr => exit_status == 0,
             DependKind::AfterAny => true,
             DependKind::AfterNotOk => exit_status != 0,
         }
     }
-    /// The `before` form of this kind (`beforeok` for `afterok`).
+    /// The `before` form of this kind (`beforeok` for `afterok`); `aftercorr`
+    /// has none.
     pub fn before_str(self) -> &'static str {
         match self {
             DependKind::After => "before",
             DependKind::AfterOk => "beforeok",
             DependKind::AfterAny => "beforeany",
             DependKind::AfterNotOk => "beforenotok",
+            DependKind::AfterCorr => "",
         }
     }
 }
@@ -71,6 +101,47 @@ impl DependKind {
 pub struct Dependency {
     pub kind: DependKind,
     pub job: JobId,
+    /// Minutes to wait past the named job's start (Slurm's
+    /// `after:ID+MINUTES`); only with `after`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_minutes: u32,
+    /// The named job is an array: written `12[].srv`, as PBS Pro does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub array: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Dependency {
+    pub fn new(kind: DependKind, job: JobId) -> Dependency {
+        Dependency {
+            kind,
+            job,
+            delay_minutes: 0,
+            array: false,
+        }
+    }
+}
+
+/// How a job's dependencies combine, beyond the jobs they name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DependHow {
+    /// Any one met dependency lets it start (Slurm's `?`); otherwise all
+    /// must be.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub any: bool,
+    /// Slurm's `singleton`: it waits while another job of its owner with
+    /// its name runs, or waits and was submitted before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub singleton: bool,
+}
+
+impl DependHow {
+    pub fn is_plain(&self) -> bool {
+        !self.any && !self.singleton
+    }
 }
 
 /// All that `-W depend=` says: the jobs this one waits for (`after*`),
@@ -82,6 +153,7 @@ pub struct DependText {
     pub after: Vec<Dependency>,
     pub before: Vec<Dependency>,
     pub on: u32,
+    pub how: DependHow,
 }
 
 /// Reads `afterok:12[:13...][,afterany:14...][,afternotok:15...]` (a leading
@@ -92,7 +164,8 @@ pub fn parse(text: &str, server: &str) -> Result<Vec<Dependency>, CoreError> {
 }
 
 /// Reads every PBS dependency type: `after`, `afterok`, `afternotok`,
-/// `afterany`, their `before` forms and `on:N`.
+/// `afterany`, their `before` forms and `on:N`; and Slurm's: items joined
+/// by `?` (any of them), `after:ID+MINUTES`, `aftercorr:ID`, `singleton`.
 pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
     let text = text.trim();
     let text = text.strip_prefix("depend=").unwrap_or(text);
@@ -104,10 +177,22 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
         word: word.to_string(),
         why: why.to_string(),
     };
-    for item in text.split(',') {
+    let separator = if text.contains('?') {
+        if text.contains(',') {
+            return Err(bad(
+                text,
+                "joins items with both , (all of) and ? (any of); use one of them",
+            ));
+        }
+        parsed.how.any = true;
+        '?'
+    } else {
+        ','
+    };
+    for item in text.split(separator) {
         let item = item.trim();
         if item.is_empty() {
-            return Err(bad(text, "it has an empty entry between commas"));
+            return Err(bad(text, "it has an empty entry between separators"));
         }
         let mut words = item.split(':');
         let kind_word = words.next().unwrap_or_default().to_ascii_lowercase();
@@ -119,22 +204,26 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
             };
             continue;
         }
+        if kind_word == "singleton" {
+            if words.next().is_some() {
+                return Err(bad(item, "singleton names no job"));
+            }
+            parsed.how.singleton = true;
+            continue;
+        }
         if matches!(kind_word.as_str(), "synccount" | "syncwith") {
             return Err(bad(
                 &kind_word,
                 "(Torque) is not supported: qmesh starts a job when its nodes are free; after:ID starts one once another has started",
             ));
         }
-        let before = kind_word.starts_with("before");
-        let kind = DependKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == kind_word || k.before_str() == kind_word)
-            .ok_or_else(|| {
-                bad(
-                    &kind_word,
-                    "is not a dependency type we know (after, afterok, afterany, afternotok, their before forms, on)",
-                )
-            })?;
+        let (kind, before) = DependKind::from_word(&kind_word).ok_or_else(|| {
+            bad(
+                &kind_word,
+                "is not a dependency type we know (after, afterok, afterany, afternotok, \
+                 aftercorr, their before forms, on, singleton)",
+            )
+        })?;
         let out = if before {
             &mut parsed.before
         } else {
@@ -142,6 +231,7 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
         };
         let mut named = 0;
         for word in words {
+            let (word, delay_minutes) = split_delay(word, kind).map_err(|why| bad(word, &why))?;
             let parsed_id = crate::array::Named::parse(word, server).map_err(|e| match e {
                 CoreError::NoSuchJob { .. } => bad(word, "names a job of another server"),
                 _ => bad(
@@ -160,7 +250,10 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
                     ));
                 }
             };
-            let dep = Dependency { kind, job: id };
+            let dep = Dependency {
+                delay_minutes,
+                ..Dependency::new(kind, id)
+            };
             if !out.contains(&dep) {
                 out.push(dep);
             }
@@ -170,11 +263,34 @@ pub fn parse_text(text: &str, server: &str) -> Result<DependText, CoreError> {
             return Err(bad(item, "names no job"));
         }
     }
+    if parsed.how.any && (!parsed.before.is_empty() || parsed.on > 0 || parsed.how.singleton) {
+        return Err(bad(
+            text,
+            "joins before, on or singleton with ? (any of); ? only joins after-type dependencies",
+        ));
+    }
     Ok(parsed)
 }
 
+/// `12+5` as the id and the minutes after its start (`after` only).
+fn split_delay(word: &str, kind: DependKind) -> Result<(&str, u32), String> {
+    let Some((id, minutes)) = word.split_once('+') else {
+        return Ok((word, 0));
+    };
+    if kind != DependKind::After {
+        return Err(format!(
+            "a delay (+MINUTES) goes only with after; {} takes none",
+            kind.as_str()
+        ));
+    }
+    match minutes.trim().parse::<u32>() {
+        Ok(m) => Ok((id, m)),
+        Err(_) => Err("the delay after + is a whole number of minutes, e.g. after:12+10".into()),
+    }
+}
+
 /// The `-W depend=` form with full ids, kinds in first-use order:
-/// `afterok:12.srv:13.srv,afterany:14.srv`.
+/// `afterok:12.srv:13.srv,afterany:14.srv`; an `after` delay as `+MINUTES`.
 pub fn format(deps: &[Dependency], server: &str) -> String {
     let mut kinds: Vec<DependKind> = Vec::new();
     for dep in deps {
@@ -188,10 +304,32 @@ pub fn format(deps: &[Dependency], server: &str) -> String {
             let mut part = kind.as_str().to_string();
             for dep in deps.iter().filter(|d| d.kind == *kind) {
                 part.push(':');
-                part.push_str(&dep.job.full(server));
+                part.push_str(&one_job(dep, server));
             }
             part
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// [`format`] for dependencies any one of which will do: each its own
+/// item, joined by `?` (`afterok:12.srv?afternotok:13.srv`).
+pub fn format_any(deps: &[Dependency], server: &str) -> String {
+    deps.iter()
+        .map(|dep| format!("{}:{}", dep.kind.as_str(), one_job(dep, server)))
+        .collect::<Vec<_>>()
+        .join("?")
+}
+
+fn one_job(dep: &Dependency, server: &str) -> String {
+    let id = if dep.array {
+        format!("{}[].{server}", dep.job)
+    } else {
+        dep.job.full(server)
+    };
+    if dep.delay_minutes > 0 {
+        format!("{id}+{}", dep.delay_minutes)
+    } else {
+        id
+    }
 }

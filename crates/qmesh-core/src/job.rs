@@ -372,6 +372,9 @@ pub struct Job {
     /// `before*` dependency before it may start.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depend_on: u32,
+    /// Whether any one dependency will do, and Slurm's `singleton`.
+    #[serde(default, skip_serializing_if = "crate::depend::DependHow::is_plain")]
+    pub depend_how: crate::depend::DependHow,
     /// Not to start before this (`qsub -a`, PBS `Execution_Time`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_after: Option<Time>,

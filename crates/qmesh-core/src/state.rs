@@ -43,6 +43,7 @@ mod reserved;
 pub use arrays::Targets;
 pub use book::PendingView;
 use book::{JobBook, add_pending, pending_key, refresh_pending, remove_pending, requeue};
+pub use depend::Resolved;
 pub use hosts::{HostFacts, overloaded};
 use machine::Machine;
 
@@ -494,7 +495,7 @@ impl State {
         now: Time,
     ) -> Result<Job, CoreError> {
         let id = JobId(self.book.next_id);
-        let depend = self.dependencies_for(&submission.depend)?;
+        let depend = self.dependencies_for(&submission.depend, now)?;
         let before = self.before_targets(&submission.depend)?;
         let mut submission = submission;
         if let Some(queue) = submission.queue.take() {
@@ -509,6 +510,7 @@ impl State {
         )?;
         job.depend = depend.after;
         job.depend_on = depend.on;
+        job.depend_how = depend.how;
         job.before = before;
         self.check_placeable(&job)?;
         self.check_first_node(&job)?;

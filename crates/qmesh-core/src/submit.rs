@@ -326,6 +326,7 @@ impl Submission {
             depend: Vec::new(),
             before: Vec::new(),
             depend_on: 0,
+            depend_how: Default::default(),
             start_after: self.start_after,
             rank: None,
             period_stop: None,

@@ -66,6 +66,7 @@ pub fn sample_job(id: u64) -> Job {
         depend: vec![],
         before: vec![],
         depend_on: 0,
+        depend_how: Default::default(),
         start_after: None,
         rank: None,
         period_stop: None,

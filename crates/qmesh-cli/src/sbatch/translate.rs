@@ -122,38 +122,37 @@ pub fn mail_points(text: &str) -> Result<String, String> {
     Ok(points)
 }
 
-/// `-d`: Slurm's dependency list as PBS's `depend=` (the same words for
-/// after, afterok, afternotok, afterany).
+/// `-d`: Slurm's dependency list as qmesh's `depend=`, which reads the
+/// same words (`after`, `afterok`, `afternotok`, `afterany`, `aftercorr`,
+/// `singleton`, `?` for any of, `+MINUTES` after a start); the daemon
+/// checks the rest. Slurm's array task ids (`12_3`) are refused here with
+/// what to write.
 pub fn dependency(text: &str) -> Result<String, String> {
     let t = text.trim();
-    if t.contains('?') {
-        return Err(format!(
-            "--dependency={t}: qmesh waits for all dependencies, not any (?); \
-             write them with , (all)"
-        ));
-    }
-    let mut out = Vec::new();
-    for item in t.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (kind, ids) = item.split_once(':').ok_or_else(|| {
-            format!(
-                "--dependency={t}: \"{item}\" is not supported; write after, afterok, \
-                 afternotok or afterany with :JOBID[:JOBID...]"
-            )
-        })?;
-        if !["after", "afterok", "afternotok", "afterany"].contains(&kind) {
+    for item in t.split([',', '?']).map(str::trim).filter(|i| !i.is_empty()) {
+        let mut words = item.split(':');
+        let kind = words.next().unwrap_or_default();
+        match kind {
+            "afterburstbuffer" => {
+                return Err(format!(
+                    "--dependency={t}: qmesh has no burst buffers; write afterany:JOBID"
+                ));
+            }
+            "expand" => {
+                return Err(format!(
+                    "--dependency={t}: qmesh does not grow jobs; submit the whole job at once"
+                ));
+            }
+            _ => {}
+        }
+        if let Some(task) = words.find(|w| w.contains('_')) {
             return Err(format!(
-                "--dependency={t}: {kind} is not supported; write after, afterok, afternotok \
-                 or afterany"
+                "--dependency={t}: {task} names one task of an array; depend on the whole \
+                 array (its job id), or use aftercorr:JOBID to match task to task"
             ));
         }
-        if ids.contains('+') {
-            return Err(format!(
-                "--dependency={t}: a delay after a job (+MINUTES) is not supported"
-            ));
-        }
-        out.push(format!("{kind}:{ids}"));
     }
-    Ok(out.join(","))
+    Ok(t.to_string())
 }
 
 /// `--array` as qmesh's array option and text: Torque's `-t` for lists,
@@ -437,16 +436,17 @@ mod tests {
             dependency("afterok:12:13,afterany:14").unwrap(),
             "afterok:12:13,afterany:14"
         );
-        assert!(
-            dependency("afterok:1?afterany:2")
-                .unwrap_err()
-                .contains("not any")
+        assert_eq!(
+            dependency("afterok:1?afterany:2").unwrap(),
+            "afterok:1?afterany:2"
         );
+        assert_eq!(dependency(" singleton ").unwrap(), "singleton");
         assert!(
-            dependency("singleton")
+            dependency("afterok:12_3")
                 .unwrap_err()
-                .contains("not supported")
+                .contains("aftercorr")
         );
+        assert!(dependency("expand:12").unwrap_err().contains("grow"));
         assert_eq!(array("0-15%4"), ("t", "0-15%4".into()));
         assert_eq!(array("0-20:2"), ("J", "0-20:2".into()));
     }

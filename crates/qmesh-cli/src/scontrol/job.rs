@@ -107,24 +107,37 @@ fn megabytes(mb: u64) -> String {
 }
 
 /// Slurm's dependency list: `afterok:12(unfulfilled),afterany:13(...)`
-/// from qmesh's `afterok:12.srv:13.srv,...`.
+/// from qmesh's `afterok:12.srv:13.srv,...`; `?` (any of), `singleton` and
+/// `after:12+5` as Slurm writes them.
 pub fn dependency(depend: &str) -> String {
     if depend.is_empty() {
         return "(null)".into();
     }
+    let separator = if depend.contains('?') { '?' } else { ',' };
     let mut out = Vec::new();
-    for group in depend.split(',') {
+    for group in depend.split(separator) {
         let mut parts = group.split(':');
         let kind = parts.next().unwrap_or_default();
+        let mut named = false;
         for id in parts {
+            let (id, delay) = match id.split_once('+') {
+                Some((id, minutes)) => (id, format!("+{minutes}")),
+                None => (id, String::new()),
+            };
             let number = id.split('.').next().unwrap_or(id);
-            out.push(format!("{kind}:{}(unfulfilled)", squeue::slurm_id(number)));
+            // An array, `12[]`, is `12_*` to Slurm.
+            let slurm = match number.strip_suffix("[]") {
+                Some(array) => format!("{array}_*"),
+                None => squeue::slurm_id(number),
+            };
+            out.push(format!("{kind}:{slurm}{delay}(unfulfilled)"));
+            named = true;
         }
-        if group.split(':').count() == 1 {
-            out.push(group.to_string());
+        if !named {
+            out.push(format!("{group}(unfulfilled)"));
         }
     }
-    out.join(",")
+    out.join(&separator.to_string())
 }
 
 /// What the job asked per node and in all: nodes, CPUs, tasks, CPUs per
@@ -588,5 +601,10 @@ mod tests {
         assert_eq!(megabytes(100), "100M");
         assert_eq!(megabytes(4096), "4G");
         assert_eq!(dependency(""), "(null)");
+        assert_eq!(
+            dependency("afterok:5.srv?after:6.srv+10?aftercorr:7[].srv"),
+            "afterok:5(unfulfilled)?after:6+10(unfulfilled)?aftercorr:7_*(unfulfilled)"
+        );
+        assert_eq!(dependency("singleton"), "singleton(unfulfilled)");
     }
 }

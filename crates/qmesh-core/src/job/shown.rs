@@ -196,7 +196,11 @@ fn format_kb(bytes: u64) -> String {
 /// to be named by N more.
 pub fn format_depend(job: &Job, server: &str) -> String {
     let mut parts = Vec::new();
-    let after = depend::format(&job.depend, server);
+    let after = if job.depend_how.any {
+        depend::format_any(&job.depend, server)
+    } else {
+        depend::format(&job.depend, server)
+    };
     if !after.is_empty() {
         parts.push(after);
     }
@@ -220,6 +224,10 @@ pub fn format_depend(job: &Job, server: &str) -> String {
     if job.depend_on > 0 {
         parts.push(format!("on:{}", job.depend_on));
     }
+    if job.depend_how.singleton {
+        parts.push("singleton".into());
+    }
+    // `?` joins any-of items; singleton or before* cannot join them.
     parts.join(",")
 }
 

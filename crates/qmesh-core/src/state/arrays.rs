@@ -69,6 +69,7 @@ impl State {
             depend: Vec::new(),
             before: Vec::new(),
             depend_on: 0,
+            depend_how: Default::default(),
             start_after: None,
             // Held while its array is: it is one of them.
             holds: parent.holds,
@@ -94,12 +95,16 @@ impl State {
     /// The next sub-job of `array` to start, made pending (the pass
     /// starts an array by starting it).
     pub(crate) fn materialize_next(&mut self, array: JobId, now: Time) -> Result<JobId, CoreError> {
-        let next = self
-            .book
-            .jobs
-            .get(&array)
-            .and_then(|j| j.array.as_ref())
-            .and_then(|a| a.tally.unstarted.iter().next().map(|r| r.start));
+        let next = self.book.jobs.get(&array).and_then(|job| {
+            // Matched sub-job by sub-job (aftercorr): the first whose
+            // counterpart has ended well; otherwise the first left.
+            if self.matches_sub_jobs(job) {
+                self.ready_position(job, now)
+            } else {
+                let a = job.array.as_ref()?;
+                a.tally.unstarted.iter().next().map(|r| r.start)
+            }
+        });
         match next {
             Some(position) => self.materialize(array, position, now),
             None => {

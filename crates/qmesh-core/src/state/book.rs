@@ -101,7 +101,10 @@ impl PendingView {
             walltime: job.walltime,
             qtime: job.qtime,
             queued: job.state == JobState::Queued,
-            conditional: !job.depend.is_empty() || job.start_after.is_some() || job.depend_on > 0,
+            conditional: !job.depend.is_empty()
+                || job.start_after.is_some()
+                || job.depend_on > 0
+                || job.depend_how.singleton,
             has_account: job.account.is_some(),
             has_needs: job.needs().any(),
             constrained: job.consumes_on_nodes()

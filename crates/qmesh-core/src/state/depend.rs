@@ -20,14 +20,22 @@ enum Standing {
     Never(i32),
 }
 
-fn standing(kind: DependKind, pred: Option<&Job>) -> Standing {
+/// How `dep` stands at `now`, its job being `pred` (`None`: gone from the
+/// history, so met). `aftercorr` here is the whole array's `afterok`; an
+/// array's sub-jobs are matched one by one ([`State::ready_position`]).
+fn standing(dep: &Dependency, pred: Option<&Job>, now: Time) -> Standing {
     let Some(pred) = pred else {
         return Standing::Met;
     };
-    if kind == DependKind::After {
+    if dep.kind == DependKind::After {
         let array_begun = pred.array.as_ref().is_some_and(|a| a.tally.begun > 0);
         return if pred.stime.is_some() || pred.state.is_active() || array_begun {
-            Standing::Met
+            match pred.stime {
+                Some(at) if dep.delay_minutes > 0 && after_delay(at, dep) > now => {
+                    Standing::Waiting
+                }
+                _ => Standing::Met,
+            }
         } else if pred.state == JobState::Finished {
             // Ended without ever starting (deleted while it waited).
             Standing::Never(pred.exit.as_ref().map_or(-2, JobExit::exit_status))
@@ -39,10 +47,36 @@ fn standing(kind: DependKind, pred: Option<&Job>) -> Standing {
         return Standing::Waiting;
     }
     let status = pred.exit.as_ref().map_or(-2, JobExit::exit_status);
-    if kind.met_by(status) {
+    if dep.kind.met_by(status) {
         Standing::Met
     } else {
         Standing::Never(status)
+    }
+}
+
+/// `at` plus the delay of an `after:ID+MINUTES`.
+fn after_delay(at: Time, dep: &Dependency) -> Time {
+    at + chrono::Duration::minutes(i64::from(dep.delay_minutes))
+}
+
+/// How a job's dependencies stand together: all must be met, or any one
+/// (`?`); they can never be met once one (all) or every one (any) cannot.
+fn combined(job: &Job, each: impl Fn(&Dependency) -> Standing) -> Standing {
+    let mut waiting = false;
+    let mut never = None;
+    for dep in &job.depend {
+        match each(dep) {
+            Standing::Met if job.depend_how.any => return Standing::Met,
+            Standing::Met => {}
+            Standing::Waiting => waiting = true,
+            Standing::Never(status) if !job.depend_how.any => return Standing::Never(status),
+            Standing::Never(status) => never = Some(status),
+        }
+    }
+    match never {
+        _ if waiting => Standing::Waiting,
+        Some(status) if job.depend_how.any => Standing::Never(status),
+        _ => Standing::Met,
     }
 }
 
@@ -58,19 +92,26 @@ fn ending(pred: &Job) -> String {
 impl State {
     /// Why a queued job may not start yet regardless of nodes: it depends
     /// on jobs that have not ended, or its start-after time is ahead.
-    /// Costs one lookup per dependency.
+    /// Costs one lookup per dependency; `singleton` costs a look at the
+    /// running and waiting jobs.
     pub fn waits_for(&self, job: &Job, now: Time) -> Option<Reason> {
         // A dependency that can never be met also keeps the job waiting
         // (resolve_dependents deletes it; it must not run meanwhile).
-        if job
-            .depend
-            .iter()
-            .any(|d| standing(d.kind, self.job(d.job)) != Standing::Met)
-        {
-            return Some(Reason::Dependency);
+        if !job.depend.is_empty() {
+            let ready = if self.matches_sub_jobs(job) {
+                self.ready_position(job, now).is_some()
+            } else {
+                self.dependencies_standing(job, now) == Standing::Met
+            };
+            if !ready {
+                return Some(Reason::Dependency);
+            }
         }
         if job.depend_on > 0 {
             // on:N: waiting to be named by N more before* jobs.
+            return Some(Reason::Dependency);
+        }
+        if job.depend_how.singleton && self.singleton_blocked(job) {
             return Some(Reason::Dependency);
         }
         if job.start_after.is_some_and(|t| t > now) {
@@ -79,26 +120,173 @@ impl State {
         None
     }
 
+    /// How `job`'s dependencies stand together, each on its whole job.
+    fn dependencies_standing(&self, job: &Job, now: Time) -> Standing {
+        combined(job, |d| standing(d, self.job(d.job), now))
+    }
+
+    /// Whether `job` is an array some of whose dependencies are matched
+    /// sub-job by sub-job (`aftercorr`).
+    pub(super) fn matches_sub_jobs(&self, job: &Job) -> bool {
+        job.array.is_some() && job.depend.iter().any(|d| d.kind == DependKind::AfterCorr)
+    }
+
+    /// The first position of array `job` left to start whose dependencies
+    /// are met, an `aftercorr` one by the named array's sub-job of the same
+    /// index. `None` when no position may start yet.
+    pub(crate) fn ready_position(&self, job: &Job, now: Time) -> Option<u32> {
+        let array = job.array.as_ref()?;
+        array
+            .tally
+            .unstarted
+            .iter()
+            .flat_map(|r| r.clone())
+            .find(|&position| {
+                let Some(index) = array.spec.index_at(position) else {
+                    return false;
+                };
+                combined(job, |d| self.standing_at(d, index, now)) == Standing::Met
+            })
+    }
+
+    /// How many sub-jobs of array `job` one pass may start, as far as its
+    /// dependencies go: those whose `aftercorr` counterparts ended well,
+    /// one for a `singleton` array (the next waits for it), else all left.
+    pub fn startable_sub_jobs(&self, job: &Job, now: Time) -> u32 {
+        let Some(array) = job.array.as_ref() else {
+            return 0;
+        };
+        if job.depend_how.singleton {
+            return array.unstarted().min(1);
+        }
+        if !self.matches_sub_jobs(job) {
+            return array.unstarted();
+        }
+        let ready = array
+            .tally
+            .unstarted
+            .iter()
+            .flat_map(|r| r.clone())
+            .filter(|&p| {
+                array.spec.index_at(p).is_some_and(|index| {
+                    combined(job, |d| self.standing_at(d, index, now)) == Standing::Met
+                })
+            });
+        u32::try_from(ready.count()).unwrap_or(u32::MAX)
+    }
+
+    /// How `dep` stands for the sub-job with `index` of the job that holds
+    /// it: for `aftercorr` on an array, by that array's sub-job of the same
+    /// index (met if it has none); otherwise by the whole named job.
+    fn standing_at(&self, dep: &Dependency, index: u32, now: Time) -> Standing {
+        let pred = self.job(dep.job);
+        let Some(array) = pred
+            .filter(|_| dep.kind == DependKind::AfterCorr)
+            .and_then(|p| p.array.as_ref())
+        else {
+            return standing(dep, pred, now);
+        };
+        let Some(position) = array.spec.position_of(index) else {
+            return Standing::Met;
+        };
+        if let Some(sub) = self.job(dep.job.sub_job(index)) {
+            return standing(dep, Some(sub), now);
+        }
+        if array.tally.unstarted.contains(&position) {
+            Standing::Waiting
+        } else if array.removed.contains(&position) {
+            Standing::Never(-2)
+        } else {
+            // Its record has left the history: it ended, and ended well,
+            // or this position would have been removed then.
+            Standing::Met
+        }
+    }
+
+    /// `singleton`: another job of the same owner and name runs, or waits
+    /// and came first (Slurm's rule). Sub-jobs of its own array that run
+    /// count, so an array's sub-jobs run one at a time.
+    fn singleton_blocked(&self, job: &Job) -> bool {
+        let same = |other: &&Job| {
+            other.id != job.id && other.owner.uid == job.owner.uid && other.name == job.name
+        };
+        if self
+            .active_jobs()
+            .filter(|j| j.state.is_active())
+            .any(|j| same(&j))
+        {
+            return true;
+        }
+        self.pending_jobs()
+            .filter(|j| j.id < job.id && j.id.array_parent() != Some(job.id))
+            .any(|j| same(&j))
+    }
+
+    /// When pending `job` may start by time alone, if it waits for a time:
+    /// its start-after time, or the end of an `after:ID+MINUTES` delay of
+    /// a job that has started.
+    pub fn ready_time(&self, job: &Job) -> Option<Time> {
+        let delays = job.depend.iter().filter(|d| d.delay_minutes > 0);
+        let delayed = delays
+            .filter_map(|d| Some(after_delay(self.job(d.job)?.stime?, d)))
+            .max();
+        job.start_after.max(delayed)
+    }
+
+    /// When the dependents of `id`, which has just started, may start by
+    /// time alone (`after:ID+MINUTES`): a pass is due then.
+    pub fn delayed_dependents_due(&self, id: JobId) -> Vec<Time> {
+        let Some(stime) = self.job(id).and_then(|j| j.stime) else {
+            return Vec::new();
+        };
+        let mut due = Vec::new();
+        for pred in [Some(id), id.array_parent()].into_iter().flatten() {
+            let dependents = self.book.dependents.get(&pred).into_iter().flatten();
+            for job in dependents.filter_map(|d| self.job(*d)) {
+                due.extend(
+                    job.depend
+                        .iter()
+                        .filter(|d| d.job == pred && d.delay_minutes > 0)
+                        .map(|d| after_delay(stime, d)),
+                );
+            }
+        }
+        due
+    }
+
     /// The dependencies a submission's `-W depend=` text names, each on a
     /// job that exists and has not already ended the wrong way.
-    pub(crate) fn dependencies_for(&self, text: &str) -> Result<DependText, CoreError> {
-        let parsed = parse_text(text, self.server_name())?;
-        let deps = &parsed.after;
-        for dep in deps {
+    pub(crate) fn dependencies_for(&self, text: &str, now: Time) -> Result<DependText, CoreError> {
+        let mut parsed = parse_text(text, self.server_name())?;
+        for dep in &mut parsed.after {
+            dep.array = self.job(dep.job).is_some_and(|j| j.array.is_some());
+        }
+        let mut unsatisfiable = None;
+        for dep in &parsed.after {
             let pred = self
                 .job(dep.job)
                 .ok_or_else(|| CoreError::NoSuchPredecessor {
                     id: self.full_id(dep.job),
                 })?;
-            if let Standing::Never(_) = standing(dep.kind, Some(pred)) {
-                return Err(CoreError::DependencyUnsatisfiable {
+            // An aftercorr is judged sub-job by sub-job, as they end.
+            if dep.kind == DependKind::AfterCorr {
+                continue;
+            }
+            if let Standing::Never(_) = standing(dep, Some(pred), now) {
+                unsatisfiable.get_or_insert(CoreError::DependencyUnsatisfiable {
                     dependency: format!("{}:{}", dep.kind.as_str(), self.full_id(dep.job)),
                     id: self.full_id(dep.job),
                     how: ending(pred),
                 });
+            } else if parsed.how.any {
+                // One that may still be met will do.
+                return Ok(parsed);
             }
         }
-        Ok(parsed)
+        match unsatisfiable {
+            Some(error) => Err(error),
+            None => Ok(parsed),
+        }
     }
 
     /// The `before*` dependencies a submission names, each on a job that
@@ -111,6 +299,16 @@ impl State {
                 .ok_or_else(|| CoreError::NoSuchPredecessor {
                     id: self.full_id(dep.job),
                 })?;
+            if target.depend_how.any {
+                return Err(CoreError::BadDependency {
+                    word: format!("{}:{}", dep.kind.before_str(), self.full_id(dep.job)),
+                    why: format!(
+                        "job {} waits for any one of its dependencies (?); a before \
+                         dependency cannot add to them",
+                        self.full_id(dep.job)
+                    ),
+                });
+            }
             if !target.state.is_pending() {
                 return Err(CoreError::BadDependency {
                     word: format!("{}:{}", dep.kind.before_str(), self.full_id(dep.job)),
@@ -134,8 +332,8 @@ impl State {
         let mut changed = Vec::new();
         for dep in before {
             let link = Dependency {
-                kind: dep.kind,
-                job: id,
+                array: self.job(id).is_some_and(|j| j.array.is_some()),
+                ..Dependency::new(dep.kind, id)
             };
             if self.add_dependency(dep.job, link) {
                 changed.push(dep.job);
@@ -144,34 +342,44 @@ impl State {
         changed
     }
 
-    /// Deletes the pending jobs of a loaded state whose dependency can no
+    /// Deletes the pending jobs of a loaded state whose dependencies can no
     /// longer be met (their predecessor's end was stored, theirs not: a
     /// crash between the two), and theirs. Returns them, for the store.
-    pub fn resolve_all_dependents(&mut self, now: Time) -> Vec<JobId> {
-        let stuck: Vec<(JobId, Dependency)> =
-            self.pending_jobs()
-                .filter_map(|job| {
-                    let dep = job.depend.iter().find(|d| {
-                        matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
-                    })?;
-                    Some((job.id, *dep))
-                })
-                .collect();
-        let mut changed = Vec::new();
-        for (id, dep) in stuck {
-            if self.delete_unmet(id, dep, now) {
-                changed.push(id);
-                changed.extend(self.resolve_dependents(id, now));
+    pub fn resolve_all_dependents(&mut self, now: Time) -> Resolved {
+        let waiting: Vec<JobId> = self
+            .pending_jobs()
+            .filter(|job| !job.depend.is_empty())
+            .map(|job| job.id)
+            .collect();
+        let mut resolved = Resolved::default();
+        for id in waiting {
+            if self.settle_dependent(id, None, now, &mut resolved) {
+                let more = self.resolve_dependents(id, now);
+                resolved.deleted.extend(more.deleted);
+                resolved.trimmed.extend(more.trimmed);
             }
         }
-        changed
+        resolved
     }
 
     /// After `ended` finished (or was deleted before it started): deletes
-    /// every pending job whose dependency on it can now never be met, and
-    /// theirs in turn. Returns the jobs it changed, for the store.
-    pub fn resolve_dependents(&mut self, ended: JobId, now: Time) -> Vec<JobId> {
-        let mut changed = Vec::new();
+    /// every pending job whose dependencies can now never be met, and
+    /// theirs in turn; an array waiting `aftercorr` on `ended`'s array loses
+    /// the sub-job whose counterpart `ended` was, if it ended badly.
+    pub fn resolve_dependents(&mut self, ended: JobId, now: Time) -> Resolved {
+        let mut resolved = Resolved::default();
+        if let Some(array) = ended.array_parent() {
+            let index = ended.array_index();
+            let waiting = self
+                .book
+                .dependents
+                .get(&array)
+                .cloned()
+                .unwrap_or_default();
+            for id in waiting {
+                self.trim_positions(id, index, now, &mut resolved);
+            }
+        }
         let mut ends = vec![ended];
         while let Some(pred_id) = ends.pop() {
             if self
@@ -182,32 +390,141 @@ impl State {
                 continue;
             }
             for id in self.take_dependents(pred_id) {
-                let Some(job) = self.job(id).filter(|j| j.state.is_pending()) else {
-                    continue;
-                };
-                let unmet = job.depend.iter().find(|d| {
-                    d.job == pred_id
-                        && matches!(standing(d.kind, self.job(d.job)), Standing::Never(_))
-                });
-                if let Some(&dep) = unmet
-                    && self.delete_unmet(id, dep, now)
-                {
-                    changed.push(id);
+                if self.settle_dependent(id, Some(pred_id), now, &mut resolved) {
                     ends.push(id);
                 }
             }
         }
-        changed
+        resolved
     }
 
-    /// Ends pending job `id`, whose dependency `dep` can never be met.
-    fn delete_unmet(&mut self, id: JobId, dep: Dependency, now: Time) -> bool {
+    /// Pending job `id` after `pred` (or, `None`, any of its predecessors)
+    /// ended: deleted if its dependencies can never be met, its positions
+    /// removed that can never start if it is an array matched sub-job by
+    /// sub-job. True if it was deleted.
+    fn settle_dependent(
+        &mut self,
+        id: JobId,
+        pred: Option<JobId>,
+        now: Time,
+        resolved: &mut Resolved,
+    ) -> bool {
+        let Some(job) = self.job(id).filter(|j| j.state.is_pending()) else {
+            return false;
+        };
+        if self.matches_sub_jobs(job) {
+            self.trim_positions(id, None, now, resolved);
+            return false;
+        }
+        if !matches!(self.dependencies_standing(job, now), Standing::Never(_)) {
+            return false;
+        }
+        // The dependency to name: the one on `pred`, or the first that failed.
+        let failed =
+            |d: &&Dependency| matches!(standing(d, self.job(d.job), now), Standing::Never(_));
+        let dep = job
+            .depend
+            .iter()
+            .filter(failed)
+            .find(|d| pred.is_none_or(|p| d.job == p))
+            .or_else(|| job.depend.iter().find(failed))
+            .copied();
+        let any = job.depend_how.any && job.depend.len() > 1;
+        let Some(dep) = dep else {
+            return false;
+        };
+        let deleted = self.delete_unmet(id, dep, any, now);
+        if deleted {
+            resolved.deleted.push(id);
+        }
+        deleted
+    }
+
+    /// Removes from array `id` the positions left to start (the one of
+    /// sub-job `index`, or all) whose dependencies can never be met.
+    fn trim_positions(
+        &mut self,
+        id: JobId,
+        index: Option<u32>,
+        now: Time,
+        resolved: &mut Resolved,
+    ) {
+        let Some(job) = self.job(id).filter(|j| j.state.is_pending()) else {
+            return;
+        };
+        if !self.matches_sub_jobs(job) {
+            return;
+        }
+        let Some(array) = job.array.as_ref() else {
+            return;
+        };
+        let candidates: Vec<u32> = match index {
+            Some(i) => array.spec.position_of(i).into_iter().collect(),
+            None => array
+                .tally
+                .unstarted
+                .iter()
+                .flat_map(|r| r.clone())
+                .collect(),
+        };
+        let mut dead = rangemap::RangeSet::new();
+        for position in candidates {
+            let Some(i) = array.spec.index_at(position) else {
+                continue;
+            };
+            if array.tally.unstarted.contains(&position)
+                && matches!(
+                    combined(job, |d| self.standing_at(d, i, now)),
+                    Standing::Never(_)
+                )
+            {
+                dead.insert(position..position + 1);
+            }
+        }
+        if dead.is_empty() {
+            return;
+        }
+        let count = self.remove_unstarted(id, &dead);
+        let deps = self.depend_text(id);
+        if let Some(job) = self.book.jobs.get_mut(&id) {
+            job.mtime = now;
+            job.comment = format!(
+                "{count} sub-job(s) deleted before they started: their dependency {deps} \
+                 can never be satisfied"
+            );
+        }
+        self.settle_array(id, now);
+        resolved.trimmed.push(id);
+    }
+
+    /// A job's `after*` dependencies as written back (`afterok:12.srv`).
+    fn depend_text(&self, id: JobId) -> String {
+        let server = self.server_name();
+        self.job(id).map_or_else(String::new, |job| {
+            if job.depend_how.any {
+                crate::depend::format_any(&job.depend, server)
+            } else {
+                crate::depend::format(&job.depend, server)
+            }
+        })
+    }
+
+    /// Ends pending job `id`, whose dependency `dep` can never be met (nor,
+    /// with `any`, can any of the others).
+    fn delete_unmet(&mut self, id: JobId, dep: Dependency, any: bool, now: Time) -> bool {
         let how = self.job(dep.job).map_or_else(String::new, ending);
         let pred = self.full_id(dep.job);
-        let comment = format!(
-            "job deleted: its dependency {}:{pred} can never be satisfied (job {pred} ended: {how})",
-            dep.kind.as_str(),
-        );
+        let comment = if any {
+            format!(
+                "job deleted: none of its dependencies {} can be satisfied (job {pred} ended: {how})",
+                self.depend_text(id)
+            )
+        } else {
+            format!(
+                "job deleted: its dependency {}:{pred} can never be satisfied (job {pred} ended: {how})",
+                dep.kind.as_str(),
+            )
+        };
         let exit = JobExit {
             code: None,
             signal: None,
@@ -221,275 +538,13 @@ impl State {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::access::Role;
-    use crate::depend::*;
-    use crate::job::ExitCause;
-    use crate::state::tests::{caller, state, t};
-    use crate::submit::Submission;
-
-    fn dep(kind: DependKind, id: u64) -> Dependency {
-        Dependency {
-            kind,
-            job: JobId(id),
-        }
-    }
-
-    #[test]
-    fn depend_text_parses() {
-        use DependKind::*;
-        assert_eq!(
-            parse("afterok:12:13.srv,afterany:14", "srv").unwrap(),
-            vec![dep(AfterOk, 12), dep(AfterOk, 13), dep(AfterAny, 14)]
-        );
-        assert_eq!(
-            parse("depend=afternotok:7.srv.example.org", "srv").unwrap(),
-            vec![dep(AfterNotOk, 7)]
-        );
-        assert_eq!(parse(" ", "srv").unwrap(), vec![]);
-        assert_eq!(
-            parse("afterok:3,afterok:3", "srv").unwrap(),
-            vec![dep(AfterOk, 3)]
-        );
-    }
-
-    #[test]
-    fn bad_depend_text_names_the_word() {
-        let msg = |text: &str| parse(text, "srv").unwrap_err().to_string();
-        assert!(
-            msg("aftreok:12").starts_with("bad dependency \"aftreok\": is not a dependency type"),
-            "{}",
-            msg("aftreok:12")
-        );
-        assert!(msg("afterok:1x").contains("\"1x\": is not a job id"));
-        assert!(msg("afterok:12.other").contains("\"12.other\": names a job of another server"));
-        assert!(msg("afterok").contains("\"afterok\": names no job"));
-        assert!(msg("afterok:").contains("\"\": is not a job id"));
-        assert!(msg("afterok:1,,afterany:2").contains("empty entry"));
-        assert!(msg("afterok:x").contains("e.g. afterok:12"));
-    }
-
-    #[test]
-    fn format_groups_by_kind() {
-        use DependKind::*;
-        let deps = [dep(AfterOk, 12), dep(AfterAny, 14), dep(AfterOk, 13)];
-        assert_eq!(
-            format(&deps, "srv"),
-            "afterok:12.srv:13.srv,afterany:14.srv"
-        );
-        assert_eq!(format(&[], "srv"), "");
-    }
-
-    fn submit_dep(
-        s: &mut State,
-        depend: &str,
-        start_after: Option<Time>,
-    ) -> Result<JobId, CoreError> {
-        let sub = Submission {
-            script_name: "job.sh".into(),
-            workdir: "/tmp".into(),
-            depend: depend.into(),
-            start_after,
-            ..Submission::default()
-        };
-        s.submit(sub, &caller(1000, Role::User), t(0)).map(|j| j.id)
-    }
-
-    fn run_and_end(s: &mut State, id: JobId, code: i32) {
-        s.start(id, &[0], t(1)).unwrap();
-        let exit = JobExit {
-            code: Some(code),
-            signal: None,
-            cause: ExitCause::Exited,
-            message: String::new(),
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        };
-        s.finish(id, exit, t(2)).unwrap();
-    }
-
-    #[test]
-    fn unknown_predecessors_are_refused() {
-        let mut s = state(2);
-        let err = submit_dep(&mut s, "afterok:12", None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "job 12.srv does not exist or has left the history; see qstat -x"
-        );
-        let a = submit_dep(&mut s, "", None).unwrap();
-        run_and_end(&mut s, a, 1);
-        let err = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap_err();
-        assert!(err.to_string().contains("exit status 1"), "{err}");
-        submit_dep(&mut s, &format!("afternotok:{a}"), None).unwrap();
-    }
-
-    #[test]
-    fn waits_for_dependencies_then_the_start_time() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let b = submit_dep(&mut s, &format!("afterok:{a}"), Some(t(100))).unwrap();
-        let job_b = s.job(b).unwrap().clone();
-        assert_eq!(s.waits_for(&job_b, t(0)), Some(Reason::Dependency));
-        run_and_end(&mut s, a, 0);
-        assert!(s.resolve_dependents(a, t(2)).is_empty());
-        assert_eq!(s.waits_for(&job_b, t(2)), Some(Reason::BeginTime));
-        assert_eq!(s.waits_for(&job_b, t(100)), None);
-        // A predecessor gone from the history was met.
-        s.purge_history(t(1_000_000_000));
-        assert_eq!(s.waits_for(&job_b, t(100)), None);
-    }
-
-    #[test]
-    fn a_dependency_that_can_never_be_met_deletes_down_the_chain() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let ok = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
-        let notok = submit_dep(&mut s, &format!("afternotok:{a}"), None).unwrap();
-        let any = submit_dep(&mut s, &format!("afterany:{ok}"), None).unwrap();
-        let after_any = submit_dep(&mut s, &format!("afterok:{any}"), None).unwrap();
-        run_and_end(&mut s, a, 1);
-        let mut changed = s.resolve_dependents(a, t(3));
-        changed.sort();
-        // ok dies with a; afterany:ok is met by a deleted job, so any waits on.
-        assert_eq!(changed, vec![ok]);
-        let gone = s.job(ok).unwrap();
-        assert_eq!(gone.state, JobState::Finished);
-        assert_eq!(
-            gone.comment,
-            format!(
-                "job deleted: its dependency afterok:{a}.srv can never be satisfied (job {a}.srv ended: exit status 1)"
-            )
-        );
-        let job_notok = s.job(notok).unwrap().clone();
-        assert_eq!(s.waits_for(&job_notok, t(3)), None);
-        let job_any = s.job(any).unwrap().clone();
-        assert_eq!(s.waits_for(&job_any, t(3)), None);
-        // Deleting `any` before it starts cascades to its afterok dependent.
-        s.delete(any, &caller(1000, Role::User), t(4)).unwrap();
-        assert_eq!(s.resolve_dependents(any, t(4)), vec![after_any]);
-        assert!(s.job(after_any).unwrap().comment.contains("it was deleted"));
-        s.check_invariants().unwrap();
-    }
-
-    #[test]
-    fn cascades_reach_grandchildren() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
-        let c = submit_dep(&mut s, &format!("afterok:{b}"), None).unwrap();
-        let d = submit_dep(&mut s, &format!("afternotok:{c}"), None).unwrap();
-        run_and_end(&mut s, a, 2);
-        let mut changed = s.resolve_dependents(a, t(3));
-        changed.sort();
-        assert_eq!(changed, vec![b, c]);
-        // afternotok on a deleted job is met.
-        let job_d = s.job(d).unwrap().clone();
-        assert_eq!(s.waits_for(&job_d, t(3)), None);
-        s.check_invariants().unwrap();
-    }
-
-    #[test]
-    fn a_loaded_state_deletes_what_a_crash_left_waiting() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
-        let c = submit_dep(&mut s, &format!("afterok:{b}"), None).unwrap();
-        run_and_end(&mut s, a, 1);
-        // The end of a was stored, the deletion of b was not.
-        let jobs: Vec<Job> = s.jobs().cloned().collect();
-        let mut fresh = state(2);
-        fresh.restore(jobs, 0);
-        let mut changed = fresh.resolve_all_dependents(t(5));
-        changed.sort();
-        assert_eq!(changed, vec![b, c]);
-        assert!(fresh.resolve_all_dependents(t(6)).is_empty());
-        fresh.check_invariants().unwrap();
-    }
-
-    #[test]
-    fn dependencies_survive_a_restore() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let b = submit_dep(&mut s, &format!("afterok:{a}"), None).unwrap();
-        let jobs: Vec<Job> = s
-            .jobs()
-            .map(|j| serde_json::from_str(&serde_json::to_string(j).unwrap()).unwrap())
-            .collect();
-        let mut fresh = state(2);
-        fresh.restore(jobs, 0);
-        run_and_end(&mut fresh, a, 1);
-        assert_eq!(fresh.resolve_dependents(a, t(3)), vec![b]);
-    }
-
-    #[test]
-    fn after_waits_for_the_start_not_the_end() {
-        let mut s = state(2);
-        let a = submit_dep(&mut s, "", None).unwrap();
-        let b = submit_dep(&mut s, &format!("after:{a}"), None).unwrap();
-        let job_b = s.job(b).unwrap().clone();
-        assert_eq!(s.waits_for(&job_b, t(0)), Some(Reason::Dependency));
-        s.start(a, &[0], t(1)).unwrap();
-        assert_eq!(s.waits_for(&job_b, t(1)), None, "a has started");
-        // A job deleted before it started never meets after:.
-        let c = submit_dep(&mut s, "", None).unwrap();
-        let d = submit_dep(&mut s, &format!("after:{c}"), None).unwrap();
-        s.delete(c, &caller(1000, Role::User), t(2)).unwrap();
-        assert_eq!(s.resolve_dependents(c, t(3)), vec![d]);
-    }
-
-    #[test]
-    fn before_makes_the_named_job_wait_and_on_counts_them() {
-        let mut s = state(2);
-        let b = submit_dep(&mut s, "on:2", None).unwrap();
-        assert_eq!(
-            s.waits_for(&s.job(b).unwrap().clone(), t(0)),
-            Some(Reason::Dependency),
-            "on:2 and nobody named it yet"
-        );
-        let a1 = submit_dep(&mut s, &format!("beforeok:{b}"), None).unwrap();
-        let a2 = submit_dep(&mut s, &format!("beforeany:{b}"), None).unwrap();
-        let job_b = s.job(b).unwrap().clone();
-        assert_eq!(job_b.depend_on, 0);
-        assert_eq!(job_b.depend.len(), 2);
-        assert_eq!(
-            crate::job::shown::format_depend(&job_b, "srv"),
-            format!("afterok:{a1}.srv,afterany:{a2}.srv")
-        );
-        assert_eq!(
-            crate::job::shown::format_depend(s.job(a1).unwrap(), "srv"),
-            format!("beforeok:{b}.srv")
-        );
-        run_and_end(&mut s, a1, 0);
-        assert_eq!(s.waits_for(&job_b, t(3)), Some(Reason::Dependency));
-        s.start(a2, &[1], t(3)).unwrap();
-        let exit = JobExit {
-            code: Some(1),
-            signal: None,
-            cause: ExitCause::Exited,
-            message: String::new(),
-            cput: None,
-            max_rss: None,
-            vmem: None,
-        };
-        s.finish(a2, exit, t(4)).unwrap();
-        assert_eq!(s.waits_for(&s.job(b).unwrap().clone(), t(5)), None);
-        // A beforeok on a job that ran already is refused.
-        let err = submit_dep(&mut s, &format!("beforeok:{a1}"), None).unwrap_err();
-        assert!(err.to_string().contains("already started"), "{err}");
-    }
-
-    #[test]
-    fn torque_sync_dependencies_are_refused_with_a_way_out() {
-        let err = parse_text("syncwith:12", "srv").unwrap_err().to_string();
-        assert!(err.contains("after:ID"), "{err}");
-        let err = parse_text("on:x", "srv").unwrap_err().to_string();
-        assert!(err.contains("on:2"), "{err}");
-        let parsed = parse_text("before:3,on:1,after:4", "srv").unwrap();
-        assert_eq!(parsed.on, 1);
-        assert_eq!(parsed.before, vec![dep(DependKind::After, 3)]);
-        assert_eq!(parsed.after, vec![dep(DependKind::After, 4)]);
-    }
+/// What resolving dependencies changed, for the store: jobs deleted, and
+/// arrays that lost sub-jobs that can never start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    pub deleted: Vec<JobId>,
+    pub trimmed: Vec<JobId>,
 }
+
+#[cfg(test)]
+mod tests;

@@ -44,7 +44,15 @@ impl SchedulerTask {
     /// can never be met (and theirs), stores them and answers their
     /// waiters.
     pub(super) fn end_dependents(&mut self, id: JobId, at: Time, now: Now) {
-        for dependent in self.state.resolve_dependents(id, at) {
+        let resolved = self.state.resolve_dependents(id, at);
+        for array in resolved.trimmed {
+            // An array that lost sub-jobs (aftercorr) waits on, or has ended.
+            if let Some(job) = self.state.job(array) {
+                info!(job = %array, comment = %job.comment, "sub-jobs can never start");
+                self.durability.persist(job);
+            }
+        }
+        for dependent in resolved.deleted {
             if let Some(job) = self.state.job(dependent) {
                 info!(job = %dependent, comment = %job.comment, "dependency can never be met");
                 self.durability.persist(job);

@@ -226,7 +226,8 @@ impl SchedulerTask {
     /// longer be met, finishes arrays whose end a crash kept from the
     /// store, finds the earliest start-after time.
     fn settle_loaded(&mut self, now: Now) {
-        for id in self.state.resolve_all_dependents(now.wall) {
+        let resolved = self.state.resolve_all_dependents(now.wall);
+        for id in resolved.deleted.into_iter().chain(resolved.trimmed) {
             if let Some(job) = self.state.job(id) {
                 info!(job = %id, comment = %job.comment, "dependency can never be met");
                 self.durability.persist(job);
@@ -238,7 +239,11 @@ impl SchedulerTask {
 
     /// The earliest start-after time of a pending job, after `now`.
     fn set_next_begin(&mut self, now: Now) {
-        let times = self.state.pending_jobs().filter_map(|j| j.start_after);
+        let times = self
+            .state
+            .pending_jobs()
+            .filter(|j| j.start_after.is_some() || !j.depend.is_empty())
+            .filter_map(|j| self.state.ready_time(j));
         self.pacing.set_next_begin(times, now.wall);
     }
 

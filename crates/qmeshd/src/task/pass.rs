@@ -69,6 +69,10 @@ impl SchedulerTask {
             .is_some_and(|array| self.state.has_dependents(array));
         if self.state.has_dependents(id) || array_has_dependents {
             self.pacing.mark_dirty();
+            // after:ID+MINUTES: a pass when the delay has passed.
+            for at in self.state.delayed_dependents_due(id) {
+                self.pacing.wake_at(at);
+            }
         }
         Ok(id)
     }

@@ -606,3 +606,26 @@ fn a_reconnected_agent_is_told_again_whether_its_jobs_are_suspended() {
     signal(&mut b, "resume", 10);
     assert_eq!(reconnect(&mut b, 12, 3), ["resume"]);
 }
+
+#[test]
+fn the_start_of_a_job_waited_for_with_a_delay_wakes_a_pass_when_it_ends() {
+    let mut b = Bench::new(&["n1", "n2"]);
+    let _n1 = b.connect(0, "n1", 1);
+    let _n2 = b.connect(0, "n2", 2);
+    b.submit(1, 1).expect("queued");
+    let (mut submission, payload) = job(1);
+    submission.depend = "after:1+2".into();
+    b.ask(1, |reply| Event::Submit {
+        peer: alice(),
+        submission,
+        payload,
+        reply,
+    })
+    .expect("queued");
+    b.pass(2);
+    assert!(!b.task.pacing.begin_time_came(b.at(121).wall));
+    assert!(
+        b.task.pacing.begin_time_came(b.at(122).wall),
+        "two minutes after job 1 started"
+    );
+}

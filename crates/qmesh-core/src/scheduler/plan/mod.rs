@@ -260,12 +260,12 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Sub-jobs of an array left to start (0 for any other job).
+    /// Sub-jobs of an array this pass may start (0 for any other job):
+    /// those left, less those whose dependencies wait.
     fn unstarted(&self, id: JobId) -> u32 {
         self.state
             .job(id)
-            .and_then(|j| j.array.as_ref())
-            .map_or(0, |a| a.unstarted())
+            .map_or(0, |j| self.state.startable_sub_jobs(j, self.now))
     }
 }
 
