@@ -147,11 +147,36 @@ fn patterns_parsable_wrap_wait_arrays_and_dependencies() {
     assert_eq!(d.exec_nodes(&d.full_id(&pinned)), ["local03", "local05"]);
     assert_eq!(lines_of(&d, "pinned.out"), ["local[03,05]"]);
 
-    // What cannot be done says what to write.
-    let out = d.run("sbatch", &["-x", "local01", "--wrap", "true"]);
+    // -x: anywhere but the nodes named, which the scheduler would have
+    // picked first.
+    let avoiding = d
+        .ok(
+            "sbatch",
+            &[
+                "--parsable",
+                "-N",
+                "2",
+                "-x",
+                "local[01-02]",
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(d.wait_job(&d.full_id(&avoiding)).exit_status, Some(0));
+    let nodes = d.exec_nodes(&d.full_id(&avoiding));
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    assert!(
+        !nodes.iter().any(|n| n == "local01" || n == "local02"),
+        "{nodes:?}"
+    );
+    let shown = d.ok("scontrol", &["show", "job", &avoiding]);
+    assert!(shown.contains("ExcNodeList=local[01-02]"), "{shown}");
+    let out = d.run("sbatch", &["-x", "local[01-", "--wrap", "true"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).starts_with("sbatch: error: --exclude=local01: qmesh cannot"),
+        stderr(&out).starts_with("sbatch: error: --exclude=local[01-:"),
         "{}",
         stderr(&out)
     );

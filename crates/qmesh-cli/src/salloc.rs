@@ -23,6 +23,12 @@ use crate::srun::{alloc, env, exported};
 pub struct Args {
     #[command(flatten)]
     pub alloc: AllocArgs,
+    /// These nodes (a hostlist), one chunk pinned to each.
+    #[arg(short = 'w', long = "nodelist", value_name = "HOSTLIST")]
+    pub nodelist: Option<String>,
+    /// Not these nodes or hosts (a hostlist).
+    #[arg(short = 'x', long = "exclude", value_name = "HOSTLIST")]
+    pub exclude: Option<String>,
     /// Slurm's allocation without a process: not in qmesh.
     #[arg(long = "no-shell", num_args = 0, default_missing_value = "true")]
     pub no_shell: Option<bool>,
@@ -78,6 +84,8 @@ pub fn main() -> ExitCode {
         .and_then(|m| Args::from_arg_matches(&m))
         .and_then(|mut opts| {
             opts.update_from_arg_matches(&parse(words)?)?;
+            opts.alloc.nodelist = opts.nodelist.clone();
+            opts.alloc.exclude = opts.exclude.clone();
             Ok(opts)
         });
     let opts = match opts {

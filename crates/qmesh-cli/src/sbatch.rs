@@ -185,13 +185,6 @@ fn gather(
 /// be, saying what to write.
 fn check(opts: &Args) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
-    if let Some(excluded) = &opts.exclude {
-        return Err(format!(
-            "--exclude={excluded}: qmesh cannot keep a job off named nodes; name the nodes it \
-             may use with -w, ask for node features with -C, or have the nodes taken offline \
-             (pbsnodes -o)"
-        ));
-    }
     if let Some(input) = opts.input.as_deref().filter(|i| *i != "/dev/null") {
         return Err(format!(
             "--input={input}: a batch job's standard input is /dev/null in qmesh; read the file \

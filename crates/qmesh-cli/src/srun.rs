@@ -58,6 +58,9 @@ fn gather(
     let from_env = parse(args::input_words(lookup))?;
     let mut opts = Args::from_arg_matches(&from_env)?;
     opts.update_from_arg_matches(&parse(words)?)?;
+    // Outside a job, -w and -x shape the allocation.
+    opts.alloc.nodelist = opts.nodelist.clone();
+    opts.alloc.exclude = opts.exclude.clone();
     Ok(opts)
 }
 
@@ -179,12 +182,6 @@ fn run(opts: Args) -> Result<ExitCode, CliError> {
         .unwrap_or(program.clone());
     if opts.pty == Some(true) {
         return pty(&opts, &name);
-    }
-    if opts.nodelist.is_some() || opts.exclude.is_some() {
-        return Err(CliError::msg(
-            "-w/--nodelist and -x/--exclude choose among a job's nodes; for a new allocation \
-             ask for node features with -C, or name hosts with qsub -l select=1:host=NAME",
-        ));
     }
     let quiet = opts.quiet == Some(true);
     let runtime = client::runtime()?;

@@ -50,6 +50,7 @@ const ACTED_ON: &[&str] = &[
     "file",
     "nice",
     "preempt_targets",
+    "excludenodes",
 ];
 
 /// Recorded for qstat and accounting; not acted on, and the job's comment
@@ -226,6 +227,7 @@ impl ResourceRequest {
                     ..Chunk::default()
                 }],
                 place: Place::default(),
+                avoid: Vec::new(),
             },
         };
         let cpus: u64 = select
@@ -292,6 +294,7 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
             layout = Some(Layout {
                 chunks,
                 place: Place::default(),
+                avoid: Vec::new(),
             });
         }
         (None, Some(n)) => {
@@ -314,6 +317,7 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
                 layout = Some(Layout {
                     chunks,
                     place: Place::default(),
+                    avoid: Vec::new(),
                 });
             }
         }
@@ -339,6 +343,7 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
                 ..Chunk::default()
             }],
             place: Place::default(),
+            avoid: Vec::new(),
         });
     }
 
@@ -414,6 +419,7 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
                 ..Chunk::default()
             }],
             place: Place::default(),
+            avoid: Vec::new(),
         });
         for chunk in &mut layout.chunks {
             if chunk.pin.is_none() {
@@ -424,6 +430,25 @@ fn read(mut given: BTreeMap<String, String>) -> Result<ResourceRequest, CoreErro
     }
     if !place.is_default() {
         layout.get_or_insert_with(Layout::default).place = place;
+    }
+    // Moab's and Torque's `excludenodes=n1:n2` (Slurm's -x): nodes or hosts
+    // it must not run on.
+    if let Some(text) = take(&mut given, "excludenodes") {
+        let names = text
+            .split([':', '+'])
+            .map(chunk::node_name)
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|why| {
+                bad(
+                    "excludenodes",
+                    &text,
+                    &format!(
+                        "{why}; write node or host names joined by :, e.g. excludenodes=n1:n2"
+                    ),
+                )
+            })?;
+        req.list.insert("excludenodes".into(), names.join(":"));
+        layout.get_or_insert_with(Layout::default).avoid = names;
     }
 
     // Per node: what the largest chunk asks for, or the job-wide values.

@@ -235,7 +235,8 @@ pub fn begin(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, String
 
 /// The resources the options ask for, as qsub's `-l` would: the layout
 /// (`select=N:ncpus=C:mpiprocs=T[:mem=][:ngpus=]`, or `nodes=N`), the
-/// wall time, features, exclusivity, QOS. Also the node count.
+/// wall time, features, exclusivity, nodes excluded, QOS. Also the node
+/// count.
 pub fn resources(args: &Args) -> Result<(Vec<(String, String)>, u32), String> {
     let mut out: Vec<(String, String)> = Vec::new();
     let nodes_given = match &args.nodes {
@@ -327,6 +328,12 @@ pub fn resources(args: &Args) -> Result<(Vec<(String, String)>, u32), String> {
     }
     if args.exclusive.is_some() {
         out.push(("naccesspolicy".into(), "singlejob".into()));
+    }
+    // -x: Moab's and Torque's excludenodes= (nodes or hosts).
+    if let Some(list) = &args.exclude {
+        let names =
+            qmesh_core::job::slurm::expanded(list).map_err(|e| format!("--exclude={list}: {e}"))?;
+        out.push(("excludenodes".into(), names.join(":")));
     }
     if let Some(q) = &args.qos {
         out.push(("qos".into(), q.clone()));

@@ -183,6 +183,28 @@ fn chunk_value(list: &HashMap<String, String>, name: &str) -> Option<u32> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The nodes `-w` named: the `vnode=` of each chunk of the select.
+fn required_nodes(list: &HashMap<String, String>) -> Vec<String> {
+    let Some(select) = list.get("select") else {
+        return Vec::new();
+    };
+    select
+        .split('+')
+        .flat_map(|chunk| chunk.split(':'))
+        .filter_map(|p| p.strip_prefix("vnode="))
+        .map(String::from)
+        .collect()
+}
+
+/// A list of nodes in Slurm's compressed form, `(null)` if none.
+fn node_list(nodes: Vec<String>) -> String {
+    if nodes.is_empty() {
+        "(null)".into()
+    } else {
+        qmesh_core::job::slurm::compressed(&nodes)
+    }
+}
+
 /// A path without PBS's `host:` before it.
 fn local_path(path: &str) -> &str {
     match path.split_once(':') {
@@ -334,7 +356,16 @@ pub fn record(job: &JobInfo, now: i64, ids: &Ids) -> Record {
         &job.submit_host
     };
     lines.push(format!("Partition={} AllocNode:Sid={host}:0", job.queue));
-    lines.push("ReqNodeList=(null) ExcNodeList=(null)".into());
+    lines.push(format!(
+        "ReqNodeList={} ExcNodeList={}",
+        node_list(required_nodes(&job.resource_list)),
+        node_list(
+            job.resource_list
+                .get("excludenodes")
+                .map(|l| l.split(':').map(String::from).collect())
+                .unwrap_or_default()
+        )
+    ));
     lines.push(format!("NodeList={}", squeue::nodelist(job)));
     if let Some(first) = job.exec_nodes.first().filter(|_| started) {
         lines.push(format!("BatchHost={first}"));

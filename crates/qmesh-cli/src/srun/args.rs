@@ -140,6 +140,12 @@ pub struct Args {
 /// the step.
 #[derive(clap::Args, Debug, Default, Clone)]
 pub struct AllocArgs {
+    /// `-w` for a new allocation (salloc's own, or srun's outside a job).
+    #[arg(skip)]
+    pub nodelist: Option<String>,
+    /// `-x` for a new allocation.
+    #[arg(skip)]
+    pub exclude: Option<String>,
     #[arg(short = 'n', long = "ntasks", value_name = "N")]
     pub ntasks: Option<u32>,
     /// Nodes: N, or MIN-MAX (qmesh gives MIN).
@@ -250,6 +256,8 @@ impl AllocArgs {
             mail_type: self.mail_type.clone(),
             mail_user: self.mail_user.clone(),
             export: self.export.clone(),
+            nodelist: self.nodelist.clone(),
+            exclude: self.exclude.clone(),
             ..Default::default()
         }
     }

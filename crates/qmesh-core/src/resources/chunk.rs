@@ -145,6 +145,10 @@ pub struct Layout {
     pub chunks: Vec<Chunk>,
     #[serde(default)]
     pub place: Place,
+    /// Nodes or hosts the job must not run on (Moab's and Torque's
+    /// `excludenodes=n1:n2`, Slurm's `sbatch -x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub avoid: Vec<String>,
 }
 
 impl Layout {
@@ -171,7 +175,12 @@ impl Layout {
     /// Whether the scheduler must choose the nodes with care: pins, all
     /// on one host, one chunk per host.
     pub fn constrains_placement(&self) -> bool {
-        self.pinned() || self.place.constrains()
+        self.pinned() || self.place.constrains() || !self.avoid.is_empty()
+    }
+
+    /// Whether node `node` of host `host` is one the job must not run on.
+    pub fn avoids(&self, node: &str, host: &str) -> bool {
+        self.avoid.iter().any(|a| a == node || a == host)
     }
 
     /// The chunks in select form, `+` between kinds.
@@ -358,7 +367,7 @@ fn parse_whole(text: &str, what: &str) -> Result<u32, ChunkError> {
 }
 
 /// A node or host name as jobs name them.
-fn node_name(text: &str) -> Result<String, ChunkError> {
+pub(super) fn node_name(text: &str) -> Result<String, ChunkError> {
     let text = text.trim();
     if text.is_empty() {
         return Err("a node or host name is empty".into());
@@ -434,6 +443,7 @@ mod tests {
         let layout = Layout {
             chunks,
             place: Place::default(),
+            avoid: Vec::new(),
         };
         assert_eq!(layout.select_text(), "1:ncpus=4:mpiprocs=4:ngpus=2");
         assert_eq!(layout.place.arrangement, Arrangement::Free);
@@ -444,6 +454,7 @@ mod tests {
         let layout = Layout {
             chunks: parse_select("2:ncpus=4+1:ncpus=1").unwrap(),
             place: Place::default(),
+            avoid: Vec::new(),
         };
         let cpus: Vec<u32> = layout.per_node().map(Chunk::cpus).collect();
         assert_eq!(cpus, vec![4, 4, 1]);

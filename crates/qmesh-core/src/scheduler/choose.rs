@@ -3,7 +3,8 @@
 //! (all on one host), `place=scatter` (one chunk per host), `place=excl`
 //! on a shared set (no other job on its nodes), and GPUs and the site's
 //! resources consumed per node on a shared set (no more than a node has
-//! free; flag `f`: on the first node only). Counting nodes is not enough for these
+//! free; flag `f`: on the first node only), and nodes or hosts it must not
+//! run on (`excludenodes=`, Slurm's `-x`). Counting nodes is not enough for these
 //! jobs: the planner asks [`choose`] for concrete nodes among the free ones
 //! its profiles allow, and a job it finds none for waits with `Placement`.
 //!
@@ -34,6 +35,8 @@ pub(crate) struct Wants<'j> {
     /// Site resources it uses up on its first node only (flag `f`),
     /// which that node must have.
     pub first_node: Vec<&'j HostResource>,
+    /// Nodes or hosts it must not run on.
+    pub avoid: &'j [String],
 }
 
 impl<'j> Wants<'j> {
@@ -54,7 +57,9 @@ impl<'j> Wants<'j> {
                 .collect()
         };
         let (per_node, first_node) = (consumed(Consumed::PerNode), consumed(Consumed::FirstNode));
+        let avoid: &[String] = layout.map_or(&[], |l| &l.avoid[..]);
         let plain = pins.iter().all(Option::is_none)
+            && avoid.is_empty()
             && !matches!(arrangement, Arrangement::Pack | Arrangement::Scatter)
             && !sole
             && gpus == 0
@@ -67,6 +72,7 @@ impl<'j> Wants<'j> {
             gpus,
             per_node,
             first_node,
+            avoid,
         })
     }
 
@@ -90,6 +96,11 @@ impl<'j> Wants<'j> {
             Arrangement::Free | Arrangement::Vscatter => true,
         };
         pins_hold && arranged
+    }
+
+    /// Whether node `node` of host `host` is one the job must not run on.
+    pub fn avoids(&self, node: &str, host: &str) -> bool {
+        self.avoid.iter().any(|a| a == node || a == host)
     }
 }
 
@@ -144,6 +155,7 @@ fn assign(wants: &Wants, pool: &[Candidate], caps: &[(usize, usize)]) -> Option<
             !taken[k]
                 && (e != 0 || c.first_ok)
                 && pin.is_none_or(|p| p.admits(c.name, c.host))
+                && !wants.avoids(c.name, c.host)
                 && (wants.arrangement != Arrangement::Scatter || !hosts_used.contains(&c.host))
                 && left.iter().any(|&(s, n)| s == c.set && n > 0)
         })?;
@@ -197,6 +209,7 @@ mod tests {
             gpus: 0,
             per_node: Vec::new(),
             first_node: Vec::new(),
+            avoid: &[],
         };
         choose(&wants, &pool(nodes), &[(0, nodes.len())])
     }
@@ -252,6 +265,7 @@ mod tests {
             gpus: 0,
             per_node: Vec::new(),
             first_node: Vec::new(),
+            avoid: &[],
         };
         let mut p = pool(&CLUSTER);
         p[2].set = 1;

@@ -111,6 +111,27 @@ fn a_pinned_job_waits_for_its_node_with_placement() {
 }
 
 #[test]
+fn excluded_nodes_and_hosts_are_passed_over() {
+    let mut s = cluster();
+    // a0 by name, all of hb by its host: a1 and c0 are left.
+    let job = submit(&mut s, &[("nodes", "2"), ("excludenodes", "a0:hb")]).unwrap();
+    assert_eq!(s.job(job).unwrap().resource_list["excludenodes"], "a0:hb");
+    assert_eq!(pass_and_start(&mut s, 1), vec![(job, names(&["a1", "c0"]))]);
+    // Only excluded nodes are free: it waits for a placement.
+    let other = submit(&mut s, &[("nodes", "1"), ("excludenodes", "a0+b0+b1")]).unwrap();
+    let plan = Scheduler.pass(&s, t(2));
+    assert!(
+        plan.starts.is_empty(),
+        "a0, b0 and b1 are free but excluded"
+    );
+    assert_eq!(plan.entry(other).unwrap().reason, Some(Reason::Placement));
+    end(&mut s, job, 3);
+    assert_eq!(pass_and_start(&mut s, 4), vec![(other, names(&["a1"]))]);
+    let err = submit(&mut s, &[("excludenodes", "a0:b 1")]).unwrap_err();
+    assert!(err.to_string().contains("excludenodes=n1:n2"), "{err}");
+}
+
+#[test]
 fn pack_keeps_a_job_on_one_host_and_scatter_spreads_it() {
     let mut s = cluster();
     let packed = submit(&mut s, &[("select", "2"), ("place", "pack")]).unwrap();

@@ -168,11 +168,12 @@ impl<'a> Planner<'a> {
         shaped.sort_by_key(|&(order, s)| (self.sets[s].free, order));
         // A job that names hosts or wants them packed or scattered may
         // use a topology's allocator only where any node serves it alike.
-        // Where it names nodes, it gets those nodes whatever their shape
-        // (with the flat sets, below): a user who names nodes knows them.
+        // Where it names nodes, or nodes to avoid, it gets nodes chosen one
+        // by one whatever their shape (with the flat sets, below): a user
+        // who names nodes knows them.
         let mut pinned_shaped: Vec<usize> = Vec::new();
         if let Some(wants) = wants {
-            let pins = wants.pins.iter().any(Option::is_some);
+            let pins = wants.pins.iter().any(Option::is_some) || !wants.avoid.is_empty();
             shaped.retain(|&(_, s)| {
                 let alike = self.indifferent(s, wants);
                 if !alike && pins {
@@ -322,7 +323,9 @@ impl<'a> Planner<'a> {
         // Its first node is one of the set's: all must have what it
         // uses up there (the set is homogeneous, and not shared).
         let first = self.effective_has(s, &wants.first_node);
+        let avoided = || set.nodes.iter().any(|n| wants.avoids(&n.name, &n.host));
         first
+            && !avoided()
             && wants.indifferent_on(one_host, |pin| {
                 set.nodes.iter().all(|n| pin.admits(&n.name, &n.host))
             })
