@@ -363,6 +363,18 @@ impl Daemon {
         panic!("node {node} is not {state} after 60 s:\n{}", self.log());
     }
 
+    /// Waits until qstat shows job `id` in `state` (a letter): a change
+    /// the daemon makes when an agent reports, with no event to await.
+    pub fn await_job_state(&self, id: &str, state: &str) {
+        for _ in 0..600 {
+            if self.job_json(id)["job_state"] == state {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("job {id} is not {state} after 60 s:\n{}", self.log());
+    }
+
     /// Waits until the log at `path` says `needle` `count` times or more
     /// (polling: a log line has no event to await).
     pub fn await_in_log(&self, path: &Path, needle: &str, count: usize) {

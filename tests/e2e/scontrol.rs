@@ -239,8 +239,14 @@ fn requeue_and_requeuehold_send_a_running_job_back_to_the_queue() {
 
     // requeuehold: back in the queue, held.
     assert_eq!(d.ok("scontrol", &["requeuehold", &id]), "");
-    assert_eq!(d.job_json(&full)["job_state"], "H");
+    // Held by the daemon as it queues the job again: no pass starts it.
+    d.await_job_state(&full, "H");
+    assert_eq!(d.job_json(&full)["Hold_Types"], "u");
     assert_eq!(squeue(&d, "%t %r", &id), "PD JobHeldUser");
+    // Released, it runs a third time.
+    assert_eq!(d.ok("scontrol", &["release", &id]), "");
+    d.read_fifo(&started);
+    assert_eq!(d.job_json(&full)["run_count"].as_i64(), Some(3));
 
     assert_eq!(
         d.ok("scontrol", &["ping"]),

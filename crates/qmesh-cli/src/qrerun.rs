@@ -51,6 +51,7 @@ pub fn main() -> ExitCode {
         let request = RerunRequest {
             job_ids: args.ids,
             force,
+            hold: false,
         };
         Ok::<_, CliError>(jobs.rerun(request).await?.into_inner())
     });

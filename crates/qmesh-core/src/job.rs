@@ -450,6 +450,9 @@ pub struct PeriodStop {
     /// it is gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_by: Option<JobId>,
+    /// Requeued with a user hold (`scontrol requeuehold`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
 }
 
 fn yes() -> bool {

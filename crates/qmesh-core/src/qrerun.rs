@@ -6,7 +6,9 @@
 //! is marked exiting with a [`PeriodStop`](crate::job::PeriodStop) that requeues it, its agent is
 //! told to kill it, and when the end is in, [`State::finish`] frees its
 //! nodes and queues it again (its run charged, `run_count` kept, so the
-//! next start counts one more).
+//! next start counts one more). Slurm's `scontrol requeuehold` asks for
+//! it to be held once queued again ([`Rerun::hold`]), so that no pass
+//! starts it before its owner releases it.
 
 use crate::access::{Caller, Role};
 use crate::command_error::CommandError;
@@ -15,6 +17,15 @@ use crate::job::{Job, JobId};
 use crate::state::State;
 use crate::time::Time;
 
+/// How a rerun goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rerun {
+    /// `-W force`: a job that is not rerunnable too.
+    pub force: bool,
+    /// Held (a user hold) once queued again: `scontrol requeuehold`.
+    pub hold: bool,
+}
+
 impl State {
     /// Marks a running job to be requeued once its agent has killed it;
     /// returns the host whose agent must kill it, and the changed job.
@@ -22,7 +33,7 @@ impl State {
         &mut self,
         id: JobId,
         caller: &Caller,
-        force: bool,
+        how: Rerun,
         now: Time,
     ) -> Result<(String, &Job), CommandError> {
         let full = self.full_id(id);
@@ -36,7 +47,7 @@ impl State {
             }
             .into());
         }
-        if !job.rerunnable && !force {
+        if !job.rerunnable && !how.force {
             return Err(CommandError::NotRerunnable { id: full });
         }
         if !job.state.is_running() {
@@ -48,7 +59,12 @@ impl State {
             .into());
         }
         let what = format!("qrerun by {}", caller.user);
-        Ok(self.stop_for_period(id, &what, true, now)?)
+        let host = self.stop_for_period(id, &what, true, now)?.0;
+        if how.hold {
+            self.hold_when_requeued(id);
+        }
+        let job = self.job(id).ok_or(CoreError::NoSuchJob { id: full })?;
+        Ok((host, job))
     }
 }
 
@@ -77,7 +93,7 @@ mod tests {
         let id = submit(&mut s, 1000, 1);
         s.start(id, &[0], t(1)).unwrap();
         let op = caller(5, Role::Operator);
-        let (host, job) = s.rerun(id, &op, false, t(2)).unwrap();
+        let (host, job) = s.rerun(id, &op, Rerun::default(), t(2)).unwrap();
         assert_eq!(host, "h");
         assert_eq!(job.state, JobState::Exiting);
         assert_eq!(job.comment, "being requeued at qrerun by u5");
@@ -112,23 +128,58 @@ mod tests {
             .id;
         let owner = caller(1000, Role::User);
         let op = caller(5, Role::Operator);
-        let err = s.rerun(id, &op, false, t(1)).unwrap_err();
+        let err = s.rerun(id, &op, Rerun::default(), t(1)).unwrap_err();
         assert_eq!(err.to_string(), "cannot rerun job 1.srv: it is queued");
         s.start(id, &[0], t(1)).unwrap();
-        let err = s.rerun(id, &owner, false, t(2)).unwrap_err();
+        let err = s.rerun(id, &owner, Rerun::default(), t(2)).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("rerunning job 1.srv needs operator rights"),
             "{err}"
         );
         s.start(once, &[1], t(2)).unwrap();
-        let err = s.rerun(once, &op, false, t(2)).unwrap_err();
+        let err = s.rerun(once, &op, Rerun::default(), t(2)).unwrap_err();
         assert_eq!(
             err.to_string(),
             "job 2.srv is not rerunnable (qsub -r n); qrerun -W force requeues it anyway, or qdel ends it"
         );
         assert_eq!(s.job(once).unwrap().state, JobState::Running, "untouched");
-        let (_, job) = s.rerun(once, &op, true, t(2)).unwrap();
+        let (_, job) = s
+            .rerun(
+                once,
+                &op,
+                Rerun {
+                    force: true,
+                    hold: false,
+                },
+                t(2),
+            )
+            .unwrap();
         assert_eq!(job.state, JobState::Exiting, "-W force requeues it anyway");
+    }
+
+    #[test]
+    fn requeuehold_queues_the_job_again_held() {
+        let mut s = state(2);
+        let id = submit(&mut s, 1000, 1);
+        s.start(id, &[0], t(1)).unwrap();
+        let op = caller(5, Role::Operator);
+        let how = Rerun {
+            force: false,
+            hold: true,
+        };
+        s.rerun(id, &op, how, t(2)).unwrap();
+        let (how, job) = s.finish(id, killed(), t(3)).unwrap();
+        assert_eq!(how, Finished::Requeued);
+        assert_eq!(job.state, JobState::Held);
+        assert!(job.holds.user);
+        assert!(
+            job.comment.starts_with("requeued and held at qrerun by u5"),
+            "{}",
+            job.comment
+        );
+        let plan = crate::scheduler::Scheduler.pass(&s, t(4));
+        assert!(plan.starts.is_empty(), "held: no pass starts it");
+        s.check_invariants().unwrap();
     }
 }

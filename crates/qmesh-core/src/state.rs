@@ -690,10 +690,18 @@ impl State {
                 // The run so far is used: charged, as ANL charged wall-clock.
                 let half_life = self.config.server.fairshare_half_life;
                 self.book.accounting.charge_run(job, end, half_life);
-                let comment = format!(
-                    "requeued at {}; it runs again when its queue can run it",
-                    stop.what
-                );
+                let comment = if stop.hold {
+                    job.holds.user = true;
+                    format!(
+                        "requeued and held at {}; it runs again when released (qrls, scontrol release)",
+                        stop.what
+                    )
+                } else {
+                    format!(
+                        "requeued at {}; it runs again when its queue can run it",
+                        stop.what
+                    )
+                };
                 requeue(
                     job,
                     comment,
@@ -844,8 +852,22 @@ impl State {
             what: what.to_string(),
             requeue,
             preempted_by: None,
+            hold: false,
         });
         Ok((host, job))
+    }
+
+    /// A job marked to be requeued ([`State::stop_for_period`]) gets a
+    /// user hold when it is queued again (`scontrol requeuehold`).
+    pub(crate) fn hold_when_requeued(&mut self, id: JobId) {
+        if let Some(stop) = self
+            .book
+            .jobs
+            .get_mut(&id)
+            .and_then(|j| j.period_stop.as_mut())
+        {
+            stop.hold = true;
+        }
     }
 
     /// A running job's process group, as its agent reported it (PBS

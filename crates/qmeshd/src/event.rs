@@ -218,11 +218,12 @@ pub enum Event {
         purge_history: bool,
         reply: Reply<Vec<JobOutcome>>,
     },
-    /// qrerun: running jobs killed and queued again (`force`: -W force).
+    /// qrerun: running jobs killed and queued again (`-W force`; held
+    /// once queued, as scontrol requeuehold asks).
     Rerun {
         peer: Peer,
         ids: Vec<String>,
-        force: bool,
+        how: qmesh_core::qrerun::Rerun,
         reply: Reply<Vec<JobOutcome>>,
     },
     /// qorder: two queued jobs exchange places.

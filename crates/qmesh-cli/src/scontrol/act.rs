@@ -6,12 +6,8 @@
 //! daemon refuses is printed in its own words. Nothing is printed when all
 //! went well; the exit status is 1 when any job was refused.
 
-use std::time::{Duration, Instant};
-
 use qmesh_proto::jobs_client::JobsClient;
-use qmesh_proto::{
-    AlterRequest, JobInfo, JobsReply, JobsRequest, MoveRequest, RerunRequest, StatusRequest,
-};
+use qmesh_proto::{JobInfo, JobsReply, JobsRequest, MoveRequest, RerunRequest, StatusRequest};
 use tonic::transport::Channel;
 
 use super::update::{self, Update};
@@ -28,10 +24,6 @@ pub enum Verb {
     Requeue,
     RequeueHold,
 }
-
-/// How long requeuehold waits for the killed job to be queued again
-/// before it holds it.
-const REQUEUED_WITHIN: Duration = Duration::from_secs(60);
 
 /// The job ids of a job list: `12 13_4`, `12,13`.
 pub fn job_list(words: &[String]) -> Vec<String> {
@@ -119,7 +111,7 @@ fn refusal(verb: Verb, job: &JobInfo) -> Option<String> {
 pub fn run(verb: Verb, ids: &[String]) -> Result<bool, CliError> {
     client::block_on(async {
         let mut jobs = client::jobs().await?;
-        let (listed, now) = jobs_named(&mut jobs, ids).await?;
+        let (listed, _) = jobs_named(&mut jobs, ids).await?;
         let mut ok = true;
         let mut last_error = String::new();
         let mut chosen: Vec<String> = Vec::new();
@@ -142,11 +134,6 @@ pub fn run(verb: Verb, ids: &[String]) -> Result<bool, CliError> {
             }
             chosen.push(job.id.clone());
         }
-        if verb == Verb::RequeueHold && !chosen.is_empty() {
-            // Kept from starting again until held (see `hold_when_queued`).
-            chosen = set_start_after(&mut jobs, &chosen, now + FENCE_SECS, &mut last_error).await?;
-            ok &= !chosen.is_empty();
-        }
         if !chosen.is_empty() {
             let request = JobsRequest {
                 job_ids: chosen.clone(),
@@ -160,61 +147,24 @@ pub fn run(verb: Verb, ids: &[String]) -> Result<bool, CliError> {
             let reply = match verb {
                 Verb::Hold | Verb::UserHold => jobs.hold(request).await?,
                 Verb::Release => jobs.release(request).await?,
+                // requeuehold: held by the daemon as it queues it again.
                 Verb::Requeue | Verb::RequeueHold => {
                     jobs.rerun(RerunRequest {
                         job_ids: chosen.clone(),
                         force: false,
+                        hold: verb == Verb::RequeueHold,
                     })
                     .await?
                 }
             };
             let done = report(reply.into_inner(), &mut last_error);
             ok &= done.len() == chosen.len();
-            if verb == Verb::RequeueHold {
-                if !done.is_empty() {
-                    ok &= hold_when_queued(&mut jobs, &done).await?;
-                }
-                // Each job's own start time back (none: now, which holds
-                // nothing back).
-                for id in &chosen {
-                    let before = listed
-                        .iter()
-                        .find(|j| &j.id == id)
-                        .map_or(0, |j| j.start_after);
-                    let at = if before > now { before } else { now };
-                    let back =
-                        set_start_after(&mut jobs, std::slice::from_ref(id), at, &mut last_error);
-                    ok &= back.await?.len() == 1;
-                }
-            }
         }
         if !ok && matches!(verb, Verb::Hold | Verb::UserHold | Verb::Release) {
             eprintln!("slurm_suspend error: {last_error}");
         }
         Ok(ok)
     })
-}
-
-/// How far requeuehold puts a job's start time off while it is requeued.
-const FENCE_SECS: i64 = 366 * 86400;
-
-/// Sets the jobs' start time (qalter -a, which a running job may change
-/// too); the ids it was set on.
-async fn set_start_after(
-    jobs: &mut JobsClient<Channel>,
-    ids: &[String],
-    at: i64,
-    last_error: &mut String,
-) -> Result<Vec<String>, CliError> {
-    let reply = jobs
-        .alter(AlterRequest {
-            job_ids: ids.to_vec(),
-            start_after: Some(at),
-            ..AlterRequest::default()
-        })
-        .await?
-        .into_inner();
-    Ok(report(reply, last_error))
 }
 
 /// Prints the daemon's refusals; the ids it did.
@@ -229,56 +179,6 @@ fn report(reply: JobsReply, last_error: &mut String) -> Vec<String> {
         }
     }
     done
-}
-
-/// requeuehold's second half: once each job is queued again (its agent
-/// has killed it), a user hold. The daemon's scheduler would start a
-/// requeued job again at once, so requeuehold first puts the job's start
-/// time off (`qalter -a`, which a running job takes) and gives it back
-/// once the hold is on: qmesh's Rerun has no hold of its own.
-async fn hold_when_queued(
-    jobs: &mut JobsClient<Channel>,
-    ids: &[String],
-) -> Result<bool, CliError> {
-    let deadline = Instant::now() + REQUEUED_WITHIN;
-    loop {
-        let listed = jobs
-            .status(StatusRequest {
-                job_ids: ids.to_vec(),
-                report_refused: true,
-                ..StatusRequest::default()
-            })
-            .await?
-            .into_inner()
-            .jobs;
-        let queued = ids.iter().all(|id| {
-            listed
-                .iter()
-                .find(|j| &j.id == id)
-                .is_some_and(|j| squeue::state(j).1 == "PENDING")
-        });
-        if queued {
-            break;
-        }
-        if Instant::now() >= deadline {
-            eprintln!(
-                "scontrol: error: the jobs were requeued but not yet queued again after {}s; \
-                 hold them with scontrol hold",
-                REQUEUED_WITHIN.as_secs()
-            );
-            return Ok(false);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let reply = jobs
-        .hold(JobsRequest {
-            job_ids: ids.to_vec(),
-            ..JobsRequest::default()
-        })
-        .await?
-        .into_inner();
-    let mut last = String::new();
-    Ok(report(reply, &mut last).len() == ids.len())
 }
 
 /// `scontrol update JobId=... KEY=VALUE...`; whether all went well.

@@ -371,6 +371,7 @@ impl Jobs for JobsService {
         let v1::RerunRequest {
             job_ids: ids,
             force,
+            hold,
         } = request.into_inner();
         check_ids(&ids)?;
         if ids.is_empty() {
@@ -382,7 +383,7 @@ impl Jobs for JobsService {
             .ask(|reply| Event::Rerun {
                 peer,
                 ids,
-                force,
+                how: qmesh_core::qrerun::Rerun { force, hold },
                 reply,
             })
             .await

@@ -400,9 +400,9 @@ impl SchedulerTask {
             Event::Rerun {
                 peer,
                 ids,
-                force,
+                how,
                 reply,
-            } => self.rerun(&peer, ids, force, reply, now),
+            } => self.rerun(&peer, ids, how, reply, now),
             Event::Order {
                 peer,
                 first,

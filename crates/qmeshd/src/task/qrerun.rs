@@ -9,6 +9,7 @@
 use qmesh_core::command_error::CommandError;
 use qmesh_core::job::{ExitCause, JobExit};
 use qmesh_core::joblog::EventClass;
+use qmesh_core::qrerun::Rerun;
 use qmesh_core::{Caller, JobId};
 use tracing::{info, warn};
 
@@ -23,7 +24,7 @@ impl SchedulerTask {
         &mut self,
         peer: &Peer,
         ids: Vec<String>,
-        force: bool,
+        how: Rerun,
         reply: Reply<Vec<JobOutcome>>,
         now: Now,
     ) {
@@ -36,7 +37,7 @@ impl SchedulerTask {
                 .map_err(CommandError::from)
                 .and_then(|ids| {
                     ids.into_iter()
-                        .try_for_each(|id| self.rerun_one(id, &caller, force, now))
+                        .try_for_each(|id| self.rerun_one(id, &caller, how, now))
                 });
             if let Err(e) = &outcome {
                 info!(job = %text, user = %caller.user, error = %e, "rerun refused");
@@ -50,10 +51,11 @@ impl SchedulerTask {
         &mut self,
         id: JobId,
         caller: &Caller,
-        force: bool,
+        how: Rerun,
         now: Now,
     ) -> Result<(), CommandError> {
-        let (host, job) = self.state.rerun(id, caller, force, now.wall)?;
+        let force = how.force;
+        let (host, job) = self.state.rerun(id, caller, how, now.wall)?;
         self.durability.persist(job);
         let reason = job.comment.clone();
         info!(job = %id, user = %caller.user, host, force, "requeueing");
