@@ -5,7 +5,6 @@
 //! (10.X.N.2, reaching the daemon at 10.X.N.1 over a veth pair), as on
 //! separate machines; elsewhere they share 127.0.0.1.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -354,21 +353,28 @@ impl Drop for Cluster {
 }
 
 /// Reads `n` lines from a FIFO that several processes write at different
-/// times (each open and close is one writer).
+/// times (each open and close is one writer). The FIFO is held open for
+/// writing too, so that it never reads as ended between two writers: a
+/// reader that closed and opened again would lose what a writer wrote in
+/// between.
 pub(crate) fn read_lines(d: &Daemon, path: &Path, n: usize) -> Vec<String> {
     let path = path.to_path_buf();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut lines = Vec::new();
-        while lines.len() < n {
-            let mut text = String::new();
-            if std::fs::File::open(&path)
-                .and_then(|mut f| f.read_to_string(&mut text))
-                .is_err()
-            {
-                break;
+        if let Ok(fifo) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            let mut reader = std::io::BufReader::new(fifo);
+            while lines.len() < n {
+                let mut line = String::new();
+                match std::io::BufRead::read_line(&mut reader, &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => lines.push(line.trim_end_matches('\n').to_string()),
+                }
             }
-            lines.extend(text.lines().map(str::to_string));
         }
         let _ = tx.send(lines);
     });

@@ -166,6 +166,14 @@ fn a_job_is_held_to_its_memory_and_its_cpus_on_a_shared_node_and_its_use_is_show
     for key in ["cput", "cpupercent", "mem", "vmem", "walltime"] {
         assert!(used.get(key).is_some(), "resources_used.{key}: {job}");
     }
+    // A clean stop (the daemon's SIGTERM reaches its local agent) takes
+    // the agent's level of the hierarchy with it.
+    let mut d = d;
+    d.stop();
+    assert!(!b.memory.exists(), "{} is left", b.memory.display());
+    if let Some(cpu) = &b.cpu {
+        assert!(!cpu.exists(), "{} is left", cpu.display());
+    }
     // tail held 8 MB at once: the cgroup's peak saw it.
     let kb = |v: &serde_json::Value| {
         v.as_str()

@@ -214,6 +214,22 @@ impl Daemon {
         }
     }
 
+    /// SIGTERM, and SIGKILL if it has not exited within `limit` (a
+    /// test's end: its daemon may be wedged by what the test did).
+    fn stop_within(&mut self, limit: Duration) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + limit;
+        // Polled: std has no wait with a time limit.
+        while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     /// SIGTERM and wait for a clean exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -452,6 +468,9 @@ impl Daemon {
 
     /// Kills every process that runs under the test's directory.
     fn kill_everything(&mut self) {
+        // A clean stop first: the daemon stops its local agent, which
+        // takes its cgroup level with it; what is left is killed.
+        self.stop_within(Duration::from_secs(10));
         self.kill9();
         let root = self.root.path().to_string_lossy().to_string();
         let me = std::process::id();
@@ -488,9 +507,13 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // The test's logs, before the stop at its end adds to them.
+        let checked = !std::thread::panicking();
+        let result = checked
+            .then(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.check_logs())));
         self.kill_everything();
-        if !std::thread::panicking() {
-            self.check_logs();
+        if let Some(Err(panic)) = result {
+            std::panic::resume_unwind(panic);
         }
     }
 }
