@@ -92,7 +92,9 @@ fn host_lists_come_out_as_the_real_scontrols() {
 }
 
 /// Keys whose values do not depend on the run or the machine: qmesh's
-/// must be Slurm's.
+/// must be Slurm's. (`Scheduler=` does: Slurm writes `Backfill` when its
+/// backfill scheduler started the job, `Main` when its main loop did,
+/// which depends on what else its queue holds at that instant.)
 const SAME_VALUES: &[&str] = &[
     "JobName",
     "MCS_label",
@@ -110,7 +112,6 @@ const SAME_VALUES: &[&str] = &[
     "Deadline",
     "SuspendTime",
     "SecsPreSuspend",
-    "Scheduler",
     "Partition",
     "ReqNodeList",
     "ExcNodeList",
@@ -255,6 +256,10 @@ fn show_job_has_slurms_keys_for_a_completed_a_running_and_a_pending_job() {
         }
     }
     assert!(ours[0].contains(" JobState=COMPLETED ") && ours[0].contains("ExitCode=0:0"));
+    assert!(
+        ours[0].contains(" Scheduler=Main\n"),
+        "qmesh's pass is its one scheduler"
+    );
     assert!(ours[0].contains(&format!(
         "StdOut={}/twin-done-{q_done}.out",
         d.work.display()
