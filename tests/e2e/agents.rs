@@ -13,6 +13,19 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// A qmesh-agent for `host`; `label` names its spool and log.
+/// A clean stop of an agent (SIGTERM), in which it removes its level of
+/// the cgroup hierarchy; SIGKILL after 5 s.
+pub(crate) fn stop_agent(child: &mut Child) {
+    crate::harness::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    // Polled: std has no wait with a time limit.
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 pub(crate) fn agent(
     d: &Daemon,
     port: u16,
@@ -134,8 +147,7 @@ fn a_remote_agent_with_the_cluster_key_runs_jobs_on_its_nodes() {
     );
 
     for child in [&mut impostor, &mut real] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop_agent(child);
     }
     d.stop();
 }
@@ -201,8 +213,7 @@ host = "hl"
     assert!(node.contains("properties = imsl,nag"), "{node}");
 
     for child in [&mut plain, &mut licensed] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop_agent(child);
     }
     d.stop();
 }

@@ -114,6 +114,22 @@ impl Agent {
             let _ = child.wait();
         }
     }
+
+    /// A clean stop (SIGTERM, thawed first), in which the agent removes
+    /// its level of the cgroup hierarchy; SIGKILL after 5 s.
+    fn stop(&mut self) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        crate::harness::signal(child.id(), nix::sys::signal::Signal::SIGCONT);
+        crate::harness::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        // Polled: std has no wait with a time limit.
+        while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill9();
+    }
 }
 
 /// A daemon on TCP and an agent per host.
@@ -346,8 +362,9 @@ nodes = [{nodes}]
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.d.test_over();
         for agent in self.agents.iter_mut().chain(self.logins.iter_mut()) {
-            agent.kill9();
+            agent.stop();
         }
     }
 }

@@ -303,8 +303,7 @@ fn the_ncar_cluster_example_sends_jobs_to_the_machine_they_need() {
     d.ok("pbsnodes", &["-r", "el1"]);
 
     for child in &mut agents {
-        let _ = child.kill();
-        let _ = child.wait();
+        crate::agents::stop_agent(child);
     }
     d.stop();
 }

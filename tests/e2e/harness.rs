@@ -92,6 +92,8 @@ pub struct Daemon {
     starts: u32,
     /// ERROR lines a test expects (e.g. after killing the daemon).
     pub allowed_errors: Vec<String>,
+    /// The logs as the test left them, before the stop at its end.
+    logs_at_end: Option<String>,
 }
 
 impl Daemon {
@@ -133,6 +135,7 @@ impl Daemon {
             child: None,
             starts: 0,
             allowed_errors: Vec::new(),
+            logs_at_end: None,
         };
         std::fs::create_dir_all(&daemon.state_dir).expect("state directory");
         prepare(&daemon.state_dir);
@@ -452,8 +455,17 @@ impl Daemon {
     }
 
     /// Fails on ERROR lines in the logs that the test did not expect.
+    /// The test is over: its logs are kept as they are for the check, so
+    /// that what stopping its processes makes them say is not held
+    /// against it.
+    pub fn test_over(&mut self) {
+        if self.logs_at_end.is_none() {
+            self.logs_at_end = Some(self.log());
+        }
+    }
+
     fn check_logs(&self) {
-        let log = self.log();
+        let log = self.logs_at_end.clone().unwrap_or_else(|| self.log());
         let unexpected: Vec<&str> = log
             .lines()
             .filter(|l| l.contains(" ERROR "))
@@ -507,13 +519,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // The test's logs, before the stop at its end adds to them.
-        let checked = !std::thread::panicking();
-        let result = checked
-            .then(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.check_logs())));
+        self.test_over();
         self.kill_everything();
-        if let Some(Err(panic)) = result {
-            std::panic::resume_unwind(panic);
+        if !std::thread::panicking() {
+            self.check_logs();
         }
     }
 }

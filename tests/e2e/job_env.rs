@@ -230,8 +230,7 @@ fn two_gpu_jobs_on_one_host_get_different_gpus() {
     }
     assert_eq!(d.wait_job(&a).exit_status, Some(0));
     assert_eq!(d.wait_job(&b).exit_status, Some(0));
-    let _ = agent.kill();
-    let _ = agent.wait();
+    crate::agents::stop_agent(&mut agent);
 }
 
 #[test]

@@ -184,8 +184,7 @@ fn only_an_agent_with_a_certificate_of_the_cluster_ca_is_taken() {
     assert_eq!(nodes, "r00\nr01\n");
 
     for child in others.iter_mut().chain([&mut real]) {
-        let _ = child.kill();
-        let _ = child.wait();
+        crate::agents::stop_agent(child);
     }
     d.stop();
 }

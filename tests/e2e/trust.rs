@@ -108,8 +108,7 @@ struct Agents(Vec<Child>);
 impl Drop for Agents {
     fn drop(&mut self) {
         for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
+            crate::agents::stop_agent(child);
         }
     }
 }
