@@ -11,7 +11,7 @@ use qmesh_proto::{JobInfo, StatusRequest};
 
 use crate::client::{self, CliError};
 
-mod arrays;
+pub(crate) mod arrays;
 mod format;
 mod json;
 mod sort;

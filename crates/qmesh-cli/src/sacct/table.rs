@@ -37,7 +37,11 @@ pub fn grouped<'a>(jobs: &[&'a AccountedJob]) -> Vec<(&'a AccountedJob, String)>
     for (job, indices) in waiting {
         let id = match indices.as_slice() {
             [one] => format!("{}_{one}", job.array_job),
-            _ => format!("{}_[{}]", job.array_job, ranges(&indices)),
+            _ => format!(
+                "{}_[{}]",
+                job.array_job,
+                crate::squeue::arrays::ranges(&indices)
+            ),
         };
         out.push((job, id));
     }
@@ -51,29 +55,6 @@ pub fn grouped<'a>(jobs: &[&'a AccountedJob]) -> Vec<(&'a AccountedJob, String)>
         (number, job.array_index)
     });
     out
-}
-
-/// `1-3,7`.
-fn ranges(indices: &[u32]) -> String {
-    let mut sorted = indices.to_vec();
-    sorted.sort_unstable();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let first = sorted[i];
-        let mut last = first;
-        while i + 1 < sorted.len() && sorted[i + 1] == last + 1 {
-            i += 1;
-            last = sorted[i];
-        }
-        parts.push(if first == last {
-            first.to_string()
-        } else {
-            format!("{first}-{last}")
-        });
-        i += 1;
-    }
-    parts.join(",")
 }
 
 /// The header: names, then (in the table) the dashes.

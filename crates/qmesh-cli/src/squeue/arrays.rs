@@ -61,8 +61,9 @@ fn close(out: &mut Vec<JobInfo>, open: Option<(usize, Vec<u32>)>) {
     };
 }
 
-/// `1,2,3,5,7,8` as `1-3,5,7-8`.
-fn ranges(indices: &[u32]) -> String {
+/// Array indices as Slurm writes them: `1,2,3,5,7,8` as `1-3,5,7-8`
+/// (squeue's and sacct's rows of tasks not started).
+pub(crate) fn ranges(indices: &[u32]) -> String {
     let mut sorted = indices.to_vec();
     sorted.sort_unstable();
     let mut parts: Vec<String> = Vec::new();
