@@ -47,6 +47,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "#[serde(skip_serializing_if = \"crate::spool_json::is_default\")]",
             );
     }
-    builder.compile_with_config(config, &[proto], &[proto_dir])?;
+    builder.compile_with_config(config, &[&proto], &[&proto_dir])?;
+
+    // The services once more, as the daemon serves them: the same
+    // messages (those above), but a listing goes out as bytes encoded
+    // once for every caller who asks the same thing (`src/served.rs`).
+    // Its client takes a listing in without decoding it (benchmarks).
+    let served_dir = out_dir.join("served");
+    std::fs::create_dir_all(&served_dir)?;
+    let mut config = prost_build::Config::new();
+    config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    tonic_prost_build::configure()
+        .out_dir(&served_dir)
+        .extern_path(".qmesh.v1", "crate::v1")
+        .extern_path(".qmesh.v1.StatusReply", "crate::served::EncodedStatusReply")
+        .compile_with_config(config, &[&proto], &[&proto_dir])?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! scripts that check qstat's exit status.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::harness::{Daemon, stderr};
 
@@ -414,4 +415,53 @@ fn printjob_shows_a_jobs_state_attributes_and_script() {
     let out = d.run("printjob", &["999"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("999"), "{}", stderr(&out));
+}
+
+/// The job ids `qstat --json` lists.
+fn listed(d: &Daemon) -> Vec<String> {
+    let out = d.ok("qstat", &["--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    doc["Jobs"]
+        .as_object()
+        .map(|jobs| jobs.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Callers asking the same thing at once share one listing (the daemon's
+/// `listings.rs`), but never one older than what they were told: while
+/// eight other callers list without pause, the qstat after a qsub lists
+/// its job, and the qstat after a qdel no longer does.
+#[test]
+fn a_shared_listing_is_never_older_than_the_last_answer() {
+    let d = Daemon::start();
+    d.script("job.sh", "#!/bin/sh\ntrue\n");
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    listed(&d);
+                }
+            });
+        }
+        // The others stop however this ends, a failed assertion too.
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..10 {
+            let id = d.qsub(&["-h", "job.sh"]);
+            assert!(
+                listed(&d).contains(&id),
+                "{id} is not listed after its qsub"
+            );
+            d.ok("qdel", &[&id]);
+            assert!(!listed(&d).contains(&id), "{id} is listed after its qdel");
+        }
+    });
+}
+
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }

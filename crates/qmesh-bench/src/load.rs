@@ -10,7 +10,10 @@
 //!   process has), each sending qstat's Status request (the one plain
 //!   `qstat` sends, `qmesh_cli::qstat::fetch`) again as soon as the last
 //!   is answered. Tasks, not processes: 1,000 processes would measure
-//!   the 2 cores' fork and exec, not the daemon.
+//!   the 2 cores' fork and exec, not the daemon. Each answer is received
+//!   whole, but its jobs are counted, not decoded (`qmesh_proto::served`):
+//!   decoding is the work of the callers' hosts, and here it would take
+//!   the daemon's cores.
 //! * `--submitters` clients, each on its own connection, sending the
 //!   durable Submit request of a held job (`qsub -h`) again as soon as
 //!   the last is acknowledged.
@@ -34,8 +37,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use qmesh_proto::v1;
 use qmesh_proto::v1::jobs_client::JobsClient;
+use qmesh_proto::{served, v1};
 use tonic::transport::Channel;
 
 use crate::Report;
@@ -221,7 +224,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let reply_bytes = raw_h2::reply_bytes(&socket, STATUS_PATH, EVERY_JOB)
         .context("read one whole listing by hand")?;
 
-    let mut qstat_clients = runtime.block_on(connect_many(&socket, run.qstat))?;
+    let mut qstat_clients = runtime.block_on(connect_channels(&socket, run.qstat))?;
     let submit_clients = runtime.block_on(connect_many(&socket, run.submitters))?;
     let probe_client = runtime.block_on(connect_many(&socket, 1))?.remove(0);
     marks.push(("clients connected", memory(pid, t0)));
@@ -239,7 +242,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     }
     // Their listings built and handed to the connections.
     let settled = runtime.block_on(async {
-        let mut c = qstat_clients[0].clone();
+        let mut c = JobsClient::new(qstat_clients[0].clone()).max_decoding_message_size(MAX_REPLY);
         c.status(qstat_request(run.full))
             .await
             .map(|r| r.into_inner().jobs.len())
@@ -438,13 +441,20 @@ fn still_open(s: &std::os::unix::net::UnixStream) -> bool {
 }
 
 async fn connect_many(socket: &Path, n: usize) -> anyhow::Result<Vec<JobsClient<Channel>>> {
+    let channels = connect_channels(socket, n).await?;
+    Ok(channels
+        .into_iter()
+        .map(|c| JobsClient::new(c).max_decoding_message_size(MAX_REPLY))
+        .collect())
+}
+
+/// `n` connections of their own.
+async fn connect_channels(socket: &Path, n: usize) -> anyhow::Result<Vec<Channel>> {
     let mut tasks = Vec::new();
     for _ in 0..n {
         let socket: PathBuf = socket.to_path_buf();
         tasks.push(tokio::spawn(async move {
-            qmesh_proto::endpoint::connect_unix(&socket)
-                .await
-                .map(|c| JobsClient::new(c).max_decoding_message_size(MAX_REPLY))
+            qmesh_proto::endpoint::connect_unix(&socket).await
         }));
     }
     let mut clients = Vec::with_capacity(n);
@@ -474,15 +484,21 @@ async fn preload(socket: &Path, cwd: &str, jobs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn qstat_loop(mut client: JobsClient<Channel>, deadline: Instant, full: bool) -> Calls {
+async fn qstat_loop(channel: Channel, deadline: Instant, full: bool) -> Calls {
     let mut calls = Calls::default();
+    // The answer taken in whole, its jobs counted, not decoded.
+    let mut client =
+        served::jobs_client::JobsClient::new(channel).max_decoding_message_size(MAX_REPLY);
     while Instant::now() < deadline {
         let t = Instant::now();
         match client.status(qstat_request(full)).await {
-            Ok(reply) => {
-                calls.latencies.push(t.elapsed());
-                calls.listed += reply.into_inner().jobs.len();
-            }
+            Ok(reply) => match reply.into_inner().job_count() {
+                Ok(jobs) => {
+                    calls.latencies.push(t.elapsed());
+                    calls.listed += jobs;
+                }
+                Err(e) => calls.fail(format!("a listing does not decode: {e}")),
+            },
             Err(s) => calls.fail(format!("{:?}: {}", s.code(), s.message())),
         }
     }

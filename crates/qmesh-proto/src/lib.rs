@@ -15,6 +15,7 @@ pub mod v1 {
 
 pub mod endpoint;
 pub mod relay;
+pub mod served;
 mod spool_json;
 pub mod trust;
 

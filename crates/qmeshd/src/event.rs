@@ -52,7 +52,7 @@ impl JobAction {
 /// the task as it walks the jobs: each pending job's line needs the plan's
 /// reason, explanation and estimate, and a copy of every job for the
 /// service to convert would cost a 100,000-job listing more.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct StatusQuery {
     /// Jobs named by id: listed first, whatever the filters.
     pub job_ids: Vec<String>,
@@ -102,6 +102,15 @@ pub enum Event {
         peer: Peer,
         query: Box<StatusQuery>,
         reply: Reply<v1::StatusReply>,
+    },
+    /// qstat's question, for the listing every caller asking it shares
+    /// (`crate::listings`): answered `None` when the listing would depend
+    /// on who asks (the server's query_other_jobs is false, or scripts
+    /// are asked for).
+    SharedStatus {
+        peer: Peer,
+        query: Box<StatusQuery>,
+        reply: Reply<Option<crate::listings::SharedListing>>,
     },
     Act {
         peer: Peer,
@@ -280,6 +289,27 @@ pub enum Event {
         ids: Vec<String>,
         reply: Reply<Vec<JobOutcome>>,
     },
+}
+
+impl Event {
+    /// Whether the task's answer only reads: such a turn leaves every
+    /// listing as it was (`crate::listings::Generation`). Any other event
+    /// may change what a listing shows.
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            Event::Status { .. }
+                | Event::SharedStatus { .. }
+                | Event::Plan { .. }
+                | Event::When { .. }
+                | Event::Queues { .. }
+                | Event::ServerStatus { .. }
+                | Event::Nodes { .. }
+                | Event::Reservations { .. }
+                | Event::RefreshMetrics(_)
+                | Event::Wait { .. }
+        )
+    }
 }
 
 /// What to do once the changes written before it are durable.

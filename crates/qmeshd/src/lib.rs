@@ -20,6 +20,7 @@ mod event;
 mod identity;
 mod joblog;
 mod leader;
+mod listings;
 mod local_agent;
 mod mail;
 mod metrics;

@@ -2,8 +2,9 @@
 //! qrerun, qorder, qrun, tracejob, qalter, and the sp commands' plan, when
 //! and nodes.
 
+use qmesh_proto::served::EncodedStatusReply;
+use qmesh_proto::served::jobs_server::Jobs;
 use qmesh_proto::v1;
-use qmesh_proto::v1::jobs_server::Jobs;
 
 use crate::convert;
 use tonic::{Request, Response, Status};
@@ -115,11 +116,11 @@ impl Jobs for JobsService {
     async fn status(
         &self,
         request: Request<v1::StatusRequest>,
-    ) -> Result<Response<v1::StatusReply>, Status> {
+    ) -> Result<Response<EncodedStatusReply>, Status> {
         let peer = self.link.identity.peer(&request)?;
         let request = request.into_inner();
         check_ids(&request.job_ids)?;
-        let query = Box::new(StatusQuery {
+        let query = StatusQuery {
             users: user_names(&request.user, &request.users),
             job_ids: request.job_ids,
             queues: request.queues,
@@ -130,11 +131,24 @@ impl Jobs for JobsService {
             arrays_only: request.arrays_only,
             brief: request.brief,
             with_script: request.with_script,
+        };
+        // The listing every caller asking this now shares, built and
+        // encoded once (`crate::listings`) ...
+        let shared = self.link.listings.shared(&query, wall_second, || {
+            let (peer, query) = (peer.clone(), Box::new(query.clone()));
+            self.link
+                .ask(|reply| Event::SharedStatus { peer, query, reply })
         });
-        self.link
+        if let Some(encoded) = shared.await? {
+            return Ok(Response::new(encoded));
+        }
+        // ... or, when it depends on who asks, this caller's own.
+        let query = Box::new(query);
+        let reply = self
+            .link
             .ask(|reply| Event::Status { peer, query, reply })
-            .await
-            .map(Response::new)
+            .await?;
+        Ok(Response::new(EncodedStatusReply::encode_reply(&reply)))
     }
 
     async fn delete(
@@ -609,4 +623,11 @@ impl Jobs for JobsService {
         }
         Ok(Response::new(reply::jobs(outcomes)))
     }
+}
+
+/// The wall clock's second: a listing shows times to the second.
+fn wall_second() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }

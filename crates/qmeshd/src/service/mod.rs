@@ -48,6 +48,8 @@ pub struct Link {
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// The site's hooks, run here before a request becomes an event.
     pub hooks: crate::site_hooks::SiteHooks,
+    /// The listings shared by callers asking the same (qstat storms).
+    pub listings: Arc<crate::listings::Listings>,
 }
 
 impl Link {
@@ -59,7 +61,7 @@ impl Link {
         let (tx, rx) = oneshot::channel();
         let event = make(tx);
         let _turn = match event {
-            Event::Status { .. } | Event::Plan { .. } => {
+            Event::Status { .. } | Event::SharedStatus { .. } | Event::Plan { .. } => {
                 Some(LISTINGS.acquire().await.map_err(|_| shutting_down())?)
             }
             _ => None,

@@ -83,6 +83,7 @@ pub fn wire(
         rendezvous: Arc::default(),
         metrics,
         hooks: site_hooks,
+        listings: Arc::default(),
     };
     Wiring {
         link,
@@ -122,6 +123,7 @@ pub fn start_task(
         task::SchedulerTask::new(loaded.state, store, task_settings, durable_tx, now)
             .with_job_log(job_log, loaded.next_record)
             .with_host_gate(wiring.gate)
+            .with_listing_generation(wiring.link.listings.generation())
             .with_site_hooks(wiring.hooks, wiring.link.hooks.clone(), &wiring.link.events);
     if let Some(m) = &wiring.link.metrics {
         scheduler = scheduler.with_metrics(m.clone());

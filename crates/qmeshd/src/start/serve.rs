@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use qmesh_proto::served::jobs_server::JobsServer;
 use qmesh_proto::v1::admin_server::AdminServer;
 use qmesh_proto::v1::agent_server::AgentServer;
-use qmesh_proto::v1::jobs_server::JobsServer;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;

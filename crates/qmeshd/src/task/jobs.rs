@@ -15,6 +15,7 @@ use crate::dispatch::Now;
 use crate::error::TaskError;
 use crate::event::{JobAction, Reply, StatusQuery};
 use crate::identity::Peer;
+use crate::listings::SharedListing;
 
 impl SchedulerTask {
     /// qsub: validated, stored, queued; answered once durable.
@@ -231,6 +232,24 @@ impl SchedulerTask {
             reply.jobs.extend(jobs.filter(wanted));
         }
         Ok(reply)
+    }
+
+    /// qstat's listing for every caller asking `request`: `None` when it
+    /// would depend on who asks (only their own jobs, or scripts).
+    pub(super) fn shared_status(
+        &self,
+        peer: &Peer,
+        request: &StatusQuery,
+        now: Now,
+    ) -> Result<Option<SharedListing>, TaskError> {
+        if !self.state.config().server.query_other_jobs || request.with_script {
+            return Ok(None);
+        }
+        let reply = self.status(peer, request, now)?;
+        Ok(Some(SharedListing {
+            reply,
+            generation: self.published.listing_generation(),
+        }))
     }
 
     /// qstat -t: an array's sub-jobs in index order, those left to start

@@ -209,6 +209,18 @@ impl SchedulerTask {
     }
 
     /// Keeps `metrics` up to date (see `crate::metrics`).
+    /// Counts the turns that may change a listing, for the services'
+    /// shared listings (`crate::listings`).
+    pub fn with_listing_generation(
+        mut self,
+        generation: Arc<crate::listings::Generation>,
+    ) -> SchedulerTask {
+        self.published.set_listing_generation(generation);
+        // A task taking over (a new leader) shows another state.
+        self.published.changed();
+        self
+    }
+
     pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> SchedulerTask {
         self.published.set_metrics(metrics);
         self
@@ -264,6 +276,9 @@ impl SchedulerTask {
                     None => std::future::pending().await,
                 }
             };
+            // The listings' generation moves on before anything that may
+            // change what they show, so no answer given after it can be
+            // followed by an older listing (`crate::listings`).
             tokio::select! {
                 event = events.recv() => {
                     let Some(first) = event else {
@@ -278,6 +293,9 @@ impl SchedulerTask {
                             ControlFlow::Break(())
                         }
                         event => {
+                            if !event.only_reads() {
+                                self.published.changed();
+                            }
                             self.handle(event, read_clock());
                             ControlFlow::Continue(())
                         }
@@ -286,9 +304,18 @@ impl SchedulerTask {
                         return;
                     }
                 }
-                Some(after) = durable.recv() => self.after_durable(after, read_clock()),
-                _ = ticker.tick() => self.tick(read_clock()),
-                _ = pass_due => self.schedule(read_clock()),
+                Some(after) = durable.recv() => {
+                    self.published.changed();
+                    self.after_durable(after, read_clock());
+                }
+                _ = ticker.tick() => {
+                    self.published.changed();
+                    self.tick(read_clock());
+                }
+                _ = pass_due => {
+                    self.published.changed();
+                    self.schedule(read_clock());
+                }
             }
             self.end_turn();
         }
@@ -309,6 +336,9 @@ impl SchedulerTask {
             } => self.submit(&peer, *submission, payload, reply, now),
             Event::Status { peer, query, reply } => {
                 let _ = reply.send(self.status(&peer, &query, now));
+            }
+            Event::SharedStatus { peer, query, reply } => {
+                let _ = reply.send(self.shared_status(&peer, &query, now));
             }
             Event::Act {
                 peer,

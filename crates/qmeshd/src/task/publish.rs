@@ -19,6 +19,8 @@ pub(super) struct Published {
     metrics: Option<Arc<Metrics>>,
     gate: Option<watch::Sender<Arc<HostGate>>>,
     hooks: Option<crate::site_hooks::Publisher>,
+    /// Moved on after every turn that may have changed a listing.
+    generation: Arc<crate::listings::Generation>,
 }
 
 impl Published {
@@ -28,6 +30,20 @@ impl Published {
 
     pub(super) fn set_host_gate(&mut self, gate: watch::Sender<Arc<HostGate>>) {
         self.gate = Some(gate);
+    }
+
+    pub(super) fn set_listing_generation(&mut self, generation: Arc<crate::listings::Generation>) {
+        self.generation = generation;
+    }
+
+    /// The generation of what the task shows now.
+    pub(super) fn listing_generation(&self) -> u64 {
+        self.generation.current()
+    }
+
+    /// What the task does next may change what a listing shows.
+    pub(super) fn changed(&self) {
+        self.generation.advance();
     }
 
     pub(super) fn set_site_hooks(&mut self, hooks: crate::site_hooks::Publisher) {

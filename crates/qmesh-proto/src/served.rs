@@ -1,0 +1,169 @@
+//! The services as the daemon serves them: the same methods and messages
+//! as [`crate::v1`], except that a `StatusReply` goes out as bytes encoded
+//! beforehand ([`EncodedStatusReply`]). When a thousand `qstat` callers ask
+//! for the same listing in the same instant, the daemon encodes it once
+//! and every caller's connection copies the bytes; with the generated
+//! `StatusReply` each connection would encode it again (about as costly as
+//! building it). Clients are unchanged: on the wire it is a `StatusReply`.
+//! This module's client takes a listing in without decoding its jobs, for
+//! benchmarks that must measure the daemon rather than their own decoding.
+
+use prost::bytes::{Buf, BufMut, Bytes, BytesMut};
+use prost::encoding::{self, DecodeContext, WireType};
+use prost::{DecodeError, Message};
+
+#[allow(clippy::all, missing_docs)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/served/qmesh.v1.rs"));
+}
+
+pub use generated::*;
+
+/// `StatusReply.jobs`.
+const JOBS_FIELD: u32 = 1;
+
+/// A `StatusReply` already encoded: sending it copies its bytes. Reading
+/// one (a client may, through the generic decoder) keeps the fields as
+/// they came, so [`EncodedStatusReply::decode_reply`] gives the message.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EncodedStatusReply {
+    bytes: Bytes,
+}
+
+impl EncodedStatusReply {
+    /// Encodes `reply` once; clones share the bytes.
+    pub fn encode_reply(reply: &crate::v1::StatusReply) -> EncodedStatusReply {
+        EncodedStatusReply {
+            bytes: Bytes::from(reply.encode_to_vec()),
+        }
+    }
+
+    /// The message these bytes encode.
+    pub fn decode_reply(&self) -> Result<crate::v1::StatusReply, DecodeError> {
+        crate::v1::StatusReply::decode(self.bytes.clone())
+    }
+
+    /// How many jobs it lists, read from the encoding without decoding
+    /// them.
+    pub fn job_count(&self) -> Result<usize, DecodeError> {
+        let mut buf = self.bytes.clone();
+        let mut jobs = 0;
+        while buf.has_remaining() {
+            let (tag, wire_type) = encoding::decode_key(&mut buf)?;
+            jobs += usize::from(tag == JOBS_FIELD);
+            encoding::skip_field(wire_type, tag, &mut buf, DecodeContext::default())?;
+        }
+        Ok(jobs)
+    }
+
+    /// The encoded size, in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+impl Message for EncodedStatusReply {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.bytes);
+    }
+
+    /// Keeps the field as it was encoded: its key, then its value. (A
+    /// group, which a `StatusReply` never has, is skipped, as an unknown
+    /// field would be.)
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        let mut out = BytesMut::from(std::mem::take(&mut self.bytes));
+        match wire_type {
+            WireType::Varint => {
+                let value = encoding::decode_varint(buf)?;
+                encoding::encode_key(tag, wire_type, &mut out);
+                encoding::encode_varint(value, &mut out);
+            }
+            WireType::SixtyFourBit => {
+                let mut value = 0u64;
+                encoding::fixed64::merge(wire_type, &mut value, buf, ctx)?;
+                encoding::fixed64::encode(tag, &value, &mut out);
+            }
+            WireType::ThirtyTwoBit => {
+                let mut value = 0u32;
+                encoding::fixed32::merge(wire_type, &mut value, buf, ctx)?;
+                encoding::fixed32::encode(tag, &value, &mut out);
+            }
+            WireType::LengthDelimited => {
+                let mut value = Bytes::new();
+                encoding::bytes::merge(wire_type, &mut value, buf, ctx)?;
+                encoding::bytes::encode(tag, &value, &mut out);
+            }
+            WireType::StartGroup | WireType::EndGroup => {
+                encoding::skip_field(wire_type, tag, buf, ctx)?;
+            }
+        }
+        self.bytes = out.freeze();
+        Ok(())
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn clear(&mut self) {
+        self.bytes = Bytes::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v1::{JobInfo, StatusRefusal, StatusReply};
+
+    fn reply() -> StatusReply {
+        StatusReply {
+            jobs: vec![
+                JobInfo {
+                    id: "1.srv".into(),
+                    name: "a".into(),
+                    ..Default::default()
+                },
+                JobInfo {
+                    id: "2.srv".into(),
+                    exit_status: Some(-3),
+                    ..Default::default()
+                },
+            ],
+            server: "srv".into(),
+            server_time: 1_700_000_000,
+            refused: vec![StatusRefusal {
+                name: "9".into(),
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn sent_bytes_are_the_replys_own() {
+        let reply = reply();
+        let encoded = EncodedStatusReply::encode_reply(&reply);
+        assert_eq!(encoded.encode_to_vec(), reply.encode_to_vec());
+        assert_eq!(encoded.encoded_len(), reply.encoded_len());
+        assert_eq!(encoded.decode_reply().unwrap(), reply);
+        assert_eq!(encoded.job_count().unwrap(), 2);
+    }
+
+    #[test]
+    fn read_back_field_by_field_it_is_the_same_reply() {
+        let reply = reply();
+        let read = EncodedStatusReply::decode(reply.encode_to_vec().as_slice()).unwrap();
+        assert_eq!(read.decode_reply().unwrap(), reply);
+        let cut = &reply.encode_to_vec()[..10];
+        assert!(EncodedStatusReply::decode(cut).is_err());
+    }
+}
