@@ -63,6 +63,9 @@ pub struct Run {
     /// The callers ask for every attribute (`qstat -f`), not qstat's plain
     /// table.
     pub full: bool,
+    /// Each submitter deletes its job once acknowledged (the queue's size
+    /// stays the preloaded one).
+    pub steady: bool,
 }
 
 /// The Status request of a plain `qstat` (qmesh-cli's `qstat/fetch.rs`),
@@ -272,7 +275,13 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
         }
         let mut submit_tasks = Vec::new();
         for client in submit_clients {
-            submit_tasks.push(tokio::spawn(submit_loop(client, cwd.clone(), deadline)));
+            let steady = run.steady;
+            submit_tasks.push(tokio::spawn(submit_loop(
+                client,
+                cwd.clone(),
+                deadline,
+                steady,
+            )));
         }
         let probe = tokio::spawn(probe_loop(probe_client, cwd.clone(), deadline));
         let drained = deadline + DRAIN_WITHIN;
@@ -349,12 +358,17 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let mb = |kb: u64| kb as f64 / 1024.0;
     let mut text = format!(
         "load: {} qstat callers (tokio tasks, one connection each) and {} submitters (held jobs, \
-         durable replies) for {:.1} s; {} slow readers; {} held jobs preloaded\n\
+         durable replies{}) for {:.1} s; {} slow readers; {} held jobs preloaded\n\
          a listing at the start: {} jobs, {:.2} MB on the wire; jobs listed per qstat on average: {:.0}; \
          jobs at the end: {}\n\
          {:<28}{:>8}{:>9}{:>10}{:>10}{:>10}{:>10}{:>8}\n{}\n{}\n{}\n",
         run.qstat,
         run.submitters,
+        if run.steady {
+            ", each deleted once acknowledged"
+        } else {
+            ""
+        },
         load_secs,
         run.slow_readers,
         run.preload,
@@ -505,14 +519,34 @@ async fn qstat_loop(channel: Channel, deadline: Instant, full: bool) -> Calls {
     calls
 }
 
-async fn submit_loop(mut client: JobsClient<Channel>, cwd: String, deadline: Instant) -> Calls {
+async fn submit_loop(
+    mut client: JobsClient<Channel>,
+    cwd: String,
+    deadline: Instant,
+    steady: bool,
+) -> Calls {
     let mut calls = Calls::default();
     let request = held_job(&cwd);
     while Instant::now() < deadline {
         let t = Instant::now();
-        match client.submit(request.clone()).await {
-            Ok(_) => calls.latencies.push(t.elapsed()),
-            Err(s) => calls.fail(format!("{:?}: {}", s.code(), s.message())),
+        let id = match client.submit(request.clone()).await {
+            Ok(reply) => {
+                calls.latencies.push(t.elapsed());
+                reply.into_inner().job_id
+            }
+            Err(s) => {
+                calls.fail(format!("{:?}: {}", s.code(), s.message()));
+                continue;
+            }
+        };
+        if steady {
+            let delete = v1::JobsRequest {
+                job_ids: vec![id],
+                ..Default::default()
+            };
+            if let Err(s) = client.delete(delete).await {
+                calls.fail(format!("qdel: {:?}: {}", s.code(), s.message()));
+            }
         }
     }
     calls

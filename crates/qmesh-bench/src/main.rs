@@ -235,6 +235,12 @@ enum What {
         /// plain qstat's table).
         #[arg(long)]
         full: bool,
+        /// Each submitter deletes the job it submitted once it is
+        /// acknowledged, so the queue stays at its preloaded size (a
+        /// site's steady state): a listing keeps the same size however
+        /// fast submissions go. Only the submissions are timed.
+        #[arg(long)]
+        steady: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -364,6 +370,7 @@ fn main() -> ExitCode {
             preload,
             slow_readers,
             full,
+            steady,
         } => qmeshd().and_then(|q| {
             let run = load::Run {
                 qstat: *qstat,
@@ -372,6 +379,7 @@ fn main() -> ExitCode {
                 preload: *preload,
                 slow_readers: *slow_readers,
                 full: *full,
+                steady: *steady,
             };
             load::run(&q, &run)
         }),

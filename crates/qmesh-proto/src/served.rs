@@ -56,6 +56,11 @@ impl EncodedStatusReply {
         Ok(jobs)
     }
 
+    /// The encoding, shared (no copy).
+    pub fn to_bytes(&self) -> Bytes {
+        self.bytes.clone()
+    }
+
     /// The encoded size, in bytes.
     pub fn len(&self) -> usize {
         self.bytes.len()
@@ -69,6 +74,24 @@ impl EncodedStatusReply {
 impl Message for EncodedStatusReply {
     fn encode_raw(&self, buf: &mut impl BufMut) {
         buf.put_slice(&self.bytes);
+    }
+
+    /// Takes the encoding whole, in one copy: checking it field by field
+    /// is [`EncodedStatusReply::job_count`]'s or
+    /// [`EncodedStatusReply::decode_reply`]'s work.
+    fn decode(mut buf: impl Buf) -> Result<Self, DecodeError> {
+        Ok(EncodedStatusReply {
+            bytes: buf.copy_to_bytes(buf.remaining()),
+        })
+    }
+
+    /// Appends the encoding: protobuf merges two messages by
+    /// concatenating them.
+    fn merge(&mut self, mut buf: impl Buf) -> Result<(), DecodeError> {
+        let mut out = BytesMut::from(std::mem::take(&mut self.bytes));
+        out.put(&mut buf);
+        self.bytes = out.freeze();
+        Ok(())
     }
 
     /// Keeps the field as it was encoded: its key, then its value. (A
@@ -159,11 +182,29 @@ mod tests {
     }
 
     #[test]
-    fn read_back_field_by_field_it_is_the_same_reply() {
+    fn read_back_it_is_the_same_reply() {
         let reply = reply();
         let read = EncodedStatusReply::decode(reply.encode_to_vec().as_slice()).unwrap();
         assert_eq!(read.decode_reply().unwrap(), reply);
-        let cut = &reply.encode_to_vec()[..10];
-        assert!(EncodedStatusReply::decode(cut).is_err());
+        let cut = EncodedStatusReply::decode(&reply.encode_to_vec()[..10]).unwrap();
+        assert!(cut.job_count().is_err());
+        assert!(cut.decode_reply().is_err());
+    }
+
+    #[test]
+    fn read_as_a_field_or_merged_it_is_the_same_reply() {
+        // As a field of another message: its length, then its fields.
+        let reply = reply();
+        let mut outer = Vec::new();
+        encoding::message::encode(1, &reply, &mut outer);
+        let mut buf = outer.as_slice();
+        let (tag, wire_type) = encoding::decode_key(&mut buf).unwrap();
+        let mut read = EncodedStatusReply::default();
+        encoding::message::merge(wire_type, &mut read, &mut buf, DecodeContext::default()).unwrap();
+        assert_eq!((tag, read.decode_reply().unwrap()), (1, reply.clone()));
+        // Merged with another: the repeated fields of both, in order.
+        let mut merged = EncodedStatusReply::encode_reply(&reply);
+        merged.merge(reply.encode_to_vec().as_slice()).unwrap();
+        assert_eq!(merged.job_count().unwrap(), 4);
     }
 }

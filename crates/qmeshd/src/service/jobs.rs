@@ -12,6 +12,7 @@ use tonic::{Request, Response, Status};
 use super::{Link, reply};
 use crate::event::{Event, JobAction, StatusQuery};
 
+#[derive(Clone)]
 pub struct JobsService {
     pub link: Link,
 }

@@ -8,11 +8,13 @@ mod admin;
 mod agent;
 mod attach;
 mod jobs;
+mod listing_body;
 mod reply;
 
 pub use admin::AdminService;
 pub use agent::AgentService;
 pub use jobs::JobsService;
+pub use listing_body::SharedStatusBody;
 
 use std::sync::Arc;
 

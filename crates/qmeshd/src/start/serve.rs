@@ -96,8 +96,10 @@ pub fn serve(
     let jobs = || {
         // Room for the largest script and environment a submission may
         // carry, so that one past them gets the limit's own words.
-        JobsServer::new(service::JobsService { link: link.clone() })
-            .max_decoding_message_size(MAX_REQUEST_BYTES)
+        let service = service::JobsService { link: link.clone() };
+        let server = JobsServer::new(service.clone()).max_decoding_message_size(MAX_REQUEST_BYTES);
+        // qstat's listings sent as the one shared encoding.
+        service::SharedStatusBody::new(server, service)
     };
     let admin = || service::AdminService { link: link.clone() };
     let agents = || {
