@@ -75,6 +75,8 @@ pub struct PendingView {
     pub id: JobId,
     pub nodes: u32,
     pub walltime: u64,
+    /// Its predicted run time, if its owner had run jobs (`predict.rs`).
+    pub predicted: Option<u64>,
     pub qtime: Time,
     /// Queued: not held, waiting or in transit.
     pub queued: bool,
@@ -99,6 +101,7 @@ impl PendingView {
             id: job.id,
             nodes: job.nodes,
             walltime: job.walltime,
+            predicted: job.predicted_run,
             qtime: job.qtime,
             queued: job.state == JobState::Queued,
             conditional: !job.depend.is_empty()
