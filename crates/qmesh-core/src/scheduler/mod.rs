@@ -282,10 +282,27 @@ impl Scheduler {
     /// [`Scheduler::when`], with every job planned to run its predicted
     /// run time (`crate::predict`): running jobs end when their owners'
     /// last jobs suggest (later once they outlive it), and the jobs ahead
-    /// take what theirs ran. An estimate: a start it finds before a
-    /// shutdown that the job's wall time would cross does not happen.
+    /// take what theirs ran. The job itself takes its predicted run time
+    /// too, but never starts where its wall time would cross a closedown:
+    /// it is planned again from the closedown's end (from the wall-time
+    /// estimate when the closedown has none, a period's end).
     pub fn when_predicted(&self, state: &State, job: &Job, now: Time) -> When {
-        self.when_by(state, job, now, Durations::Predicted)
+        let mut when = self.when_by(state, job, now, Durations::Predicted);
+        for _ in 0..MAX_REPLANS {
+            let Some(start) = when.start else {
+                return when;
+            };
+            let Some(closedown) = self.closedown_crossed(state, job, start) else {
+                return when;
+            };
+            match closedown.end {
+                Some(end) => {
+                    when.start = expected_from(state, job, Some(end), now, Durations::Predicted);
+                }
+                None => break,
+            }
+        }
+        self.when(state, job, now)
     }
 
     fn when_by(&self, state: &State, job: &Job, now: Time, durations: Durations) -> When {
@@ -437,6 +454,10 @@ impl Scheduler {
         self.reason(state, job)
     }
 }
+
+/// Closedowns a start from predicted run times is moved past before the
+/// wall-time estimate is given instead.
+const MAX_REPLANS: usize = 3;
 
 /// A job's start planned again from `open`, when its queue opens (its
 /// next period, its reservation's next occurrence): an estimate, since

@@ -94,6 +94,27 @@ fn spwhen_from_predictions_counts_on_the_running_jobs_predicted_end() {
 }
 
 #[test]
+fn spwhen_from_predictions_never_starts_a_job_across_a_shutdown() {
+    let mut s = state(4);
+    let mut config = s.config().clone();
+    let window = crate::shutdown::Shutdown::new("maint", t(3600), t(7200));
+    config.shutdowns.insert("maint".into(), window);
+    s.set_config(config);
+    // Its owner's jobs run 10 minutes, but it asks 2 hours: it cannot run
+    // before the window, whatever it is predicted to run.
+    history(&mut s, 1, 600, 0);
+    let long = job(&mut s, 1, 4, 7200, t(0));
+    let job = s.job(long).unwrap();
+    assert_eq!(job.predicted_run, Some(600));
+    assert_eq!(Scheduler.when(&s, job, t(0)).start, Some(t(7200)));
+    assert_eq!(
+        Scheduler.when_predicted(&s, job, t(0)).start,
+        Some(t(7200)),
+        "planned again from the window's end"
+    );
+}
+
+#[test]
 fn easy_plus_plus_tries_the_shortest_predicted_job_first() {
     let (mut s, _, _head) = running_and_waiting();
     // Four nodes free: room for one of these two, both ending before the
