@@ -210,7 +210,7 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let mut order = predicted::Order::new(ranked(self.state, self.now));
+        let mut order = predicted::Order::new(ranked(self.state, self.now), self.mode);
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()

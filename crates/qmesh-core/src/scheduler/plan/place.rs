@@ -55,9 +55,6 @@ impl<'a> Planner<'a> {
         let n = view.nodes as usize;
         let wall = view.walltime.max(1) as Secs;
         let end = self.now_s.saturating_add(wall);
-        // Its run as planned: its wall time, or its predicted run time.
-        let run = self.planned_secs(view);
-        let run_end = self.now_s.saturating_add(run);
         let free_now: usize = sets.iter().map(|&s| self.sets[s].free).sum();
         let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
         let reserve = match self.mode {
@@ -79,6 +76,8 @@ impl<'a> Planner<'a> {
         let wants = job().filter(|_| view.constrained).and_then(Wants::of);
         let wants = wants.as_ref();
         if free_now >= n {
+            // Its run as planned: its wall time, or its predicted run time.
+            let run_end = self.now_s.saturating_add(self.planned_secs(view));
             match self.start_now(usable, n, run_end, end, reserve, wants) {
                 Now::Started(nodes, parts) => {
                     self.guard_take(&nodes, end);
@@ -99,6 +98,7 @@ impl<'a> Planner<'a> {
             None
         };
         if reserve {
+            let run = self.planned_secs(view);
             let start = self.reserve(usable, n as u32, run, unplaceable, cuts);
             self.guard_reserve(usable, n as u32, wall);
             // A job its period leaves no window for holds no nodes: under

@@ -53,7 +53,10 @@ impl<'a> Planner<'a> {
     pub(super) fn planned_secs(&self, view: &PendingView) -> Secs {
         let secs = match self.durations {
             Durations::Requested => view.walltime.max(1),
-            Durations::Predicted => planned_run(view.walltime, view.predicted),
+            Durations::Predicted => {
+                let predicted = (view.predicted > 0).then_some(u64::from(view.predicted));
+                planned_run(view.walltime, predicted)
+            }
         };
         secs as Secs
     }
@@ -115,8 +118,9 @@ impl<'a> Planner<'a> {
     /// The next pending job to plan. Under EASY++, once the first job that
     /// cannot start has its reservation, the rest come shortest predicted
     /// first (express jobs still first; ties in their order).
+    #[inline(always)]
     pub(super) fn next_job(&self, order: &mut Order<'a>) -> Option<Ranked> {
-        if self.mode == Backfill::EasyPredicted && self.reserved_any && order.rest.is_none() {
+        if order.shortest_first && self.reserved_any && order.rest.is_none() {
             let mut rest: Vec<Ranked> = order.ranked.by_ref().collect();
             rest.sort_by_key(|r| (!self.is_express(r), self.planned_secs(&r.view)));
             order.rest = Some(rest.into_iter());
@@ -131,13 +135,19 @@ impl<'a> Planner<'a> {
 /// The pending jobs in the order a pass takes them (`next_job`).
 pub(super) struct Order<'a> {
     ranked: Box<dyn Iterator<Item = Ranked> + 'a>,
+    /// EASY++: the jobs behind the first reservation are sorted.
+    shortest_first: bool,
     /// Under EASY++, the jobs behind the first reservation, sorted.
     rest: Option<std::vec::IntoIter<Ranked>>,
 }
 
 impl<'a> Order<'a> {
-    pub fn new(ranked: Box<dyn Iterator<Item = Ranked> + 'a>) -> Order<'a> {
-        Order { ranked, rest: None }
+    pub fn new(ranked: Box<dyn Iterator<Item = Ranked> + 'a>, mode: Backfill) -> Order<'a> {
+        Order {
+            ranked,
+            shortest_first: mode == Backfill::EasyPredicted,
+            rest: None,
+        }
     }
 }
 
