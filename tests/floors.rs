@@ -64,6 +64,7 @@ const QMESH_CORE: House = House {
                 "queue",
                 "hook",
                 "reservation",
+                "predict",
             ],
         ),
         (

@@ -399,3 +399,38 @@ fn spq_watch_redraws_in_place_until_ctrl_c() {
     term.expect("\x1b[?25h", &d);
     d.ok("qdel", &[&first, &second]);
 }
+
+/// The daemon learns what a user's jobs run from their ends (the agent's
+/// reports): spwhen's estimate is then from predicted run times, and says
+/// so, with the wall-time one beside it.
+#[test]
+fn spwhen_estimates_from_the_users_last_two_jobs_and_says_so() {
+    let d = Daemon::start();
+    d.script("quick.sh", "echo ran\n");
+    for _ in 0..2 {
+        let quick = d.qsub(&["-l", "walltime=1:00:00", "quick.sh"]);
+        assert_eq!(d.wait_job(&quick).exit_status, Some(0));
+    }
+    // Asks an hour, like the two before it, which ran a second or so.
+    let started = sleeper(&d, "whole");
+    let running = d.qsub(&["-l", "nodes=16,walltime=1:00:00", "whole.sh"]);
+    d.read_fifo(&started);
+    d.script("next.sh", "echo next\n");
+    let next = d.qsub(&["-l", "nodes=16,walltime=1:00:00", "next.sh"]);
+    let start = spq_entry(&spq(&d), "running", &running)["start"]
+        .as_i64()
+        .expect("its start");
+    let when = json(&d.ok("spwhen", &["--json", &next]));
+    assert_eq!(when["estimate"], "predicted", "{when:#}");
+    let walltime = when["walltime_start"].as_i64().expect("a wall-time start");
+    assert!((walltime - (start + 3600)).abs() <= 5, "{when:#}");
+    // Predicted a second or two; once outlived, the ladder's first step.
+    let predicted = when["expected_start"].as_i64().expect("a start");
+    assert!(predicted <= start + 60 + 5, "{when:#}");
+    let text = d.ok("spwhen", &[&next]);
+    assert!(
+        text.contains("estimate from predicted run times (last two jobs of each user")
+            && text.contains("from requested wall times: "),
+        "{text}"
+    );
+}

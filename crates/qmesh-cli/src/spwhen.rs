@@ -1,11 +1,17 @@
 //! spwhen: when one job will start given the current queue, and why it
 //! does not start now. The estimate is the scheduler's own plan (the start
-//! it reserved for the job), so it moves only when the queue does.
+//! it reserved for the job), so it moves only when the queue does. Two
+//! plans are made: one where every job runs its requested wall time (what
+//! Slurm and PBS tell), and one where every job runs its predicted run
+//! time, its owner's last two jobs' (`qmesh_core::predict`): the second is
+//! shown when the server gives it, being closer, and spwhen says which it
+//! shows.
 
 use std::process::ExitCode;
 
 use chrono::{Local, TimeZone};
 use clap::Parser;
+use qmesh_core::predict::Estimate;
 use qmesh_proto::{PlanStatus, WhenReply, WhenRequest};
 
 use crate::client::{self, CliError};
@@ -14,8 +20,11 @@ use crate::spview;
 
 /// Tell when a job will start given the current queue, and why not now.
 ///
-/// The estimate comes from the scheduler's plan: running jobs end when
-/// their wall time runs out, and the jobs ahead keep their places.
+/// The estimate comes from the scheduler's plan, where the jobs ahead keep
+/// their places and every job runs its predicted run time (what its
+/// owner's last two jobs ran; its wall time for a user with none), or,
+/// from a server that does not predict, its requested wall time. The
+/// answer says which, and gives the wall-time estimate too.
 #[derive(Parser, Debug)]
 #[command(name = "spwhen", version)]
 pub struct Args {
@@ -85,16 +94,16 @@ where
             spview::minutes_up(job.walltime),
             job.status_text
         );
-        if r.expected_start > now {
+        let (start, estimate) = shown(r);
+        out.push_str(&format!("expected start: {}\n", self.when(start, now)));
+        if start > 0 {
+            out.push_str(&format!("estimate from {}\n", estimate.as_str()));
+        }
+        if estimate == Estimate::PredictedRunTimes && r.expected_start > 0 {
             out.push_str(&format!(
-                "expected start: {} (in {})\n",
-                spview::date(r.expected_start, &self.tz),
-                spview::span(r.expected_start - now)
+                "from requested wall times: {}\n",
+                self.when(r.expected_start, now)
             ));
-        } else if r.expected_start > 0 {
-            out.push_str("expected start: now\n");
-        } else {
-            out.push_str("expected start: none can be foreseen now\n");
         }
         if !r.reason.is_empty() {
             out.push_str(&format!("why not now: {} ({})\n", r.explanation, r.reason));
@@ -105,8 +114,9 @@ where
     fn json(&self) -> Tree {
         let r = &self.reply;
         let job = r.job.clone().unwrap_or_default();
-        let in_seconds = if r.expected_start > 0 {
-            Tree::int((r.expected_start - r.server_time).max(0))
+        let (start, estimate) = shown(r);
+        let in_seconds = if start > 0 {
+            Tree::int((start - r.server_time).max(0))
         } else {
             Tree::Null
         };
@@ -114,12 +124,45 @@ where
             ("timestamp".into(), Tree::int(r.server_time)),
             ("job_id".into(), Tree::text(&job.job_id)),
             ("status".into(), Tree::text(&job.status_text)),
-            ("expected_start".into(), Tree::time(r.expected_start)),
+            ("expected_start".into(), Tree::time(start)),
             ("in_seconds".into(), in_seconds),
+            ("estimate".into(), Tree::text(estimate.key())),
+            ("estimate_from".into(), Tree::text(estimate.as_str())),
+            ("walltime_start".into(), Tree::time(r.expected_start)),
             ("reason".into(), Tree::text(&r.reason)),
             ("explanation".into(), Tree::text(&r.explanation)),
             ("job".into(), spview::entry_json(&job)),
         ])
+    }
+}
+
+impl<Tz: TimeZone> Answer<Tz>
+where
+    Tz::Offset: std::fmt::Display,
+{
+    /// A start as the text says it: its date and how long until then.
+    fn when(&self, start: i64, now: i64) -> String {
+        if start > now {
+            format!(
+                "{} (in {})",
+                spview::date(start, &self.tz),
+                spview::span(start - now)
+            )
+        } else if start > 0 {
+            "now".into()
+        } else {
+            "none can be foreseen now".into()
+        }
+    }
+}
+
+/// The start spwhen shows and the plan it is from: predicted run times'
+/// when the server gave one, else requested wall times'.
+fn shown(r: &WhenReply) -> (i64, Estimate) {
+    if r.predicted_start > 0 {
+        (r.predicted_start, Estimate::PredictedRunTimes)
+    } else {
+        (r.expected_start, Estimate::RequestedWallTimes)
     }
 }
 
@@ -145,6 +188,7 @@ mod tests {
             reason: "Resources".into(),
             explanation: "waiting for free nodes; it is next in line for them".into(),
             server_time: T0,
+            predicted_start: 0,
         }
     }
 
@@ -159,9 +203,34 @@ mod tests {
             text,
             "job 4.srv (32 nodes, 120 minutes) is Blocked
 expected start: Sun Nov 22 11:00:00 2026 (in 60 min)
+estimate from requested wall times
 why not now: waiting for free nodes; it is next in line for them (Resources)
 "
         );
+    }
+
+    #[test]
+    fn the_estimate_from_predicted_run_times_is_shown_and_named() {
+        let reply = WhenReply {
+            predicted_start: T0 + 1200,
+            ..blocked()
+        };
+        let answer = Answer { reply, tz: Utc };
+        assert_eq!(
+            answer.text(),
+            "job 4.srv (32 nodes, 120 minutes) is Blocked
+expected start: Sun Nov 22 10:20:00 2026 (in 20 min)
+estimate from predicted run times (last two jobs of each user; their wall time for users with none)
+from requested wall times: Sun Nov 22 11:00:00 2026 (in 60 min)
+why not now: waiting for free nodes; it is next in line for them (Resources)
+"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&answer.json()).unwrap()).unwrap();
+        assert_eq!(doc["expected_start"], T0 + 1200);
+        assert_eq!(doc["in_seconds"], 1200);
+        assert_eq!(doc["estimate"], "predicted");
+        assert_eq!(doc["walltime_start"], T0 + 3600);
     }
 
     #[test]
@@ -182,6 +251,7 @@ why not now: waiting for free nodes; it is next in line for them (Resources)
             serde_json::from_str(&serde_json::to_string(&answer.json()).unwrap()).unwrap();
         assert!(doc["expected_start"].is_null());
         assert!(doc["in_seconds"].is_null());
+        assert_eq!(doc["estimate"], "walltime");
         assert_eq!(doc["reason"], "Held");
     }
 
@@ -199,6 +269,7 @@ why not now: waiting for free nodes; it is next in line for them (Resources)
             reason: String::new(),
             explanation: String::new(),
             server_time: T0 + 600,
+            predicted_start: 0,
         };
         assert_eq!(
             Answer { reply, tz: Utc }.text(),

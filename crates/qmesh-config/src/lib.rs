@@ -222,7 +222,7 @@ pub struct ServerSection {
     pub age_factor: Option<f64>,
     /// Jobs above it hold nodes for themselves (SDSC blocking); 0: off.
     pub block_priority: Option<f64>,
-    /// none, easy or conservative.
+    /// none, easy, conservative or easy++.
     pub backfill: Option<String>,
     /// Jobs a pass considers; 0: all.
     pub search_depth: Option<u32>,
@@ -1091,7 +1091,7 @@ mod tests {
         assert_eq!(
             err,
             "configuration t: server.backfill: \"eager\" is not a backfill mode; \
-             write none, easy or conservative"
+             write none, easy, conservative or easy++"
         );
     }
 

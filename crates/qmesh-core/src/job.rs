@@ -282,6 +282,10 @@ pub struct Job {
     pub nodes: u32,
     /// Seconds.
     pub walltime: u64,
+    /// The run time (seconds) predicted at submission from its owner's
+    /// last jobs (`predict.rs`); `None` when the owner had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_run: Option<u64>,
     /// Bytes per node, if asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<u64>,

@@ -26,6 +26,7 @@ pub mod node;
 pub mod node_group;
 pub mod node_resources;
 pub mod periods;
+pub mod predict;
 pub mod preempt;
 pub mod qalter;
 pub mod qdel;

@@ -186,8 +186,12 @@ impl JobOrder {
 
 /// Backfilling: none (a job that does not fit is passed over, unless
 /// blocking holds nodes for it), EASY (the first job that cannot start
-/// gets a reservation; others may start if they do not delay it), or
-/// conservative (every pending job gets a reservation).
+/// gets a reservation; others may start if they do not delay it),
+/// conservative (every pending job gets a reservation), or EASY++
+/// (Tsafrir, Etsion and Feitelson): EASY planned with predicted run times
+/// (`predict.rs`), the jobs behind the first tried shortest predicted
+/// first, and none started that would delay the first job's start as
+/// requested wall times plan it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backfill {
@@ -195,16 +199,24 @@ pub enum Backfill {
     #[default]
     Easy,
     Conservative,
+    /// `easy++`.
+    EasyPredicted,
 }
 
 impl Backfill {
-    pub const ALL: [Backfill; 3] = [Backfill::None, Backfill::Easy, Backfill::Conservative];
+    pub const ALL: [Backfill; 4] = [
+        Backfill::None,
+        Backfill::Easy,
+        Backfill::Conservative,
+        Backfill::EasyPredicted,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Backfill::None => "none",
             Backfill::Easy => "easy",
             Backfill::Conservative => "conservative",
+            Backfill::EasyPredicted => "easy++",
         }
     }
 }

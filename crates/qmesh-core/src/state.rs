@@ -18,6 +18,7 @@ use crate::account::Usage;
 use crate::error::CoreError;
 use crate::job::{ExitCause, Holds, Job, JobExit, JobId, JobState};
 use crate::node::{Node, NodeName, NodeNeeds, NodeSet};
+use crate::predict::RunHistory;
 use crate::queue::Queue;
 use crate::server::Config;
 use crate::submit::{Reach, Submission};
@@ -39,6 +40,7 @@ mod node_sets;
 mod occupancy;
 mod placeable;
 mod reserved;
+mod runs;
 
 pub use arrays::Targets;
 pub use book::PendingView;
@@ -46,6 +48,7 @@ use book::{JobBook, add_pending, pending_key, refresh_pending, remove_pending, r
 pub use depend::Resolved;
 pub use hosts::{HostFacts, overloaded};
 use machine::Machine;
+use runs::ran;
 
 pub(crate) use occupancy::{NodeBits, Occupancy};
 pub use reserved::ReservedSpan;
@@ -60,6 +63,9 @@ pub struct State {
     machine: Machine,
     /// The reservations' occurrences by node index (`reserved.rs`).
     reserved: Vec<reserved::ReservedSpan>,
+    /// Each user's last runs, which new jobs' run times are predicted
+    /// from (`predict.rs`).
+    runs: RunHistory,
 }
 
 /// What `delete` did.
@@ -132,6 +138,7 @@ impl State {
                 up_hosts: BTreeSet::new(),
             },
             reserved: Vec::new(),
+            runs: RunHistory::default(),
         };
         state.index_reservations();
         state.apply_node_marks();
@@ -203,6 +210,7 @@ impl State {
             self.book.jobs.insert(id, job);
         }
         self.restore_arrays(arrays);
+        self.learn_runs_kept();
         self.book.next_id = self.book.next_id.max(next_id);
         self.machine.occupancy = Occupancy::of(&self.machine.nodes, self.machine.node_sets.len());
         warnings
@@ -515,6 +523,7 @@ impl State {
         self.check_placeable(&job)?;
         self.check_first_node(&job)?;
         self.check_accounts(&mut job)?;
+        job.predicted_run = self.runs.predict(&job.owner.user, job.nodes, job.walltime);
         Ok(job)
     }
 
@@ -739,6 +748,9 @@ impl State {
         job.state = JobState::Finished;
         job.end_time = Some(end);
         job.exit = Some(exit);
+        if let Some(run) = ran(job) {
+            self.runs.record(&job.owner.user, run);
+        }
         let half_life = self.config.server.fairshare_half_life;
         self.book.accounting.charge(job, half_life);
         Ok((Finished::Finished, job))

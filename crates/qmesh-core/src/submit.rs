@@ -288,6 +288,7 @@ impl Submission {
             queue: queue_name,
             nodes,
             walltime,
+            predicted_run: None,
             mem: req.mem,
             ncpus: req.ncpus,
             features: req.features,

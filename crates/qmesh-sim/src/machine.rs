@@ -4,7 +4,7 @@
 //! torus seed's experiments), or a site as its daemon's configuration file
 //! describes it (`--config`): node sets, node groups, queues and calendar,
 //! read by the same `qmesh-config` as qmeshd. The policy is one of the
-//! classic three, or the configuration's own server attributes; qmgr
+//! classic three, EASY++, or the configuration's own server attributes; qmgr
 //! commands (`--qmgr`) may change the configuration first, as an
 //! administrator would.
 //!
@@ -32,6 +32,12 @@ pub enum Policy {
     Easy,
     /// Conservative backfilling: every waiting job has one.
     Conservative,
+    /// EASY++ (Tsafrir, Etsion and Feitelson): EASY planned with predicted
+    /// run times, the jobs behind the first tried shortest predicted
+    /// first, none delaying the first past its wall-time reservation.
+    #[value(name = "easy++")]
+    #[serde(rename = "easy++")]
+    EasyPredicted,
     /// The configuration's own server attributes (job_order, backfill,
     /// block_priority...): the policy its daemon runs.
     Config,
@@ -43,6 +49,7 @@ impl Policy {
             Policy::Fcfs => "fcfs",
             Policy::Easy => "easy",
             Policy::Conservative => "conservative",
+            Policy::EasyPredicted => "easy++",
             Policy::Config => "config",
         }
     }
@@ -53,6 +60,7 @@ impl Policy {
             Policy::Fcfs => Backfill::None,
             Policy::Easy => Backfill::Easy,
             Policy::Conservative => Backfill::Conservative,
+            Policy::EasyPredicted => Backfill::EasyPredicted,
             Policy::Config => return,
         };
         let server = &mut config.server;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
+use qmesh_core::predict::Likeness;
 use qmesh_sim::machine::{Alloc, Machine, Policy};
 use qmesh_sim::metrics::{Metrics, measure};
 use qmesh_sim::replay::{Options, Replay, replay_with_progress};
@@ -89,9 +90,16 @@ struct Args {
     #[arg(long, default_value_t = 1.0, value_name = "C")]
     load_scale: f64,
     /// Record what spwhen predicted for each job right after its
-    /// submission, and report how close it came (one replan per job).
+    /// submission, planning with requested wall times and with predicted
+    /// run times, and report how close each came (two replans per job).
     #[arg(long)]
     predict: bool,
+    /// Which earlier jobs of its user a job's run time is predicted from
+    /// (--predict, --policy easy++): user (the last two, as Tsafrir et
+    /// al.) or request (the last two of the same size and wall time when
+    /// two are among the user's last eight, else the last two).
+    #[arg(long, value_enum, default_value_t = LikeJobs::User)]
+    like_jobs: LikeJobs,
     /// Submit job arrays: a user's consecutive jobs (in submission order)
     /// of one size, in one queue, running one program (SWF field 14; if
     /// unknown, asking the same time) become one array `-J 0-(k-1)`,
@@ -109,7 +117,8 @@ struct Args {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "arrays"])]
     write_accounting: Option<PathBuf>,
     /// Write one row per job (trace order): job, submit, start, end, nodes,
-    /// queue, and with --predict the predicted start.
+    /// queue, and with --predict the predicted starts (from wall times and
+    /// from predicted run times).
     #[arg(long, value_name = "FILE.csv")]
     jobs_out: Option<PathBuf>,
     /// Replay at each load scale of START:END:STEP (e.g. load=0.2:2.0:0.05)
@@ -159,6 +168,13 @@ struct Args {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--like-jobs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LikeJobs {
+    User,
+    Request,
 }
 
 fn main() -> ExitCode {
@@ -221,6 +237,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         round_pow2: args.round_pow2,
         load_scale: args.load_scale,
         predict: args.predict,
+        like_jobs: match args.like_jobs {
+            LikeJobs::User => Likeness::User,
+            LikeJobs::Request => Likeness::Request,
+        },
         partition: args.partition.clone(),
         cap_walltime: args.cap_walltime,
         arrays: args.arrays,
@@ -358,6 +378,27 @@ fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How close spwhen's estimates from `from` came, as the report prints it.
+fn predictions(from: &str, p: &qmesh_sim::metrics::Predictions) -> String {
+    format!(
+        "  spwhen at submit from {from}: {} jobs predicted, {} without: mean error {:.0} s \
+         ({:+.0} s on average), {:.1} % within 10 min, {:.1} % within 10 % of their wait\n\
+         \x20                  of the {} that waited: median error {:.0} s, {:.1} % within \
+         10 % of their wait, {:.1} % within 1 hour, {:.1} % within 10 min\n",
+        p.predicted,
+        p.without,
+        p.mean_abs_error,
+        p.mean_error,
+        p.within_10_min * 100.0,
+        p.within_10_pct_of_wait * 100.0,
+        p.waited,
+        p.waited_median_abs_error,
+        p.waited_within_10_pct_of_wait * 100.0,
+        p.waited_within_1_hour * 100.0,
+        p.waited_within_10_min * 100.0,
+    )
+}
+
 /// The measures as the text report prints them, with the SDSC tables: per
 /// queue (Table 5) and per request size (Table 3).
 fn report(m: &Metrics) -> String {
@@ -376,24 +417,14 @@ fn report(m: &Metrics) -> String {
         "  bounded slowdown {:.2} (mean, 10 s floor)\n",
         m.mean_bounded_slowdown
     ));
-    if let Some(p) = &m.predictions {
-        out.push_str(&format!(
-            "  spwhen at submit {} jobs predicted, {} without: mean error {:.0} s \
-             ({:+.0} s on average), {:.1} % within 10 min, {:.1} % within 10 % of their wait\n",
-            p.predicted,
-            p.without,
-            p.mean_abs_error,
-            p.mean_error,
-            p.within_10_min * 100.0,
-            p.within_10_pct_of_wait * 100.0
-        ));
-        out.push_str(&format!(
-            "                   of the {} that waited: {:.1} % within 10 min, \
-             {:.1} % within 10 % of their wait\n",
-            p.waited,
-            p.waited_within_10_min * 100.0,
-            p.waited_within_10_pct_of_wait * 100.0
-        ));
+    let estimates = [
+        ("requested wall times", &m.predictions),
+        ("predicted run times", &m.predictions_from_runs),
+    ];
+    for (from, p) in estimates {
+        if let Some(p) = p {
+            out.push_str(&predictions(from, p));
+        }
     }
     let table = |out: &mut String, title: &str, rows: Vec<(String, &qmesh_sim::metrics::Group)>| {
         out.push_str(&format!(
@@ -614,7 +645,7 @@ fn write_jobs(path: &std::path::Path, result: &Replay, preemption: bool) -> std:
     let predict = result.records.iter().any(|r| r.predicted.is_some());
     let mut out = String::from("job,submit,start,end,nodes,queue");
     if predict {
-        out.push_str(",predicted");
+        out.push_str(",predicted,predicted_from_runs");
     }
     if preemption {
         out.push_str(",express,suspended,requeues,killed");
@@ -626,9 +657,11 @@ fn write_jobs(path: &std::path::Path, result: &Replay, preemption: bool) -> std:
             r.number, r.submit, r.start, r.end, r.nodes, r.queue
         ));
         if predict {
-            out.push(',');
-            if let Some(p) = r.predicted {
-                out.push_str(&p.to_string());
+            for p in [r.predicted, r.predicted_from_runs] {
+                out.push(',');
+                if let Some(p) = p {
+                    out.push_str(&p.to_string());
+                }
             }
         }
         if preemption {

@@ -35,9 +35,13 @@ pub struct Metrics {
     /// The same by request size, in power-of-two classes (1, 2, 3-4, 5-8...),
     /// keyed by the class's upper bound (SDSC's Table 3).
     pub by_size: BTreeMap<u32, Group>,
-    /// How good spwhen was, when predictions were recorded.
+    /// How good spwhen was, when predictions were recorded: planning with
+    /// requested wall times (what Slurm and PBS do)...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predictions: Option<Predictions>,
+    /// ... and with predicted run times (`Scheduler::when_predicted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictions_from_runs: Option<Predictions>,
 }
 
 /// The jobs of one queue or one size class.
@@ -71,14 +75,22 @@ pub struct Predictions {
     pub waited: usize,
     pub waited_within_10_min: f64,
     pub waited_within_10_pct_of_wait: f64,
+    /// Over the jobs that waited: the median of |predicted − actual
+    /// start| (seconds), and the share within an hour of their start.
+    pub waited_median_abs_error: f64,
+    pub waited_within_1_hour: f64,
 }
 
-/// The predictions' accuracy, if any were recorded.
-pub fn predictions(records: &[JobRecord]) -> Option<Predictions> {
+/// The accuracy of the predictions `pick` reads from each record, if any
+/// were recorded.
+pub fn predictions(
+    records: &[JobRecord],
+    pick: impl Fn(&JobRecord) -> Option<i64>,
+) -> Option<Predictions> {
     // (job, signed error)
     let with: Vec<(&JobRecord, i64)> = records
         .iter()
-        .filter_map(|r| r.predicted.map(|p| (r, p - r.start)))
+        .filter_map(|r| pick(r).map(|p| (r, p - r.start)))
         .collect();
     if with.is_empty() {
         return None;
@@ -88,6 +100,7 @@ pub fn predictions(records: &[JobRecord]) -> Option<Predictions> {
         hits as f64 / jobs.len().max(1) as f64
     };
     let ten_min = |_: &JobRecord, e: f64| e <= 600.0;
+    let one_hour = |_: &JobRecord, e: f64| e <= 3600.0;
     let ten_pct = |r: &JobRecord, e: f64| e <= 0.1 * r.wait() as f64;
     let all: Vec<&(&JobRecord, i64)> = with.iter().collect();
     let waited: Vec<&(&JobRecord, i64)> = with.iter().filter(|(r, _)| r.wait() > 0).collect();
@@ -102,7 +115,24 @@ pub fn predictions(records: &[JobRecord]) -> Option<Predictions> {
         waited: waited.len(),
         waited_within_10_min: share(&waited, &ten_min),
         waited_within_10_pct_of_wait: share(&waited, &ten_pct),
+        waited_median_abs_error: median(waited.iter().map(|(_, e)| e.abs()).collect()),
+        waited_within_1_hour: share(&waited, &one_hour),
     })
+}
+
+/// The median of `values` (the mean of the middle two of an even count);
+/// 0 for none.
+fn median(mut values: Vec<i64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_unstable();
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid] as f64
+    } else {
+        (values[mid - 1] + values[mid]) as f64 / 2.0
+    }
 }
 
 /// The measures of a replay on `nodes` nodes.
@@ -119,14 +149,10 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
         .map(|r| f64::from(r.nodes) * r.ran() as f64 + r.requeued_work as f64)
         .sum();
     let machine = f64::from(nodes);
-    let mut waits: Vec<i64> = records.iter().map(JobRecord::wait).collect();
-    waits.sort_unstable();
+    let waits: Vec<i64> = records.iter().map(JobRecord::wait).collect();
     let n = records.len() as f64;
-    let median_wait = if waits.len() % 2 == 1 {
-        waits[waits.len() / 2] as f64
-    } else {
-        (waits[waits.len() / 2 - 1] + waits[waits.len() / 2]) as f64 / 2.0
-    };
+    let mean_wait = waits.iter().sum::<i64>() as f64 / n;
+    let median_wait = median(waits);
     // Over its running time: a suspension slows a job down.
     let bsld = |r: &JobRecord| {
         let ran = r.ran() as f64;
@@ -155,12 +181,13 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
         utilization: used / (machine * makespan as f64),
         offered_load: used / (machine * (last_submit - first).max(1) as f64),
         makespan,
-        mean_wait: waits.iter().sum::<i64>() as f64 / n,
+        mean_wait,
         median_wait,
         mean_bounded_slowdown: records.iter().map(bsld).sum::<f64>() / n,
         by_queue: groups(by_queue),
         by_size: groups(by_size),
-        predictions: predictions(records),
+        predictions: predictions(records, |r| r.predicted),
+        predictions_from_runs: predictions(records, |r| r.predicted_from_runs),
     }
 }
 
@@ -532,12 +559,26 @@ mod tests {
             with(0, 10_000, 12_000), // 2000 s late: neither
             rec(0, 50, 150, 1, "q"), // no prediction
         ];
-        let p = predictions(&records).unwrap();
+        let p = predictions(&records, |r| r.predicted).unwrap();
         assert_eq!((p.predicted, p.without, p.waited), (4, 1, 3));
         assert_eq!(p.mean_abs_error, (300.0 + 500.0 + 2000.0) / 4.0);
         assert_eq!(p.mean_error, (300.0 - 500.0 + 2000.0) / 4.0);
         assert_eq!((p.within_10_min, p.within_10_pct_of_wait), (0.75, 0.5));
         assert_eq!(p.waited_within_10_min, 2.0 / 3.0);
         assert_eq!(p.waited_within_10_pct_of_wait, 1.0 / 3.0);
+        // Of the three that waited: 300, 500, 2000 s off.
+        assert_eq!(p.waited_median_abs_error, 500.0);
+        assert_eq!(p.waited_within_1_hour, 1.0);
+        assert!(
+            predictions(&records, |r| r.predicted_from_runs).is_none(),
+            "none recorded from predicted run times"
+        );
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_between_the_middle_two() {
+        assert_eq!(median(vec![4000, 10, 600, 20]), 310.0);
+        assert_eq!(median(vec![7]), 7.0);
+        assert_eq!(median(Vec::new()), 0.0);
     }
 }

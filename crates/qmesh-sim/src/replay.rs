@@ -42,6 +42,7 @@ use std::ops::Bound;
 
 use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
+use qmesh_core::predict::Likeness;
 use qmesh_core::preempt::Method;
 use qmesh_core::rsub::{self, ResvRequest};
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
@@ -68,9 +69,12 @@ pub struct Options {
     pub round_pow2: bool,
     /// Multiplies run and requested times (the torus seed's load scaling).
     pub load_scale: f64,
-    /// Record, for each job, the start `spwhen` would have predicted just
-    /// after it was submitted (one conservative replan per job).
+    /// Record, for each job, the starts `spwhen` would have predicted just
+    /// after it was submitted: planned with requested wall times, and with
+    /// predicted run times (two conservative replans per job).
     pub predict: bool,
+    /// Which earlier jobs of its user a job's run time is predicted from.
+    pub like_jobs: Likeness,
     /// Only the jobs of this partition (SWF field 16), by number or by the
     /// header's name (`batch`).
     pub partition: Option<String>,
@@ -108,6 +112,7 @@ impl Default for Options {
             round_pow2: false,
             load_scale: 1.0,
             predict: false,
+            like_jobs: Likeness::User,
             partition: None,
             cap_walltime: false,
             arrays: false,
@@ -132,8 +137,12 @@ pub struct JobRecord {
     /// queue; else the trace's (its header's name, or its number).
     pub queue: String,
     /// The start spwhen predicted right after its submission (seconds from
-    /// the trace's start); `None` when not asked for or not given.
+    /// the trace's start), planning with requested wall times; `None` when
+    /// not asked for or not given.
     pub predicted: Option<i64>,
+    /// The same, planning with predicted run times (`when_predicted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_from_runs: Option<i64>,
     /// The reservation (its number) whose queue it ran in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation: Option<u64>,
@@ -170,6 +179,7 @@ impl JobRecord {
             nodes,
             queue,
             predicted: None,
+            predicted_from_runs: None,
             reservation: None,
             express: false,
             suspensions: 0,
@@ -351,6 +361,7 @@ pub fn replay_with_progress(
         &options.qmgr,
         trace.max_procs(),
     )?;
+    state.predict_from(options.like_jobs);
     let nodes = state.nodes().len() as u32;
     let partition = match &options.partition {
         None => None,
@@ -787,17 +798,22 @@ pub fn replay_with_progress(
             }
         }
         if options.predict {
-            // What spwhen says once the pass after the submission is done.
+            // What spwhen says once the pass after the submission is done,
+            // from wall times and from predicted run times.
             for id in arrived {
-                let predicted = match state.job(id) {
-                    Some(job) if job.state.is_pending() => Scheduler
-                        .when(&state, job, now)
-                        .start
-                        .map(|t| t.timestamp() - base),
-                    _ => Some(now_s),
+                let (predicted, from_runs) = match state.job(id) {
+                    Some(job) if job.state.is_pending() => {
+                        let since = |t: DateTime<Utc>| t.timestamp() - base;
+                        (
+                            Scheduler.when(&state, job, now).start.map(since),
+                            Scheduler.when_predicted(&state, job, now).start.map(since),
+                        )
+                    }
+                    _ => (Some(now_s), Some(now_s)),
                 };
                 if let Some(r) = records[by_id[&id]].as_mut() {
                     r.predicted = predicted;
+                    r.predicted_from_runs = from_runs;
                 }
             }
         }

@@ -30,7 +30,8 @@ impl std::str::FromStr for Pair {
         };
         let policy = Policy::from_str(p, true).map_err(|_| {
             format!(
-                "\"{p}\" in \"{text}\" is not a policy; write fcfs, easy, conservative or config"
+                "\"{p}\" in \"{text}\" is not a policy; write fcfs, easy, conservative, easy++ \
+                 or config"
             )
         })?;
         let alloc = a

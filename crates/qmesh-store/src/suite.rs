@@ -32,6 +32,7 @@ pub fn sample_job(id: u64) -> Job {
         queue: "batch".into(),
         nodes: 4,
         walltime: 3600,
+        predicted_run: None,
         mem: None,
         ncpus: None,
         features: Vec::new(),

@@ -104,8 +104,12 @@ pub struct When {
     /// A pending job's place in the plan: its status, the plan's reason,
     /// its priority; `None` for a running job.
     pub place: Option<(Status, Option<Reason>, f64)>,
-    /// The expected start (a running job's start).
+    /// The expected start as requested wall times plan it (a running
+    /// job's start).
     pub start: Option<Time>,
+    /// A pending job's expected start as predicted run times plan it
+    /// (`qmesh_core::predict`).
+    pub predicted_start: Option<Time>,
     /// Why a pending job waits; `None` for a running job.
     pub reason: Option<Reason>,
     pub explanation: String,

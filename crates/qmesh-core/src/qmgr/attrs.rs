@@ -568,14 +568,14 @@ pub fn set_server(s: &mut ServerAttrs, name: &str, op: Op, value: &str) -> Resul
         "by_queue" => s.by_queue = parse_bool(name, value)?,
         "age_factor" => s.age_factor = parse_number(name, value)?,
         "block_priority" => s.block_priority = parse_number(name, value)?,
-        "backfill" => {
-            s.backfill = Backfill::ALL
-                .into_iter()
-                .find(|b| b.as_str() == value.to_ascii_lowercase())
-                .ok_or_else(|| {
-                    format!("\"{value}\" is not a backfill mode; write none, easy or conservative")
-                })?
-        }
+        "backfill" => s.backfill = Backfill::ALL
+            .into_iter()
+            .find(|b| b.as_str() == value.to_ascii_lowercase())
+            .ok_or_else(|| {
+                format!(
+                    "\"{value}\" is not a backfill mode; write none, easy, conservative or easy++"
+                )
+            })?,
         "search_depth" => s.search_depth = parse_whole(name, value)?,
         "fairshare_half_life" => {
             let secs = parse_secs(name, value)?;

@@ -17,7 +17,7 @@ pub mod reservations;
 
 pub use crate::reason::Reason;
 pub use closedown::Closedown;
-use plan::{Planner, Stop};
+use plan::{Durations, Planner, Stop};
 use profile::Secs;
 
 use crate::job::{Job, JobId, JobState};
@@ -276,13 +276,44 @@ impl Scheduler {
     /// it (spwhen): every job ahead gets a reservation, as if backfill were
     /// conservative, so the answer holds whatever the mode.
     pub fn when(&self, state: &State, job: &Job, now: Time) -> When {
+        self.when_by(state, job, now, Durations::Requested)
+    }
+
+    /// [`Scheduler::when`], with every job planned to run its predicted
+    /// run time (`crate::predict`): running jobs end when their owners'
+    /// last jobs suggest (later once they outlive it), and the jobs ahead
+    /// take what theirs ran. The job itself takes its predicted run time
+    /// too, but never starts where its wall time would cross a closedown:
+    /// it is planned again from the closedown's end (from the wall-time
+    /// estimate when the closedown has none, a period's end).
+    pub fn when_predicted(&self, state: &State, job: &Job, now: Time) -> When {
+        let mut when = self.when_by(state, job, now, Durations::Predicted);
+        for _ in 0..MAX_REPLANS {
+            let Some(start) = when.start else {
+                return when;
+            };
+            let Some(closedown) = self.closedown_crossed(state, job, start) else {
+                return when;
+            };
+            match closedown.end {
+                Some(end) => {
+                    when.start = expected_from(state, job, Some(end), now, Durations::Predicted);
+                }
+                None => break,
+            }
+        }
+        self.when(state, job, now)
+    }
+
+    fn when_by(&self, state: &State, job: &Job, now: Time, durations: Durations) -> When {
         if !job.state.is_pending() || !state.config().server.scheduling {
             return When {
                 start: None,
                 reason: self.reason_at(state, job, now),
             };
         }
-        let plan = Planner::new(state, now, Backfill::Conservative).run(Stop::At(job.id));
+        let plan = Planner::with_durations(state, now, Backfill::Conservative, durations)
+            .run(Stop::At(job.id));
         match plan.entry(job.id) {
             // Its queue is outside its periods: plan again from when the
             // next begins, with the jobs running then (an estimate: jobs
@@ -292,7 +323,7 @@ impl Scheduler {
                     .config()
                     .queue(&job.queue)
                     .and_then(|q| crate::periods::next_open(state, q, now));
-                let start = expected_from(state, job, open, now);
+                let start = expected_from(state, job, open, now, durations);
                 When {
                     start,
                     reason: Reason::OutsidePeriod,
@@ -306,7 +337,7 @@ impl Scheduler {
                     .reservation_of_queue(&job.queue)
                     .and_then(|r| r.current(now))
                     .map(|o| o.start);
-                let start = expected_from(state, job, open, now);
+                let start = expected_from(state, job, open, now, durations);
                 When {
                     start,
                     reason: Reason::ReservationNotRunning,
@@ -424,12 +455,22 @@ impl Scheduler {
     }
 }
 
+/// Closedowns a start from predicted run times is moved past before the
+/// wall-time estimate is given instead.
+const MAX_REPLANS: usize = 3;
+
 /// A job's start planned again from `open`, when its queue opens (its
 /// next period, its reservation's next occurrence): an estimate, since
 /// jobs that start before then are not seen.
-fn expected_from(state: &State, job: &Job, open: Option<Time>, now: Time) -> Option<Time> {
+fn expected_from(
+    state: &State,
+    job: &Job,
+    open: Option<Time>,
+    now: Time,
+    durations: Durations,
+) -> Option<Time> {
     let open = open.filter(|&open| open > now)?;
-    Planner::new(state, open, Backfill::Conservative)
+    Planner::with_durations(state, open, Backfill::Conservative, durations)
         .run(Stop::At(job.id))
         .entry(job.id)
         .and_then(|e| e.expected_start)
@@ -443,6 +484,8 @@ mod tests_chunks;
 mod tests_node_sets;
 #[cfg(test)]
 mod tests_placed;
+#[cfg(test)]
+mod tests_predicted;
 #[cfg(test)]
 mod tests_preempt;
 #[cfg(test)]

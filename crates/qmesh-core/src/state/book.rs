@@ -75,6 +75,10 @@ pub struct PendingView {
     pub id: JobId,
     pub nodes: u32,
     pub walltime: u64,
+    /// Its predicted run time in seconds, if its owner had run jobs
+    /// (`predict.rs`); 0 when not. Four bytes: every pass copies the view
+    /// of every job it takes.
+    pub predicted: u32,
     pub qtime: Time,
     /// Queued: not held, waiting or in transit.
     pub queued: bool,
@@ -99,6 +103,9 @@ impl PendingView {
             id: job.id,
             nodes: job.nodes,
             walltime: job.walltime,
+            predicted: job
+                .predicted_run
+                .map_or(0, |p| u32::try_from(p).unwrap_or(u32::MAX).max(1)),
             qtime: job.qtime,
             queued: job.state == JobState::Queued,
             conditional: !job.depend.is_empty()

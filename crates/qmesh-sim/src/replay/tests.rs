@@ -53,6 +53,16 @@ fn easy_and_conservative_backfill_what_delays_no_one() {
     }
 }
 
+#[test]
+fn without_any_history_easy_plus_plus_is_easy() {
+    // Every job here is its user's first, or comes before the first ends:
+    // all are planned with their wall times.
+    assert_eq!(
+        starts(&easy_example(), Policy::EasyPredicted),
+        starts(&easy_example(), Policy::Easy)
+    );
+}
+
 /// The ANL paper's queue (Lifka, "The ANL/IBM SP scheduling system"):
 /// 128 nodes, users A to H all waiting at once, minutes as given.
 fn anl(f_nodes: i64) -> String {
@@ -197,6 +207,40 @@ mod prediction {
         t += &line(1, 0, 40, 2, 100);
         t += &line(2, 1, 50, 4, 50);
         assert_eq!(predicted(&t), [(1, 0, Some(0)), (2, 40, Some(100))]);
+    }
+
+    #[test]
+    fn predicted_run_times_come_from_the_users_last_two_jobs() {
+        let trace = |lines: &[(u64, i64, i64, i64, i64, u32)]| {
+            let mut t = String::from("; MaxProcs: 4\n");
+            for &(n, submit, run, procs, req, user) in lines {
+                t += &format!(
+                    "{n} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 {user} 1 -1 1 -1 -1 -1\n"
+                );
+            }
+            swf::read(t.as_bytes(), "t.swf").unwrap()
+        };
+        // User 1's two jobs ask 100 s and run 40; so does its third, which
+        // holds every node from 50 s; user 2's job waits for it.
+        let t = trace(&[
+            (1, 0, 40, 2, 100, 1),
+            (2, 0, 40, 2, 100, 1),
+            (3, 50, 40, 4, 100, 1),
+            (4, 51, 10, 4, 100, 2),
+        ]);
+        let options = Options {
+            predict: true,
+            ..Options::default()
+        };
+        let r = replay(&t, &options).unwrap();
+        let last = &r.records[3];
+        assert_eq!(last.start, 90);
+        assert_eq!(last.predicted, Some(150), "as job 3's wall time ends");
+        assert_eq!(last.predicted_from_runs, Some(90), "as its last two ran");
+        let m = crate::metrics::measure(&r.records, r.nodes);
+        let (wall, runs) = (m.predictions.unwrap(), m.predictions_from_runs.unwrap());
+        assert_eq!(wall.waited_median_abs_error, 60.0);
+        assert_eq!(runs.waited_median_abs_error, 0.0);
     }
 }
 

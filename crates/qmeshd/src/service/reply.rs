@@ -124,6 +124,7 @@ pub fn when(when: When) -> v1::WhenReply {
     v1::WhenReply {
         job: Some(entry),
         expected_start: convert::unix(when.start),
+        predicted_start: convert::unix(when.predicted_start),
         reason: when
             .reason
             .map(|r| r.as_str().to_string())

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use qmesh_core::job::Job;
 use qmesh_core::scheduler::{Entry, Plan, Reason, Status};
-use qmesh_core::{CoreError, JobId, JobState, Time, route};
+use qmesh_core::{Backfill, CoreError, JobId, JobState, Time, route};
 use qmesh_proto::v1;
 
 use crate::convert;
@@ -326,31 +326,37 @@ impl SchedulerTask {
                 server: state.server_name().to_string(),
                 place: None,
                 start: job.stime,
+                predicted_start: None,
                 reason: None,
                 explanation: format!("job {full} is {}", job.state),
                 at: now,
             });
         }
         let place = self.place(job, now);
-        let (start, reason) = match place {
-            Place {
-                expected_start: Some(start),
-                reason,
-                ..
-            } => (
+        // The pass's reservation is from predicted run times under EASY++,
+        // from wall times otherwise; the other estimate is planned here.
+        let easy_pp = state.config().server.backfill == Backfill::EasyPredicted;
+        let reserved = place.expected_start.map(|start| (start, place.reason));
+        let (start, reason) = match reserved.filter(|_| !easy_pp) {
+            Some((start, reason)) => (
                 Some(start),
                 reason.unwrap_or_else(|| self.scheduler.reason_at(state, job, now)),
             ),
-            _ => {
+            None => {
                 let when = self.scheduler.when(state, job, now);
                 (when.start, when.reason)
             }
+        };
+        let predicted_start = match reserved.filter(|_| easy_pp) {
+            Some((start, _)) => Some(start),
+            None => self.scheduler.when_predicted(state, job, now).start,
         };
         Ok(When {
             job: Box::new(job.clone()),
             server: state.server_name().to_string(),
             place: Some((place.status, place.reason, place.priority)),
             start,
+            predicted_start,
             reason: Some(reason),
             explanation: match &job.array {
                 Some(a) => format!(

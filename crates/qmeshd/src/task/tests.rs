@@ -629,3 +629,54 @@ fn the_start_of_a_job_waited_for_with_a_delay_wakes_a_pass_when_it_ends() {
         "two minutes after job 1 started"
     );
 }
+
+/// The agent of `session` reports job `id` ended, run from `start` to
+/// `end` (seconds after the start), and the end is made durable.
+fn finished(b: &mut Bench, session: u64, id: u64, start: u64, end: u64) {
+    let finished = v1::JobFinished {
+        job: id,
+        exit_code: Some(0),
+        cause: v1::FinishCause::Exited as i32,
+        start_time: b.at(start).wall.timestamp(),
+        end_time: b.at(end).wall.timestamp(),
+        ..Default::default()
+    };
+    b.handle(
+        Event::AgentSaid {
+            session,
+            message: v1::agent_message::Kind::Finished(finished),
+        },
+        end,
+    );
+    b.settle(end);
+}
+
+#[test]
+fn the_daemon_learns_run_times_from_job_ends_and_spwhen_gets_both_estimates() {
+    let mut b = Bench::new(&["n1"]);
+    let _inbox = b.connect(0, "n1", 1);
+    // Alice's first two jobs ask an hour (the default) and run 100 s.
+    for (id, start) in [(1, 1), (2, 200)] {
+        b.submit(start, 1).expect("queued");
+        b.pass(start);
+        finished(&mut b, 1, id, start, start + 100);
+    }
+    b.submit(400, 1).expect("queued");
+    b.pass(400);
+    b.submit(401, 1).expect("queued");
+    b.pass(401);
+    let when = b
+        .ask(402, |reply| Event::When {
+            peer: alice(),
+            job_id: "4".into(),
+            reply,
+        })
+        .expect("spwhen answers");
+    assert_eq!(when.job.predicted_run, Some(100), "her last two ran 100 s");
+    assert_eq!(when.start, Some(b.at(400 + 3600).wall), "job 3's wall time");
+    assert_eq!(
+        when.predicted_start,
+        Some(b.at(400 + 100).wall),
+        "job 3 predicted to run 100 s"
+    );
+}

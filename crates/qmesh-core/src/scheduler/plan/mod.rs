@@ -40,6 +40,7 @@
 mod advance;
 mod gate;
 mod place;
+mod predicted;
 mod preempt;
 mod reserve;
 mod set_plan;
@@ -49,13 +50,14 @@ use std::collections::HashMap;
 
 use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
-use super::profile::{FOREVER, Secs};
+use super::profile::{FOREVER, Profile, Secs};
 use super::{Entry, Plan, Reason, Start, Status};
 use crate::job::{Job, JobId, JobState};
 use crate::server::Backfill;
 use crate::state::{NodeBits, State};
 use crate::time::Time;
 use gate::{QueueNow, Running, Waits};
+pub(super) use predicted::Durations;
 use set_plan::SetPlan;
 use shared::Started;
 
@@ -67,6 +69,11 @@ pub(super) struct Planner<'a> {
     now: Time,
     now_s: Secs,
     mode: Backfill,
+    /// Wall times or predicted run times (`predicted`).
+    durations: Durations,
+    /// EASY++: per node set, the profile as wall times plan it
+    /// (`predicted`).
+    guard: Option<Vec<Profile>>,
     block_priority: f64,
     search_depth: usize,
     /// Per node set, in the state's order.
@@ -100,12 +107,21 @@ pub(super) struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     pub fn new(state: &'a State, now: Time, mode: Backfill) -> Planner<'a> {
+        Planner::with_durations(state, now, mode, Durations::of(mode))
+    }
+
+    pub fn with_durations(
+        state: &'a State,
+        now: Time,
+        mode: Backfill,
+        durations: Durations,
+    ) -> Planner<'a> {
         let attrs = &state.config().server;
         let now_s = now.timestamp();
         let end_of = |id| {
-            state
-                .job(id)
-                .map_or(now_s + 1, |job| expected_end(job, now_s, attrs.kill_delay))
+            state.job(id).map_or(now_s + 1, |job| {
+                predicted::planned_end(job, now_s, attrs.kill_delay, durations)
+            })
         };
         let sets = set_plan::set_plans(state, now_s, end_of);
         let config = state.config();
@@ -126,6 +142,8 @@ impl<'a> Planner<'a> {
             now,
             now_s,
             mode,
+            durations,
+            guard: None,
             block_priority: attrs.block_priority,
             search_depth: attrs.search_depth as usize,
             sets,
@@ -149,6 +167,7 @@ impl<'a> Planner<'a> {
         }
         let nodes = state.nodes();
         planner.prepare_preemption(|i| nodes[i].job().map(&end_of));
+        planner.add_guard();
         planner
     }
 
@@ -191,7 +210,7 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let order = ranked(self.state, self.now);
+        let mut order = predicted::Order::new(ranked(self.state, self.now), self.mode);
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()
@@ -199,7 +218,7 @@ impl<'a> Planner<'a> {
         if stop == Stop::Never {
             plan.queue.reserve(self.state.pending_count());
         }
-        for ranked in order {
+        while let Some(ranked) = self.next_job(&mut order) {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
                 && self.advance.iter().all(|on| on.free.is_empty())

@@ -59,7 +59,7 @@ impl<'a> Planner<'a> {
         let above_block = self.block_priority > 0.0 && ranked.priority > self.block_priority;
         let reserve = match self.mode {
             Backfill::Conservative => true,
-            Backfill::Easy => !self.reserved_any || above_block,
+            Backfill::Easy | Backfill::EasyPredicted => !self.reserved_any || above_block,
             Backfill::None => above_block,
         };
         // In a queue whose jobs end with its periods, only the sets the job
@@ -76,8 +76,11 @@ impl<'a> Planner<'a> {
         let wants = job().filter(|_| view.constrained).and_then(Wants::of);
         let wants = wants.as_ref();
         if free_now >= n {
-            match self.start_now(usable, n, end, reserve, wants) {
+            // Its run as planned: its wall time, or its predicted run time.
+            let run_end = self.now_s.saturating_add(self.planned_secs(view));
+            match self.start_now(usable, n, run_end, end, reserve, wants) {
                 Now::Started(nodes, parts) => {
+                    self.guard_take(&nodes, end);
                     self.record_start(view.id, view.array, nodes, parts, starts);
                     return entry(Status::Startable, None, Some(self.now));
                 }
@@ -95,7 +98,9 @@ impl<'a> Planner<'a> {
             None
         };
         if reserve {
-            let start = self.reserve(usable, n as u32, wall, unplaceable, cuts);
+            let run = self.planned_secs(view);
+            let start = self.reserve(usable, n as u32, run, unplaceable, cuts);
+            self.guard_reserve(usable, n as u32, wall);
             // A job its period leaves no window for holds no nodes: under
             // EASY the next job gets the reservation.
             if start.is_some() || cuts.is_none() {
@@ -131,7 +136,8 @@ impl<'a> Planner<'a> {
         entry(status, Some(reason), None)
     }
 
-    /// Takes `n` nodes now if they stay free until `end` in the profiles.
+    /// Takes `n` nodes now if they stay free until `end` in the profiles
+    /// (and until `wall_end` in EASY++'s guard).
     /// A set with a topology must place the job as a whole (its allocator
     /// gives a concrete placement or nothing); flat sets are tried by
     /// SDSC's rule: the exclusive set with the fewest free nodes that holds
@@ -151,6 +157,7 @@ impl<'a> Planner<'a> {
         sets: &[usize],
         n: usize,
         end: Secs,
+        wall_end: Secs,
         promised: bool,
         wants: Option<&Wants<'a>>,
     ) -> Now {
@@ -191,17 +198,22 @@ impl<'a> Planner<'a> {
             if set.free < size || set.profile.min_over(now, end) < size as i64 {
                 continue;
             }
-            let placement = match set.allocate_clear_of_reservations(now, n as u32, end, promised) {
-                Fit::Yes(placement) => placement,
-                Fit::InTheWay => {
-                    in_the_way = true;
-                    continue;
-                }
-                Fit::No => {
-                    unplaceable = true;
-                    continue;
-                }
-            };
+            if self.guard_room(s, wall_end) < size {
+                continue;
+            }
+            let set = &mut self.sets[s];
+            let placement =
+                match set.allocate_clear_of_reservations(now, n as u32, wall_end, promised) {
+                    Fit::Yes(placement) => placement,
+                    Fit::InTheWay => {
+                        in_the_way = true;
+                        continue;
+                    }
+                    Fit::No => {
+                        unplaceable = true;
+                        continue;
+                    }
+                };
             set.releases.push(Release {
                 end,
                 nodes: placement.nodes.clone(),
@@ -230,8 +242,12 @@ impl<'a> Planner<'a> {
                 }
                 let window = set.profile.min_over(now, end).max(0) as usize;
                 let mut cap = window.min(set.free);
+                if self.guard.is_some() {
+                    cap = cap.min(self.guard_room(s, wall_end));
+                }
+                let set = &mut self.sets[s];
                 if !set.held.is_empty() {
-                    let held = set.held_over(now, end);
+                    let held = set.held_over(now, wall_end);
                     let clear = self
                         .free
                         .ones(set.nodes.start, set.nodes.end)
@@ -294,7 +310,7 @@ impl<'a> Planner<'a> {
                 nodes.extend(picked);
             } else if !self.sets[s].held.is_empty() {
                 let set = &self.sets[s];
-                let held = set.held_over(now, end);
+                let held = set.held_over(now, wall_end);
                 let picked: Vec<usize> = self
                     .free
                     .ones(set.nodes.start, set.nodes.end)
