@@ -60,6 +60,17 @@ pub struct State {
     machine: Machine,
     /// The reservations' occurrences by node index (`reserved.rs`).
     reserved: Vec<reserved::ReservedSpan>,
+    /// Which configuration this is: a new number (unique in the process)
+    /// each time one is set, so a plan kept across passes can tell it
+    /// was made under this one (`scheduler::plan::kept`).
+    config_generation: u64,
+}
+
+/// The next configuration's [`State::config_generation`].
+static CONFIG_GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_config_generation() -> u64 {
+    CONFIG_GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What `delete` did.
@@ -132,6 +143,7 @@ impl State {
                 up_hosts: BTreeSet::new(),
             },
             reserved: Vec::new(),
+            config_generation: next_config_generation(),
         };
         state.index_reservations();
         state.apply_node_marks();
@@ -242,6 +254,7 @@ impl State {
         let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
         let resv_changed = sets_changed || config.reservations != self.config.reservations;
         self.config = config;
+        self.config_generation = next_config_generation();
         if resv_changed {
             self.index_reservations();
         }
@@ -1186,6 +1199,11 @@ impl State {
     }
 
     /// Nodes up, per node set.
+    /// Changes each time the configuration is set (see the field).
+    pub(crate) fn config_generation(&self) -> u64 {
+        self.config_generation
+    }
+
     pub(crate) fn up_per_set(&self) -> &[usize] {
         &self.machine.up_per_set
     }

@@ -24,7 +24,8 @@
 //! then. Jobs the file sends to it run in its queue, inside it; those
 //! still queued when its last occurrence ends are deleted, as PBS does.
 //!
-//! Each pass is `Scheduler::changes`: its resumptions and preemptions are
+//! Each pass is `Scheduler::changes` (through `Replanner`, which plans only
+//! the new jobs when the last pass's plan stands): its resumptions and preemptions are
 //! applied before its starts, as the daemon applies them. A job suspended
 //! for an express job stops its clock: it ends its trace's run time of
 //! running later, its end moved by the time it was suspended. A job
@@ -44,6 +45,7 @@ use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
 use qmesh_core::preempt::Method;
 use qmesh_core::rsub::{self, ResvRequest};
+use qmesh_core::scheduler::Replanner;
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
 use crate::accounting::Record;
@@ -442,6 +444,9 @@ pub fn replay_with_progress(
     let mut clock = i64::MIN;
     let mut last_progress = i64::MIN;
     let tell_every = (planned.len() / 200).max(1);
+    // The passes keep their plan for the next where it stands (arrivals
+    // only, under conservative backfilling): the same starts, less work.
+    let mut replanner = Replanner::default();
     loop {
         let arrival = arrivals
             .get(next)
@@ -699,7 +704,7 @@ pub fn replay_with_progress(
                      started"
                 )));
             }
-            let plan = Scheduler.changes(&state, now);
+            let plan = replanner.changes(&state, now);
             passes += 1;
             for &id in &plan.resumes {
                 state.take_back(id, now).map_err(core)?;

@@ -39,6 +39,7 @@
 
 mod advance;
 mod gate;
+pub mod kept;
 mod place;
 mod preempt;
 mod reserve;
@@ -199,6 +200,14 @@ impl<'a> Planner<'a> {
         if stop == Stop::Never {
             plan.queue.reserve(self.state.pending_count());
         }
+        self.plan_each(order, &mut plan, stop);
+        self.conclude(&mut plan, stop);
+        plan
+    }
+
+    /// Plans the jobs of `order` in turn into `plan` (see `run`); a kept
+    /// plan resumes here (see `kept`).
+    fn plan_each(&mut self, order: impl Iterator<Item = Ranked>, plan: &mut Plan, stop: Stop) {
         for ranked in order {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
@@ -233,6 +242,11 @@ impl<'a> Planner<'a> {
                 break;
             }
         }
+    }
+
+    /// The pass's preemptions and, unless it only looked for starts, the
+    /// profiles it leaves.
+    fn conclude(&mut self, plan: &mut Plan, stop: Stop) {
         (plan.resumes, plan.preempted) = self.preemption_outcome();
         if stop != Stop::NothingStarts {
             plan.steps = self
@@ -241,7 +255,6 @@ impl<'a> Planner<'a> {
                 .map(|set| set.profile.steps())
                 .collect();
         }
-        plan
     }
 
     /// One job: the gate, then if it lets the job through, placement.
