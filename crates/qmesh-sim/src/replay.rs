@@ -259,6 +259,9 @@ pub struct Replay {
     pub skipped: Vec<Skipped>,
     /// Passes run.
     pub passes: u64,
+    /// Of those, the passes that took up the last one's conservative plan
+    /// and planned only new jobs (`Replanner`).
+    pub passes_resumed: u64,
     /// With `--arrays`: the arrays the trace's jobs made.
     pub arrays: Option<Formed>,
     /// With `accounting`: the records, in time order.
@@ -857,6 +860,7 @@ pub fn replay_with_progress(
         records,
         skipped: skipped.into_iter().map(|(_, s)| s).collect(),
         passes,
+        passes_resumed: replanner.resumed,
         arrays: formed,
         accounting: log,
         zone: state.config().calendar.zone().unwrap_or(chrono_tz::Tz::UTC),

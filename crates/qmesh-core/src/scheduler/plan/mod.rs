@@ -292,9 +292,14 @@ fn a_id(id: JobId) -> JobId {
 /// as if resumed now; an exiting job ends within the kill delay), and
 /// never before the next second.
 pub(crate) fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
-    let suspended = || {
-        let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
-        job.suspension.secs_at(at) as Secs
+    let suspended = || match job.suspension.since {
+        // None under way: no instant to read (once per running job and
+        // pass, it showed in a replay's profile).
+        None => job.suspension.secs as Secs,
+        Some(_) => {
+            let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
+            job.suspension.secs_at(at) as Secs
+        }
     };
     let end = match (job.state, job.stime) {
         (JobState::Exiting, _) => now.saturating_add(kill_delay as Secs),
