@@ -251,7 +251,10 @@ mod tests {
         assert_eq!(grown.steps(), tree.steps());
         for (from, d, n) in [(0, 100, 10), (70, 3000, 30), (4000, 5, 48)] {
             assert_eq!(grown.earliest(from, d, n), tree.earliest(from, d, n));
-            assert_eq!(grown.min_over(from, from + d), tree.min_over(from, from + d));
+            assert_eq!(
+                grown.min_over(from, from + d),
+                tree.min_over(from, from + d)
+            );
             assert_eq!(grown.next_after(from), tree.next_after(from));
         }
     }

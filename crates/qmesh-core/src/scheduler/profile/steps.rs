@@ -37,7 +37,9 @@ impl Steps {
     /// `t` is before the start).
     #[inline]
     fn index_at(&self, t: Secs) -> usize {
-        self.steps.partition_point(|&(k, _)| k <= t).saturating_sub(1)
+        self.steps
+            .partition_point(|&(k, _)| k <= t)
+            .saturating_sub(1)
     }
 
     /// Makes `t` (not before the start) a breakpoint; its index.

@@ -12,18 +12,27 @@ use crate::state::tests::{caller, exited, state, t};
 use crate::submit::Submission;
 use proptest::prelude::*;
 
-/// One flat set of `nodes` nodes under conservative backfilling.
+/// One flat set of `nodes` nodes under conservative backfilling, and
+/// beside the queue `batch` a queue `high` whose jobs go first.
 fn conservative(nodes: usize) -> State {
     let mut s = state(nodes);
     let mut config = s.config().clone();
     config.server.backfill = Backfill::Conservative;
+    let mut high = crate::queue::Queue::open("high");
+    high.priority = 10;
+    config.queues.insert("high".into(), high);
     s.set_config(config);
     s
 }
 
 fn submit(s: &mut State, nodes: u32, wall: u64, at: Time) -> JobId {
+    submit_to(s, "batch", nodes, wall, at)
+}
+
+fn submit_to(s: &mut State, queue: &str, nodes: u32, wall: u64, at: Time) -> JobId {
     let sub = Submission {
         script_name: "job.sh".into(),
+        queue: Some(queue.into()),
         workdir: "/tmp".into(),
         resources: vec![
             ("nodes".into(), nodes.to_string()),
@@ -36,11 +45,7 @@ fn submit(s: &mut State, nodes: u32, wall: u64, at: Time) -> JobId {
 
 /// Both passes at `now`: they must agree. Applies the starts; returns
 /// them with their job's run time from `run`.
-fn both(
-    s: &mut State,
-    replanner: &mut Replanner,
-    now: Time,
-) -> Result<Vec<JobId>, TestCaseError> {
+fn both(s: &mut State, replanner: &mut Replanner, now: Time) -> Result<Vec<JobId>, TestCaseError> {
     let fresh = Scheduler.changes(s, now);
     let kept = replanner.changes(s, now);
     prop_assert_eq!(&kept.starts, &fresh.starts, "starts at {}", now);
@@ -53,7 +58,8 @@ fn both(
 }
 
 /// Replays `jobs` (submit, nodes, wall time, run time) on `nodes` nodes
-/// as the simulator does, comparing at every instant.
+/// as the simulator does, comparing at every instant. Every seventh job
+/// goes to `high`, ahead of those waiting.
 fn replay(nodes: usize, jobs: &[(i64, u32, u64, u64)]) -> Result<Replanner, TestCaseError> {
     let mut s = conservative(nodes);
     let mut replanner = Replanner::default();
@@ -74,7 +80,8 @@ fn replay(nodes: usize, jobs: &[(i64, u32, u64, u64)]) -> Result<Replanner, Test
             s.finish(id, exited(0), now).unwrap();
         }
         while let Some(&(at, n, wall, run)) = jobs.get(next).filter(|j| j.0 <= now_s) {
-            let id = submit(&mut s, n, wall, t(at));
+            let queue = if next % 7 == 6 { "high" } else { "batch" };
+            let id = submit_to(&mut s, queue, n, wall, t(at));
             run_of.insert(id, run.min(wall) as i64);
             next += 1;
         }
@@ -104,7 +111,14 @@ proptest! {
 fn a_busy_replay_resumes_most_passes() {
     // Jobs arrive every 10 s, run their full wall time or half of it.
     let jobs: Vec<(i64, u32, u64, u64)> = (0..60)
-        .map(|i| (i * 10, 1 + (i as u32 * 7) % 8, 50 + (i as u64 * 13) % 200, 0))
+        .map(|i| {
+            (
+                i * 10,
+                1 + (i as u32 * 7) % 8,
+                50 + (i as u64 * 13) % 200,
+                0,
+            )
+        })
         .map(|(at, n, wall, _)| (at, n, wall, if at % 20 == 0 { wall } else { wall / 2 }))
         .collect();
     let replanner = replay(8, &jobs).unwrap();
