@@ -25,6 +25,13 @@
 //! - the order: the jobs the last pass planned and left waiting come first,
 //!   as they were (same record view, queue and priority), in that order.
 //!
+//! Why a job the last pass reserved keeps its reservation `r` in a fresh
+//! pass now: the profile it sees is the one it was reserved on, less the
+//! nodes of the jobs started behind it since (which fit around `r`), and
+//! from now on, where that profile has not changed. Nothing fitted before
+//! `r` then, so nothing does now; `r` still fits. The new jobs then see
+//! what they would have seen after the last pass.
+//!
 //! And only in the plain case a proof covers: conservative backfilling,
 //! fifo by queue, flat exclusive node sets, no run limits, consumables,
 //! closedowns, advance reservations, periods, allocations or preemption,
@@ -44,8 +51,9 @@ use crate::state::{NodeBits, PendingView, State};
 use crate::time::Time;
 
 /// [`Scheduler::changes`] with the last pass's plan kept for the next
-/// (see the module comment). One per state: the simulator and the daemon
-/// keep one beside theirs.
+/// (see the module comment). One per state: the simulator keeps one
+/// beside its own. (The daemon's pass lists every job for qstat and
+/// spq, with the profiles: `Stop::Never`, not kept yet.)
 ///
 /// [`Scheduler::changes`]: crate::scheduler::Scheduler::changes
 #[derive(Default)]
@@ -210,7 +218,9 @@ impl Kept {
         mut releases: Vec<Vec<(Secs, i64)>>,
     ) -> Kept {
         // Its starts run from now on: their nodes come back at the end of
-        // their wall time, as its profiles have them.
+        // their wall time, as placement took them from its profiles (a
+        // placement that takes them for another time must be followed
+        // here, or no plan will stand).
         let nodes = state.nodes();
         for start in starts {
             let wall = state.job(start.job).map_or(1, |j| j.walltime.max(1)) as Secs;
