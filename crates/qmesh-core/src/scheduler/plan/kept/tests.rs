@@ -15,7 +15,37 @@ use proptest::prelude::*;
 /// One flat set of `nodes` nodes under conservative backfilling, and
 /// beside the queue `batch` a queue `high` whose jobs go first.
 fn conservative(nodes: usize) -> State {
-    let mut s = state(nodes);
+    conservative_with(state(nodes))
+}
+
+/// Flat sets of these sizes (a job may spread over them), as above.
+fn conservative_on(sizes: &[usize]) -> State {
+    use crate::node::{NodeDef, NodeSet, Topology};
+    let sets = sizes
+        .iter()
+        .enumerate()
+        .map(|(s, &n)| NodeSet {
+            name: format!("set{s}"),
+            topology: Topology::Flat,
+            nodes: (0..n)
+                .map(|i| NodeDef {
+                    name: format!("s{s}n{i}"),
+                    host: "h".into(),
+                })
+                .collect(),
+            attrs: Default::default(),
+        })
+        .collect();
+    let mut config = crate::Config::default();
+    config
+        .queues
+        .insert("batch".into(), crate::queue::Queue::open("batch"));
+    let mut s = State::new("srv", config, sets).unwrap();
+    s.set_host_up("h", true);
+    conservative_with(s)
+}
+
+fn conservative_with(mut s: State) -> State {
     let mut config = s.config().clone();
     config.server.backfill = Backfill::Conservative;
     let mut high = crate::queue::Queue::open("high");
@@ -60,8 +90,7 @@ fn both(s: &mut State, replanner: &mut Replanner, now: Time) -> Result<Vec<JobId
 /// Replays `jobs` (submit, nodes, wall time, run time) on `nodes` nodes
 /// as the simulator does, comparing at every instant. Every seventh job
 /// goes to `high`, ahead of those waiting.
-fn replay(nodes: usize, jobs: &[(i64, u32, u64, u64)]) -> Result<Replanner, TestCaseError> {
-    let mut s = conservative(nodes);
+fn replay(mut s: State, jobs: &[(i64, u32, u64, u64)]) -> Result<Replanner, TestCaseError> {
     let mut replanner = Replanner::default();
     let mut jobs = jobs.to_vec();
     jobs.sort_by_key(|j| j.0);
@@ -103,7 +132,20 @@ proptest! {
             .into_iter()
             .map(|(at, n, wall, run)| (at, n.min(nodes as u32), wall, run))
             .collect();
-        replay(nodes, &jobs)?;
+        replay(conservative(nodes), &jobs)?;
+    }
+
+    #[test]
+    fn a_kept_plan_on_several_sets_starts_what_a_fresh_pass_starts(
+        sizes in prop::collection::vec(1usize..5, 2..4),
+        jobs in prop::collection::vec((0i64..200, 1u32..10, 1u64..80, 0u64..90), 1..40),
+    ) {
+        let nodes: usize = sizes.iter().sum();
+        let jobs: Vec<_> = jobs
+            .into_iter()
+            .map(|(at, n, wall, run)| (at, n.min(nodes as u32), wall, run))
+            .collect();
+        replay(conservative_on(&sizes), &jobs)?;
     }
 }
 
@@ -121,7 +163,7 @@ fn a_busy_replay_resumes_most_passes() {
         })
         .map(|(at, n, wall, _)| (at, n, wall, if at % 20 == 0 { wall } else { wall / 2 }))
         .collect();
-    let replanner = replay(8, &jobs).unwrap();
+    let replanner = replay(conservative(8), &jobs).unwrap();
     assert!(
         replanner.resumed > 0 && replanner.fresh > 0,
         "resumed {} fresh {}",
