@@ -66,6 +66,17 @@ pub struct State {
     /// Each user's last runs, which new jobs' run times are predicted
     /// from (`predict.rs`).
     runs: RunHistory,
+    /// Which configuration this is: a new number (unique in the process)
+    /// each time one is set, so a plan kept across passes can tell it
+    /// was made under this one (`scheduler::plan::kept`).
+    config_generation: u64,
+}
+
+/// The next configuration's [`State::config_generation`].
+static CONFIG_GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_config_generation() -> u64 {
+    CONFIG_GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What `delete` did.
@@ -139,6 +150,7 @@ impl State {
             },
             reserved: Vec::new(),
             runs: RunHistory::default(),
+            config_generation: next_config_generation(),
         };
         state.index_reservations();
         state.apply_node_marks();
@@ -250,6 +262,7 @@ impl State {
         let factor_changed = config.server.max_load_factor != self.config.server.max_load_factor;
         let resv_changed = sets_changed || config.reservations != self.config.reservations;
         self.config = config;
+        self.config_generation = next_config_generation();
         if resv_changed {
             self.index_reservations();
         }
@@ -1198,6 +1211,11 @@ impl State {
     }
 
     /// Nodes up, per node set.
+    /// Changes each time the configuration is set (see the field).
+    pub(crate) fn config_generation(&self) -> u64 {
+        self.config_generation
+    }
+
     pub(crate) fn up_per_set(&self) -> &[usize] {
         &self.machine.up_per_set
     }

@@ -319,6 +319,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             "skipped": result.skipped.len(),
             "skipped_jobs": result.skipped,
             "passes": result.passes,
+            "passes_resumed": result.passes_resumed,
             "replay_seconds": secs,
             "jobs_per_second": rate,
         });

@@ -24,7 +24,8 @@
 //! then. Jobs the file sends to it run in its queue, inside it; those
 //! still queued when its last occurrence ends are deleted, as PBS does.
 //!
-//! Each pass is `Scheduler::changes`: its resumptions and preemptions are
+//! Each pass is `Scheduler::changes` (through `Replanner`, which plans only
+//! the new jobs when the last pass's plan stands): its resumptions and preemptions are
 //! applied before its starts, as the daemon applies them. A job suspended
 //! for an express job stops its clock: it ends its trace's run time of
 //! running later, its end moved by the time it was suspended. A job
@@ -45,6 +46,7 @@ use qmesh_core::array::{ArrayStyle, MAX_INDEX};
 use qmesh_core::predict::Likeness;
 use qmesh_core::preempt::Method;
 use qmesh_core::rsub::{self, ResvRequest};
+use qmesh_core::scheduler::Replanner;
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
 
 use crate::accounting::Record;
@@ -267,6 +269,9 @@ pub struct Replay {
     pub skipped: Vec<Skipped>,
     /// Passes run.
     pub passes: u64,
+    /// Of those, the passes that took up the last one's conservative plan
+    /// and planned only new jobs (`Replanner`).
+    pub passes_resumed: u64,
     /// With `--arrays`: the arrays the trace's jobs made.
     pub arrays: Option<Formed>,
     /// With `accounting`: the records, in time order.
@@ -453,6 +458,9 @@ pub fn replay_with_progress(
     let mut clock = i64::MIN;
     let mut last_progress = i64::MIN;
     let tell_every = (planned.len() / 200).max(1);
+    // The passes keep their plan for the next where it stands (arrivals
+    // only, under conservative backfilling): the same starts, less work.
+    let mut replanner = Replanner::default();
     loop {
         let arrival = arrivals
             .get(next)
@@ -710,7 +718,7 @@ pub fn replay_with_progress(
                      started"
                 )));
             }
-            let plan = Scheduler.changes(&state, now);
+            let plan = replanner.changes(&state, now);
             passes += 1;
             for &id in &plan.resumes {
                 state.take_back(id, now).map_err(core)?;
@@ -868,6 +876,7 @@ pub fn replay_with_progress(
         records,
         skipped: skipped.into_iter().map(|(_, s)| s).collect(),
         passes,
+        passes_resumed: replanner.resumed,
         arrays: formed,
         accounting: log,
         zone: state.config().calendar.zone().unwrap_or(chrono_tz::Tz::UTC),

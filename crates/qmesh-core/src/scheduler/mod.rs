@@ -17,6 +17,7 @@ pub mod reservations;
 
 pub use crate::reason::Reason;
 pub use closedown::Closedown;
+pub use plan::kept::Replanner;
 use plan::{Durations, Planner, Stop};
 use profile::Secs;
 

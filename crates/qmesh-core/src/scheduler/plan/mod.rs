@@ -39,6 +39,7 @@
 
 mod advance;
 mod gate;
+pub mod kept;
 mod place;
 mod predicted;
 mod preempt;
@@ -210,7 +211,7 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let mut order = predicted::Order::new(ranked(self.state, self.now), self.mode);
+        let order = predicted::Order::new(ranked(self.state, self.now), self.mode);
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()
@@ -218,6 +219,14 @@ impl<'a> Planner<'a> {
         if stop == Stop::Never {
             plan.queue.reserve(self.state.pending_count());
         }
+        self.plan_each(order, &mut plan, stop);
+        self.conclude(&mut plan, stop);
+        plan
+    }
+
+    /// Plans the jobs of `order` in turn into `plan` (see `run`); a kept
+    /// plan resumes here (see `kept`).
+    fn plan_each(&mut self, mut order: predicted::Order<'_>, plan: &mut Plan, stop: Stop) {
         while let Some(ranked) = self.next_job(&mut order) {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
@@ -252,6 +261,11 @@ impl<'a> Planner<'a> {
                 break;
             }
         }
+    }
+
+    /// The pass's preemptions and, unless it only looked for starts, the
+    /// profiles it leaves.
+    fn conclude(&mut self, plan: &mut Plan, stop: Stop) {
         (plan.resumes, plan.preempted) = self.preemption_outcome();
         if stop != Stop::NothingStarts {
             plan.steps = self
@@ -260,7 +274,6 @@ impl<'a> Planner<'a> {
                 .map(|set| set.profile.steps())
                 .collect();
         }
-        plan
     }
 
     /// One job: the gate, then if it lets the job through, placement.
@@ -298,9 +311,14 @@ fn a_id(id: JobId) -> JobId {
 /// as if resumed now; an exiting job ends within the kill delay), and
 /// never before the next second.
 pub(crate) fn expected_end(job: &Job, now: Secs, kill_delay: u64) -> Secs {
-    let suspended = || {
-        let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
-        job.suspension.secs_at(at) as Secs
+    let suspended = || match job.suspension.since {
+        // None under way: no instant to read (once per running job and
+        // pass, it showed in a replay's profile).
+        None => job.suspension.secs as Secs,
+        Some(_) => {
+            let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
+            job.suspension.secs_at(at) as Secs
+        }
     };
     let end = match (job.state, job.stime) {
         (JobState::Exiting, _) => now.saturating_add(kill_delay as Secs),

@@ -73,7 +73,7 @@ impl<'a> Planner<'a> {
             _ => (sets, false),
         };
         let mut unplaceable = false;
-        let wants = job().filter(|_| view.constrained).and_then(Wants::of);
+        let wants = view.constrained.then(job).flatten().and_then(Wants::of);
         let wants = wants.as_ref();
         if free_now >= n {
             // Its run as planned: its wall time, or its predicted run time.

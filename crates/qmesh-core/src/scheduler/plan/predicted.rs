@@ -119,7 +119,7 @@ impl<'a> Planner<'a> {
     /// cannot start has its reservation, the rest come shortest predicted
     /// first (express jobs still first; ties in their order).
     #[inline(always)]
-    pub(super) fn next_job(&self, order: &mut Order<'a>) -> Option<Ranked> {
+    pub(super) fn next_job(&self, order: &mut Order<'_>) -> Option<Ranked> {
         if order.shortest_first && self.reserved_any && order.rest.is_none() {
             let mut rest: Vec<Ranked> = order.ranked.by_ref().collect();
             rest.sort_by_key(|r| (!self.is_express(r), self.planned_secs(&r.view)));

@@ -45,7 +45,16 @@ impl Planner<'_> {
                 continue;
             }
             let cut = cuts.map(|cuts| cuts[s]);
-            let mut from = set.hint(size, wall).max(now);
+            // A long profile (a treap) or a placed window (an allocator copy
+            // per instant tried) starts its search from the hint; on a
+            // short one (a sorted list) scanning from now costs less than
+            // looking the hint up (conservative replays, issue 31).
+            let hinted = set.profile.is_tree() || set.shaped();
+            let mut from = if hinted {
+                set.hint(size, wall).max(now)
+            } else {
+                now
+            };
             // Placing costs a copy of the allocator per instant tried; past
             // the first reservations of a set (conservative backfilling
             // with a long queue) they are counted, as estimates.
@@ -81,8 +90,10 @@ impl Planner<'_> {
         let (start, set) = (reservation.start, &mut self.sets[reservation.set]);
         set.profile.add(start, reservation.end, -reservation.size);
         // Not a lower bound for others when it was counted and pushed past
-        // `now`.
-        if reservation.nodes.is_some() || !later {
+        // `now`. Remembered only where searches use it: a hint left out
+        // (a list that became a treap since) only starts a search earlier.
+        let hinted = set.profile.is_tree() || set.shaped();
+        if hinted && (reservation.nodes.is_some() || !later) {
             set.remember(reservation.size, wall, start);
         }
         if reservation.nodes.is_some() {

@@ -1,0 +1,341 @@
+//! A conservative plan kept from one pass to the next.
+//!
+//! Under conservative backfilling every waiting job holds a reservation,
+//! and a pass re-reserves them all: in a replay, where a pass follows
+//! every arrival and every end, that was nearly all of the time. Yet when
+//! nothing happened since the last pass but new jobs queued behind the
+//! others, that pass's reservations stand: nothing freed nodes earlier
+//! than planned, so no job ahead can start sooner, and new jobs at the
+//! tail take nodes only where no one ahead holds them. The pass can then
+//! take up the last one's planner (profiles, free nodes, reservations)
+//! and plan only the new jobs. [`Replanner::changes`] gives exactly what
+//! [`Scheduler::changes`] gives (a property test runs both on random
+//! workloads); it only skips work.
+//!
+//! What the last pass planned stands when, and only when, each input the
+//! pass read of the jobs ahead is the same, which is checked, not assumed
+//! (there are no invalidation hooks a new kind of change could miss):
+//! - the configuration (its generation in the state);
+//! - the free nodes, nodes up, and when each running job's nodes come
+//!   back (ends counted as a fresh pass counts them), which catches a job
+//!   that ended early or on time, was altered, suspended or started
+//!   elsewhere;
+//! - time: no breakpoint of the kept profiles lies between the two passes
+//!   (no release, reservation start or end was due meanwhile);
+//! - the order: the jobs the last pass planned and left waiting come first,
+//!   as they were (same record view, queue and priority), in that order.
+//!
+//! Why a job the last pass reserved keeps its reservation `r` in a fresh
+//! pass now: the profile it sees is the one it was reserved on, less the
+//! nodes of the jobs started behind it since (which fit around `r`), and
+//! from now on, where that profile has not changed. Nothing fitted before
+//! `r` then, so nothing does now; `r` still fits. The new jobs then see
+//! what they would have seen after the last pass.
+//!
+//! And only in the plain case a proof covers: conservative backfilling,
+//! fifo by queue, flat exclusive node sets, no run limits, consumables,
+//! closedowns, advance reservations, periods, allocations or preemption,
+//! and jobs that are queued and ask nothing but nodes and time. Anything
+//! else is planned afresh, as before.
+//!
+//! [`Scheduler::changes`]: crate::scheduler::Scheduler::changes
+
+use super::gate::QueueNow;
+use super::predicted::Durations;
+use super::set_plan::SetPlan;
+use super::{Planner, Stop, expected_end};
+use crate::scheduler::order::{Ranked, ranked};
+use crate::scheduler::profile::Secs;
+use crate::scheduler::{Entry, Plan, Start, Status};
+use crate::server::{Backfill, JobOrder};
+use crate::state::{NodeBits, PendingView, State};
+use crate::time::Time;
+
+/// [`Scheduler::changes`] with the last pass's plan kept for the next
+/// (see the module comment). One per state: the simulator keeps one
+/// beside its own. (The daemon's pass lists every job for qstat and
+/// spq, with the profiles: `Stop::Never`, not kept yet.)
+///
+/// [`Scheduler::changes`]: crate::scheduler::Scheduler::changes
+#[derive(Default)]
+pub struct Replanner {
+    kept: Option<Kept>,
+    /// Passes that took up the kept plan, and those planned afresh.
+    pub resumed: u64,
+    pub fresh: u64,
+}
+
+/// The planner as a pass left it, and what it was planned on.
+struct Kept {
+    /// When it planned (its last pass).
+    at: Secs,
+    config: u64,
+    sets: Vec<SetPlan>,
+    free: NodeBits,
+    /// Per set, sorted: when the nodes of the jobs running once its starts
+    /// are applied come back, as the next pass will count them.
+    releases: Vec<Vec<(Secs, i64)>>,
+    /// The jobs it planned, in order, none started: their views, queue and
+    /// priority, and entries.
+    waiting: Vec<(Seen, Entry)>,
+    considered: usize,
+    reserved_any: bool,
+}
+
+/// What the order said of a job: it must say the same to a resumed pass.
+#[derive(Clone, Copy, PartialEq)]
+struct Seen {
+    view: PendingView,
+    queue: usize,
+    priority: u64,
+}
+
+impl Seen {
+    fn of(ranked: &Ranked) -> Seen {
+        Seen {
+            view: ranked.view,
+            queue: ranked.queue,
+            priority: ranked.priority.to_bits(),
+        }
+    }
+
+    /// Queued and asking only nodes and time: its gate and placement read
+    /// nothing else.
+    fn plain(&self) -> bool {
+        let v = &self.view;
+        v.queued && !v.conditional && !v.has_needs && !v.constrained && !v.array
+    }
+}
+
+impl Replanner {
+    /// What [`Scheduler::changes`] gives, planning only the new jobs when
+    /// the last pass's plan stands.
+    ///
+    /// [`Scheduler::changes`]: crate::scheduler::Scheduler::changes
+    pub fn changes(&mut self, state: &State, now: Time) -> Plan {
+        let attrs = &state.config().server;
+        let kept = self.kept.take();
+        if !attrs.scheduling {
+            return Plan::default();
+        }
+        if !plain(state, now) {
+            self.fresh += 1;
+            return Planner::new(state, now, attrs.backfill).run(Stop::NothingStarts);
+        }
+        let now_s = now.timestamp();
+        let releases = releases(state, now_s);
+        let mut plan = Plan {
+            now: Some(now),
+            ..Plan::default()
+        };
+        let mut order = ranked(state, now);
+        let resumed = kept.and_then(|k| k.resume(state, now, &releases, &mut order, &mut plan));
+        let (mut planner, mut waiting) = match resumed {
+            Some(resumed) => {
+                self.resumed += 1;
+                resumed
+            }
+            None => {
+                self.fresh += 1;
+                plan.queue.clear();
+                order = ranked(state, now);
+                (Planner::new(state, now, Backfill::Conservative), Vec::new())
+            }
+        };
+        // The jobs this pass takes from the order (the last perhaps not
+        // planned: the pass stopped there), beside its entries.
+        let first = plan.queue.len();
+        let mut seen: Vec<Seen> = Vec::new();
+        let order = order.inspect(|r| seen.push(Seen::of(r)));
+        planner.plan_each(
+            super::predicted::Order::new(Box::new(order), Backfill::Conservative),
+            &mut plan,
+            Stop::NothingStarts,
+        );
+        planner.conclude(&mut plan, Stop::NothingStarts);
+        let planned = &plan.queue[first..];
+        self.kept = seen.iter().take(planned.len()).all(Seen::plain).then(|| {
+            waiting.extend(
+                seen.iter()
+                    .zip(planned)
+                    .filter(|(_, e)| e.status != Status::Startable)
+                    .map(|(s, e)| (*s, e.clone())),
+            );
+            Kept::of(state, planner, &plan.starts, waiting, releases)
+        });
+        plan
+    }
+}
+
+impl Kept {
+    /// The planner of the last pass, now at `now`, and the jobs it left
+    /// waiting, if its plan stands (see the module comment). The entries
+    /// of those jobs go into `plan` (unless no node is free: a fresh pass
+    /// would then plan no one), and `order` is left at the first job it
+    /// did not plan.
+    fn resume<'a>(
+        self,
+        state: &'a State,
+        now: Time,
+        releases: &[Vec<(Secs, i64)>],
+        order: &mut dyn Iterator<Item = Ranked>,
+        plan: &mut Plan,
+    ) -> Option<(Planner<'a>, Vec<(Seen, Entry)>)> {
+        let now_s = now.timestamp();
+        let occupancy = state.occupancy();
+        let mut sets = self.sets;
+        let stands = self.config == state.config_generation()
+            && now_s >= self.at
+            && occupancy.free == self.free
+            && sets.iter_mut().enumerate().all(|(s, set)| {
+                set.free == occupancy.free_in[s]
+                    && set.up == state.up_per_set()[s]
+                    && set.profile.next_after(self.at).is_none_or(|t| t > now_s)
+            })
+            && releases == self.releases;
+        if !stands {
+            return None;
+        }
+        for (seen, _) in &self.waiting {
+            if order.next().map(|r| Seen::of(&r)) != Some(*seen) {
+                return None;
+            }
+        }
+        let mut planner = Planner::resumed(state, now, sets, self.free);
+        planner.considered = self.considered;
+        planner.reserved_any = self.reserved_any;
+        if planner.sets.iter().any(|set| set.free > 0) {
+            plan.queue = self.waiting.iter().map(|(_, e)| e.clone()).collect();
+        }
+        Some((planner, self.waiting))
+    }
+
+    /// What a pass that planned `waiting` and made `starts` leaves for
+    /// the next; `releases` are the running jobs' before the starts.
+    fn of(
+        state: &State,
+        planner: Planner,
+        starts: &[Start],
+        waiting: Vec<(Seen, Entry)>,
+        mut releases: Vec<Vec<(Secs, i64)>>,
+    ) -> Kept {
+        // Its starts run from now on: their nodes come back at the end of
+        // their wall time, as placement took them from its profiles (a
+        // placement that takes them for another time must be followed
+        // here, or no plan will stand).
+        let nodes = state.nodes();
+        for start in starts {
+            let wall = state.job(start.job).map_or(1, |j| j.walltime.max(1)) as Secs;
+            let end = planner.now_s.saturating_add(wall);
+            let mut per_set: Vec<(usize, i64)> = Vec::new();
+            for &i in &start.nodes {
+                let set = nodes[i].set;
+                match per_set.iter_mut().find(|(s, _)| *s == set) {
+                    Some((_, count)) => *count += 1,
+                    None => per_set.push((set, 1)),
+                }
+            }
+            for (set, count) in per_set {
+                releases[set].push((end, count));
+            }
+        }
+        for set in &mut releases {
+            set.sort_unstable();
+        }
+        Kept {
+            at: planner.now_s,
+            config: state.config_generation(),
+            sets: planner.sets,
+            free: planner.free,
+            releases,
+            waiting,
+            considered: planner.considered,
+            reserved_any: planner.reserved_any,
+        }
+    }
+}
+
+impl<'a> Planner<'a> {
+    /// A planner on kept sets and free nodes, with the rest as
+    /// [`Planner::new`] makes it in the plain case (`plain`).
+    fn resumed(state: &'a State, now: Time, sets: Vec<SetPlan>, free: NodeBits) -> Planner<'a> {
+        let attrs = &state.config().server;
+        let queues = state
+            .config()
+            .queues
+            .values()
+            .map(|q| QueueNow::of(state, q, now, sets.len()))
+            .collect();
+        Planner {
+            state,
+            now,
+            now_s: now.timestamp(),
+            mode: Backfill::Conservative,
+            durations: Durations::Requested,
+            guard: None,
+            block_priority: attrs.block_priority,
+            search_depth: attrs.search_depth as usize,
+            sets,
+            free,
+            started: Default::default(),
+            queues,
+            running: None,
+            consumables: None,
+            reserved_any: false,
+            blocked: false,
+            considered: 0,
+            array_starts: Default::default(),
+            advance: Vec::new(),
+            preempt: None,
+        }
+    }
+}
+
+/// The plain case, where a kept plan may stand (see the module comment),
+/// as far as the configuration and the state outside the jobs say.
+/// Whether the node sets are flat and exclusive is asked of the kept sets.
+fn plain(state: &State, now: Time) -> bool {
+    let config = state.config();
+    let attrs = &config.server;
+    attrs.backfill == Backfill::Conservative
+        && attrs.job_order == JobOrder::Fifo
+        && attrs.by_queue
+        && attrs.search_depth == 0
+        && !config.has_run_limits()
+        && crate::consumable::Consumables::of(config, std::iter::empty()).is_none()
+        && crate::preempt::Policy::of(config).is_none()
+        && state.lent_jobs().next().is_none()
+        && config.reservations.is_empty()
+        && config.accounts.values().all(|a| a.allocation.is_none())
+        && crate::scheduler::closedown::collect(state, now).is_empty()
+        && config.queues.values().all(|q| {
+            q.reservation.is_none() && !q.follows_calendar() && q.period_priority.is_empty()
+        })
+        && state.node_sets().iter().all(|set| set.attrs.slots() == 1)
+        && state
+            .node_sets()
+            .iter()
+            .all(|set| matches!(set.topology, crate::node::Topology::Flat))
+}
+
+/// Per set, sorted, when the nodes of running jobs come back: what a fresh
+/// pass's profiles count (`set_plan::set_plans`).
+fn releases(state: &State, now: Secs) -> Vec<Vec<(Secs, i64)>> {
+    let kill_delay = state.config().server.kill_delay;
+    let mut ends: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); state.node_sets().len()];
+    for (&id, held) in &state.occupancy().held {
+        let end = state
+            .job(id)
+            .map_or(now + 1, |job| expected_end(job, now, kill_delay));
+        for &(set, count) in &held.up_in {
+            ends[set].push((end, count as i64));
+        }
+    }
+    for set in &mut ends {
+        set.sort_unstable();
+    }
+    ends
+}
+
+#[cfg(test)]
+mod tests;
