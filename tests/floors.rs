@@ -148,7 +148,7 @@ const QMESHD: House = House {
                 "site_hooks",
             ],
         ),
-        ("the task's contract", &["event", "status"]),
+        ("the task's contract", &["event", "status", "listings"]),
         (
             "the task, the services, who leads",
             &["task", "service", "leader"],

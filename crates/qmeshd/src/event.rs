@@ -76,6 +76,14 @@ pub struct StatusQuery {
     pub with_script: bool,
 }
 
+/// A qstat listing the task built for anyone, and from which generation
+/// of the state (`crate::listings`).
+#[derive(Debug)]
+pub struct SharedListing {
+    pub reply: v1::StatusReply,
+    pub generation: u64,
+}
+
 pub enum Event {
     /// A metrics scrape: bring the state's gauges up to date, then answer.
     RefreshMetrics(oneshot::Sender<()>),
@@ -110,7 +118,7 @@ pub enum Event {
     SharedStatus {
         peer: Peer,
         query: Box<StatusQuery>,
-        reply: Reply<Option<crate::listings::SharedListing>>,
+        reply: Reply<Option<SharedListing>>,
     },
     Act {
         peer: Peer,

@@ -28,11 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use qmesh_proto::served::EncodedStatusReply;
-use qmesh_proto::v1;
 use tokio::sync::watch;
 use tonic::Status;
 
-use crate::event::StatusQuery;
+use crate::event::{SharedListing, StatusQuery};
 
 /// Questions whose listings are kept at once. A site's storm asks a
 /// handful (qstat, qstat -x, qstat -u someone); past this many the
@@ -53,13 +52,6 @@ impl Generation {
     pub fn advance(&self) {
         self.0.fetch_add(1, Ordering::AcqRel);
     }
-}
-
-/// A listing the task built for anyone, and from which generation.
-#[derive(Debug)]
-pub struct SharedListing {
-    pub reply: v1::StatusReply,
-    pub generation: u64,
 }
 
 /// The listings kept, per question.

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
+use qmesh_proto::v1;
+
 use super::*;
 
 fn query(users: &[&str]) -> StatusQuery {

@@ -13,9 +13,8 @@ use super::SchedulerTask;
 use crate::answer::{JobOutcome, JobSnapshot, QueueList, QueueNow};
 use crate::dispatch::Now;
 use crate::error::TaskError;
-use crate::event::{JobAction, Reply, StatusQuery};
+use crate::event::{JobAction, Reply, SharedListing, StatusQuery};
 use crate::identity::Peer;
-use crate::listings::SharedListing;
 
 impl SchedulerTask {
     /// qsub: validated, stored, queued; answered once durable.
