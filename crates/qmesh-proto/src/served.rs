@@ -60,15 +60,6 @@ impl EncodedStatusReply {
     pub fn to_bytes(&self) -> Bytes {
         self.bytes.clone()
     }
-
-    /// The encoded size, in bytes.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
 }
 
 impl Message for EncodedStatusReply {
