@@ -234,12 +234,13 @@ impl Queue {
     /// first started first (it leads), an agent serving host `n1` with 4
     /// nodes and a login node `login1`, both knowing both heads.
     pub fn start(test: &str) -> Option<Queue> {
-        Queue::start_with(test, false)
+        Queue::start_with(test, false, 2)
     }
 
     /// [`Queue::start`]; with `lines`, head a reaches etcd through lines
-    /// the test can cut ([`Queue::lines`]).
-    pub fn start_with(test: &str, lines: bool) -> Option<Queue> {
+    /// the test can cut ([`Queue::lines`]); the election lease lasts
+    /// `lease_ttl` seconds.
+    pub fn start_with(test: &str, lines: bool, lease_ttl: u32) -> Option<Queue> {
         let etcd = etcd()?;
         let root = tempfile::Builder::new()
             .prefix("qmesh-ha-")
@@ -292,7 +293,7 @@ pass_interval_ms = 20
 backend = "etcd"
 endpoints = [{endpoints}]
 prefix = "/qmesh-ha/{test}/"
-lease_ttl = 2
+lease_ttl = {lease_ttl}
 request_timeout = 2
 
 [agents]

@@ -157,6 +157,49 @@ impl Cluster {
         }
     }
 
+    /// The number of members, running or not.
+    pub fn members(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Which running member is etcd's raft leader now, if one says so
+    /// (each is asked its status; one that does not answer within a
+    /// second is left out). Tests kill it to make etcd elect again.
+    pub fn raft_leader(&self) -> Option<usize> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        runtime.block_on(async {
+            for (at, endpoint) in self.endpoints().into_iter().enumerate() {
+                if self.members[at].child.is_none() {
+                    continue;
+                }
+                let Ok(channel) = tonic::transport::Endpoint::from_shared(endpoint) else {
+                    continue;
+                };
+                let Ok(Ok(channel)) =
+                    tokio::time::timeout(Duration::from_secs(1), channel.connect()).await
+                else {
+                    continue;
+                };
+                let mut m = crate::pb::maintenance_client::MaintenanceClient::new(channel);
+                let status = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    m.status(crate::pb::StatusRequest {}),
+                )
+                .await;
+                if let Ok(Ok(a)) = status {
+                    let a = a.into_inner();
+                    if a.header.is_some_and(|h| h.member_id == a.leader) {
+                        return Some(at);
+                    }
+                }
+            }
+            None
+        })
+    }
+
     /// The client URLs of every member, running or not.
     pub fn endpoints(&self) -> Vec<String> {
         self.members
