@@ -41,9 +41,35 @@ impl CpuTimes {
     }
 }
 
-/// The zygotes of these agents: their children that run `qmesh-agent
-/// zygote`, whose children are the shepherds.
-pub fn zygotes_of(agents: &[u32]) -> Vec<u32> {
+/// A process's CPU seconds (own) by thread name, threads of one name
+/// (digits dropped: `sled-io-3` is `sled-io-`) added together.
+pub fn by_thread(pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let mut seconds = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return seconds;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let name: String = stat
+            .split_once('(')
+            .and_then(|(_, rest)| rest.rsplit_once(')'))
+            .map(|(name, _)| name.chars().filter(|c| !c.is_ascii_digit()).collect())
+            .unwrap_or_default();
+        if let Some(t) = CpuTimes::parse(&stat, ticks) {
+            *seconds.entry(name).or_insert(0.0) += t.own;
+        }
+    }
+    seconds
+}
+
+/// The running processes whose parent is one of `parents`.
+pub fn children_of_any(parents: &[u32]) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -51,12 +77,34 @@ pub fn zygotes_of(agents: &[u32]) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| {
-            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
-                .and_then(|stat| parent_in(&stat));
+                .and_then(|stat| parent_in(&stat))
+                .is_some_and(|p| parents.contains(&p))
+        })
+        .collect()
+}
+
+/// The running children of `parent`.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    children_of_any(&[parent])
+}
+
+/// Whether `pid`'s program (its first argument's file name) is `program`.
+pub fn runs(pid: u32, program: &str) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let arg0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    arg0.rsplit(|&b| b == b'/').next() == Some(program.as_bytes())
+}
+
+/// The zygotes of these agents: their children that run `qmesh-agent
+/// zygote`, whose children are the shepherds.
+pub fn zygotes_of(agents: &[u32]) -> Vec<u32> {
+    children_of_any(agents)
+        .into_iter()
+        .filter(|&pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            parent.is_some_and(|p| agents.contains(&p))
-                && cmdline.split(|&b| b == 0).nth(1) == Some(b"zygote")
+            cmdline.split(|&b| b == 0).nth(1) == Some(b"zygote")
         })
         .collect()
 }

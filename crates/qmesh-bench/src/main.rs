@@ -8,6 +8,8 @@
 //!   reply, and what it adds to the store.
 //! * `churn`: many one-second jobs through 16 agents: starts and ends per
 //!   second, decision-to-exec latency (`--array`: as one job array).
+//! * `floor`: churn's job script started with no scheduler (fork, ids,
+//!   exec): the starts per second churn is held against.
 //! * `restart`: time from starting qmeshd to its READY=1 with J jobs in the
 //!   store (the store is filled directly, then the daemon is started).
 //! * `relay`: Status and Submit, qstat and qsub, from a login node (through
@@ -15,6 +17,9 @@
 //! * `ha`: the queue on a local 3-member etcd: durable submissions per
 //!   second, failover time after a kill -9 of the leader, and a takeover
 //!   with many jobs stored (docs/HA.md).
+//! * `qsub`: `true` jobs through the real qsub from shell-like loops, on
+//!   qmeshd's default configuration: jobs/s and CPU per job (any build's
+//!   binaries, `--bindir`, to compare builds).
 //! * `load`: 1,000 concurrent qstat callers and 16 submitters for 30 s,
 //!   with clients that stop reading: latencies, errors, the daemon's RSS.
 
@@ -24,10 +29,12 @@ mod churn;
 mod cpu;
 mod daemon;
 mod disk;
+mod floor;
 mod ha;
 mod load;
 mod pass;
 mod pass_arrays;
+mod qsub;
 mod relay;
 mod restart;
 mod store_churn;
@@ -200,6 +207,41 @@ enum What {
         #[arg(long)]
         watch_log: bool,
     },
+    /// Churn's job script started with no scheduler at all: a fork, the
+    /// owner's ids, exec; the starts per second churn is held against.
+    Floor {
+        #[arg(long, default_value_t = 4000)]
+        jobs: usize,
+        /// Each job's run time, in seconds.
+        #[arg(long, default_value_t = 1.0)]
+        secs: f64,
+        /// Threads forking at once [default: one per core].
+        #[arg(long)]
+        forkers: Option<usize>,
+        /// The jobs' owner [default: who runs the bench].
+        #[arg(long)]
+        user: Option<String>,
+        /// Where the jobs' output goes (default: the temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// `true` jobs through the real qsub from N loops at once, on qmeshd's
+    /// embedded default configuration: jobs/s from the first submission
+    /// to the last end, and CPU per job of qmeshd, its agent and zygote.
+    Qsub {
+        #[arg(long, default_value_t = 1000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 8)]
+        loops: usize,
+        /// The directory of qsub and qstat (and, without --qmeshd, of
+        /// qmeshd and qmesh-agent): a build's binaries.
+        #[arg(long)]
+        bindir: Option<PathBuf>,
+        /// Where the state and the jobs' output go (default: the
+        /// temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Latency from a login node (qmesh-agent --submit-only relaying over
     /// TCP) against the daemon's own host: Status and Submit RPCs, and the
     /// qstat and qsub -h commands.
@@ -352,6 +394,40 @@ fn main() -> ExitCode {
             };
             churn::run(&q, &run).map(|r| vec![r])
         }),
+        What::Floor {
+            jobs,
+            secs,
+            forkers,
+            user,
+            dir,
+        } => floor::run(&floor::Run {
+            jobs: *jobs,
+            secs: *secs,
+            forkers: *forkers,
+            user: user.as_deref(),
+            dir: dir.as_deref(),
+        })
+        .map(|r| vec![r]),
+        What::Qsub {
+            jobs,
+            loops,
+            bindir,
+            dir,
+        } => {
+            let qmeshd = match (&args.qmeshd, bindir) {
+                (None, Some(b)) => Ok(b.join("qmeshd")),
+                _ => qmeshd(),
+            };
+            qmeshd.and_then(|q| {
+                let run = qsub::Run {
+                    jobs: *jobs,
+                    loops: *loops,
+                    bindir: bindir.as_deref(),
+                    dir: dir.as_deref(),
+                };
+                qsub::run(&q, &run).map(|r| vec![r])
+            })
+        }
         What::Relay {
             samples,
             command_samples,
