@@ -363,6 +363,13 @@ impl Drop for Harness {
             }
         }
         self.server.abort();
+        // The agents' cgroups, once what ran in them is gone.
+        for _ in 0..100 {
+            if qmesh_agent::cgroup::remove_levels_under(self.dir.path()) == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

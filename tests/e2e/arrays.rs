@@ -224,15 +224,7 @@ fn a_job_that_depends_on_an_array_waits_for_all_of_it() {
 /// Kills this daemon's qmesh-agent (not its zygote, shepherds or jobs):
 /// the process the daemon's log says it started last.
 fn kill_agent(d: &Daemon) {
-    let log = d.log();
-    let pid = log
-        .lines()
-        .rev()
-        .filter(|l| l.contains("local agent started"))
-        .filter_map(|l| l.split("pid=").nth(1))
-        .find_map(|p| p.split_whitespace().next()?.parse::<u32>().ok())
-        .expect("the daemon logs its agent's pid");
-    crate::harness::signal(pid, nix::sys::signal::Signal::SIGKILL);
+    crate::harness::signal(d.local_agent_pid(), nix::sys::signal::Signal::SIGKILL);
 }
 
 #[test]

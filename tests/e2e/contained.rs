@@ -303,3 +303,43 @@ fn a_job_over_its_cpu_time_is_killed_as_pbs_does() {
     assert!(job["Resource_List"].get("cput").is_some(), "{job}");
     assert!(!comment.contains("not enforced"), "{comment}");
 }
+
+/// A job's cgroup that no job owns any more (its shepherd was killed with
+/// SIGKILL, or the host went down under it) is removed when the agent
+/// starts again; a running job's is kept, and the job goes on.
+#[test]
+fn cgroups_left_behind_go_when_the_agent_starts_again_and_a_running_jobs_stays() {
+    let Some(d) = contained() else { return };
+    let b = bases(&d).unwrap();
+    let started = d.fifo("started");
+    d.script(
+        "long.sh",
+        "#!/bin/sh\ncd \"$PBS_O_WORKDIR\"\necho up > started\nsleep 300\n",
+    );
+    let id = d.qsub(&["long.sh"]);
+    assert_eq!(d.read_fifo(&started).trim(), "up");
+    let mut left: Vec<PathBuf> = vec![b.memory.join("999.gone")];
+    if let Some(cpu) = b.cpu.as_ref().filter(|cpu| **cpu != b.memory) {
+        left.push(cpu.join("999.gone"));
+    }
+    for dir in &left {
+        std::fs::create_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    // The agent killed outright: the daemon starts another.
+    crate::harness::signal(d.local_agent_pid(), nix::sys::signal::Signal::SIGKILL);
+    d.await_in_log(
+        &d.state_dir.join("agent.log"),
+        "removed the cgroups of jobs this agent no longer has",
+        1,
+    );
+    for dir in &left {
+        assert!(!dir.exists(), "{} is left", dir.display());
+    }
+    assert!(
+        b.memory.join(&id).exists(),
+        "the running job's cgroup is kept\n{}",
+        d.log()
+    );
+    d.ok("qdel", &[&id]);
+    d.wait_job(&id);
+}

@@ -411,6 +411,18 @@ impl Daemon {
         );
     }
 
+    /// The pid of the qmesh-agent this daemon started last, as its log
+    /// says.
+    pub fn local_agent_pid(&self) -> u32 {
+        self.log()
+            .lines()
+            .rev()
+            .filter(|l| l.contains("local agent started"))
+            .filter_map(|l| l.split("pid=").nth(1))
+            .find_map(|p| p.split_whitespace().next()?.parse::<u32>().ok())
+            .expect("the daemon logs its agent's pid")
+    }
+
     /// `qstat -x -f --json ID` as a JSON value for the job.
     /// A job's full id (`12.server`, `13[].server`) from the number Slurm's
     /// commands print.
@@ -521,9 +533,23 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.test_over();
         self.kill_everything();
+        remove_cgroups_under(self.root.path());
         if !std::thread::panicking() {
             self.check_logs();
         }
+    }
+}
+
+/// The cgroups the test's agents made (their levels and jobs' cgroups
+/// left by processes killed with SIGKILL), once those processes are
+/// gone: a whole suite left hundreds. Waits at most 5 s for the last to
+/// exit.
+pub fn remove_cgroups_under(root: &Path) {
+    for _ in 0..100 {
+        if qmesh_agent::cgroup::remove_levels_under(root) == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -215,9 +215,19 @@ fn arrays_filters_and_separators() {
     let waits = sbatch(&d, &["--array=1-3", "-H", "--wrap", "true"]);
     // The array ends when its tasks have.
     d.wait_job(&d.full_id(&ran));
+    // A task's end reaches the accounting log once the store has it, a
+    // moment after the array's waiters are answered (as Slurm's database
+    // follows its controller): sacct shows it within seconds.
+    let both = format!("{ran},{waits}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while states(&d, &both).iter().any(|l| l.contains("RUNNING"))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // An array's tasks, each with its step; those not started on one line.
     assert_eq!(
-        states(&d, &format!("{ran},{waits}")),
+        states(&d, &both),
         [
             format!("{ran}_1|COMPLETED|0:0"),
             format!("{ran}_1.batch|COMPLETED|0:0"),

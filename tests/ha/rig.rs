@@ -574,5 +574,12 @@ impl Drop for Queue {
         // The jobs' shepherds outlive a killed agent: end what runs here.
         let root = self.root.path().display().to_string();
         let _ = Command::new("pkill").args(["-9", "-f", &root]).status();
+        // The cgroups the agents made, once what ran in them is gone.
+        for _ in 0..100 {
+            if qmesh_agent::cgroup::remove_levels_under(self.root.path()) == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

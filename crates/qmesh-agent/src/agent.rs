@@ -256,6 +256,10 @@ async fn serve(
         places.cgroups.clone(),
         tx.clone(),
     )?;
+    if let Some(cgroups) = &cgroups {
+        remove_cgroups_left_behind(cgroups, &spool, &joined);
+    }
+    let spool_root = spool.root().to_path_buf();
     let sup = Supervisor::new(spool, tx)
         .with_hooks(hooks)
         .with_cgroups(places.cgroups)
@@ -279,9 +283,42 @@ async fn serve(
         let _ = std::fs::remove_file(socket);
     }
     if let Some(cgroups) = &cgroups {
+        if let Ok(spool) = Spool::open(&spool_root) {
+            remove_cgroups_left_behind(cgroups, &spool, &joined);
+        }
         crate::cgroup::remove_agent_level(cgroups);
     }
     Ok(())
+}
+
+/// Removes the job cgroups under this agent's level that no job of its
+/// spool, launched or joined, owns: those of shepherds killed with
+/// SIGKILL, or of a host that went down under its jobs. At the start, and
+/// at a clean stop, so that the level itself can go. A spool entry that
+/// cannot be read stops it: nothing is removed then.
+fn remove_cgroups_left_behind(cgroups: &crate::record::Cgroups, spool: &Spool, joined: &Joined) {
+    use crate::cgroup::job::dir_name;
+    let Some(joined) = joined.job_ids() else {
+        return;
+    };
+    let Ok(launched) = spool.scan() else {
+        return;
+    };
+    let mut live: std::collections::HashSet<String> =
+        joined.iter().map(|id| dir_name(id)).collect();
+    for dir in launched {
+        match dir.read_launch() {
+            Ok(launch) => live.insert(dir_name(&launch.order.job_id)),
+            Err(_) => return,
+        };
+    }
+    let removed = crate::cgroup::remove_left_behind(cgroups, &|name| live.contains(name));
+    if removed > 0 {
+        info!(
+            removed,
+            "removed the cgroups of jobs this agent no longer has"
+        );
+    }
 }
 
 /// The daemons of `--server`, as given.

@@ -282,10 +282,9 @@ fn set_up_v1(mounts: &Mounts, own: &Own, agent: &str) -> Result<Cgroups, String>
     })
 }
 
-/// At a clean stop: the agent's own level goes, if no job's cgroup is
-/// left in it (jobs outlive the agent; then it stays for the next).
-pub fn remove_agent_level(cgroups: &Cgroups) {
-    let bases: Vec<&PathBuf> = match cgroups {
+/// The directories jobs' cgroups are made in, one per hierarchy.
+fn bases(cgroups: &Cgroups) -> Vec<&PathBuf> {
+    match cgroups {
         Cgroups::V2 { base, .. } => vec![base],
         Cgroups::V1 {
             memory,
@@ -301,10 +300,84 @@ pub fn remove_agent_level(cgroups: &Cgroups) {
         .into_iter()
         .flatten()
         .collect(),
-    };
-    for base in bases {
+    }
+}
+
+/// At a clean stop: the agent's own level goes, if no job's cgroup is
+/// left in it (jobs outlive the agent; then it stays for the next).
+pub fn remove_agent_level(cgroups: &Cgroups) {
+    for base in bases(cgroups) {
         let _ = fs::remove_dir(base);
     }
+}
+
+/// Removes the job cgroups under this agent's level that belong to no
+/// job it still has (`live` says which names it has; see
+/// [`job::dir_name`]). A shepherd killed with SIGKILL, or a host that went
+/// down under its jobs, leaves its job's cgroup behind, and nothing else
+/// would remove it. The kernel refuses to remove one that still holds a
+/// process, so a job running outside the spool is never touched. How many
+/// went.
+pub fn remove_left_behind(cgroups: &Cgroups, live: &dyn Fn(&str) -> bool) -> usize {
+    bases(cgroups)
+        .into_iter()
+        .map(|base| remove_children(base, live))
+        .sum()
+}
+
+/// Removes every agent level left by agents whose spools were under `dir`
+/// (their names start with its name, [`agent_name`]), with the job
+/// cgroups left in them: for test suites and benchmarks, once every
+/// process that ran there is gone or going. How many levels are still
+/// there (a cgroup whose last process has not exited yet cannot go: try
+/// again).
+pub fn remove_levels_under(dir: &Path) -> usize {
+    let prefix = agent_name(dir);
+    let (Ok(mountinfo), Ok(own)) = (
+        fs::read_to_string("/proc/self/mountinfo"),
+        fs::read_to_string("/proc/self/cgroup"),
+    ) else {
+        return 0;
+    };
+    let (mounts, own) = (parse_mounts(&mountinfo), parse_own(&own));
+    let mut qmesh_dirs: Vec<PathBuf> = mounts
+        .v2
+        .iter()
+        .map(|mount| mount.join(BASE_NAME))
+        .collect();
+    for (controller, mount) in &mounts.v1 {
+        let path = own.v1.get(controller).map_or("/", String::as_str);
+        qmesh_dirs.push(under(mount, path).join(BASE_NAME));
+    }
+    qmesh_dirs.sort();
+    qmesh_dirs.dedup();
+    let mut left = 0;
+    for qmesh in qmesh_dirs {
+        let Ok(levels) = fs::read_dir(&qmesh) else {
+            continue;
+        };
+        for level in levels.flatten() {
+            if level.file_name().to_string_lossy().starts_with(&prefix) && level.path().is_dir() {
+                remove_children(&level.path(), &|_| false);
+                left += usize::from(fs::remove_dir(level.path()).is_err());
+            }
+        }
+    }
+    left
+}
+
+/// Removes the directories (child cgroups) of `base` that `keep` does not
+/// name; a cgroup's own files are not directories.
+fn remove_children(base: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
+    let Ok(entries) = fs::read_dir(base) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !keep(&e.file_name().to_string_lossy()))
+        .filter(|e| fs::remove_dir(e.path()).is_ok())
+        .count()
 }
 
 fn make_dir(dir: &Path) -> Result<(), String> {
@@ -327,6 +400,29 @@ mod tests {
 39 35 0:34 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
 40 24 0:35 / /mnt/with\\040space rw - ext4 /dev/vdb rw
 ";
+
+    #[test]
+    fn only_the_job_cgroups_no_job_owns_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("agent");
+        for job in ["1.srv", "2.srv"] {
+            fs::create_dir_all(base.join(job)).unwrap();
+        }
+        // A cgroup's own files are files, and a busy cgroup refuses rmdir
+        // as a directory that is not empty does.
+        fs::write(base.join("cgroup.procs"), "").unwrap();
+        fs::create_dir_all(base.join("3.srv/busy")).unwrap();
+        let cgroups = Cgroups::V2 {
+            base: base.clone(),
+            cpu: false,
+        };
+        let removed = remove_left_behind(&cgroups, &|name| name == "1.srv");
+        assert_eq!(removed, 1);
+        assert!(base.join("1.srv").is_dir(), "a job it has");
+        assert!(!base.join("2.srv").exists(), "a job it has not");
+        assert!(base.join("3.srv").is_dir(), "busy: kept");
+        assert!(base.join("cgroup.procs").is_file());
+    }
 
     #[test]
     fn the_mount_table_gives_each_hierarchy() {

@@ -97,6 +97,15 @@ impl Joined {
         jobs
     }
 
+    /// The ids of the jobs held (`12.srv`); `None` if a record cannot be
+    /// read, so that a caller removing what no job owns removes nothing.
+    pub fn job_ids(&self) -> Option<Vec<String>> {
+        self.jobs()
+            .into_iter()
+            .map(|job| self.read(job).map(|r| r.job_id))
+            .collect()
+    }
+
     /// The nodes held by joined jobs, for refusing a launch onto them.
     pub fn held_nodes(&self) -> Vec<String> {
         self.jobs()

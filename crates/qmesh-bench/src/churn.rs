@@ -229,8 +229,22 @@ fn start_agent(
 struct Agents(Vec<Child>);
 
 impl Drop for Agents {
+    /// A clean stop (SIGTERM), so that each agent removes its cgroups;
+    /// one still there after 5 s is killed.
     fn drop(&mut self) {
+        for child in &self.0 {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
         for child in &mut self.0 {
+            while std::time::Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
