@@ -79,6 +79,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
             h,
             run.agent_log_level,
             run.exec_shepherds,
+            run.uncontained,
         )?);
     }
     let guard = Agents(children);
@@ -163,6 +164,9 @@ pub struct Run<'a> {
     pub rate: Option<f64>,
     /// The agents exec their shepherds (no zygote).
     pub exec_shepherds: bool,
+    /// The agents run jobs without cgroups (`--cgroups off`): what
+    /// containment costs.
+    pub uncontained: bool,
     /// Keep the run's directory (logs, spools, job output) after success.
     pub keep: bool,
     /// The burst is one job array of `jobs` sub-jobs.
@@ -199,11 +203,15 @@ fn start_agent(
     h: usize,
     log_level: &str,
     exec_shepherds: bool,
+    uncontained: bool,
 ) -> anyhow::Result<Child> {
     let log = std::fs::File::create(root.join(format!("agent-h{h}.log")))?;
     let mut cmd = Command::new(bin);
     if exec_shepherds {
         cmd.arg("--exec-shepherds");
+    }
+    if uncontained {
+        cmd.args(["--cgroups", "off"]);
     }
     cmd.arg("--no-relay")
         .arg("--server")

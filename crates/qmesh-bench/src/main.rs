@@ -192,6 +192,10 @@ enum What {
         /// zygote (qmesh-agent --exec-shepherds): to compare the two.
         #[arg(long)]
         exec_shepherds: bool,
+        /// The agents run jobs without cgroups (qmesh-agent --cgroups
+        /// off): what containment costs.
+        #[arg(long)]
+        uncontained: bool,
         /// Keep the run's logs, spools and job output (a failed run's are
         /// always kept).
         #[arg(long)]
@@ -374,6 +378,7 @@ fn main() -> ExitCode {
             dir,
             rate,
             exec_shepherds,
+            uncontained,
             keep,
             array,
             watch_log,
@@ -388,6 +393,7 @@ fn main() -> ExitCode {
                 dir: dir.as_deref(),
                 rate: *rate,
                 exec_shepherds: *exec_shepherds,
+                uncontained: *uncontained,
                 keep: *keep,
                 array: *array,
                 watch_log: *watch_log,

@@ -179,6 +179,7 @@ impl Measured {
             json: serde_json::json!({
                 "bench": "churn", "jobs": jobs, "agents": agents, "nodes": nodes,
                 "job_secs": secs, "rate": run.rate, "exec_shepherds": run.exec_shepherds,
+                "uncontained": run.uncontained,
                 "array": run.array,
                 "starts_per_second": self.starts_per_s,
                 "ends_per_second": self.ends_per_s, "wall_seconds": self.wall_s,
