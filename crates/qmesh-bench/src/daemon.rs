@@ -64,8 +64,34 @@ impl Daemon {
         log_level: &str,
         socket: &Path,
     ) -> anyhow::Result<(Daemon, Duration)> {
-        let socket = socket.to_path_buf();
-        let notify = dir.path().join("notify.sock");
+        let mut daemon = Daemon {
+            dir,
+            socket: socket.to_path_buf(),
+            child: None,
+        };
+        let ready = daemon.spawn(qmeshd, config, log_level)?;
+        Ok((daemon, ready))
+    }
+
+    /// Starts qmeshd again on the same directory, store and socket (after
+    /// [`Daemon::kill9`] or [`Daemon::stop`]); how long it took to be ready.
+    pub fn start_again(
+        &mut self,
+        qmeshd: &Path,
+        config: Option<&Path>,
+        log_level: &str,
+    ) -> anyhow::Result<Duration> {
+        self.stop();
+        self.spawn(qmeshd, config, log_level)
+    }
+
+    fn spawn(
+        &mut self,
+        qmeshd: &Path,
+        config: Option<&Path>,
+        log_level: &str,
+    ) -> anyhow::Result<Duration> {
+        let notify = self.dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify);
         let listener = UnixDatagram::bind(&notify).context("bind the notify socket")?;
         // Short waits, so a daemon that exits at once is seen at once.
@@ -73,7 +99,7 @@ impl Daemon {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.path().join("qmeshd.log"))?;
+            .open(self.dir.path().join("qmeshd.log"))?;
         let started = Instant::now();
         let mut cmd = Command::new(qmeshd);
         if let Some(config) = config {
@@ -81,9 +107,9 @@ impl Daemon {
         }
         let child = cmd
             .arg("--state-dir")
-            .arg(Daemon::state_dir(dir.path()))
+            .arg(Daemon::state_dir(self.dir.path()))
             .arg("--socket")
-            .arg(&socket)
+            .arg(&self.socket)
             .arg("--log-level")
             .arg(log_level)
             .env("NOTIFY_SOCKET", &notify)
@@ -92,11 +118,7 @@ impl Daemon {
             .stderr(log)
             .spawn()
             .with_context(|| format!("start {}", qmeshd.display()))?;
-        let mut daemon = Daemon {
-            dir,
-            socket,
-            child: Some(child),
-        };
+        self.child = Some(child);
         let mut buf = [0u8; 256];
         loop {
             let n = match listener.recv(&mut buf) {
@@ -107,7 +129,7 @@ impl Daemon {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) =>
                 {
-                    daemon.check_alive()?;
+                    self.check_alive()?;
                     if started.elapsed() > Duration::from_secs(120) {
                         bail!("qmeshd did not say READY within 120 s");
                     }
@@ -123,8 +145,8 @@ impl Daemon {
             }
         }
         let ready = started.elapsed();
-        daemon.check_alive()?;
-        Ok((daemon, ready))
+        self.check_alive()?;
+        Ok(ready)
     }
 
     fn check_alive(&mut self) -> anyhow::Result<()> {

@@ -22,7 +22,11 @@
 //!   binaries, `--bindir`, to compare builds).
 //! * `load`: 1,000 concurrent qstat callers and 16 submitters for 30 s,
 //!   with clients that stop reading: latencies, errors, the daemon's RSS.
+//! * `agents`: thousands of simulated hosts, each its own TLS session:
+//!   qmeshd's CPU per heartbeat, a job across every host's start, the
+//!   agents' return after a restart.
 
+mod agents;
 mod alloc;
 mod array_submit;
 mod churn;
@@ -288,6 +292,34 @@ enum What {
         #[arg(long)]
         steady: bool,
     },
+    /// Thousands of hosts: simulated agents in this process, each its own
+    /// TLS connection and session. qmeshd's CPU per heartbeat, the start
+    /// of a job across every host, reattaching after a restart.
+    Agents {
+        /// Hosts simulated (one node each).
+        #[arg(long, default_value_t = 5000)]
+        hosts: usize,
+        /// The daemon's heartbeat_secs [default: the daemon's, 10].
+        #[arg(long)]
+        heartbeat_secs: Option<u32>,
+        /// Seconds of steady heartbeats the CPU figure is taken over.
+        #[arg(long, default_value_t = 60)]
+        duration: u64,
+        /// Jobs across every host, one after another (the median is
+        /// reported).
+        #[arg(long, default_value_t = 5)]
+        wide_runs: usize,
+        /// How long each of those jobs runs, in seconds.
+        #[arg(long, default_value_t = 1.0)]
+        job_secs: f64,
+        /// Restarts of qmeshd timed (SIGKILL, then started on the same
+        /// store).
+        #[arg(long, default_value_t = 3)]
+        restarts: usize,
+        /// qmeshd's log level.
+        #[arg(long, default_value = "info")]
+        daemon_log_level: String,
+    },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
         #[arg(long, default_value_t = 1_000_000)]
@@ -464,6 +496,26 @@ fn main() -> ExitCode {
                 steady: *steady,
             };
             load::run(&q, &run)
+        }),
+        What::Agents {
+            hosts,
+            heartbeat_secs,
+            duration,
+            wide_runs,
+            job_secs,
+            restarts,
+            daemon_log_level,
+        } => qmeshd().and_then(|q| {
+            let run = agents::Run {
+                hosts: *hosts,
+                heartbeat_secs: *heartbeat_secs,
+                duration: std::time::Duration::from_secs(*duration),
+                wide_runs: *wide_runs,
+                job_secs: *job_secs,
+                daemon_log_level,
+                restarts: *restarts,
+            };
+            agents::run(&q, &run).map(|r| vec![r])
         }),
         What::Alloc { pairs } => alloc::run(*pairs).map(|r| vec![r]),
         What::All => qmeshd().and_then(|q| {
