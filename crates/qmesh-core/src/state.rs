@@ -143,7 +143,9 @@ impl State {
                 largest_job: node_sets::largest_jobs(&node_sets),
                 occupancy,
                 file_sets,
+                reported_in: vec![0; node_sets.len()],
                 node_sets,
+                host_nodes: machine::host_nodes(&nodes),
                 nodes,
                 node_index,
                 up_hosts: BTreeSet::new(),
@@ -1090,12 +1092,21 @@ impl State {
         } else {
             self.machine.up_hosts.remove(host);
         }
-        let mut names = Vec::new();
         self.machine.change_host(host, |node| node.up = up);
-        for node in self.machine.nodes.iter().filter(|n| n.host == host) {
-            names.push(node.name.to_string());
-        }
-        names
+        self.nodes_of_host(host)
+            .map(|n| n.name.to_string())
+            .collect()
+    }
+
+    /// The nodes of `host`, in node order (found through an index: a
+    /// host's own, not a walk of every node).
+    pub fn nodes_of_host(&self, host: &str) -> impl Iterator<Item = &Node> + '_ {
+        self.machine
+            .host_nodes
+            .get(host)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.machine.nodes[i])
     }
 
     /// Nodes up in the node sets a queue may use (in any period).
@@ -1110,9 +1121,11 @@ impl State {
     /// the host that launches it, the others join it.
     pub fn job_hosts(&self, job: &Job) -> Vec<String> {
         let mut hosts: Vec<String> = Vec::new();
+        // A job across thousands of hosts: each host looked up once.
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
         for name in &job.exec_nodes {
             if let Some(node) = self.node_by_name(name)
-                && !hosts.contains(&node.host)
+                && seen.insert(node.host.as_str())
             {
                 hosts.push(node.host.clone());
             }
@@ -1123,10 +1136,7 @@ impl State {
     /// Active jobs holding nodes on `host` that another host launched.
     pub fn jobs_joining_host(&self, host: &str) -> Vec<JobId> {
         let mut ids: Vec<JobId> = self
-            .machine
-            .nodes
-            .iter()
-            .filter(|n| n.host == host)
+            .nodes_of_host(host)
             .flat_map(|n| n.jobs.iter())
             .filter(|&id| {
                 self.book
@@ -1142,10 +1152,22 @@ impl State {
 
     /// Active jobs whose agent is this host.
     pub fn jobs_on_host(&self, host: &str) -> Vec<JobId> {
-        self.active_jobs()
-            .filter(|job| self.job_host(job) == Some(host))
-            .map(|job| job.id)
-            .collect()
+        // The jobs on the host's nodes whose first node is there, and the
+        // jobs lent their nodes (they hold none): the host's nodes, not
+        // every active job.
+        let mut ids: Vec<JobId> =
+            self.nodes_of_host(host)
+                .flat_map(|n| n.jobs.iter())
+                .chain(self.book.lent.iter().copied())
+                .filter(|&id| {
+                    self.book.jobs.get(&id).is_some_and(|job| {
+                        job.state.is_active() && self.job_host(job) == Some(host)
+                    })
+                })
+                .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// Drops finished jobs older than the history duration; returns them.

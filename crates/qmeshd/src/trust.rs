@@ -371,7 +371,17 @@ struct Nonces {
     born: Instant,
     /// Answered nonces (their random part) and when they were given;
     /// forgotten once too old to be answered anyway.
-    taken: Mutex<HashMap<[u8; 16], u64>>,
+    taken: Mutex<Taken>,
+}
+
+/// The answered nonces, and the age (seconds) they were last swept at.
+/// A sweep walks them all, so it runs at most once a second: thousands of
+/// agents proving the key at once (a daemon's restart) must not walk the
+/// list once each, O(agents²).
+#[derive(Default)]
+struct Taken {
+    nonces: HashMap<[u8; 16], u64>,
+    swept: u64,
 }
 
 impl Nonces {
@@ -427,11 +437,14 @@ impl Nonces {
     /// Takes an answered nonce; false if it was taken already.
     fn take(&self, (random, when): ([u8; 16], u64), now: Instant) -> bool {
         let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
-        if taken.len() >= 1024 {
-            let age = self.age(now);
-            taken.retain(|_, given| age.saturating_sub(*given) <= NONCE_LIFE.as_secs());
+        let age = self.age(now);
+        if taken.nonces.len() >= 1024 && taken.swept != age {
+            taken.swept = age;
+            taken
+                .nonces
+                .retain(|_, given| age.saturating_sub(*given) <= NONCE_LIFE.as_secs());
         }
-        taken.insert(random, when).is_none()
+        taken.nonces.insert(random, when).is_none()
     }
 }
 
@@ -527,6 +540,28 @@ mod tests {
                 .check_hello(&other, Some(&tcp(None, ClientCert::None)))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn answered_nonces_are_swept_once_a_second_and_stay_taken_until_too_old() {
+        let nonces = Nonces::new().unwrap();
+        let t0 = nonces.born;
+        let random = |i: u32| {
+            let mut r = [0u8; 16];
+            r[..4].copy_from_slice(&i.to_be_bytes());
+            r
+        };
+        // 1,100 answered at second 0: more than a sweep's threshold.
+        for i in 0..1100 {
+            assert!(nonces.take((random(i), 0), t0));
+        }
+        assert!(!nonces.take((random(5), 0), t0), "taken once only");
+        // A minute and more later, the next take sweeps them away, once.
+        let later = t0 + NONCE_LIFE + Duration::from_secs(2);
+        assert!(nonces.take((random(2000), 62), later));
+        let taken = nonces.taken.lock().unwrap();
+        assert_eq!(taken.nonces.len(), 1, "the old ones are forgotten");
+        assert_eq!(taken.swept, 62);
     }
 
     #[test]

@@ -38,17 +38,28 @@ impl State {
     /// (seed: four times); running jobs go on. Whether the host's nodes
     /// became usable or unusable.
     pub fn set_host_facts(&mut self, host: &str, facts: HostFacts) -> bool {
-        let resized = self.machine.host_facts.get(host).is_none_or(|old| {
+        let old = self.machine.host_facts.get(host);
+        let first = old.is_none();
+        let resized = old.is_some_and(|old| {
             old.cpus != facts.cpus
                 || old.mem != facts.mem
                 || old.gpus != facts.gpus
                 || old.features != facts.features
         });
         let busy = overloaded(facts.load, facts.cpus, self.config.server.max_load_factor);
-        self.machine.host_facts.insert(host.to_string(), facts);
-        self.machine.started_since_load.remove(host);
-        if resized {
-            self.machine.recompute_effective();
+        match self.machine.host_facts.get_mut(host) {
+            Some(kept) => *kept = facts,
+            None => {
+                self.machine.host_facts.insert(host.to_string(), facts);
+            }
+        }
+        if !self.machine.started_since_load.is_empty() {
+            self.machine.started_since_load.remove(host);
+        }
+        if first {
+            self.machine.first_report(host);
+        } else if resized {
+            self.machine.report_changed(host);
         }
         self.machine
             .change_host(host, |node| node.overloaded = busy)
@@ -159,6 +170,33 @@ pub(super) fn effective(set: &NodeSet, facts: &HashMap<String, HostFacts>) -> No
         }
     }
     attrs
+}
+
+/// A set's effective attributes (`effective`, with at least one host
+/// reported) narrowed by the first report of one more host, which holds
+/// `held` of its nodes: what `effective` gives for all of them, but the
+/// order of the features the hosts share may differ (it follows the
+/// first host by name there).
+pub(super) fn merge_first_report(
+    attrs: &mut NodeAttrs,
+    configured: &NodeAttrs,
+    facts: &HostFacts,
+    held: u32,
+) {
+    if configured.mem.is_none() && facts.mem > 0 {
+        attrs.mem = Some(attrs.mem.map_or(facts.mem, |m| m.min(facts.mem)));
+    }
+    if configured.cpus.is_none() && facts.cpus > 0 {
+        attrs.cpus = Some(attrs.cpus.map_or(facts.cpus, |c| c.min(facts.cpus)));
+    }
+    if configured.gpus.is_none() {
+        // None here means the least so far is 0, which stays the least.
+        let here = facts.gpus / held.max(1);
+        attrs.gpus = attrs.gpus.map(|g| g.min(here)).filter(|&g| g > 0);
+    }
+    attrs
+        .features
+        .retain(|f| configured.features.contains(f) || facts.features.contains(f));
 }
 
 /// Whether a host's load is at or over `factor` times its CPUs (a

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::HostFacts;
-use super::hosts::effective;
+use super::hosts::{effective, merge_first_report};
 use super::occupancy::Occupancy;
 use crate::ids::JobId;
 use crate::node::{Node, NodeAttrs, NodeSet};
@@ -21,6 +21,11 @@ pub(super) struct Machine {
     pub(super) file_sets: usize,
     pub(super) nodes: Vec<Node>,
     pub(super) node_index: HashMap<String, usize>,
+    /// Per host, its nodes (indices in `nodes`): a host's report or its
+    /// agent's coming and going touches its own nodes, not every node.
+    pub(super) host_nodes: HashMap<String, Vec<usize>>,
+    /// Per node set, how many of its hosts have reported (`host_facts`).
+    pub(super) reported_in: Vec<usize>,
     /// Per host, what its agent last reported (see `hosts.rs`).
     pub(super) host_facts: HashMap<String, HostFacts>,
     /// Per node set, its attributes for scheduling: the file's or qmgr's,
@@ -46,22 +51,75 @@ pub(super) struct Machine {
 impl Machine {
     /// Applies `change` to the nodes of `host`, keeping the usable counts
     /// and the occupancy; whether any node became usable or unusable.
+    /// Costs the host's nodes (and the jobs on them), not the machine's.
     pub(super) fn change_host(&mut self, host: &str, change: impl Fn(&mut Node)) -> bool {
+        let Some(indices) = self.host_nodes.get(host) else {
+            return false;
+        };
         let mut changed = false;
-        for node in self.nodes.iter_mut().filter(|n| n.host == host) {
-            let before = node.usable();
+        for &i in indices {
+            let node = &mut self.nodes[i];
+            let (before, room) = (node.usable(), node.room());
             change(node);
+            let node = &self.nodes[i];
             match (before, node.usable()) {
                 (false, true) => self.up_per_set[node.set] += 1,
                 (true, false) => self.up_per_set[node.set] -= 1,
-                _ => continue,
+                _ => {
+                    if node.room() != room {
+                        self.occupancy.node_changed(node, i, room as usize, before);
+                    }
+                    continue;
+                }
             }
+            self.occupancy.node_changed(node, i, room as usize, before);
             changed = true;
         }
-        if changed {
-            self.occupancy = Occupancy::of(&self.nodes, self.node_sets.len());
-        }
         changed
+    }
+
+    /// The node sets that hold nodes of `host`, each once.
+    fn sets_of_host(&self, host: &str) -> Vec<usize> {
+        let mut sets: Vec<usize> = self
+            .host_nodes
+            .get(host)
+            .into_iter()
+            .flatten()
+            .map(|&i| self.nodes[i].set)
+            .collect();
+        sets.sort_unstable();
+        sets.dedup();
+        sets
+    }
+
+    /// `host` reported for the first time (its facts are in
+    /// `host_facts`): each of its sets takes it in. A set that had a
+    /// report already only gets narrower (the least memory, CPUs and GPUs
+    /// per node, the features all share), so it is merged in without
+    /// reading the set's other hosts; the first report of a set is read
+    /// in whole.
+    pub(super) fn first_report(&mut self, host: &str) {
+        let Some(facts) = self.host_facts.get(host) else {
+            return;
+        };
+        for s in self.sets_of_host(host) {
+            let set = &self.node_sets[s];
+            self.reported_in[s] += 1;
+            if self.reported_in[s] == 1 {
+                self.effective[s] = effective(set, &self.host_facts);
+                continue;
+            }
+            let held = set.nodes.iter().filter(|d| d.host == host).count() as u32;
+            merge_first_report(&mut self.effective[s], &set.attrs, facts, held);
+        }
+    }
+
+    /// `host`'s memory, CPUs, GPUs or features changed: its sets are read
+    /// again in whole (a rare event: a host's hardware changed).
+    pub(super) fn report_changed(&mut self, host: &str) {
+        for s in self.sets_of_host(host) {
+            self.effective[s] = effective(&self.node_sets[s], &self.host_facts);
+        }
     }
 
     /// A job ended or went back to its queue: its nodes are free again.
@@ -75,6 +133,21 @@ impl Machine {
             .node_sets
             .iter()
             .map(|set| effective(set, &self.host_facts))
+            .collect();
+        self.reported_in = self
+            .node_sets
+            .iter()
+            .map(|set| {
+                let mut hosts: Vec<&str> = set
+                    .nodes
+                    .iter()
+                    .map(|d| d.host.as_str())
+                    .filter(|h| self.host_facts.contains_key(*h))
+                    .collect();
+                hosts.sort_unstable();
+                hosts.dedup();
+                hosts.len()
+            })
             .collect();
     }
 
@@ -125,5 +198,146 @@ impl Machine {
             .unwrap_or(node.slots)
             .max(1);
         (load, cpus)
+    }
+}
+
+/// Per host, its nodes' indices, in node order.
+pub(super) fn host_nodes(nodes: &[Node]) -> HashMap<String, Vec<usize>> {
+    let mut by_host: HashMap<String, Vec<usize>> = HashMap::default();
+    for (i, node) in nodes.iter().enumerate() {
+        match by_host.get_mut(node.host.as_str()) {
+            Some(indices) => indices.push(i),
+            None => {
+                by_host.insert(node.host.clone(), vec![i]);
+            }
+        }
+    }
+    by_host
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::effective;
+    use crate::node::{NodeDef, NodeSet, Topology};
+    use crate::queue::Queue;
+    use crate::server::Config;
+    use crate::state::tests::{exited, submit, t};
+    use crate::state::{HostFacts, State};
+
+    /// Set `a`: hosts h0, h1, h2 with two nodes each; set `b`: one more
+    /// node of h2 and two of h3.
+    fn machine() -> State {
+        let mut config = Config::default();
+        config.queues.insert("batch".into(), Queue::open("batch"));
+        let set = |name: &str, nodes: &[(&str, &str)]| NodeSet {
+            name: name.into(),
+            topology: Topology::Flat,
+            nodes: nodes
+                .iter()
+                .map(|(n, h)| NodeDef {
+                    name: n.to_string(),
+                    host: h.to_string(),
+                })
+                .collect(),
+            attrs: Default::default(),
+        };
+        let a = set(
+            "a",
+            &[
+                ("a0", "h0"),
+                ("a1", "h0"),
+                ("a2", "h1"),
+                ("a3", "h1"),
+                ("a4", "h2"),
+                ("a5", "h2"),
+            ],
+        );
+        let b = set("b", &[("b0", "h2"), ("b1", "h3"), ("b2", "h3")]);
+        State::new("srv", config, vec![a, b]).unwrap()
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Up(usize, bool),
+        Facts(usize, HostFacts),
+        Start(usize),
+        End,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let facts = (1u32..4, 1u64..4, 0u32..20, any::<bool>(), 0u32..5).prop_map(
+            |(cpus, mem, load, licensed, gpus)| HostFacts {
+                load: f64::from(load),
+                cpus,
+                mem: mem << 30,
+                features: if licensed {
+                    vec!["imsl".into(), "x".into()]
+                } else {
+                    vec!["x".into()]
+                },
+                gpus,
+            },
+        );
+        prop_oneof![
+            (0usize..4, any::<bool>()).prop_map(|(h, up)| Op::Up(h, up)),
+            (0usize..4, facts).prop_map(|(h, f)| Op::Facts(h, f)),
+            (1usize..5).prop_map(Op::Start),
+            Just(Op::End),
+        ]
+    }
+
+    proptest! {
+        /// A host's agent coming and going, and its reports, touch only
+        /// its own nodes; what they leave is what reading every node and
+        /// every host again gives (the occupancy, checked by
+        /// `check_invariants`, and each set's effective attributes).
+        #[test]
+        fn a_hosts_changes_leave_what_a_rebuild_would(ops in prop::collection::vec(op(), 1..40)) {
+            let mut s = machine();
+            let mut running = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Up(h, up) => {
+                        s.set_host_up(&format!("h{h}"), up);
+                    }
+                    Op::Facts(h, facts) => {
+                        s.set_host_facts(&format!("h{h}"), facts);
+                    }
+                    Op::Start(n) => {
+                        let free: Vec<usize> = s
+                            .nodes()
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, node)| node.is_free())
+                            .map(|(i, _)| i)
+                            .take(n)
+                            .collect();
+                        if free.len() == n {
+                            let id = submit(&mut s, 1000, n as u32);
+                            if s.start(id, &free, t(1)).is_ok() {
+                                running.push(id);
+                            }
+                        }
+                    }
+                    Op::End => {
+                        if let Some(id) = running.pop() {
+                            s.finish(id, exited(0), t(2)).unwrap();
+                        }
+                    }
+                }
+                s.check_invariants().unwrap();
+                prop_assert_eq!(&s.machine.host_nodes, &super::host_nodes(&s.machine.nodes));
+                for (i, set) in s.machine.node_sets.iter().enumerate() {
+                    let mut full = effective(set, &s.machine.host_facts);
+                    let mut kept = s.machine.effective[i].clone();
+                    // Only the order of shared features may differ.
+                    full.features.sort();
+                    kept.features.sort();
+                    prop_assert_eq!(kept, full, "set {}", set.name);
+                }
+            }
+        }
     }
 }

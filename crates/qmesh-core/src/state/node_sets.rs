@@ -155,6 +155,7 @@ impl State {
         self.machine.node_sets = sets;
         self.machine.nodes = nodes;
         self.machine.node_index = node_index;
+        self.machine.host_nodes = super::machine::host_nodes(&self.machine.nodes);
         self.machine.up_per_set = up_per_set;
         self.machine.largest_job = largest_jobs(&self.machine.node_sets);
         self.machine.recompute_effective();

@@ -188,6 +188,35 @@ impl Occupancy {
         held.nodes
     }
 
+    /// Node `i` changed (its host went up or down, or became busy): it
+    /// had room for `room_before` jobs and was usable or not
+    /// (`usable_before`). The free nodes and, for the jobs on it, the up
+    /// nodes they hold follow, as [`Occupancy::of`] would read them.
+    pub fn node_changed(&mut self, node: &Node, i: usize, room_before: usize, usable_before: bool) {
+        self.recount(node, i, room_before);
+        let usable = node.usable();
+        if usable == usable_before {
+            return;
+        }
+        for id in node.jobs.iter() {
+            let Some(held) = self.held.get_mut(&id) else {
+                continue;
+            };
+            let at = held.up_in.binary_search_by_key(&node.set, |&(s, _)| s);
+            match (at, usable) {
+                (Ok(k), true) => held.up_in[k].1 += 1,
+                (Err(k), true) => held.up_in.insert(k, (node.set, 1)),
+                (Ok(k), false) => {
+                    held.up_in[k].1 -= 1;
+                    if held.up_in[k].1 == 0 {
+                        held.up_in.remove(k);
+                    }
+                }
+                (Err(_), false) => {}
+            }
+        }
+    }
+
     /// After node `i`'s jobs changed from when it had room for `before`.
     fn recount(&mut self, node: &Node, i: usize, before: usize) {
         let after = node.room() as usize;

@@ -28,9 +28,7 @@ impl SchedulerTask {
         let host = hello.host.clone();
         let configured: Vec<String> = self
             .state
-            .nodes()
-            .iter()
-            .filter(|n| n.host == host)
+            .nodes_of_host(&host)
             .map(|n| n.name.to_string())
             .collect();
         if configured.is_empty() {
@@ -122,11 +120,7 @@ impl SchedulerTask {
                 if let Some(facts) = beat.facts
                     && self.state.set_host_facts(&host, host_facts(&facts))
                 {
-                    let busy = self
-                        .state
-                        .nodes()
-                        .iter()
-                        .any(|n| n.host == host && n.overloaded);
+                    let busy = self.state.nodes_of_host(&host).any(|n| n.overloaded);
                     info!(
                         host,
                         load = facts.load,

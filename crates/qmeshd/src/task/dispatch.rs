@@ -4,6 +4,8 @@
 //! messages become wire messages only here (a launch order needs the
 //! job's script from the store; a join, the job's share of each host).
 
+use std::collections::HashMap;
+
 use qmesh_core::JobId;
 use qmesh_core::state::Finished;
 use qmesh_proto::v1;
@@ -18,19 +20,16 @@ impl SchedulerTask {
     /// Hands `event` to dispatch at `now` and carries out its orders.
     pub(super) fn dispatch_at(&mut self, event: DispatchEvent, now: Now) {
         let orders = self.dispatch.on_event(&mut self.state, event, now);
+        let mut shares = HostShares::default();
         for order in orders {
-            self.carry_out(order, now);
+            match order {
+                Order::Send { host, message } => self.send_to(&host, message, now, &mut shares),
+                Order::Ended(ended) => self.ended(ended, now),
+            }
         }
     }
 
-    fn carry_out(&mut self, order: Order, now: Now) {
-        match order {
-            Order::Send { host, message } => self.send_to(&host, message, now),
-            Order::Ended(ended) => self.ended(ended, now),
-        }
-    }
-
-    fn send_to(&mut self, host: &str, message: ToAgent, now: Now) {
+    fn send_to(&mut self, host: &str, message: ToAgent, now: Now, shares: &mut HostShares) {
         use v1::daemon_message::Kind;
         match message {
             ToAgent::Launch(id) => match self.launch_order(id, host) {
@@ -42,7 +41,7 @@ impl SchedulerTask {
                 Err(why) => self.dispatch_at(DispatchEvent::LaunchRefused { job: id, why }, now),
             },
             ToAgent::Join(id) => {
-                let Some(order) = self.join_order(host, id) else {
+                let Some(order) = self.join_order(host, id, shares) else {
                     return;
                 };
                 if !self.links.send(host, Kind::Join(order)) {
@@ -121,29 +120,9 @@ impl SchedulerTask {
     }
 
     /// The JoinJob for one host of a job (sent again after a hello).
-    fn join_order(&self, host: &str, id: JobId) -> Option<v1::JoinJob> {
+    fn join_order(&self, host: &str, id: JobId, shares: &mut HostShares) -> Option<v1::JoinJob> {
         let job = self.state.job(id)?;
-        let nodes = self.nodes_on(job, host);
-        // What it may use here: its nodes' here together.
-        let here: Vec<_> = job
-            .exec_nodes
-            .iter()
-            .zip(job.node_shares())
-            .filter(|(n, _)| nodes.iter().any(|m| *m == n.to_string()))
-            .collect();
-        let mem = here
-            .iter()
-            .map(|(_, s)| s.mem)
-            .sum::<Option<u64>>()
-            .filter(|_| !here.is_empty());
-        let shared = here
-            .iter()
-            .any(|(n, _)| self.state.node_by_name(n).is_some_and(|n| n.slots > 1));
-        let cpus = if shared {
-            here.iter().map(|(_, s)| s.cpus).sum()
-        } else {
-            0
-        };
+        let share = shares.of(&self.state, job).remove(host).unwrap_or_default();
         Some(v1::JoinJob {
             job: id.0,
             job_id: job.id.full(self.state.server_name()),
@@ -151,11 +130,14 @@ impl SchedulerTask {
             uid: job.owner.uid,
             gid: job.owner.gid,
             group: job.owner.group.clone(),
-            nodes,
+            // What it may use here: its nodes' here together.
+            mem: share.mem.filter(|_| !share.nodes.is_empty()),
+            cpus: if share.shared { share.cpus } else { 0 },
+            nodes: share.nodes,
             launched_on: self.state.job_host(job).unwrap_or_default().to_string(),
-            all_nodes: job.exec_nodes.iter().map(|n| n.to_string()).collect(),
-            mem,
-            cpus,
+            // Not sent: no agent reads it, and with one join per host it
+            // would make a job's start O(hosts²) in bytes.
+            all_nodes: Vec::new(),
         })
     }
 
@@ -202,5 +184,49 @@ impl SchedulerTask {
             self.durability
                 .when_durable(vec![AfterDurable::Ack { host, job: id }]);
         }
+    }
+}
+
+/// One host's share of a job: its nodes there (in the job's order), their
+/// memory together (none if any is unlimited), their CPUs, and whether
+/// any is shared.
+#[derive(Debug, Default)]
+struct HostShare {
+    nodes: Vec<String>,
+    mem: Option<u64>,
+    cpus: u32,
+    shared: bool,
+}
+
+/// Per job, each host's share, read off the job once for all its hosts;
+/// each host's share is taken as its join is made.
+#[derive(Default)]
+pub(super) struct HostShares(HashMap<JobId, HashMap<String, HostShare>>);
+
+impl HostShares {
+    fn of(
+        &mut self,
+        state: &qmesh_core::State,
+        job: &qmesh_core::Job,
+    ) -> &mut HashMap<String, HostShare> {
+        self.0.entry(job.id).or_insert_with(|| {
+            let mut by_host: HashMap<String, HostShare> = HashMap::new();
+            for (name, share) in job.exec_nodes.iter().zip(job.node_shares()) {
+                let Some(node) = state.node_by_name(name) else {
+                    continue;
+                };
+                let here = by_host
+                    .entry(node.host.clone())
+                    .or_insert_with(|| HostShare {
+                        mem: Some(0),
+                        ..HostShare::default()
+                    });
+                here.nodes.push(name.to_string());
+                here.mem = here.mem.zip(share.mem).map(|(a, b)| a + b);
+                here.cpus += share.cpus;
+                here.shared |= node.slots > 1;
+            }
+            by_host
+        })
     }
 }
