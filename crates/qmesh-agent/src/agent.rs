@@ -42,9 +42,15 @@ pub fn run(cli: Cli) -> Result<()> {
         key: cli.tls_key_file.as_deref(),
     };
     // One way in per daemon of the list (docs/HA.md: one leads).
-    let trusts = session::servers(&server)
+    let servers = session::servers(&server);
+    let sole = servers.len() == 1;
+    let trusts = servers
         .into_iter()
-        .map(|one| Trust::new(one, &host, cluster_key.clone(), &flags, &spool_path).map(Arc::new))
+        .map(|one| {
+            let trust = Trust::new(one, &host, cluster_key.clone(), &flags, &spool_path)?;
+            // Pinged often only where there is another daemon to go to.
+            Ok(Arc::new(if sole { trust.sole_daemon() } else { trust }))
+        })
         .collect::<Result<Vec<_>>>()?;
     if cli.submit_only {
         let Some(socket) = relay_socket else {

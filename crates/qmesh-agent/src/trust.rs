@@ -36,6 +36,17 @@ use crate::tls::{self, Binding, Connector, CredentialFiles, Credentials, Source}
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How often a connection the daemon has said nothing on is pinged
+/// (HTTP/2 keepalive), when the agent knows several daemons: one that
+/// stopped answering is left for the next within 8 s (docs/HA.md).
+pub const FAILOVER_KEEP_ALIVE: Duration = Duration::from_secs(3);
+
+/// The same with a sole daemon, which there is no other to leave for. The
+/// daemon sends nothing to an agent with no jobs, so every idle agent
+/// pings at this period: every 3 s, 10,000 agents cost the daemon more
+/// than their heartbeats (docs/PERFORMANCE.md, "Thousands of hosts").
+pub const SOLE_KEEP_ALIVE: Duration = Duration::from_secs(60);
+
 /// The TLS flags of the command line.
 #[derive(Clone, Debug, Default)]
 pub struct TlsFlags<'a> {
@@ -78,6 +89,7 @@ pub struct Trust {
     host: String,
     key: Option<ClusterKey>,
     wire: Wire,
+    keep_alive: Duration,
 }
 
 impl std::fmt::Debug for Trust {
@@ -179,7 +191,15 @@ impl Trust {
             host: host.to_string(),
             key,
             wire,
+            keep_alive: FAILOVER_KEEP_ALIVE,
         })
+    }
+
+    /// This is the agent's only daemon: its connections are pinged every
+    /// [`SOLE_KEEP_ALIVE`], not [`FAILOVER_KEEP_ALIVE`].
+    pub fn sole_daemon(mut self) -> Trust {
+        self.keep_alive = SOLE_KEEP_ALIVE;
+        self
     }
 
     pub fn server(&self) -> &str {
@@ -199,7 +219,7 @@ impl Trust {
             // without a reset) is noticed within 8 s: the session moves to
             // the next server and the relay's waiting calls fail over
             // while a standby takes over (docs/HA.md).
-            .http2_keep_alive_interval(Duration::from_secs(3))
+            .http2_keep_alive_interval(self.keep_alive)
             .keep_alive_timeout(Duration::from_secs(5)))
     }
 
@@ -500,6 +520,11 @@ mod tests {
         assert!(err.contains("HOST:PORT"), "{err}");
         let cluster = Trust::new("https://h:1", "n1", key(), &TlsFlags::default(), spool).unwrap();
         assert!(!cluster.relays_with_proofs(), "its certificate vouches");
+        assert_eq!(
+            cluster.keep_alive, FAILOVER_KEEP_ALIVE,
+            "another daemon may lead"
+        );
+        assert_eq!(cluster.sole_daemon().keep_alive, SOLE_KEEP_ALIVE);
         let plain = Trust::new("http://h:1", "n1", key(), &TlsFlags::default(), spool).unwrap();
         assert!(plain.relays_with_proofs());
         let local = Trust::new("unix:///s", "n1", None, &TlsFlags::default(), spool).unwrap();

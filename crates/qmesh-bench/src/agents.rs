@@ -52,6 +52,9 @@ pub struct Run<'a> {
     pub daemon_log_level: &'a str,
     /// Restarts timed.
     pub restarts: usize,
+    /// The agents ping as agents that know several daemons do (every 3 s),
+    /// not as those of a sole daemon.
+    pub failover_keepalive: bool,
 }
 
 /// Longest wait for all agents to attach.
@@ -209,6 +212,12 @@ async fn drive(
             &TlsFlags::default(),
             &spool,
         )?;
+        // As `qmesh-agent --server` with this one daemon does, unless asked.
+        let trust = if run.failover_keepalive {
+            trust
+        } else {
+            trust.sole_daemon()
+        };
         tokio::spawn(sim::run(Arc::new(trust), shared.clone()));
     }
     all_attached(&shared, run.hosts, "first attach").await?;
@@ -399,6 +408,15 @@ async fn wide_job(
     })
 }
 
+/// How often the agents ping an idle connection, in seconds.
+fn keep_alive(run: &Run) -> u64 {
+    if run.failover_keepalive {
+        qmesh_agent::trust::FAILOVER_KEEP_ALIVE.as_secs()
+    } else {
+        qmesh_agent::trust::SOLE_KEEP_ALIVE.as_secs()
+    }
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
@@ -432,7 +450,7 @@ impl Measured {
                 .join(", ")
         };
         let text = format!(
-            "agents: {hosts} simulated hosts (TLS, cluster CA, one certificate each; open files {files})\n\
+            "agents: {hosts} simulated hosts (TLS, cluster CA, one certificate each; keepalive every {ka} s; open files {files})\n\
              \x20 first attach, enrolment included: {attach:.1} s\n\
              \x20 heartbeat every {hb} s: {beats} heartbeats in {window:.0} s, qmeshd {cpu:.2} s CPU: \
              {per_beat_us:.0} µs per heartbeat, {core_share:.2} % of one core\n\
@@ -440,6 +458,7 @@ impl Measured {
              last join {join:.0} ms, durable reply {reply:.1} ms (medians)\n\
              \x20 restart (SIGKILL, same store): all attached again in median {att:.2} s ({atts} s; READY {readys} s)",
             hosts = run.hosts,
+            ka = keep_alive(run),
             attach = self.first_attach.as_secs_f64(),
             hb = self.heartbeat_secs,
             beats = self.beats,
@@ -457,6 +476,7 @@ impl Measured {
             "bench": "agents",
             "hosts": run.hosts,
             "open_files": files,
+            "keepalive_secs": keep_alive(run),
             "heartbeat_secs": self.heartbeat_secs,
             "first_attach_s": self.first_attach.as_secs_f64(),
             "heartbeats": self.beats,

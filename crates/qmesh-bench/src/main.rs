@@ -319,6 +319,10 @@ enum What {
         /// qmeshd's log level.
         #[arg(long, default_value = "info")]
         daemon_log_level: String,
+        /// The agents ping idle connections every 3 s, as agents that know
+        /// several daemons (HA) do, not every 60 s as a sole daemon's.
+        #[arg(long)]
+        failover_keepalive: bool,
     },
     /// Allocate+free pairs per second for each topology's allocator.
     Alloc {
@@ -505,6 +509,7 @@ fn main() -> ExitCode {
             job_secs,
             restarts,
             daemon_log_level,
+            failover_keepalive,
         } => qmeshd().and_then(|q| {
             let run = agents::Run {
                 hosts: *hosts,
@@ -514,6 +519,7 @@ fn main() -> ExitCode {
                 job_secs: *job_secs,
                 daemon_log_level,
                 restarts: *restarts,
+                failover_keepalive: *failover_keepalive,
             };
             agents::run(&q, &run).map(|r| vec![r])
         }),
