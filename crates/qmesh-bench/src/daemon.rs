@@ -23,6 +23,19 @@ pub fn find_qmeshd(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// A run's own directory, `PREFIX*` with `mode`, under `dir` (default:
+/// the temporary directory); removed when dropped.
+pub fn run_dir(prefix: &str, mode: u32, dir: Option<&Path>) -> anyhow::Result<tempfile::TempDir> {
+    let mut root = tempfile::Builder::new();
+    root.prefix(prefix)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
+    match dir {
+        Some(d) => root.tempdir_in(d),
+        None => root.tempdir(),
+    }
+    .context("make the run's directory")
+}
+
 pub struct Daemon {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,

@@ -49,14 +49,7 @@ pub fn run(run: &Run) -> anyhow::Result<Report> {
             nix::unistd::getgid().as_raw(),
         ),
     };
-    let mut root = tempfile::Builder::new();
-    root.prefix("qmesh-bench-floor-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o1777));
-    let root = match run.dir {
-        Some(d) => root.tempdir_in(d),
-        None => root.tempdir(),
-    }
-    .context("make the run's directory")?;
+    let root = crate::daemon::run_dir("qmesh-bench-floor-", 0o1777, run.dir)?;
     let work = root.path();
     let script = work.join("floor.sh");
     std::fs::write(

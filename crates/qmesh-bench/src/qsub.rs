@@ -71,14 +71,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
             );
         }
     }
-    let mut root = tempfile::Builder::new();
-    root.prefix("qmesh-bench-qsub-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755));
-    let root = match run.dir {
-        Some(d) => root.tempdir_in(d),
-        None => root.tempdir(),
-    }
-    .context("make the run's directory")?;
+    let root = crate::daemon::run_dir("qmesh-bench-qsub-", 0o755, run.dir)?;
     let work = root.path().join("work");
     std::fs::create_dir(&work)?;
     let script = work.join("job.sh");
