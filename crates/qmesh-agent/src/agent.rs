@@ -103,7 +103,11 @@ pub fn run(cli: Cli) -> Result<()> {
             gpus,
         },
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread: the session, the daemon's connection and the jobs'
+    // watchers hand each message on without waking another thread (a job
+    // through qsub was five more context switches with a worker pool).
+    // What blocks for long runs on the blocking pool or the zygote's thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| AgentError::io("start the async runtime in", "/", e))?;
