@@ -92,9 +92,11 @@ pub fn run(jobdir: &Path) -> ExitCode {
     ExitCode::from(run_code(jobdir))
 }
 
-/// The shepherd, to its exit code: for `run`, and for a shepherd the
-/// zygote forked, which exits with it.
-pub fn run_code(jobdir: &Path) -> u8 {
+/// The shepherd's log: its stderr, which is the job directory's
+/// `shepherd.log`. The zygote sets it up once, before it forks any
+/// shepherd, so a forked shepherd finds it made (a shepherd made it anew,
+/// filter and registry, every time); an exec'd shepherd makes its own.
+pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -103,6 +105,12 @@ pub fn run_code(jobdir: &Path) -> u8 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .try_init();
+}
+
+/// The shepherd, to its exit code: for `run`, and for a shepherd the
+/// zygote forked, which exits with it.
+pub fn run_code(jobdir: &Path) -> u8 {
+    init_logging();
     let set = signals();
     if let Err(e) = set.thread_block() {
         error!("cannot block signals ({e}); the shepherd cannot work without sigwait");

@@ -89,6 +89,7 @@ pub fn run(spool: &Path) -> ExitCode {
     let sock = unsafe { OwnedFd::from_raw_fd(0) };
     let mut warmed = Instant::now();
     warm_name_services();
+    shepherd::init_logging();
     loop {
         reap();
         if warmed.elapsed() >= WARM_EVERY {
