@@ -155,9 +155,18 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn age(dir: &Path, by: Duration) {
-        let when = SystemTime::now() - by;
-        File::open(dir).unwrap().set_modified(when).unwrap();
+    /// A store directory with its log, last changed an hour ago, and its
+    /// syncer: the first listing is settled.
+    fn settled_store() -> (tempfile::TempDir, Syncer) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("db"), b"log").unwrap();
+        let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        File::open(dir.path())
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
+        let syncer = Syncer::open(dir.path()).unwrap();
+        (dir, syncer)
     }
 
     #[test]
@@ -178,10 +187,7 @@ mod tests {
 
     #[test]
     fn a_file_made_after_a_settled_listing_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("db"), b"log").unwrap();
-        age(dir.path(), Duration::from_secs(3600));
-        let mut syncer = Syncer::open(dir.path()).unwrap();
+        let (dir, mut syncer) = settled_store();
         // Settled: the listing stands and the next sync lists nothing.
         syncer.sync().unwrap();
         assert!(
@@ -197,10 +203,7 @@ mod tests {
 
     #[test]
     fn a_directory_whose_time_has_not_moved_is_not_listed_again() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("db"), b"log").unwrap();
-        age(dir.path(), Duration::from_secs(3600));
-        let mut syncer = Syncer::open(dir.path()).unwrap();
+        let (dir, mut syncer) = settled_store();
         let listed = syncer.listed[0].unwrap();
         // A file slipped in with the directory's time put back: only a
         // listing would see it, and none is made.
