@@ -147,8 +147,10 @@ impl Replanner {
         let first = plan.queue.len();
         let mut seen: Vec<Seen> = Vec::new();
         let order = order.inspect(|r| seen.push(Seen::of(r)));
+        let ahead = planner.looks_ahead(Stop::NothingStarts);
         planner.plan_each(
-            super::predicted::Order::new(Box::new(order), Backfill::Conservative),
+            super::predicted::Order::new(Box::new(order), Backfill::Conservative)
+                .reading_ahead(ahead),
             &mut plan,
             Stop::NothingStarts,
         );

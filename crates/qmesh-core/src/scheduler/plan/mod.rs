@@ -38,6 +38,7 @@
 //! [`Profile`]: super::profile::Profile
 
 mod advance;
+mod ahead;
 mod gate;
 pub mod kept;
 mod place;
@@ -211,7 +212,8 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let order = predicted::Order::new(ranked(self.state, self.now), self.mode);
+        let order = predicted::Order::new(ranked(self.state, self.now), self.mode)
+            .reading_ahead(self.looks_ahead(stop));
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()
