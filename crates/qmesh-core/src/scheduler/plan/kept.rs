@@ -42,7 +42,7 @@
 
 use super::gate::QueueNow;
 use super::predicted::Durations;
-use super::set_plan::SetPlan;
+use super::set_plan::{SetPlan, counted_set_plans};
 use super::{Planner, Stop, expected_end};
 use crate::scheduler::order::{Ranked, ranked};
 use crate::scheduler::profile::Secs;
@@ -84,14 +84,14 @@ struct Kept {
 
 /// What the order said of a job: it must say the same to a resumed pass.
 #[derive(Clone, Copy, PartialEq)]
-struct Seen {
+pub(super) struct Seen {
     view: PendingView,
     queue: usize,
     priority: u64,
 }
 
 impl Seen {
-    fn of(ranked: &Ranked) -> Seen {
+    pub(super) fn of(ranked: &Ranked) -> Seen {
         Seen {
             view: ranked.view,
             queue: ranked.queue,
@@ -139,24 +139,28 @@ impl Replanner {
                 self.fresh += 1;
                 plan.queue.clear();
                 order = ranked(state, now);
-                (Planner::new(state, now, Backfill::Conservative), Vec::new())
+                // What `Planner::new` makes in the plain case, on the
+                // releases already worked out.
+                let sets = counted_set_plans(state, now_s, releases.clone());
+                let free = state.occupancy().free.clone();
+                (Planner::resumed(state, now, sets, free), Vec::new())
             }
         };
-        // The jobs this pass takes from the order (the last perhaps not
-        // planned: the pass stopped there), beside its entries.
+        // What the order said of each job this pass plans, beside its
+        // entries.
         let first = plan.queue.len();
         let mut seen: Vec<Seen> = Vec::new();
-        let order = order.inspect(|r| seen.push(Seen::of(r)));
         let ahead = planner.looks_ahead(Stop::NothingStarts);
         planner.plan_each(
-            super::predicted::Order::new(Box::new(order), Backfill::Conservative)
-                .reading_ahead(ahead),
+            super::predicted::Order::new(order, Backfill::Conservative).reading_ahead(ahead),
             &mut plan,
             Stop::NothingStarts,
+            Some(&mut seen),
         );
         planner.conclude(&mut plan, Stop::NothingStarts);
         let planned = &plan.queue[first..];
-        self.kept = seen.iter().take(planned.len()).all(Seen::plain).then(|| {
+        debug_assert_eq!(seen.len(), planned.len());
+        self.kept = seen.iter().all(Seen::plain).then(|| {
             waiting.extend(
                 seen.iter()
                     .zip(planned)
