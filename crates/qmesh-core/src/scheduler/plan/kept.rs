@@ -60,6 +60,9 @@ use crate::time::Time;
 #[derive(Default)]
 pub struct Replanner {
     kept: Option<Kept>,
+    /// Whether the configuration of this generation is plain (`plain_config`),
+    /// worked out once per configuration, not per pass.
+    plain_config: Option<(u64, bool)>,
     /// Passes that took up the kept plan, and those planned afresh.
     pub resumed: u64,
     pub fresh: u64,
@@ -118,7 +121,16 @@ impl Replanner {
         if !attrs.scheduling {
             return Plan::default();
         }
-        if !plain(state, now) {
+        let generation = state.config_generation();
+        let plain_config = match self.plain_config {
+            Some((g, plain)) if g == generation => plain,
+            _ => {
+                let plain = plain_config(state);
+                self.plain_config = Some((generation, plain));
+                plain
+            }
+        };
+        if !(plain_config && plain_now(state, now)) {
             self.fresh += 1;
             return Planner::new(state, now, attrs.backfill).run(Stop::NothingStarts);
         }
@@ -263,7 +275,7 @@ impl Kept {
 
 impl<'a> Planner<'a> {
     /// A planner on kept sets and free nodes, with the rest as
-    /// [`Planner::new`] makes it in the plain case (`plain`).
+    /// [`Planner::new`] makes it in the plain case (`plain_config`, `plain_now`).
     fn resumed(state: &'a State, now: Time, sets: Vec<SetPlan>, free: NodeBits) -> Planner<'a> {
         let attrs = &state.config().server;
         let queues = state
@@ -298,9 +310,10 @@ impl<'a> Planner<'a> {
 }
 
 /// The plain case, where a kept plan may stand (see the module comment),
-/// as far as the configuration and the state outside the jobs say.
-/// Whether the node sets are flat and exclusive is asked of the kept sets.
-fn plain(state: &State, now: Time) -> bool {
+/// as far as the configuration says (its node sets included, which only
+/// a new configuration changes): the same for every pass under one
+/// configuration.
+fn plain_config(state: &State) -> bool {
     let config = state.config();
     let attrs = &config.server;
     attrs.backfill == Backfill::Conservative
@@ -310,10 +323,8 @@ fn plain(state: &State, now: Time) -> bool {
         && !config.has_run_limits()
         && crate::consumable::Consumables::of(config, std::iter::empty()).is_none()
         && crate::preempt::Policy::of(config).is_none()
-        && state.lent_jobs().next().is_none()
         && config.reservations.is_empty()
         && config.accounts.values().all(|a| a.allocation.is_none())
-        && crate::scheduler::closedown::collect(state, now).is_empty()
         && config.queues.values().all(|q| {
             q.reservation.is_none() && !q.follows_calendar() && q.period_priority.is_empty()
         })
@@ -322,6 +333,13 @@ fn plain(state: &State, now: Time) -> bool {
             .node_sets()
             .iter()
             .all(|set| matches!(set.topology, crate::node::Topology::Flat))
+}
+
+/// The rest of the plain case, which the state and the time decide: no
+/// job lends its nodes, no shutdown window is to come.
+fn plain_now(state: &State, now: Time) -> bool {
+    state.lent_jobs().next().is_none()
+        && crate::scheduler::closedown::collect(state, now).is_empty()
 }
 
 /// Per set, sorted, when the nodes of running jobs come back: what a fresh

@@ -86,8 +86,18 @@ fn both(s: &mut State, replanner: &mut Replanner, now: Time) -> Result<Vec<JobId
     // finds so: a kept plan keeps the entries of jobs a fresh pass may
     // leave out, or the other way round; none of them starts.
     let common = kept.queue.len().min(fresh.queue.len());
-    prop_assert_eq!(&kept.queue[..common], &fresh.queue[..common], "entries at {}", now);
-    prop_assert_eq!(&fresh.queue[..], &whole.queue[..fresh.queue.len()], "entries at {}", now);
+    prop_assert_eq!(
+        &kept.queue[..common],
+        &fresh.queue[..common],
+        "entries at {}",
+        now
+    );
+    prop_assert_eq!(
+        &fresh.queue[..],
+        &whole.queue[..fresh.queue.len()],
+        "entries at {}",
+        now
+    );
     for e in kept.queue[common..].iter().chain(&fresh.queue[common..]) {
         prop_assert!(e.status != Status::Startable, "{:?} at {}", e, now);
     }
