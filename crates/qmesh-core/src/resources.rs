@@ -197,6 +197,26 @@ impl ResourceRequest {
         read(given)
     }
 
+    /// What `nodes=N,walltime=S` (seconds) reads to, made without text:
+    /// the request [`ResourceRequest::parse`] gives for those two (a
+    /// property test holds them together), for callers that have the
+    /// numbers (a replay submits hundreds of thousands of jobs).
+    pub fn nodes_and_walltime(nodes: u32, walltime: u64) -> Result<ResourceRequest, CoreError> {
+        let (n, w) = (nodes.to_string(), walltime.to_string());
+        if nodes == 0 {
+            // The parser's refusal, in its words.
+            return ResourceRequest::parse([("nodes", n.as_str()), ("walltime", w.as_str())]);
+        }
+        let mut req = ResourceRequest {
+            nodes: Some(nodes),
+            walltime: Some(walltime),
+            ..ResourceRequest::default()
+        };
+        req.list.insert("nodes".into(), n);
+        req.list.insert("walltime".into(), w);
+        Ok(req)
+    }
+
     /// Whether it asks for nothing but nodes, wall time and what every
     /// node must have (memory, CPUs, features): a job whose
     /// `Resource_List` follows from its fields.
@@ -848,5 +868,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("feature"), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nodes_and_walltime_as_numbers_read_as_their_text(
+            nodes in proptest::prop_oneof![0u32..3, 1u32..5000, proptest::num::u32::ANY],
+            walltime in proptest::prop_oneof![0u64..3, 1u64..1_000_000, proptest::num::u64::ANY],
+        ) {
+            let (n, w) = (nodes.to_string(), walltime.to_string());
+            let text = ResourceRequest::parse([("nodes", n.as_str()), ("walltime", w.as_str())]);
+            let numbers = ResourceRequest::nodes_and_walltime(nodes, walltime);
+            match (numbers, text) {
+                (Ok(numbers), Ok(text)) => proptest::prop_assert_eq!(numbers, text),
+                (Err(numbers), Err(text)) => {
+                    proptest::prop_assert_eq!(numbers.to_string(), text.to_string())
+                }
+                (numbers, text) => proptest::prop_assert!(false, "{:?} against {:?}", numbers, text),
+            }
+        }
     }
 }

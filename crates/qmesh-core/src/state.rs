@@ -21,7 +21,7 @@ use crate::node::{Node, NodeName, NodeNeeds, NodeSet};
 use crate::predict::RunHistory;
 use crate::queue::Queue;
 use crate::server::Config;
-use crate::submit::{Reach, Submission};
+use crate::submit::{Asked, Reach, Submission};
 use crate::time::Time;
 pub use account::Accounting;
 
@@ -335,11 +335,10 @@ impl State {
 
     /// What the scheduler reads of a queue's pending jobs, in rank order.
     pub fn pending_views(&self, queue: &str) -> impl Iterator<Item = &PendingView> {
-        self.book
-            .pending
-            .get(queue)
-            .into_iter()
-            .flat_map(|queue| queue.values())
+        // A queue with none has no map: an empty one stands in, so the
+        // iterator is the map's own (a pass reads every view through it).
+        static NONE: BTreeMap<book::PendingKey, PendingView> = BTreeMap::new();
+        self.book.pending.get(queue).unwrap_or(&NONE).values()
     }
 
     /// How many jobs wait, in all queues.
@@ -441,46 +440,71 @@ impl State {
     /// How many nodes of the queue's sets (in any period) serve `needs`,
     /// and which sets those are.
     pub fn reach(&self, queue: &str, needs: &NodeNeeds) -> Reach {
+        Reach {
+            nodes: self.reach_nodes(queue, needs),
+            sets: self.reach_described(queue, needs),
+        }
+    }
+
+    /// How many nodes of the queue's sets (in any period) serve `needs`:
+    /// [`State::reach`] without the words, which only a refusal needs.
+    pub fn reach_nodes(&self, queue: &str, needs: &NodeNeeds) -> u32 {
         let Some(q) = self.config.queue(queue) else {
-            return Reach::default();
+            return 0;
         };
-        let mut reach = Reach::default();
-        let mut described = Vec::new();
         // A job may spread over flat sets, but a mesh or torus places it
         // whole inside one: the reach is the larger of the two.
         let (mut flat, mut shaped) = (0u32, 0u32);
         for i in self.sets_ever(q) {
-            let set = &self.machine.node_sets[i];
-            let attrs = &self.machine.effective[i];
-            let serves = attrs.satisfies(needs);
-            let largest = self.machine.largest_job.get(i).copied().unwrap_or(0);
-            if serves {
-                if set.topology == crate::node::Topology::Flat {
-                    flat += largest;
-                } else {
-                    shaped = shaped.max(largest);
-                }
+            if !self.machine.effective[i].satisfies(needs) {
+                continue;
             }
-            let shape = if largest < set.nodes.len() as u32 {
-                format!(" (jobs of up to {largest} nodes)")
+            let largest = self.machine.largest_job.get(i).copied().unwrap_or(0);
+            if self.machine.node_sets[i].topology == crate::node::Topology::Flat {
+                flat += largest;
             } else {
-                String::new()
-            };
-            described.push(format!(
-                "{}: {} nodes{shape}, {}{}",
-                set.name,
-                set.nodes.len(),
-                attrs.describe(),
-                if serves { "" } else { ", not enough" }
-            ));
+                shaped = shaped.max(largest);
+            }
         }
-        reach.nodes = flat.max(shaped);
-        reach.sets = if described.is_empty() {
+        flat.max(shaped)
+    }
+
+    /// The queue's sets (in any period) as a refusal names them: each
+    /// one's nodes, what they have, and whether they serve `needs`.
+    fn reach_described(&self, queue: &str, needs: &NodeNeeds) -> String {
+        let Some(q) = self.config.queue(queue) else {
+            return String::new();
+        };
+        let described: Vec<String> = self
+            .sets_ever(q)
+            .into_iter()
+            .map(|i| {
+                let set = &self.machine.node_sets[i];
+                let attrs = &self.machine.effective[i];
+                let largest = self.machine.largest_job.get(i).copied().unwrap_or(0);
+                let shape = if largest < set.nodes.len() as u32 {
+                    format!(" (jobs of up to {largest} nodes)")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}: {} nodes{shape}, {}{}",
+                    set.name,
+                    set.nodes.len(),
+                    attrs.describe(),
+                    if attrs.satisfies(needs) {
+                        ""
+                    } else {
+                        ", not enough"
+                    }
+                )
+            })
+            .collect();
+        if described.is_empty() {
             "no node sets".into()
         } else {
             described.join("; ")
-        };
-        reach
+        }
     }
 
     pub fn counts(&self, queue: &str) -> StateCounts {
@@ -517,6 +541,18 @@ impl State {
         caller: &Caller,
         now: Time,
     ) -> Result<Job, CoreError> {
+        self.prepare_asked(submission, None, caller, now)
+    }
+
+    /// [`State::prepare`], the job asking `asked` (nodes and a wall time
+    /// as numbers) before the submission's own resources.
+    pub fn prepare_asked(
+        &self,
+        submission: Submission,
+        asked: Option<Asked>,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<Job, CoreError> {
         let id = JobId(self.book.next_id);
         let depend = self.dependencies_for(&submission.depend, now)?;
         let before = self.before_targets(&submission.depend)?;
@@ -524,11 +560,13 @@ impl State {
         if let Some(queue) = submission.queue.take() {
             submission.queue = Some(self.local_queue(&queue)?);
         }
-        let mut job = submission.into_job(
+        let mut job = submission.into_job_asked(
+            asked,
             id,
             caller,
             &self.config,
-            |q, needs| self.reach(q, needs),
+            |q, needs| self.reach_nodes(q, needs),
+            |q, needs| self.reach_described(q, needs),
             now,
         )?;
         job.depend = depend.after;
@@ -586,7 +624,19 @@ impl State {
         caller: &Caller,
         now: Time,
     ) -> Result<&Job, CoreError> {
-        let job = self.prepare(submission, caller, now)?;
+        self.submit_asked(submission, None, caller, now)
+    }
+
+    /// [`State::submit`], the job asking `asked` before the submission's
+    /// own resources (see [`State::prepare_asked`]).
+    pub fn submit_asked(
+        &mut self,
+        submission: Submission,
+        asked: Option<Asked>,
+        caller: &Caller,
+        now: Time,
+    ) -> Result<&Job, CoreError> {
+        let job = self.prepare_asked(submission, asked, caller, now)?;
         let id = job.id;
         self.admit(job);
         self.link_before(id);

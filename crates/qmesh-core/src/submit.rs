@@ -89,6 +89,27 @@ pub struct Reach {
 /// The longest job name PBS accepts.
 const MAX_NAME: usize = 236;
 
+/// Nodes and a wall time given as numbers, by a caller that has them so
+/// (a replay): the job asks them as if `-l nodes=N,walltime=S` came
+/// before its own resources, but nothing is written out to be parsed
+/// again ([`ResourceRequest::nodes_and_walltime`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked {
+    pub nodes: u32,
+    /// Seconds.
+    pub walltime: u64,
+}
+
+impl Asked {
+    /// The text it stands for.
+    fn pairs(self) -> [(String, String); 2] {
+        [
+            ("nodes".into(), self.nodes.to_string()),
+            ("walltime".into(), self.walltime.to_string()),
+        ]
+    }
+}
+
 impl Submission {
     /// Builds the job it describes, or says why it cannot be queued.
     /// `capacity` says how many nodes of the queue's node sets (in any
@@ -99,6 +120,26 @@ impl Submission {
         caller: &Caller,
         config: &Config,
         capacity: impl Fn(&str, &NodeNeeds) -> Reach,
+        now: Time,
+    ) -> Result<Job, CoreError> {
+        let reach = |q: &str, needs: &NodeNeeds| capacity(q, needs).nodes;
+        let described = |q: &str, needs: &NodeNeeds| capacity(q, needs).sets;
+        self.into_job_asked(None, id, caller, config, reach, described, now)
+    }
+
+    /// [`Submission::into_job`], asking `asked` before its own resources
+    /// if given; `reach` counts the nodes of the queue's sets that have
+    /// what the job needs of a node, `described` names those sets for a
+    /// refusal.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn into_job_asked(
+        self,
+        asked: Option<Asked>,
+        id: JobId,
+        caller: &Caller,
+        config: &Config,
+        reach: impl Fn(&str, &NodeNeeds) -> u32,
+        described: impl Fn(&str, &NodeNeeds) -> String,
         now: Time,
     ) -> Result<Job, CoreError> {
         let queue_name = match &self.queue {
@@ -120,10 +161,12 @@ impl Submission {
         }
 
         let site: Vec<&str> = config.requestable_site_resources();
-        let read = |defaults: &[(String, String)]| {
-            let given = self.resources.iter().chain(defaults);
-            let mut req =
-                ResourceRequest::parse_with(given.map(|(n, v)| (n.as_str(), v.as_str())), &site)?;
+        // What it asks as text: `asked` written out, then its resources.
+        let given = || -> Vec<(String, String)> {
+            let asked = asked.iter().flat_map(|a| a.pairs());
+            asked.chain(self.resources.iter().cloned()).collect()
+        };
+        let checked = |mut req: ResourceRequest| {
             crate::node_resources::check_chunks(config, &mut req)?;
             for name in req.list.keys().filter(|n| site.contains(&n.as_str())) {
                 if let Some(kind) = config.resource_type(name) {
@@ -137,6 +180,19 @@ impl Submission {
             }
             Ok::<_, CoreError>(req)
         };
+        let read = |defaults: &[(String, String)]| {
+            let parse = |given: &[(String, String)]| {
+                let given = given.iter().chain(defaults);
+                ResourceRequest::parse_with(given.map(|(n, v)| (n.as_str(), v.as_str())), &site)
+            };
+            checked(match asked {
+                None => parse(&self.resources)?,
+                Some(a) if self.resources.is_empty() && defaults.is_empty() => {
+                    ResourceRequest::nodes_and_walltime(a.nodes, a.walltime)?
+                }
+                Some(_) => parse(&given())?,
+            })
+        };
         let mut req = read(&[])?;
         let host = crate::node_resources::of_request(config, &req)?;
         let needs = NodeNeeds {
@@ -146,7 +202,7 @@ impl Submission {
             features: &req.features,
             resources: &host,
         };
-        let nodes_in = |q: &str| capacity(q, &needs).nodes;
+        let nodes_in = |q: &str| reach(q, &needs);
         let mut ask = Ask {
             nodes: req.nodes,
             walltime: req.walltime,
@@ -195,17 +251,17 @@ impl Submission {
         let (nodes, walltime) = effective(queue, ask, config);
         if held.is_none() {
             check_queue_limits(queue, nodes, walltime, u32::MAX)?;
-            let reach = capacity(&queue_name, &needs);
-            if nodes > reach.nodes && needs.any() {
+            let reach = reach(&queue_name, &needs);
+            if nodes > reach && needs.any() {
                 return Err(CoreError::NoMatchingNodes {
+                    sets: described(&queue_name, &needs),
                     queue: queue_name,
                     requested: nodes,
                     needs: needs.describe(),
-                    capacity: reach.nodes,
-                    sets: reach.sets,
+                    capacity: reach,
                 });
             }
-            check_queue_limits(queue, nodes, walltime, reach.nodes)?;
+            check_queue_limits(queue, nodes, walltime, reach)?;
         }
 
         if !self.workdir.starts_with('/') {

@@ -19,6 +19,22 @@ use qmesh_sim::swf;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Tells mimalloc to keep the memory it freed. By default it hands freed
+/// pages back to the system after a second, and a replay, which frees
+/// finished jobs by the thousand and submits new ones, then faulted them
+/// in again, zeroed by the kernel two megabytes at a time (transparent
+/// huge pages): a sixth of SDSC-BLUE's conservative replay. A replay
+/// holds the memory of its largest moment; it is a short-lived process.
+fn keep_freed_memory() {
+    // `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (between
+    // `mi_option_eager_commit_delay`, 14, and `mi_option_use_numa_nodes`,
+    // 16, which the bindings name); the bindings leave it out.
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    // SAFETY: sets one of mimalloc's options, an integer it reads when it
+    // decides whether to purge; -1 is valid (never purge).
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, -1) };
+}
+
 /// Replay a Standard Workload Format trace through qmesh's scheduler.
 ///
 /// The machine is one flat node set of the trace's MaxProcs (or MaxNodes)
@@ -178,6 +194,7 @@ enum LikeJobs {
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -255,8 +255,9 @@ impl Scheduler {
     }
 
     /// The starts of [`Scheduler::pass`], and only those: the pass stops
-    /// once nothing more could start (no node free, or SDSC blocking), so
-    /// the jobs behind get no entry and no reason. What a simulator needs
+    /// once nothing more could start (no node free, SDSC blocking, or
+    /// under conservative backfilling no job left that might fit: see
+    /// `plan/ahead.rs`), so the jobs behind get no entry and no reason. What a simulator needs
     /// from each instant, at a fraction of the cost when queues are long.
     pub fn starts(&self, state: &State, now: Time) -> Vec<Start> {
         self.changes(state, now).starts

@@ -42,7 +42,7 @@
 
 use super::gate::QueueNow;
 use super::predicted::Durations;
-use super::set_plan::SetPlan;
+use super::set_plan::{SetPlan, counted_set_plans};
 use super::{Planner, Stop, expected_end};
 use crate::scheduler::order::{Ranked, ranked};
 use crate::scheduler::profile::Secs;
@@ -60,6 +60,9 @@ use crate::time::Time;
 #[derive(Default)]
 pub struct Replanner {
     kept: Option<Kept>,
+    /// Whether the configuration of this generation is plain (`plain_config`),
+    /// worked out once per configuration, not per pass.
+    plain_config: Option<(u64, bool)>,
     /// Passes that took up the kept plan, and those planned afresh.
     pub resumed: u64,
     pub fresh: u64,
@@ -84,14 +87,14 @@ struct Kept {
 
 /// What the order said of a job: it must say the same to a resumed pass.
 #[derive(Clone, Copy, PartialEq)]
-struct Seen {
+pub(super) struct Seen {
     view: PendingView,
     queue: usize,
     priority: u64,
 }
 
 impl Seen {
-    fn of(ranked: &Ranked) -> Seen {
+    pub(super) fn of(ranked: &Ranked) -> Seen {
         Seen {
             view: ranked.view,
             queue: ranked.queue,
@@ -118,7 +121,16 @@ impl Replanner {
         if !attrs.scheduling {
             return Plan::default();
         }
-        if !plain(state, now) {
+        let generation = state.config_generation();
+        let plain_config = match self.plain_config {
+            Some((g, plain)) if g == generation => plain,
+            _ => {
+                let plain = plain_config(state);
+                self.plain_config = Some((generation, plain));
+                plain
+            }
+        };
+        if !(plain_config && plain_now(state, now)) {
             self.fresh += 1;
             return Planner::new(state, now, attrs.backfill).run(Stop::NothingStarts);
         }
@@ -139,22 +151,28 @@ impl Replanner {
                 self.fresh += 1;
                 plan.queue.clear();
                 order = ranked(state, now);
-                (Planner::new(state, now, Backfill::Conservative), Vec::new())
+                // What `Planner::new` makes in the plain case, on the
+                // releases already worked out.
+                let sets = counted_set_plans(state, now_s, releases.clone());
+                let free = state.occupancy().free.clone();
+                (Planner::resumed(state, now, sets, free), Vec::new())
             }
         };
-        // The jobs this pass takes from the order (the last perhaps not
-        // planned: the pass stopped there), beside its entries.
+        // What the order said of each job this pass plans, beside its
+        // entries.
         let first = plan.queue.len();
         let mut seen: Vec<Seen> = Vec::new();
-        let order = order.inspect(|r| seen.push(Seen::of(r)));
+        let ahead = planner.looks_ahead(Stop::NothingStarts);
         planner.plan_each(
-            super::predicted::Order::new(Box::new(order), Backfill::Conservative),
+            super::predicted::Order::new(order, Backfill::Conservative).reading_ahead(ahead),
             &mut plan,
             Stop::NothingStarts,
+            Some(&mut seen),
         );
         planner.conclude(&mut plan, Stop::NothingStarts);
         let planned = &plan.queue[first..];
-        self.kept = seen.iter().take(planned.len()).all(Seen::plain).then(|| {
+        debug_assert_eq!(seen.len(), planned.len());
+        self.kept = seen.iter().all(Seen::plain).then(|| {
             waiting.extend(
                 seen.iter()
                     .zip(planned)
@@ -257,7 +275,7 @@ impl Kept {
 
 impl<'a> Planner<'a> {
     /// A planner on kept sets and free nodes, with the rest as
-    /// [`Planner::new`] makes it in the plain case (`plain`).
+    /// [`Planner::new`] makes it in the plain case (`plain_config`, `plain_now`).
     fn resumed(state: &'a State, now: Time, sets: Vec<SetPlan>, free: NodeBits) -> Planner<'a> {
         let attrs = &state.config().server;
         let queues = state
@@ -292,9 +310,10 @@ impl<'a> Planner<'a> {
 }
 
 /// The plain case, where a kept plan may stand (see the module comment),
-/// as far as the configuration and the state outside the jobs say.
-/// Whether the node sets are flat and exclusive is asked of the kept sets.
-fn plain(state: &State, now: Time) -> bool {
+/// as far as the configuration says (its node sets included, which only
+/// a new configuration changes): the same for every pass under one
+/// configuration.
+fn plain_config(state: &State) -> bool {
     let config = state.config();
     let attrs = &config.server;
     attrs.backfill == Backfill::Conservative
@@ -304,10 +323,8 @@ fn plain(state: &State, now: Time) -> bool {
         && !config.has_run_limits()
         && crate::consumable::Consumables::of(config, std::iter::empty()).is_none()
         && crate::preempt::Policy::of(config).is_none()
-        && state.lent_jobs().next().is_none()
         && config.reservations.is_empty()
         && config.accounts.values().all(|a| a.allocation.is_none())
-        && crate::scheduler::closedown::collect(state, now).is_empty()
         && config.queues.values().all(|q| {
             q.reservation.is_none() && !q.follows_calendar() && q.period_priority.is_empty()
         })
@@ -316,6 +333,13 @@ fn plain(state: &State, now: Time) -> bool {
             .node_sets()
             .iter()
             .all(|set| matches!(set.topology, crate::node::Topology::Flat))
+}
+
+/// The rest of the plain case, which the state and the time decide: no
+/// job lends its nodes, no shutdown window is to come.
+fn plain_now(state: &State, now: Time) -> bool {
+    state.lent_jobs().next().is_none()
+        && crate::scheduler::closedown::collect(state, now).is_empty()
 }
 
 /// Per set, sorted, when the nodes of running jobs come back: what a fresh

@@ -38,6 +38,7 @@
 //! [`Profile`]: super::profile::Profile
 
 mod advance;
+mod ahead;
 mod gate;
 pub mod kept;
 mod place;
@@ -211,7 +212,8 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let order = predicted::Order::new(ranked(self.state, self.now), self.mode);
+        let order = predicted::Order::new(ranked(self.state, self.now), self.mode)
+            .reading_ahead(self.looks_ahead(stop));
         let mut plan = Plan {
             now: Some(self.now),
             ..Plan::default()
@@ -219,14 +221,21 @@ impl<'a> Planner<'a> {
         if stop == Stop::Never {
             plan.queue.reserve(self.state.pending_count());
         }
-        self.plan_each(order, &mut plan, stop);
+        self.plan_each(order, &mut plan, stop, None);
         self.conclude(&mut plan, stop);
         plan
     }
 
     /// Plans the jobs of `order` in turn into `plan` (see `run`); a kept
-    /// plan resumes here (see `kept`).
-    fn plan_each(&mut self, mut order: predicted::Order<'_>, plan: &mut Plan, stop: Stop) {
+    /// plan resumes here (see `kept`), and has what the order said of
+    /// each job planned put in `seen`.
+    fn plan_each(
+        &mut self,
+        mut order: predicted::Order<'_>,
+        plan: &mut Plan,
+        stop: Stop,
+        mut seen: Option<&mut Vec<kept::Seen>>,
+    ) {
         while let Some(ranked) = self.next_job(&mut order) {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
@@ -234,6 +243,9 @@ impl<'a> Planner<'a> {
                 && !self.is_express(&ranked)
             {
                 break;
+            }
+            if let Some(seen) = seen.as_deref_mut() {
+                seen.push(kept::Seen::of(&ranked));
             }
             // An array is planned sub-job after sub-job, each as the next
             // job in line, until one cannot start: its sub-jobs are alike,

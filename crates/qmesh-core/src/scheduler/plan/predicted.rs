@@ -20,6 +20,7 @@
 //! predicted plan's.
 
 use super::Planner;
+use super::ahead::Ahead;
 use crate::job::{Job, JobState};
 use crate::predict::{corrected, planned_run};
 use crate::scheduler::order::Ranked;
@@ -118,8 +119,13 @@ impl<'a> Planner<'a> {
     /// The next pending job to plan. Under EASY++, once the first job that
     /// cannot start has its reservation, the rest come shortest predicted
     /// first (express jobs still first; ties in their order).
+    /// A conservative pass that only looks for starts reads ahead and
+    /// ends once no job left might start (`ahead`).
     #[inline(always)]
-    pub(super) fn next_job(&self, order: &mut Order<'_>) -> Option<Ranked> {
+    pub(super) fn next_job(&mut self, order: &mut Order<'_>) -> Option<Ranked> {
+        if let Some(ahead) = &mut order.ahead {
+            return self.next_ahead(order.ranked.as_mut(), ahead);
+        }
         if order.shortest_first && self.reserved_any && order.rest.is_none() {
             let mut rest: Vec<Ranked> = order.ranked.by_ref().collect();
             rest.sort_by_key(|r| (!self.is_express(r), self.planned_secs(&r.view)));
@@ -139,6 +145,8 @@ pub(super) struct Order<'a> {
     shortest_first: bool,
     /// Under EASY++, the jobs behind the first reservation, sorted.
     rest: Option<std::vec::IntoIter<Ranked>>,
+    /// Reading ahead for a job that might start (`ahead`).
+    ahead: Option<Ahead>,
 }
 
 impl<'a> Order<'a> {
@@ -147,7 +155,15 @@ impl<'a> Order<'a> {
             ranked,
             shortest_first: mode == Backfill::EasyPredicted,
             rest: None,
+            ahead: None,
         }
+    }
+
+    /// The order, read ahead by the pass: see `ahead`. (Only where
+    /// `Planner::looks_ahead` says so; never under EASY++.)
+    pub fn reading_ahead(mut self, ahead: bool) -> Order<'a> {
+        self.ahead = ahead.then(Ahead::default);
+        self
     }
 }
 

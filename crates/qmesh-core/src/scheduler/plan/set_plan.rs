@@ -247,7 +247,6 @@ pub(super) fn occupy(allocator: &mut dyn Allocator, nodes: &[u32]) {
 pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs) -> Vec<SetPlan> {
     let sets = state.node_sets();
     let occupancy = state.occupancy();
-    let up = state.up_per_set();
     // Per set, when the nodes of running jobs come free: one entry per
     // job and set.
     let mut ends: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); sets.len()];
@@ -281,12 +280,56 @@ pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs
         .into_iter()
         .zip(releases)
         .enumerate()
-        .map(|(s, (allocator, releases))| SetPlan {
-            profile: Profile::with_releases(now, occupancy.free_in[s] as i64, &mut ends[s]),
-            free: occupancy.free_in[s],
-            up: up[s],
-            slots: sets[s].attrs.slots() as usize,
-            nodes: base[s]..base[s] + sets[s].nodes.len(),
+        .map(|(s, (allocator, releases))| {
+            SetPlan::at_start(state, s, now, &mut ends[s], base[s], allocator, releases)
+        })
+        .collect()
+}
+
+/// [`set_plans`] for sets that all have no topology, from when the
+/// nodes of their running jobs come back (`ends`, per set), as the caller
+/// already worked them out (a kept plan compares them: see `kept`).
+pub(super) fn counted_set_plans(
+    state: &State,
+    now: Secs,
+    mut ends: Vec<Vec<(Secs, i64)>>,
+) -> Vec<SetPlan> {
+    let mut base = 0;
+    state
+        .node_sets()
+        .iter()
+        .zip(&mut ends)
+        .enumerate()
+        .map(|(s, (set, ends))| {
+            debug_assert!(matches!(set.topology, crate::node::Topology::Flat));
+            let plan = SetPlan::at_start(state, s, now, ends, base, None, Vec::new());
+            base += set.nodes.len();
+            plan
+        })
+        .collect()
+}
+
+impl SetPlan {
+    /// Set `s` as a pass begins: its free nodes now, and `ends` (when
+    /// running jobs give nodes back) in its profile; `base` is the index
+    /// of its first node.
+    fn at_start(
+        state: &State,
+        s: usize,
+        now: Secs,
+        ends: &mut [(Secs, i64)],
+        base: usize,
+        allocator: Option<Box<dyn Allocator>>,
+        releases: Vec<Release>,
+    ) -> SetPlan {
+        let set = &state.node_sets()[s];
+        let free = state.occupancy().free_in[s];
+        SetPlan {
+            profile: Profile::with_releases(now, free as i64, ends),
+            free,
+            up: state.up_per_set()[s],
+            slots: set.attrs.slots() as usize,
+            nodes: base..base + set.nodes.len(),
             allocator,
             releases,
             placed: Vec::new(),
@@ -294,8 +337,8 @@ pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs
             closed: Vec::new(),
             held: Vec::new(),
             reserved: Vec::new(),
-        })
-        .collect()
+        }
+    }
 }
 
 /// Each set's allocator, holding the nodes of running jobs and the nodes
