@@ -70,9 +70,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
     let key_text = qmesh_proto::trust::new_key_text()?;
     let key_file = root.join("cluster.key");
     write_private(&key_file, &key_text)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = crate::daemon::free_port()?;
     let config = root.join("qmesh.toml");
     std::fs::write(
         &config,

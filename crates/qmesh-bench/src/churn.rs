@@ -62,9 +62,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Report> {
     let root = dir.path().to_path_buf();
     let work = root.join("work");
     std::fs::create_dir_all(&work)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = crate::daemon::free_port()?;
     let config = root.join("qmesh.toml");
     std::fs::write(&config, config_text(port, agents, per_host))?;
     let (mut daemon, _) =

@@ -36,6 +36,13 @@ pub fn run_dir(prefix: &str, mode: u32, dir: Option<&Path>) -> anyhow::Result<te
     .context("make the run's directory")
 }
 
+/// A TCP port on the loopback free a moment ago, for a daemon's agents to
+/// connect to (the daemon binds it when it starts).
+pub fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("find a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
 pub struct Daemon {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,

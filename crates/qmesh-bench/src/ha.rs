@@ -86,9 +86,7 @@ fn heads(root: &Path, endpoints: &[String], prefix: &str) -> anyhow::Result<Vec<
     for name in ["a", "b"] {
         let dir = root.join(format!("{prefix}-{name}"));
         std::fs::create_dir_all(&dir)?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let port = crate::daemon::free_port()?;
         let config = dir.join("qmesh.toml");
         std::fs::write(
             &config,

@@ -90,9 +90,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     std::fs::create_dir_all(&work)?;
     let key = root.join("cluster.key");
     write_key(&key)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = crate::daemon::free_port()?;
     let config = root.join("qmesh.toml");
     std::fs::write(&config, config_text(port, &key))?;
     // Declared before the agent, so dropped after it: on an error the
