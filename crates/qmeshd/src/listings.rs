@@ -116,8 +116,13 @@ impl Listings {
         F: Fn() -> Fut,
         Fut: Future<Output = Result<Option<SharedListing>, Status>>,
     {
+        // The state as it was when the caller asked: a listing built from
+        // it or later shows every change answered before. Read once, so a
+        // caller that waited for another's build is served by it even if
+        // changes came in meanwhile (else, while changes stream in, each
+        // build would serve only its builder).
+        let wanted = self.generation.current();
         loop {
-            let wanted = self.generation.current();
             let now = second();
             match self.next_step(query, wanted, now) {
                 Step::Serve(answer) => return answer.map(Some),

@@ -25,6 +25,10 @@ struct Builder {
     builds: Arc<AtomicUsize>,
     open: Option<Arc<Notify>>,
     for_anyone: bool,
+    /// A change comes in just after each build, as while submissions stream.
+    changes_after: bool,
+    /// Only the first build waits for `open`.
+    only_first_waits: bool,
 }
 
 impl Builder {
@@ -49,19 +53,25 @@ impl Builder {
     }
 
     async fn build(&self, generation: &Generation) -> Result<Option<SharedListing>, Status> {
-        if let Some(open) = &self.open {
+        if let Some(open) = &self.open
+            && !(self.only_first_waits && self.builds() > 0)
+        {
             open.notified().await;
         }
         let n = self.builds.fetch_add(1, Ordering::SeqCst) + 1;
         if !self.for_anyone {
             return Ok(None);
         }
+        let built = generation.current();
+        if self.changes_after {
+            generation.advance();
+        }
         Ok(Some(SharedListing {
             reply: v1::StatusReply {
                 server: format!("build {n}"),
                 ..Default::default()
             },
-            generation: generation.current(),
+            generation: built,
         }))
     }
 }
@@ -98,6 +108,38 @@ async fn callers_asking_at_once_share_one_build() {
         assert_eq!(caller.await.unwrap(), "build 1");
     }
     assert_eq!(builder.builds(), 1);
+}
+
+#[tokio::test]
+async fn callers_waiting_on_a_build_are_served_by_it_though_changes_came_after() {
+    let listings = Arc::new(Listings::default());
+    let (builder, open) = Builder::gated();
+    let builder = Builder {
+        changes_after: true,
+        only_first_waits: true,
+        ..builder
+    };
+    let q = query(&[]);
+    let callers: Vec<_> = (0..10)
+        .map(|_| {
+            let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
+            tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
+        })
+        .collect();
+    while listings.kept.lock().unwrap().asked < 10 {
+        tokio::task::yield_now().await;
+    }
+    open.notify_one();
+    for caller in callers {
+        assert_eq!(caller.await.unwrap(), "build 1");
+    }
+    assert_eq!(builder.builds(), 1);
+    // A caller asking after the change is not served the older listing.
+    let fresh = {
+        let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
+        tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
+    };
+    assert_eq!(fresh.await.unwrap(), "build 2");
 }
 
 #[tokio::test]
