@@ -16,7 +16,15 @@
 //!   the daemon's cores.
 //! * `--submitters` clients, each on its own connection, sending the
 //!   durable Submit request of a held job (`qsub -h`) again as soon as
-//!   the last is acknowledged.
+//!   the last is acknowledged. They and the probe run on a thread of
+//!   their own, as qsub runs in a process of its own: in the callers'
+//!   runtime their answers would wait behind a thousand listings being
+//!   taken in, and their latency would measure the bench.
+//! * The callers' threads run at `--callers-nice` (19 unless told): they
+//!   stand for `watch qstat` on login nodes, not on the daemon's host.
+//!   At a few thousand listings a second, taking them in costs as much
+//!   CPU as serving them; at the daemon's priority on a 2-core machine
+//!   it would be the daemon's CPU that the storm measures.
 //! * A probe: every second one job that runs (`true` on one node) is
 //!   submitted and awaited (the Wait call): the scheduler's pass, the
 //!   agent and the end report still go round.
@@ -66,6 +74,21 @@ pub struct Run {
     /// Each submitter deletes its job once acknowledged (the queue's size
     /// stays the preloaded one).
     pub steady: bool,
+    /// The niceness the qstat callers' threads take (0: as the daemon's).
+    pub callers_nice: i32,
+}
+
+/// The calling thread's niceness raised by `by` (nice(2) is per thread on
+/// Linux). The callers stand for other hosts' processes: on this machine
+/// their taking in of listings would otherwise take the daemon's cores.
+fn lower_priority(by: i32) {
+    if by != 0 {
+        // SAFETY: nice(2) takes an integer and changes only this thread's
+        // scheduling priority.
+        unsafe {
+            libc::nice(by);
+        }
+    }
 }
 
 /// The Status request of a plain `qstat` (qmesh-cli's `qstat/fetch.rs`),
@@ -216,8 +239,10 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let (daemon, _) = Daemon::start(qmeshd, dir)?;
     let pid = daemon.pid().context("qmeshd's pid")?;
     let socket = daemon.socket.clone();
+    let callers_nice = run.callers_nice;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(move || lower_priority(callers_nice))
         .build()?;
     let t0 = Instant::now();
     let mut marks: Vec<(&'static str, Memory)> = Vec::new();
@@ -228,8 +253,16 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
         .context("read one whole listing by hand")?;
 
     let mut qstat_clients = runtime.block_on(connect_channels(&socket, run.qstat))?;
-    let submit_clients = runtime.block_on(connect_many(&socket, run.submitters))?;
-    let probe_client = runtime.block_on(connect_many(&socket, 1))?.remove(0);
+    // The submitters and the probe on a thread of their own: each qsub is
+    // a process of its own, not a task queued behind a thousand callers
+    // taking listings in.
+    let submitting = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("submitters")
+        .enable_all()
+        .build()?;
+    let submit_clients = submitting.block_on(connect_many(&socket, run.submitters))?;
+    let probe_client = submitting.block_on(connect_many(&socket, 1))?.remove(0);
     marks.push(("clients connected", memory(pid, t0)));
     let mut slow = Vec::new();
     for i in 0..run.slow_readers {
@@ -276,14 +309,9 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
         let mut submit_tasks = Vec::new();
         for client in submit_clients {
             let steady = run.steady;
-            submit_tasks.push(tokio::spawn(submit_loop(
-                client,
-                cwd.clone(),
-                deadline,
-                steady,
-            )));
+            submit_tasks.push(submitting.spawn(submit_loop(client, cwd.clone(), deadline, steady)));
         }
-        let probe = tokio::spawn(probe_loop(probe_client, cwd.clone(), deadline));
+        let probe = submitting.spawn(probe_loop(probe_client, cwd.clone(), deadline));
         let drained = deadline + DRAIN_WITHIN;
         let (mut qstat, mut submit) = (Calls::default(), Calls::default());
         for (tasks, calls) in [(qstat_tasks, &mut qstat), (submit_tasks, &mut submit)] {
@@ -327,6 +355,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     sampling.store(false, Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();
     drop(runtime);
+    drop(submitting);
     drop(daemon);
 
     let mut probes = probes;
@@ -416,6 +445,7 @@ pub fn run(qmeshd: &Path, run: &Run) -> anyhow::Result<Vec<Report>> {
     let json = serde_json::json!({
         "bench": "load",
         "qstat_callers": run.qstat,
+        "callers_nice": run.callers_nice,
         "submitters": run.submitters,
         "secs": load_secs,
         "slow_readers": run.slow_readers,

@@ -291,6 +291,10 @@ enum What {
         /// fast submissions go. Only the submissions are timed.
         #[arg(long)]
         steady: bool,
+        /// The niceness of the qstat callers' threads: they stand for
+        /// other hosts' processes (0 to run them at the daemon's).
+        #[arg(long, default_value_t = 19)]
+        callers_nice: i32,
     },
     /// Thousands of hosts: simulated agents in this process, each its own
     /// TLS connection and session. qmeshd's CPU per heartbeat, the start
@@ -489,6 +493,7 @@ fn main() -> ExitCode {
             slow_readers,
             full,
             steady,
+            callers_nice,
         } => qmeshd().and_then(|q| {
             let run = load::Run {
                 qstat: *qstat,
@@ -498,6 +503,7 @@ fn main() -> ExitCode {
                 slow_readers: *slow_readers,
                 full: *full,
                 steady: *steady,
+                callers_nice: *callers_nice,
             };
             load::run(&q, &run)
         }),
