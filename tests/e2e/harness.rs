@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use qmesh_proto::v1;
 
 pub const QMESHD: &str = env!("CARGO_BIN_EXE_qmeshd");
@@ -94,6 +95,9 @@ pub struct Daemon {
     pub allowed_errors: Vec<String>,
     /// The logs as the test left them, before the stop at its end.
     logs_at_end: Option<String>,
+    /// The soft limit on open files qmeshd starts with (the test's own
+    /// unless set).
+    pub soft_open_files: Option<u64>,
 }
 
 impl Daemon {
@@ -111,6 +115,14 @@ impl Daemon {
     /// (made, empty) before it starts: a test mounts a small file system
     /// there.
     pub fn start_prepared(config: Option<&str>, prepare: impl FnOnce(&Path)) -> Daemon {
+        let mut daemon = Daemon::unstarted(config, prepare);
+        daemon.spawn();
+        daemon
+    }
+
+    /// A daemon made ready to start as `start_prepared` does, not started:
+    /// the test sets how it starts, then calls `spawn`.
+    pub fn unstarted(config: Option<&str>, prepare: impl FnOnce(&Path)) -> Daemon {
         let root = tempfile::Builder::new()
             .prefix("qmesh-e2e-")
             .tempdir()
@@ -126,7 +138,7 @@ impl Daemon {
             std::fs::write(&path, text).expect("write the configuration");
             path
         });
-        let mut daemon = Daemon {
+        let daemon = Daemon {
             state_dir: root.path().join("state"),
             socket: root.path().join("run/qmeshd.sock"),
             work,
@@ -136,11 +148,16 @@ impl Daemon {
             starts: 0,
             allowed_errors: Vec::new(),
             logs_at_end: None,
+            soft_open_files: None,
         };
         std::fs::create_dir_all(&daemon.state_dir).expect("state directory");
         prepare(&daemon.state_dir);
-        daemon.spawn();
         daemon
+    }
+
+    /// qmeshd's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Where the daemon's own agent makes jobs' TMPDIRs (pbs.JOBID).
@@ -186,6 +203,16 @@ impl Daemon {
             .stderr(log);
         if let Some(config) = &self.config {
             cmd.arg("--config").arg(config);
+        }
+        if let Some(soft) = self.soft_open_files {
+            let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("read RLIMIT_NOFILE");
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs
+            // between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    setrlimit(Resource::RLIMIT_NOFILE, soft, hard).map_err(std::io::Error::from)
+                });
+            }
         }
         let child = cmd.spawn().expect("start qmeshd");
         self.child = Some(child);

@@ -21,6 +21,7 @@ mod login;
 mod metrics;
 mod node_sets;
 mod node_states;
+mod open_files;
 mod pbs_scripts;
 mod pbs_submit;
 mod pbsdsh;

@@ -146,6 +146,7 @@ async fn run(
     // Watched from the start: a SIGTERM that comes while a standby takes
     // over is kept until the daemon waits for it.
     let mut signals = start::signals::Signals::watch()?;
+    start::open_files::raise(&settings);
     let uid = nix::unistd::getuid().as_raw();
     let dirs = start::load::take_dirs(&args, &settings, uid)?;
     let server_name = start::load::server_name(&settings);

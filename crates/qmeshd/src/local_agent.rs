@@ -114,8 +114,9 @@ impl LocalAgent {
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
             .process_group(0)
-            .kill_on_drop(false)
-            .spawn()
+            .kill_on_drop(false);
+        crate::start::open_files::as_started(&mut cmd);
+        cmd.spawn()
             .with_context(|| format!("run {}", self.bin.display()))
     }
 }

@@ -1,6 +1,7 @@
 //! The steps of a daemon's life that `crate::run` names, in order: the
-//! state loaded before anything listens (`load.rs`), the agents' port's
-//! trust (`trust.rs`: the cluster key, the cluster CA), the scheduler
+//! open-file limit raised (`open_files.rs`), the state loaded before
+//! anything listens (`load.rs`), the agents' port's trust (`trust.rs`:
+//! the cluster key, the cluster CA), the scheduler
 //! task started over the state (here), the sockets bound and served
 //! (`serve.rs`), alone on sled or after standing by on etcd (`lead.rs`),
 //! and at the end the shutdown (here).
@@ -12,6 +13,7 @@
 
 pub mod lead;
 pub mod load;
+pub mod open_files;
 pub mod serve;
 pub mod signals;
 pub mod store;
