@@ -88,19 +88,28 @@ async fn ask(listings: &Listings, q: &StatusQuery, builder: &Builder, second: i6
     }
 }
 
-#[tokio::test]
-async fn callers_asking_at_once_share_one_build() {
-    let listings = Arc::new(Listings::default());
-    let (builder, open) = Builder::gated();
+/// One caller asking on a task of its own.
+fn spawn_ask(
+    listings: &Arc<Listings>,
+    q: &StatusQuery,
+    builder: &Builder,
+) -> tokio::task::JoinHandle<String> {
+    let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
+    tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
+}
+
+/// `n` callers ask at once; once all have asked, the gated build may end,
+/// and every one of them is served by it.
+async fn all_served_by_the_first_build(
+    listings: &Arc<Listings>,
+    builder: &Builder,
+    open: &Notify,
+    n: u64,
+) {
     let q = query(&[]);
-    let callers: Vec<_> = (0..100)
-        .map(|_| {
-            let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
-            tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
-        })
-        .collect();
+    let callers: Vec<_> = (0..n).map(|_| spawn_ask(listings, &q, builder)).collect();
     // Every caller has asked before the one build may end.
-    while listings.kept.lock().unwrap().asked < 100 {
+    while listings.kept.lock().unwrap().asked < n {
         tokio::task::yield_now().await;
     }
     open.notify_one();
@@ -108,6 +117,13 @@ async fn callers_asking_at_once_share_one_build() {
         assert_eq!(caller.await.unwrap(), "build 1");
     }
     assert_eq!(builder.builds(), 1);
+}
+
+#[tokio::test]
+async fn callers_asking_at_once_share_one_build() {
+    let listings = Arc::new(Listings::default());
+    let (builder, open) = Builder::gated();
+    all_served_by_the_first_build(&listings, &builder, &open, 100).await;
 }
 
 #[tokio::test]
@@ -119,26 +135,9 @@ async fn callers_waiting_on_a_build_are_served_by_it_though_changes_came_after()
         only_first_waits: true,
         ..builder
     };
-    let q = query(&[]);
-    let callers: Vec<_> = (0..10)
-        .map(|_| {
-            let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
-            tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
-        })
-        .collect();
-    while listings.kept.lock().unwrap().asked < 10 {
-        tokio::task::yield_now().await;
-    }
-    open.notify_one();
-    for caller in callers {
-        assert_eq!(caller.await.unwrap(), "build 1");
-    }
-    assert_eq!(builder.builds(), 1);
+    all_served_by_the_first_build(&listings, &builder, &open, 10).await;
     // A caller asking after the change is not served the older listing.
-    let fresh = {
-        let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
-        tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
-    };
+    let fresh = spawn_ask(&listings, &query(&[]), &builder);
     assert_eq!(fresh.await.unwrap(), "build 2");
 }
 
@@ -180,17 +179,11 @@ async fn when_the_building_caller_goes_a_waiting_one_builds() {
     let listings = Arc::new(Listings::default());
     let (builder, open) = Builder::gated();
     let q = query(&[]);
-    let first = {
-        let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
-        tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
-    };
+    let first = spawn_ask(&listings, &q, &builder);
     while listings.kept.lock().unwrap().asked < 1 {
         tokio::task::yield_now().await;
     }
-    let second = {
-        let (listings, builder, q) = (listings.clone(), builder.clone(), q.clone());
-        tokio::spawn(async move { ask(&listings, &q, &builder, 7).await })
-    };
+    let second = spawn_ask(&listings, &q, &builder);
     while listings.kept.lock().unwrap().asked < 2 {
         tokio::task::yield_now().await;
     }
