@@ -49,58 +49,62 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
     // A queue's priority is the one of the periods on (EPCC: the order
     // reversed on Monday nights).
     let policy = crate::preempt::Policy::of(config);
-    let mut queues: Vec<(usize, &crate::queue::Queue, i32, bool)> = config
-        .queues
-        .values()
-        .enumerate()
-        .map(|(i, q)| {
-            let priority = if q.period_priority.is_empty() {
-                q.priority
-            } else {
-                q.priority_in(|p| state.period_active(p, now))
-            };
-            let express = policy.as_ref().is_some_and(|p| p.is_express(q));
-            (i, q, priority, express)
-        })
-        .collect();
+    // Only the queues with pending jobs (a configuration may have dozens,
+    // each looked up by name once per pass before): both maps are in name
+    // order, so one walk pairs each such queue with its index.
+    let mut configured = config.queues.iter().enumerate().peekable();
+    let mut queues = Vec::new();
+    for (name, views) in state.pending_queues() {
+        while configured
+            .next_if(|(_, (key, _))| key.as_str() < name)
+            .is_some()
+        {}
+        let Some((i, (_, q))) = configured.next_if(|(_, (key, _))| key.as_str() == name) else {
+            continue;
+        };
+        let priority = if q.period_priority.is_empty() {
+            q.priority
+        } else {
+            q.priority_in(|p| state.period_active(p, now))
+        };
+        let express = policy.as_ref().is_some_and(|p| p.is_express(q));
+        queues.push((i, priority, express, views));
+    }
     if fifo && by_queue {
         // Each queue is already in order: take the queues by priority (then
         // name, as NQS walked them) and nothing needs sorting.
-        queues.sort_by(|a, b| b.3.cmp(&a.3).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+        queues.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
     }
     let age_factor = attrs.age_factor;
     let order = attrs.job_order;
     let all = queues
         .into_iter()
-        .flat_map(move |(index, queue, queue_priority, express)| {
-            state
-                .pending_views(&queue.name)
-                .enumerate()
-                .map(move |(position, view)| {
-                    let waited = || (now - view.qtime).num_seconds().max(0) as f64;
-                    let priority = match order {
-                        JobOrder::Fifo => f64::from(queue_priority),
-                        JobOrder::PriorityAging => {
-                            f64::from(queue_priority) + age_factor * waited() / 3600.0
-                        }
-                        JobOrder::Hrn => {
-                            let wall = view.walltime.max(1) as f64;
-                            (waited() + wall) / wall
-                        }
-                        JobOrder::Fairshare => match state.job(view.id) {
-                            Some(job) if view.has_account => state.fair_share(job, now),
-                            _ => 1.0,
-                        },
-                    };
-                    Ranked {
-                        view: *view,
-                        priority,
-                        queue_priority,
-                        express,
-                        queue: index,
-                        position,
+        .flat_map(move |(index, queue_priority, express, views)| {
+            views.enumerate().map(move |(position, view)| {
+                let waited = || (now - view.qtime).num_seconds().max(0) as f64;
+                let priority = match order {
+                    JobOrder::Fifo => f64::from(queue_priority),
+                    JobOrder::PriorityAging => {
+                        f64::from(queue_priority) + age_factor * waited() / 3600.0
                     }
-                })
+                    JobOrder::Hrn => {
+                        let wall = view.walltime.max(1) as f64;
+                        (waited() + wall) / wall
+                    }
+                    JobOrder::Fairshare => match state.job(view.id) {
+                        Some(job) if view.has_account => state.fair_share(job, now),
+                        _ => 1.0,
+                    },
+                };
+                Ranked {
+                    view: *view,
+                    priority,
+                    queue_priority,
+                    express,
+                    queue: index,
+                    position,
+                }
+            })
         });
     if fifo && by_queue {
         return Box::new(all);

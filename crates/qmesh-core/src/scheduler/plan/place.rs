@@ -46,11 +46,14 @@ impl<'a> Planner<'a> {
         };
         let state = self.state;
         let job = || state.job(view.id);
-        let queue = self.queues[ranked.queue].clone();
+        // The queues stay as they are for the pass; this borrow of them
+        // leaves the planner free to change.
+        let queues = std::sync::Arc::clone(&self.queues);
+        let queue = &queues[ranked.queue];
         if let Some(resv) = queue.reservation {
             return self.place_in_reservation(ranked, resv, starts);
         }
-        let sets = admitted.sets(&queue);
+        let sets = admitted.sets(queue);
         let cuts = queue.cuts.as_deref();
         let n = view.nodes as usize;
         let wall = view.walltime.max(1) as Secs;
