@@ -139,3 +139,60 @@ fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {
         .then(within)
         .then(a.view.id.cmp(&b.view.id))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Role;
+    use crate::queue::Queue;
+    use crate::state::tests::{caller, state, t};
+    use crate::submit::Submission;
+
+    fn submit_to(s: &mut State, queue: &str) -> crate::job::JobId {
+        let sub = Submission {
+            script_name: "job.sh".into(),
+            queue: Some(queue.into()),
+            workdir: "/tmp".into(),
+            resources: vec![("nodes".into(), "1".into())],
+            ..Submission::default()
+        };
+        s.submit(sub, &caller(1000, Role::User), t(0)).unwrap().id
+    }
+
+    /// Fifo by queue reads only the queues with jobs, yet each job keeps
+    /// its queue's index among all the configuration's queues, and the
+    /// queues come by priority, then name.
+    #[test]
+    fn queues_without_jobs_are_passed_over_and_the_others_keep_their_index() {
+        let mut s = state(4);
+        let mut config = s.config().clone();
+        for (name, priority) in [("a", 1), ("b", 5), ("c", 5), ("d", 0), ("e", 9)] {
+            let mut q = Queue::open(name);
+            q.priority = priority;
+            config.queues.insert(name.into(), q);
+        }
+        s.set_config(config);
+        let names: Vec<String> = s.config().queues.keys().cloned().collect();
+        let (d, a, c1, c2, batch) = (
+            submit_to(&mut s, "d"),
+            submit_to(&mut s, "a"),
+            submit_to(&mut s, "c"),
+            submit_to(&mut s, "c"),
+            submit_to(&mut s, "batch"),
+        );
+        let read: Vec<(crate::job::JobId, &str, usize)> = ranked(&s, t(1))
+            .map(|r| (r.view.id, names[r.queue].as_str(), r.position))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (c1, "c", 0),
+                (c2, "c", 1),
+                (a, "a", 0),
+                (batch, "batch", 0),
+                (d, "d", 0)
+            ],
+            "b and e have no jobs; batch (priority 0) comes before d by name"
+        );
+    }
+}

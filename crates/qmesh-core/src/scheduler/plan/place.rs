@@ -306,7 +306,8 @@ impl<'a> Planner<'a> {
                     .collect()
             }
         };
-        let mut nodes = Vec::with_capacity(n);
+        // Taken from one set (the common case), its nodes are the list.
+        let mut nodes: Vec<usize> = Vec::new();
         for (s, k) in take {
             if self.sets[s].shared() {
                 let picked = self.take_least_busy(s, k);
@@ -326,7 +327,12 @@ impl<'a> Planner<'a> {
                 nodes.extend(picked);
             } else {
                 let range = &self.sets[s].nodes;
-                nodes.extend(self.free.take_first(range.start, range.end, k));
+                let picked = self.free.take_first(range.start, range.end, k);
+                if nodes.is_empty() {
+                    nodes = picked;
+                } else {
+                    nodes.extend(picked);
+                }
             }
             self.sets[s].take(now, end, k);
         }
