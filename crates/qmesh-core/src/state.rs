@@ -651,8 +651,11 @@ impl State {
     ) -> Result<&Job, CoreError> {
         let job = self.prepare_asked(submission, asked, caller, now)?;
         let id = job.id;
+        let before = !job.before.is_empty();
         self.admit(job);
-        self.link_before(id);
+        if before {
+            self.link_before(id);
+        }
         self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 

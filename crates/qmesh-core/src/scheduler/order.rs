@@ -75,6 +75,13 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
         // name, as NQS walked them) and nothing needs sorting.
         queues.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
     }
+    if fifo && by_queue {
+        return Box::new(ByQueue {
+            queues: queues.into_iter(),
+            current: None,
+            position: 0,
+        });
+    }
     let age_factor = attrs.age_factor;
     let order = attrs.job_order;
     let all = queues
@@ -106,12 +113,47 @@ pub(super) fn ranked(state: &State, now: Time) -> Box<dyn Iterator<Item = Ranked
                 }
             })
         });
-    if fifo && by_queue {
-        return Box::new(all);
-    }
     let mut out: Vec<Ranked> = all.collect();
     out.sort_unstable_by(|a, b| compare(a, b, by_queue, fifo));
     Box::new(out.into_iter())
+}
+
+/// Fifo by queue: each queue's jobs in its own order, the queues by
+/// priority. What `ranked` gives then, read as the pass asks, without a
+/// generic `flat_map` per job read (a pass reads dozens: it looks ahead
+/// for one that might start).
+struct ByQueue<I> {
+    /// The queues still to read: index, priority, express, views.
+    queues: std::vec::IntoIter<(usize, i32, bool, I)>,
+    current: Option<(usize, i32, bool, I)>,
+    /// The next job's position in the current queue.
+    position: usize,
+}
+
+impl<'a, I: Iterator<Item = &'a PendingView>> Iterator for ByQueue<I> {
+    type Item = Ranked;
+
+    #[inline]
+    fn next(&mut self) -> Option<Ranked> {
+        loop {
+            if let Some((index, queue_priority, express, views)) = &mut self.current
+                && let Some(view) = views.next()
+            {
+                let position = self.position;
+                self.position += 1;
+                return Some(Ranked {
+                    view: *view,
+                    priority: f64::from(*queue_priority),
+                    queue_priority: *queue_priority,
+                    express: *express,
+                    queue: *index,
+                    position,
+                });
+            }
+            self.current = Some(self.queues.next()?);
+            self.position = 0;
+        }
+    }
 }
 
 fn compare(a: &Ranked, b: &Ranked, by_queue: bool, fifo: bool) -> Ordering {

@@ -151,8 +151,17 @@ impl Occupancy {
         let mut taken = taken.to_vec();
         taken.sort_unstable();
         taken.dedup();
+        // The up nodes per set, counted on the way (`up_in`, without a
+        // second walk over the nodes).
+        let mut up: Vec<(usize, usize)> = Vec::new();
         for &i in &taken {
             let node = &mut nodes[i];
+            if node.usable() {
+                match up.iter_mut().find(|(s, _)| *s == node.set) {
+                    Some((_, n)) => *n += 1,
+                    None => up.push((node.set, 1)),
+                }
+            }
             if node.slots == 1 && node.jobs.is_empty() {
                 // An exclusive node: the common case, kept cheap.
                 node.jobs.push(id);
@@ -171,12 +180,13 @@ impl Occupancy {
             }
             self.recount(node, i, before);
         }
-        let up_in = up_in(nodes, &taken);
+        up.sort_unstable();
+        debug_assert_eq!(up, up_in(nodes, &taken));
         self.held.insert(
             id,
             Held {
                 nodes: taken,
-                up_in,
+                up_in: up,
             },
         );
     }
