@@ -341,6 +341,19 @@ impl State {
         self.book.pending.get(queue).unwrap_or(&NONE).values()
     }
 
+    /// The queues with pending jobs, by name, each with what the
+    /// scheduler reads of its jobs in rank order (a queue with none is
+    /// not listed: a pass over a configuration of many queues looks at
+    /// the few that have jobs).
+    pub fn pending_queues(
+        &self,
+    ) -> impl Iterator<Item = (&str, impl Iterator<Item = &PendingView>)> {
+        self.book
+            .pending
+            .iter()
+            .map(|(queue, views)| (queue.as_str(), views.values()))
+    }
+
     /// How many jobs wait, in all queues.
     pub fn pending_count(&self) -> usize {
         self.book.pending.values().map(BTreeMap::len).sum()
@@ -638,8 +651,11 @@ impl State {
     ) -> Result<&Job, CoreError> {
         let job = self.prepare_asked(submission, asked, caller, now)?;
         let id = job.id;
+        let before = !job.before.is_empty();
         self.admit(job);
-        self.link_before(id);
+        if before {
+            self.link_before(id);
+        }
         self.book.jobs.get(&id).ok_or_else(|| self.no_such(id))
     }
 
@@ -1234,9 +1250,24 @@ impl State {
             .filter(|j| !self.array_still_needs(j.id))
             .map(|j| j.id)
             .collect();
-        for id in &old {
-            self.drop_record(*id);
+        if old.is_empty() {
+            return old;
         }
+        // Dropped where they lie: taken out one by one, each (large)
+        // record was first copied out of the map (a replay drops
+        // thousands at a time).
+        let mut sorted = old.clone();
+        sorted.sort_unstable();
+        let by_submission = &mut self.book.by_submission;
+        self.book.jobs.retain(|id, job| {
+            if sorted.binary_search(id).is_err() {
+                return true;
+            }
+            if let Some(sid) = &job.submission_id {
+                by_submission.remove(sid);
+            }
+            false
+        });
         old
     }
 

@@ -235,12 +235,14 @@ impl Submission {
         // did not name, read as if written in the request (PBS), so that a
         // default mem also chooses the nodes.
         let defaults = defaults_for(config, queue, &req);
-        if !defaults.is_empty() {
+        let host = if defaults.is_empty() {
+            host
+        } else {
             let walltime = ask.walltime;
             req = read(&defaults)?;
             ask.walltime = walltime.or(req.walltime);
-        }
-        let host = crate::node_resources::of_request(config, &req)?;
+            crate::node_resources::of_request(config, &req)?
+        };
         let needs = NodeNeeds {
             mem: req.mem,
             cpus: req.ncpus,
@@ -282,12 +284,19 @@ impl Submission {
             Some((style, text)) => Some(array_of(*style, text, config)?),
             None => None,
         };
-        let default_file = |kind| match &array {
-            Some(a) => a.spec.default_file(&name, kind, id),
-            None => format!("{name}.{kind}{id}"),
+        // Written straight after the directory, and only when used: a
+        // submission burst or a trace replay makes two per job.
+        let default_file = |kind, path: &mut String| match &array {
+            Some(a) => path.push_str(&a.spec.default_file(&name, kind, id)),
+            None => {
+                use std::fmt::Write;
+                let _ = write!(path, "{name}.{kind}{id}");
+            }
         };
-        let stdout_path = output_path(self.stdout_path, &self.workdir, &default_file('o'))?;
-        let stderr_path = output_path(self.stderr_path, &self.workdir, &default_file('e'))?;
+        let stdout_path =
+            written_output_path(self.stdout_path, &self.workdir, |p| default_file('o', p))?;
+        let stderr_path =
+            written_output_path(self.stderr_path, &self.workdir, |p| default_file('e', p))?;
         if let Some(users) = &self.user_list
             && let Some(other) = options::users_in(users)
                 .into_iter()
@@ -555,8 +564,26 @@ pub(crate) fn output_path(
     workdir: &str,
     default_file: &str,
 ) -> Result<String, CoreError> {
+    written_output_path(given, workdir, |path| path.push_str(default_file))
+}
+
+/// [`output_path`], the default file's name written by `default_file`
+/// after the directory.
+fn written_output_path(
+    given: Option<String>,
+    workdir: &str,
+    default_file: impl FnOnce(&mut String),
+) -> Result<String, CoreError> {
     let path = match given.filter(|p| !p.is_empty()) {
-        None => join(workdir, default_file),
+        None => {
+            let mut path = String::with_capacity(workdir.len() + 32);
+            path.push_str(workdir);
+            if !workdir.ends_with('/') {
+                path.push('/');
+            }
+            default_file(&mut path);
+            path
+        }
         Some(p) if p.starts_with('/') => p,
         Some(p) => join(workdir, &p),
     };

@@ -168,7 +168,7 @@ pub fn measure(records: &[JobRecord], nodes: u32) -> Metrics {
     for r in records {
         let e = expansion(r);
         for sums in [
-            by_queue.entry(r.queue.clone()).or_default(),
+            by_queue.entry(r.queue.to_string()).or_default(),
             by_size.entry(r.nodes.next_power_of_two()).or_default(),
         ] {
             sums.0 += 1;
@@ -393,7 +393,7 @@ mod tests {
         JobRecord {
             start,
             end,
-            ..JobRecord::new(0, submit, nodes, queue.into())
+            ..JobRecord::new(0, submit, nodes, queue)
         }
     }
 

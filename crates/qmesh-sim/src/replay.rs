@@ -38,8 +38,9 @@
 //! `machine.rs` adds.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use qmesh_core::array::{ArrayStyle, MAX_INDEX};
@@ -47,8 +48,12 @@ use qmesh_core::predict::Likeness;
 use qmesh_core::preempt::Method;
 use qmesh_core::rsub::{self, ResvRequest};
 use qmesh_core::scheduler::Replanner;
+use qmesh_core::state::Finished;
 use qmesh_core::submit::Asked;
 use qmesh_core::{Caller, ExitCause, JobExit, JobId, Role, Scheduler, State, Submission};
+// Keyed by job ids and trace numbers, looked up several times per job:
+// SipHash showed in a replay's profile.
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::accounting::Record;
 use crate::arrays::{self, Formed, Key, Program};
@@ -137,8 +142,9 @@ pub struct JobRecord {
     pub end: i64,
     pub nodes: u32,
     /// The queue it ran in: on a site's configuration, the configuration's
-    /// queue; else the trace's (its header's name, or its number).
-    pub queue: String,
+    /// queue; else the trace's (its header's name, or its number). Shared
+    /// by the records of a queue: one name, not one string per job.
+    pub queue: Arc<str>,
     /// The start spwhen predicted right after its submission (seconds from
     /// the trace's start), planning with requested wall times; `None` when
     /// not asked for or not given.
@@ -173,14 +179,14 @@ pub struct JobRecord {
 impl JobRecord {
     /// A record of a job that has not started, with nothing happened to
     /// it yet.
-    pub fn new(number: u64, submit: i64, nodes: u32, queue: String) -> JobRecord {
+    pub fn new(number: u64, submit: i64, nodes: u32, queue: impl Into<Arc<str>>) -> JobRecord {
         JobRecord {
             number,
             submit,
             start: -1,
             end: -1,
             nodes,
-            queue,
+            queue: queue.into(),
             predicted: None,
             predicted_from_runs: None,
             reservation: None,
@@ -425,17 +431,19 @@ pub fn replay_with_progress(
     let mut run_of = vec![0i64; trace.jobs.len()];
 
     let mut records: Vec<Option<JobRecord>> = vec![None; trace.jobs.len()];
-    let mut by_id: HashMap<JobId, usize> = HashMap::with_capacity(arrivals.len());
+    // Lone jobs not finished yet, by id: their trace index. (A finished
+    // job leaves: the map stays the size of what is queued and running.)
+    let mut by_id: HashMap<JobId, usize> = HashMap::default();
     // An array's jobs, by trace index, in the order of its sub-jobs.
-    let mut members: HashMap<JobId, Vec<usize>> = HashMap::new();
+    let mut members: HashMap<JobId, Vec<usize>> = HashMap::default();
     // Running jobs' ends, with the number of the end set last for each
     // (`end_of`): an end moved by a suspension, or a job requeued or
     // deleted, leaves its old entry behind, which is passed over.
     let mut ends: BinaryHeap<Reverse<(i64, JobId, u64)>> = BinaryHeap::new();
-    let mut end_of: HashMap<JobId, (i64, u64)> = HashMap::new();
+    let mut end_of: HashMap<JobId, (i64, u64)> = HashMap::default();
     let mut end_seq = 0u64;
     // Jobs suspended by preemption: since when, and their run time left.
-    let mut lent: HashMap<JobId, (i64, i64)> = HashMap::new();
+    let mut lent: HashMap<JobId, (i64, i64)> = HashMap::default();
     let exit = JobExit {
         code: Some(0),
         signal: None,
@@ -449,7 +457,7 @@ pub fn replay_with_progress(
     let mut next = 0;
     let mut submitted = 0;
     let mut passes = 0;
-    let mut callers: HashMap<(i64, i64), Caller> = HashMap::new();
+    let mut callers: HashMap<(i64, i64), Caller> = HashMap::default();
     let mut finished = 0usize;
     let mut log: Vec<Record> = Vec::new();
     let server = state.server_name().to_string();
@@ -462,6 +470,7 @@ pub fn replay_with_progress(
     // The passes keep their plan for the next where it stands (arrivals
     // only, under conservative backfilling): the same starts, less work.
     let mut replanner = Replanner::default();
+    let mut names = QueueNames::default();
     loop {
         let arrival = arrivals
             .get(next)
@@ -527,9 +536,12 @@ pub fn replay_with_progress(
                 .accounting
                 .then(|| state.job(id).map(qmesh_core::joblog::EndedRun::of))
                 .flatten();
-            state
+            let (how, _) = state
                 .finish(id, exit.clone(), now)
                 .map_err(|e| ReplayError::Core(e.to_string()))?;
+            if how == Finished::Finished {
+                by_id.remove(&id);
+            }
             if let (Some(run), Some(job)) = (run, state.job(id)) {
                 log.push(Record::ended(job, &server, run, &exit, now));
             }
@@ -672,12 +684,13 @@ pub fn replay_with_progress(
                         log.push(Record::queued(job, &server, now));
                     }
                     let in_express = options.express.is_some() && queue == EXPRESS_QUEUE;
+                    let landed = site || in_resv.is_some() || in_express;
                     for m in group {
                         run_of[m.index] = m.run.min(m.walltime.min(walltime) as i64).max(0);
-                        let name = if site || in_resv.is_some() || in_express {
-                            queue.clone()
+                        let name = if landed {
+                            names.landed(&queue)
                         } else {
-                            trace.queue_name(m.queue)
+                            names.traced(trace, m.queue)
                         };
                         records[m.index] = Some(JobRecord {
                             reservation: in_resv.as_ref().map(|r| r.0),
@@ -887,6 +900,33 @@ pub fn replay_with_progress(
         zone: state.config().calendar.zone().unwrap_or(chrono_tz::Tz::UTC),
         reservations: outcomes,
     })
+}
+
+/// The queue names the records share, one each.
+#[derive(Default)]
+struct QueueNames {
+    /// By the trace's queue number.
+    traced: HashMap<i64, Arc<str>>,
+    /// The configuration's queues jobs landed in (a few).
+    landed: Vec<Arc<str>>,
+}
+
+impl QueueNames {
+    fn traced(&mut self, trace: &Trace, queue: i64) -> Arc<str> {
+        self.traced
+            .entry(queue)
+            .or_insert_with(|| trace.queue_name(queue).into())
+            .clone()
+    }
+
+    fn landed(&mut self, queue: &str) -> Arc<str> {
+        if let Some(name) = self.landed.iter().find(|n| &***n == queue) {
+            return name.clone();
+        }
+        let name: Arc<str> = queue.into();
+        self.landed.push(name.clone());
+        name
+    }
 }
 
 /// The trace index of a started job: a lone job's, or its array's member

@@ -58,6 +58,12 @@ impl Profile {
     /// adding them one by one costs O(n log n).
     pub fn with_releases(start: Secs, free: i64, releases: &mut [(Secs, i64)]) -> Profile {
         releases.sort_unstable();
+        Profile::with_sorted_releases(start, free, releases)
+    }
+
+    /// [`Profile::with_releases`] for releases already sorted.
+    pub fn with_sorted_releases(start: Secs, free: i64, releases: &[(Secs, i64)]) -> Profile {
+        debug_assert!(releases.is_sorted());
         let mut steps: Vec<(Secs, i64)> = Vec::with_capacity(releases.len() + 1);
         steps.push((start, free));
         let mut value = free;

@@ -144,10 +144,17 @@ pub(super) fn requeue(
 }
 
 pub(super) fn add_pending(pending: &mut Pending, job: &Job) {
-    pending
-        .entry(job.queue.clone())
-        .or_default()
-        .insert(pending_key(job), PendingView::of(job));
+    // The queue's name is copied only for its first pending job.
+    let view = PendingView::of(job);
+    match pending.get_mut(&job.queue) {
+        Some(queue) => {
+            queue.insert(pending_key(job), view);
+        }
+        None => {
+            let queue = pending.entry(job.queue.clone()).or_default();
+            queue.insert(pending_key(job), view);
+        }
+    }
 }
 
 /// After a pending job's state changed (held, released).

@@ -70,11 +70,31 @@ impl NodeBits {
         })
     }
 
-    /// Clears and returns the first `k` bits set in `[from, to)`.
+    /// Clears and returns the first `k` bits set in `[from, to)`. A word
+    /// at a time: every start takes its nodes here.
     pub fn take_first(&mut self, from: usize, to: usize, k: usize) -> Vec<usize> {
-        let taken: Vec<usize> = self.ones(from, to).take(k).collect();
-        for &i in &taken {
-            self.set(i, false);
+        let mut taken = Vec::with_capacity(k);
+        let first = from / 64;
+        let last = to.div_ceil(64).min(self.words.len());
+        for w in first..last {
+            if taken.len() == k {
+                break;
+            }
+            let mut word = self.words[w];
+            if w == first {
+                word &= u64::MAX.checked_shl((from % 64) as u32).unwrap_or(0);
+            }
+            if w * 64 + 64 > to {
+                word &= (1u64 << (to - w * 64)).wrapping_sub(1);
+            }
+            let mut cleared = 0u64;
+            while word != 0 && taken.len() < k {
+                let bit = word.trailing_zeros();
+                word &= word - 1;
+                cleared |= 1 << bit;
+                taken.push(w * 64 + bit as usize);
+            }
+            self.words[w] &= !cleared;
         }
         taken
     }
@@ -131,8 +151,17 @@ impl Occupancy {
         let mut taken = taken.to_vec();
         taken.sort_unstable();
         taken.dedup();
+        // The up nodes per set, counted on the way (`up_in`, without a
+        // second walk over the nodes).
+        let mut up: Vec<(usize, usize)> = Vec::new();
         for &i in &taken {
             let node = &mut nodes[i];
+            if node.usable() {
+                match up.iter_mut().find(|(s, _)| *s == node.set) {
+                    Some((_, n)) => *n += 1,
+                    None => up.push((node.set, 1)),
+                }
+            }
             if node.slots == 1 && node.jobs.is_empty() {
                 // An exclusive node: the common case, kept cheap.
                 node.jobs.push(id);
@@ -151,12 +180,13 @@ impl Occupancy {
             }
             self.recount(node, i, before);
         }
-        let up_in = up_in(nodes, &taken);
+        up.sort_unstable();
+        debug_assert_eq!(up, up_in(nodes, &taken));
         self.held.insert(
             id,
             Held {
                 nodes: taken,
-                up_in,
+                up_in: up,
             },
         );
     }

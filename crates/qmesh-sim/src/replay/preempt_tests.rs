@@ -75,8 +75,8 @@ fn a_suspended_job_ends_later_by_its_suspension() {
     assert_eq!((one.suspensions, one.suspended), (1, 200));
     assert_eq!((one.run(), one.ran(), one.lost()), (1200, 1000, 0));
     assert!(record(&r, 10).express && !one.express);
-    assert_eq!(record(&r, 10).queue, "express");
-    assert_eq!(one.queue, "1", "the trace's queue, as without --express");
+    assert_eq!(&*record(&r, 10).queue, "express");
+    assert_eq!(&*one.queue, "1", "the trace's queue, as without --express");
     let p = crate::metrics::preemption(&r.records, r.nodes);
     assert_eq!((p.suspended, p.requeued, p.deleted), (1, 0, 0));
     assert_eq!((p.express.jobs, p.express.mean_wait), (1, 0.0));
@@ -395,6 +395,6 @@ node_sets = ["fat"]
     };
     let r = replay(&trace, &options).unwrap();
     assert_eq!(schedule(&r), [(1, 0, 1200), (2, 0, 1000), (10, 100, 300)]);
-    assert_eq!(record(&r, 10).queue, "express");
-    assert_eq!(record(&r, 1).queue, "thin_q");
+    assert_eq!(&*record(&r, 10).queue, "express");
+    assert_eq!(&*record(&r, 1).queue, "thin_q");
 }

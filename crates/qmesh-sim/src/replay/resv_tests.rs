@@ -25,7 +25,7 @@ fn run(trace: &str, reservations: &str, policy: Policy) -> Replay {
 fn schedule(r: &Replay) -> Vec<(u64, i64, i64, &str)> {
     r.records
         .iter()
-        .map(|r| (r.number, r.start, r.end, r.queue.as_str()))
+        .map(|r| (r.number, r.start, r.end, &*r.queue))
         .collect()
 }
 

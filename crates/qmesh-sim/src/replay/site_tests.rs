@@ -73,7 +73,7 @@ fn site_options() -> Options {
 fn schedule(r: &Replay) -> Vec<(u64, &str, i64, i64)> {
     r.records
         .iter()
-        .map(|r| (r.number, r.queue.as_str(), r.start, r.end))
+        .map(|r| (r.number, &*r.queue, r.start, r.end))
         .collect()
 }
 

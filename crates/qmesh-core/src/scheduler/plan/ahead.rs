@@ -45,6 +45,23 @@ pub(super) struct Ahead {
     planned_before_looking: usize,
 }
 
+impl Ahead {
+    /// Reading ahead into `buffer` (emptied first): a kept plan's passes
+    /// hand the same one on, and none grows it again from nothing.
+    pub(super) fn in_buffer(mut buffer: VecDeque<Ranked>) -> Ahead {
+        buffer.clear();
+        Ahead {
+            read: buffer,
+            planned_before_looking: 0,
+        }
+    }
+
+    /// The buffer, for the next pass.
+    pub(super) fn into_buffer(self) -> VecDeque<Ranked> {
+        self.read
+    }
+}
+
 impl Planner<'_> {
     /// Whether a pass stopping at `stop` may leave out the jobs behind
     /// the last that might start (see the module comment).

@@ -5,7 +5,7 @@
 //! looks at a single node, so that placement is only about where and when.
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::{Planner, a_id};
 use crate::job::Job;
@@ -182,7 +182,7 @@ impl<'a> Running<'a> {
     }
 }
 
-/// A queue as the pass sees it (an `Rc` each of its lists: placement
+/// A queue as the pass sees it (an `Arc` each of its lists: placement
 /// takes a copy while it changes the planner).
 #[derive(Clone)]
 pub(super) struct QueueNow {
@@ -190,10 +190,10 @@ pub(super) struct QueueNow {
     /// One of its periods is on (or it names none).
     open: bool,
     /// The sets it draws on now, in selection order.
-    sets: Rc<[usize]>,
+    sets: Arc<[usize]>,
     /// Indexed by set: when its jobs there are ended ([`FOREVER`]: not);
     /// `None` when no set has a cut.
-    pub cuts: Option<Rc<[Secs]>>,
+    pub cuts: Option<Arc<[Secs]>>,
     /// The reservation whose queue it is: open while an occurrence is on.
     pub reservation: Option<u64>,
 }

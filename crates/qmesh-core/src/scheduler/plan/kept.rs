@@ -40,6 +40,9 @@
 //!
 //! [`Scheduler::changes`]: crate::scheduler::Scheduler::changes
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use super::gate::QueueNow;
 use super::predicted::Durations;
 use super::set_plan::{SetPlan, counted_set_plans};
@@ -61,8 +64,13 @@ use crate::time::Time;
 pub struct Replanner {
     kept: Option<Kept>,
     /// Whether the configuration of this generation is plain (`plain_config`),
-    /// worked out once per configuration, not per pass.
-    plain_config: Option<(u64, bool)>,
+    /// worked out once per configuration, not per pass; if it is, what
+    /// each queue may do, which then does not change with time either.
+    plain_config: Option<(u64, Option<Arc<[QueueNow]>>)>,
+    /// The order read ahead, and what it said of the jobs planned: kept
+    /// from pass to pass so that no pass grows them again from nothing.
+    read_ahead: VecDeque<Ranked>,
+    seen: Vec<Seen>,
     /// Passes that took up the kept plan, and those planned afresh.
     pub resumed: u64,
     pub fresh: u64,
@@ -122,18 +130,26 @@ impl Replanner {
             return Plan::default();
         }
         let generation = state.config_generation();
-        let plain_config = match self.plain_config {
-            Some((g, plain)) if g == generation => plain,
+        let queues = match &self.plain_config {
+            Some((g, queues)) if *g == generation => queues.clone(),
             _ => {
-                let plain = plain_config(state);
-                self.plain_config = Some((generation, plain));
-                plain
+                let queues = plain_config(state).then(|| {
+                    let n_sets = state.node_sets().len();
+                    let config = state.config();
+                    config
+                        .queues
+                        .values()
+                        .map(|q| QueueNow::of(state, q, now, n_sets))
+                        .collect()
+                });
+                self.plain_config = Some((generation, queues.clone()));
+                queues
             }
         };
-        if !(plain_config && plain_now(state, now)) {
+        let Some(queues) = queues.filter(|_| plain_now(state, now)) else {
             self.fresh += 1;
             return Planner::new(state, now, attrs.backfill).run(Stop::NothingStarts);
-        }
+        };
         let now_s = now.timestamp();
         let releases = releases(state, now_s);
         let mut plan = Plan {
@@ -141,7 +157,8 @@ impl Replanner {
             ..Plan::default()
         };
         let mut order = ranked(state, now);
-        let resumed = kept.and_then(|k| k.resume(state, now, &releases, &mut order, &mut plan));
+        let resumed =
+            kept.and_then(|k| k.resume(state, now, &releases, &mut order, &mut plan, &queues));
         let (mut planner, mut waiting) = match resumed {
             Some(resumed) => {
                 self.resumed += 1;
@@ -153,26 +170,28 @@ impl Replanner {
                 order = ranked(state, now);
                 // What `Planner::new` makes in the plain case, on the
                 // releases already worked out.
-                let sets = counted_set_plans(state, now_s, releases.clone());
+                let sets = counted_set_plans(state, now_s, &releases);
                 let free = state.occupancy().free.clone();
-                (Planner::resumed(state, now, sets, free), Vec::new())
+                (Planner::resumed(state, now, sets, free, queues), Vec::new())
             }
         };
         // What the order said of each job this pass plans, beside its
         // entries.
         let first = plan.queue.len();
-        let mut seen: Vec<Seen> = Vec::new();
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.clear();
         let ahead = planner.looks_ahead(Stop::NothingStarts);
-        planner.plan_each(
-            super::predicted::Order::new(order, Backfill::Conservative).reading_ahead(ahead),
-            &mut plan,
-            Stop::NothingStarts,
-            Some(&mut seen),
-        );
+        let buffer = std::mem::take(&mut self.read_ahead);
+        let mut order = super::predicted::Order::new(order, Backfill::Conservative)
+            .reading_ahead_in(ahead, buffer);
+        planner.plan_each(&mut order, &mut plan, Stop::NothingStarts, Some(&mut seen));
+        self.read_ahead = order.into_buffer().unwrap_or_default();
         planner.conclude(&mut plan, Stop::NothingStarts);
         let planned = &plan.queue[first..];
         debug_assert_eq!(seen.len(), planned.len());
         self.kept = seen.iter().all(Seen::plain).then(|| {
+            // Sized once: grown from nothing, it showed in a replay's profile.
+            waiting.reserve(planned.len());
             waiting.extend(
                 seen.iter()
                     .zip(planned)
@@ -181,6 +200,7 @@ impl Replanner {
             );
             Kept::of(state, planner, &plan.starts, waiting, releases)
         });
+        self.seen = seen;
         plan
     }
 }
@@ -198,6 +218,7 @@ impl Kept {
         releases: &[Vec<(Secs, i64)>],
         order: &mut dyn Iterator<Item = Ranked>,
         plan: &mut Plan,
+        queues: &Arc<[QueueNow]>,
     ) -> Option<(Planner<'a>, Vec<(Seen, Entry)>)> {
         let now_s = now.timestamp();
         let occupancy = state.occupancy();
@@ -219,7 +240,7 @@ impl Kept {
                 return None;
             }
         }
-        let mut planner = Planner::resumed(state, now, sets, self.free);
+        let mut planner = Planner::resumed(state, now, sets, self.free, queues.clone());
         planner.considered = self.considered;
         planner.reserved_any = self.reserved_any;
         if planner.sets.iter().any(|set| set.free > 0) {
@@ -253,12 +274,12 @@ impl Kept {
                     None => per_set.push((set, 1)),
                 }
             }
+            // In order, where it goes: the rest are sorted already.
             for (set, count) in per_set {
-                releases[set].push((end, count));
+                let set = &mut releases[set];
+                let at = set.partition_point(|&r| r <= (end, count));
+                set.insert(at, (end, count));
             }
-        }
-        for set in &mut releases {
-            set.sort_unstable();
         }
         Kept {
             at: planner.now_s,
@@ -276,14 +297,14 @@ impl Kept {
 impl<'a> Planner<'a> {
     /// A planner on kept sets and free nodes, with the rest as
     /// [`Planner::new`] makes it in the plain case (`plain_config`, `plain_now`).
-    fn resumed(state: &'a State, now: Time, sets: Vec<SetPlan>, free: NodeBits) -> Planner<'a> {
+    fn resumed(
+        state: &'a State,
+        now: Time,
+        sets: Vec<SetPlan>,
+        free: NodeBits,
+        queues: Arc<[QueueNow]>,
+    ) -> Planner<'a> {
         let attrs = &state.config().server;
-        let queues = state
-            .config()
-            .queues
-            .values()
-            .map(|q| QueueNow::of(state, q, now, sets.len()))
-            .collect();
         Planner {
             state,
             now,
@@ -346,8 +367,13 @@ fn plain_now(state: &State, now: Time) -> bool {
 /// pass's profiles count (`set_plan::set_plans`).
 fn releases(state: &State, now: Secs) -> Vec<Vec<(Secs, i64)>> {
     let kill_delay = state.config().server.kill_delay;
-    let mut ends: Vec<Vec<(Secs, i64)>> = vec![Vec::new(); state.node_sets().len()];
-    for (&id, held) in &state.occupancy().held {
+    let held = &state.occupancy().held;
+    // Room for every running job, and for the starts `Kept::of` adds:
+    // grown from nothing, the vectors showed in a replay's profile.
+    let n_sets = state.node_sets().len();
+    let room = held.len().div_ceil(n_sets.max(1)) + 8;
+    let mut ends: Vec<Vec<(Secs, i64)>> = (0..n_sets).map(|_| Vec::with_capacity(room)).collect();
+    for (&id, held) in held {
         let end = state
             .job(id)
             .map_or(now + 1, |job| expected_end(job, now, kill_delay));

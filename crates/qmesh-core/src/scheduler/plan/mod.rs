@@ -49,6 +49,7 @@ mod set_plan;
 mod shared;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::closedown::{self, Closedown};
 use super::order::{Ranked, ranked};
@@ -85,7 +86,8 @@ pub(super) struct Planner<'a> {
     /// What this pass's starts took on shared nodes.
     started: Started<'a>,
     /// Per queue (in the configuration's name order): what it may do now.
-    queues: Vec<QueueNow>,
+    /// Shared: a kept plan's passes take it up unchanged (`kept`).
+    queues: Arc<[QueueNow]>,
     /// Running jobs per user, group and PBS entity, kept only when the
     /// configuration sets a run limit.
     running: Option<Running<'a>>,
@@ -212,7 +214,7 @@ impl<'a> Planner<'a> {
     /// with `Stop::NothingStarts`, until nothing more could start this
     /// pass: no node is free, or SDSC blocking holds the rest back.
     pub fn run(mut self, stop: Stop) -> Plan {
-        let order = predicted::Order::new(ranked(self.state, self.now), self.mode)
+        let mut order = predicted::Order::new(ranked(self.state, self.now), self.mode)
             .reading_ahead(self.looks_ahead(stop));
         let mut plan = Plan {
             now: Some(self.now),
@@ -221,7 +223,7 @@ impl<'a> Planner<'a> {
         if stop == Stop::Never {
             plan.queue.reserve(self.state.pending_count());
         }
-        self.plan_each(order, &mut plan, stop, None);
+        self.plan_each(&mut order, &mut plan, stop, None);
         self.conclude(&mut plan, stop);
         plan
     }
@@ -231,12 +233,12 @@ impl<'a> Planner<'a> {
     /// each job planned put in `seen`.
     fn plan_each(
         &mut self,
-        mut order: predicted::Order<'_>,
+        order: &mut predicted::Order<'_>,
         plan: &mut Plan,
         stop: Stop,
         mut seen: Option<&mut Vec<kept::Seen>>,
     ) {
-        while let Some(ranked) = self.next_job(&mut order) {
+        while let Some(ranked) = self.next_job(order) {
             if stop == Stop::NothingStarts
                 && (self.blocked || self.sets.iter().all(|set| set.free == 0))
                 && self.advance.iter().all(|on| on.free.is_empty())

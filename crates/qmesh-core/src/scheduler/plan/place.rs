@@ -46,11 +46,14 @@ impl<'a> Planner<'a> {
         };
         let state = self.state;
         let job = || state.job(view.id);
-        let queue = self.queues[ranked.queue].clone();
+        // The queues stay as they are for the pass; this borrow of them
+        // leaves the planner free to change.
+        let queues = std::sync::Arc::clone(&self.queues);
+        let queue = &queues[ranked.queue];
         if let Some(resv) = queue.reservation {
             return self.place_in_reservation(ranked, resv, starts);
         }
-        let sets = admitted.sets(&queue);
+        let sets = admitted.sets(queue);
         let cuts = queue.cuts.as_deref();
         let n = view.nodes as usize;
         let wall = view.walltime.max(1) as Secs;
@@ -303,7 +306,8 @@ impl<'a> Planner<'a> {
                     .collect()
             }
         };
-        let mut nodes = Vec::with_capacity(n);
+        // Taken from one set (the common case), its nodes are the list.
+        let mut nodes: Vec<usize> = Vec::new();
         for (s, k) in take {
             if self.sets[s].shared() {
                 let picked = self.take_least_busy(s, k);
@@ -323,7 +327,12 @@ impl<'a> Planner<'a> {
                 nodes.extend(picked);
             } else {
                 let range = &self.sets[s].nodes;
-                nodes.extend(self.free.take_first(range.start, range.end, k));
+                let picked = self.free.take_first(range.start, range.end, k);
+                if nodes.is_empty() {
+                    nodes = picked;
+                } else {
+                    nodes.extend(picked);
+                }
             }
             self.sets[s].take(now, end, k);
         }

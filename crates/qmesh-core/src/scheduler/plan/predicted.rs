@@ -19,6 +19,8 @@
 //! with a topology the guard counts nodes; where they lie is the
 //! predicted plan's.
 
+use std::collections::VecDeque;
+
 use super::Planner;
 use super::ahead::Ahead;
 use crate::job::{Job, JobState};
@@ -164,6 +166,18 @@ impl<'a> Order<'a> {
     pub fn reading_ahead(mut self, ahead: bool) -> Order<'a> {
         self.ahead = ahead.then(Ahead::default);
         self
+    }
+
+    /// [`Order::reading_ahead`] into `buffer`, which
+    /// [`Order::into_buffer`] gives back.
+    pub fn reading_ahead_in(mut self, ahead: bool, buffer: VecDeque<Ranked>) -> Order<'a> {
+        self.ahead = ahead.then(|| Ahead::in_buffer(buffer));
+        self
+    }
+
+    /// The buffer the order was read ahead into, if it was.
+    pub fn into_buffer(self) -> Option<VecDeque<Ranked>> {
+        self.ahead.map(Ahead::into_buffer)
     }
 }
 

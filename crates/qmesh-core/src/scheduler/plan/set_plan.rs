@@ -281,28 +281,33 @@ pub(super) fn set_plans(state: &State, now: Secs, end_of: impl Fn(JobId) -> Secs
         .zip(releases)
         .enumerate()
         .map(|(s, (allocator, releases))| {
-            SetPlan::at_start(state, s, now, &mut ends[s], base[s], allocator, releases)
+            let free = state.occupancy().free_in[s] as i64;
+            let profile = Profile::with_releases(now, free, &mut ends[s]);
+            SetPlan::at_start(state, s, profile, base[s], allocator, releases)
         })
         .collect()
 }
 
 /// [`set_plans`] for sets that all have no topology, from when the
-/// nodes of their running jobs come back (`ends`, per set), as the caller
-/// already worked them out (a kept plan compares them: see `kept`).
+/// nodes of their running jobs come back (`ends`, per set, sorted), as
+/// the caller already worked them out (a kept plan compares them: see
+/// `kept`).
 pub(super) fn counted_set_plans(
     state: &State,
     now: Secs,
-    mut ends: Vec<Vec<(Secs, i64)>>,
+    ends: &[Vec<(Secs, i64)>],
 ) -> Vec<SetPlan> {
     let mut base = 0;
     state
         .node_sets()
         .iter()
-        .zip(&mut ends)
+        .zip(ends)
         .enumerate()
         .map(|(s, (set, ends))| {
             debug_assert!(matches!(set.topology, crate::node::Topology::Flat));
-            let plan = SetPlan::at_start(state, s, now, ends, base, None, Vec::new());
+            let free = state.occupancy().free_in[s] as i64;
+            let profile = Profile::with_sorted_releases(now, free, ends);
+            let plan = SetPlan::at_start(state, s, profile, base, None, Vec::new());
             base += set.nodes.len();
             plan
         })
@@ -310,14 +315,13 @@ pub(super) fn counted_set_plans(
 }
 
 impl SetPlan {
-    /// Set `s` as a pass begins: its free nodes now, and `ends` (when
-    /// running jobs give nodes back) in its profile; `base` is the index
+    /// Set `s` as a pass begins: its free nodes now, and its `profile`
+    /// (those and when running jobs give nodes back); `base` is the index
     /// of its first node.
     fn at_start(
         state: &State,
         s: usize,
-        now: Secs,
-        ends: &mut [(Secs, i64)],
+        profile: Profile,
         base: usize,
         allocator: Option<Box<dyn Allocator>>,
         releases: Vec<Release>,
@@ -325,7 +329,7 @@ impl SetPlan {
         let set = &state.node_sets()[s];
         let free = state.occupancy().free_in[s];
         SetPlan {
-            profile: Profile::with_releases(now, free as i64, ends),
+            profile,
             free,
             up: state.up_per_set()[s],
             slots: set.attrs.slots() as usize,

@@ -234,3 +234,24 @@ fn what_could_move_a_job_ahead_makes_the_pass_plan_afresh() {
     both(&mut s, &mut r, t(101)).unwrap();
     assert_eq!((r.resumed, r.fresh), (3, 6));
 }
+
+#[test]
+fn what_each_queue_may_do_is_read_again_under_a_new_configuration() {
+    // The queues' view is kept from pass to pass under one configuration:
+    // stopping and starting a queue must reach the next pass.
+    let mut s = conservative(4);
+    let mut r = Replanner::default();
+    let a = submit(&mut s, 4, 100, t(0));
+    assert_eq!(both(&mut s, &mut r, t(0)).unwrap(), [a]);
+    let with_batch = |s: &mut State, started: bool| {
+        let mut config = s.config().clone();
+        config.queues.get_mut("batch").unwrap().started = started;
+        s.set_config(config);
+    };
+    with_batch(&mut s, false);
+    let b = submit(&mut s, 1, 10, t(10));
+    s.finish(a, exited(0), t(20)).unwrap();
+    assert_eq!(both(&mut s, &mut r, t(20)).unwrap(), [], "batch is stopped");
+    with_batch(&mut s, true);
+    assert_eq!(both(&mut s, &mut r, t(30)).unwrap(), [b]);
+}
