@@ -304,29 +304,15 @@ impl<'a> Planner<'a> {
         free: NodeBits,
         queues: Arc<[QueueNow]>,
     ) -> Planner<'a> {
-        let attrs = &state.config().server;
-        Planner {
+        Planner::from_parts(
             state,
             now,
-            now_s: now.timestamp(),
-            mode: Backfill::Conservative,
-            durations: Durations::Requested,
-            guard: None,
-            block_priority: attrs.block_priority,
-            search_depth: attrs.search_depth as usize,
+            (Backfill::Conservative, Durations::Requested),
             sets,
             free,
-            started: Default::default(),
             queues,
-            running: None,
-            consumables: None,
-            reserved_any: false,
-            blocked: false,
-            considered: 0,
-            array_starts: Default::default(),
-            advance: Vec::new(),
-            preempt: None,
-        }
+            (None, None),
+        )
     }
 }
 

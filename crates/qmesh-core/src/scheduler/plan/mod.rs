@@ -114,6 +114,43 @@ impl<'a> Planner<'a> {
         Planner::with_durations(state, now, mode, Durations::of(mode))
     }
 
+    /// A planner that has planned nothing yet, on the sets, free nodes and
+    /// queues given: worked out from the state by [`Planner::with_durations`],
+    /// or handed over by a kept plan (`kept.rs`).
+    fn from_parts(
+        state: &'a State,
+        now: Time,
+        (mode, durations): (Backfill, Durations),
+        sets: Vec<SetPlan>,
+        free: NodeBits,
+        queues: Arc<[QueueNow]>,
+        (running, consumables): (Option<Running<'a>>, Option<crate::consumable::Consumables>),
+    ) -> Planner<'a> {
+        let attrs = &state.config().server;
+        Planner {
+            state,
+            now,
+            now_s: now.timestamp(),
+            mode,
+            durations,
+            guard: None,
+            block_priority: attrs.block_priority,
+            search_depth: attrs.search_depth as usize,
+            sets,
+            free,
+            started: Started::default(),
+            queues,
+            running,
+            consumables,
+            reserved_any: false,
+            blocked: false,
+            considered: 0,
+            array_starts: HashMap::new(),
+            advance: Vec::new(),
+            preempt: None,
+        }
+    }
+
     pub fn with_durations(
         state: &'a State,
         now: Time,
@@ -141,28 +178,16 @@ impl<'a> Planner<'a> {
             }
             running
         });
-        let mut planner = Planner {
+        let consumables = crate::consumable::Consumables::of(config, state.active_jobs());
+        let mut planner = Planner::from_parts(
             state,
             now,
-            now_s,
-            mode,
-            durations,
-            guard: None,
-            block_priority: attrs.block_priority,
-            search_depth: attrs.search_depth as usize,
+            (mode, durations),
             sets,
-            free: state.occupancy().free.clone(),
-            started: Started::default(),
+            state.occupancy().free.clone(),
             queues,
-            running,
-            consumables: crate::consumable::Consumables::of(state.config(), state.active_jobs()),
-            reserved_any: false,
-            blocked: false,
-            considered: 0,
-            array_starts: HashMap::new(),
-            advance: Vec::new(),
-            preempt: None,
-        };
+            (running, consumables),
+        );
         planner.close(&closedown::collect(state, now));
         let held = crate::scheduler::reservations::held_spans(state, now);
         if !held.is_empty() {
