@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -29,6 +30,9 @@ pub struct LocalAgent {
     /// The daemon's socket for commands: the agent's jobs run on the
     /// daemon's host, so their qsub and qstat reach it there.
     pub commands_socket: PathBuf,
+    /// The soft limit on open files it starts with, when qmeshd raised its
+    /// own: the one qmeshd started with, for the jobs' sake.
+    pub open_files: Option<u64>,
 }
 
 /// The agent binary: the configured one, else `qmesh-agent` next to qmeshd.
@@ -115,7 +119,17 @@ impl LocalAgent {
             .stderr(Stdio::from(log_err))
             .process_group(0)
             .kill_on_drop(false);
-        crate::start::open_files::as_started(&mut cmd);
+        if let Some(soft) = self.open_files {
+            // SAFETY: getrlimit and setrlimit are async-signal-safe system
+            // calls, run in the child between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+                    setrlimit(Resource::RLIMIT_NOFILE, soft, hard)?;
+                    Ok(())
+                });
+            }
+        }
         cmd.spawn()
             .with_context(|| format!("run {}", self.bin.display()))
     }

@@ -62,20 +62,10 @@ pub fn raise(settings: &Settings) -> Option<Raised> {
     Some(raised)
 }
 
-/// `cmd` starts with the soft limit qmeshd started with (the local agent,
-/// whose jobs inherit it).
-pub fn as_started(cmd: &mut tokio::process::Command) {
-    if let Some(&soft) = STARTED_WITH.get() {
-        // SAFETY: getrlimit and setrlimit are async-signal-safe system
-        // calls, run in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-                setrlimit(Resource::RLIMIT_NOFILE, soft, hard)?;
-                Ok(())
-            });
-        }
-    }
+/// The soft limit qmeshd started with, if it raised it: its local agent
+/// starts with it (`LocalAgent::open_files`), and so its jobs.
+pub fn started_with() -> Option<u64> {
+    STARTED_WITH.get().copied()
 }
 
 fn raise_to_hard() -> nix::Result<Raised> {

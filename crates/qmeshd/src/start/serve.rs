@@ -232,6 +232,7 @@ pub fn start_local_agent(
         log: dirs.state.join("agent.log"),
         log_level: args.log_level.clone(),
         commands_socket: commands_socket.clone(),
+        open_files: super::open_files::started_with(),
     };
     Ok(Some(tokio::spawn(agent.supervise(stop.clone()))))
 }
