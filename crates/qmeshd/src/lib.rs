@@ -146,7 +146,7 @@ async fn run(
     // Watched from the start: a SIGTERM that comes while a standby takes
     // over is kept until the daemon waits for it.
     let mut signals = start::signals::Signals::watch()?;
-    start::open_files::raise(&settings);
+    let open_files_started_with = start::open_files::raise(&settings);
     let uid = nix::unistd::getuid().as_raw();
     let dirs = start::load::take_dirs(&args, &settings, uid)?;
     let server_name = start::load::server_name(&settings);
@@ -194,8 +194,14 @@ async fn run(
         servers.push(start::serve::serve_metrics(listener, m, &link, &stop)?);
     }
     let [socket, agent_socket] = &sockets;
-    let local_agent =
-        start::serve::start_local_agent(&args, &settings, &dirs, (socket, agent_socket), &stop)?;
+    let local_agent = start::serve::start_local_agent(
+        &args,
+        &settings,
+        &dirs,
+        (socket, agent_socket),
+        open_files_started_with,
+        &stop,
+    )?;
     match &leader {
         // A standby was "ready" when it began to serve its refusals.
         Some(_) => start::notify_status("leading"),

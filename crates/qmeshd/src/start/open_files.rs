@@ -9,7 +9,6 @@
 //! jobs get the limits they would under an agent started on its own.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use tracing::{info, warn};
@@ -19,38 +18,22 @@ use qmesh_config::Settings;
 /// Descriptors kept for clients, the store and logs beside one per host.
 const ROOM_BESIDE_HOSTS: u64 = 1024;
 
-/// The soft limit qmeshd started with, once it raised it.
-static STARTED_WITH: OnceLock<u64> = OnceLock::new();
-
-/// What was done with the limit.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Raised {
-    /// The soft limit was already the hard one.
-    AlreadyAtHard(u64),
-    /// Raised from the first to the second.
-    From(u64, u64),
-}
-
 /// Raises the soft limit on open files to the hard limit, and warns when
 /// the hard limit leaves less than a descriptor per configured host and
-/// room for clients. A failure is logged, not fatal: qmeshd runs as
-/// before, within the soft limit.
-pub fn raise(settings: &Settings) -> Option<Raised> {
-    let raised = match raise_to_hard() {
-        Ok(raised) => raised,
+/// room for clients. Gives the soft limit qmeshd started with if it
+/// raised it: its local agent starts with that one. A failure is logged,
+/// not fatal: qmeshd runs as before, within the soft limit.
+pub fn raise(settings: &Settings) -> Option<u64> {
+    let (started_with, limit) = match raise_to_hard() {
+        Ok(limits) => limits,
         Err(e) => {
             warn!("open files: cannot raise the soft limit to the hard limit ({e}); it stays");
             return None;
         }
     };
-    let limit = match raised {
-        Raised::AlreadyAtHard(limit) => limit,
-        Raised::From(old, new) => {
-            let _ = STARTED_WITH.set(old);
-            info!("open files: soft limit raised from {old} to the hard limit, {new}");
-            new
-        }
-    };
+    if started_with < limit {
+        info!("open files: soft limit raised from {started_with} to the hard limit, {limit}");
+    }
     let hosts = hosts_configured(settings);
     if hosts + ROOM_BESIDE_HOSTS > limit {
         warn!(
@@ -59,22 +42,17 @@ pub fn raise(settings: &Settings) -> Option<Raised> {
             hosts + ROOM_BESIDE_HOSTS
         );
     }
-    Some(raised)
+    (started_with < limit).then_some(started_with)
 }
 
-/// The soft limit qmeshd started with, if it raised it: its local agent
-/// starts with it (`LocalAgent::open_files`), and so its jobs.
-pub fn started_with() -> Option<u64> {
-    STARTED_WITH.get().copied()
-}
-
-fn raise_to_hard() -> nix::Result<Raised> {
+/// The soft limit before and after: raised to the hard one if below it.
+fn raise_to_hard() -> nix::Result<(u64, u64)> {
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    if soft >= hard {
-        return Ok(Raised::AlreadyAtHard(soft));
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+        return Ok((soft, hard));
     }
-    setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
-    Ok(Raised::From(soft, hard))
+    Ok((soft, soft))
 }
 
 /// Hosts named by the node sets: each one's agent keeps a connection.

@@ -210,12 +210,14 @@ pub fn serve_metrics(
 
 /// In single-machine mode (`local_agent`, unless `--no-local-agent`):
 /// the host's agent, started as qmeshd's child and kept running until
-/// `stop`.
+/// `stop`, with the soft limit on open files qmeshd started with
+/// (`open_files`, when qmeshd raised its own).
 pub fn start_local_agent(
     args: &Args,
     settings: &Settings,
     dirs: &Dirs,
     sockets: (&PathBuf, &PathBuf),
+    open_files: Option<u64>,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Option<JoinHandle<()>>> {
     if !settings.local_agent || args.no_local_agent {
@@ -232,7 +234,7 @@ pub fn start_local_agent(
         log: dirs.state.join("agent.log"),
         log_level: args.log_level.clone(),
         commands_socket: commands_socket.clone(),
-        open_files: super::open_files::started_with(),
+        open_files,
     };
     Ok(Some(tokio::spawn(agent.supervise(stop.clone()))))
 }
